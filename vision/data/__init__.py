@@ -1,0 +1,1 @@
+"""The one data layer: COCO-format splits (+ video, geometry, vocabulary and forensic extensions)."""
