@@ -1,0 +1,54 @@
+"""tools/evaluate.py end to end through a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.evaluation.conftest import make_detection_case
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "evaluate.py"), *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    split, results = make_detection_case(seed=3, num_images=6)
+    (root / "split.json").write_text(json.dumps(split))
+    (root / "res.json").write_text(json.dumps(results))
+    return root
+
+
+def test_cli_prints_table_and_writes_metrics(files):
+    out = files / "out" / "metrics.json"
+    proc = run_cli("--split", str(files / "split.json"), "--results", str(files / "res.json"),
+                   "--task", "detection", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].split() == ["metric", "value"]
+    metrics = json.loads(out.read_text())
+    assert {"AP", "AP50", "segm_AP", "num_results"} <= set(metrics)
+    ap_line = next(line for line in proc.stdout.splitlines() if line.split()[0] == "AP")
+    assert float(ap_line.split()[1]) == pytest.approx(metrics["AP"], abs=1e-4)
+    assert not [p for p in out.parent.iterdir() if p.name != "metrics.json"]  # no temp files left
+
+
+def test_cli_errors_exit_2_with_one_line(files):
+    (files / "bad.json").write_text(json.dumps([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 1], "score": 1}]))
+    proc = run_cli("--split", str(files / "split.json"), "--results", str(files / "bad.json"), "--task", "detection")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "bad.json" in lines[0] and "results[0].bbox" in lines[0]
+    proc = run_cli("--split", str(files / "nope.json"), "--results", str(files / "res.json"), "--task", "detection")
+    assert proc.returncode == 2 and "nope.json" in proc.stderr and "Traceback" not in proc.stderr

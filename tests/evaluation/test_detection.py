@@ -1,0 +1,127 @@
+"""COCO AP through faster-coco-eval agrees with pycocotools (bbox and segm, crowds, empty images, IV subsets)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+
+import numpy as np
+import pytest
+from pycocotools.coco import COCO as PyCOCO
+from pycocotools.cocoeval import COCOeval as PyCOCOeval
+
+from vision.errors import DataError
+from vision.evaluation.detection import COCO_STAT_KEYS, coco_ap, coco_ground_truth
+
+
+def pycocotools_stats(split: dict, results: list[dict], iou_type: str, cat_ids=None) -> dict:
+    """The reference: plain pycocotools on the stripped ground truth (segm: masks only, as detectron2 does)."""
+    gt = coco_ground_truth(split)
+    dts = []
+    for r in results:
+        d = {"image_id": r["image_id"], "category_id": r["category_id"], "score": r["score"]}
+        if iou_type == "bbox":
+            d["bbox"] = list(r["bbox"])
+        else:
+            d["segmentation"] = copy.deepcopy(r["segmentation"])
+        dts.append(d)
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = PyCOCO()
+        coco_gt.dataset = copy.deepcopy(gt)
+        coco_gt.createIndex()
+        coco_dt = coco_gt.loadRes(dts)
+        ev = PyCOCOeval(coco_gt, coco_dt, iou_type)
+        if cat_ids is not None:
+            ev.params.catIds = list(cat_ids)
+        ev.evaluate()
+        ev.accumulate()
+        ev.summarize()
+    return dict(zip(COCO_STAT_KEYS, [float(v) for v in ev.stats[:9]]))
+
+
+def test_fixture_has_the_hard_cases(detection_case):
+    split, results = detection_case
+    assert len(split["images"]) >= 30
+    assert any(a["iscrowd"] for a in split["annotations"])
+    with_gt = {a["image_id"] for a in split["annotations"]}
+    with_dt = {r["image_id"] for r in results}
+    ids = {img["id"] for img in split["images"]}
+    assert ids - with_gt - with_dt, "some images have neither ground truth nor detections"
+    assert with_gt - with_dt, "some images have ground truth but no detections"
+    assert with_dt - with_gt, "some images have detections but no ground truth"
+    assert len({a["category_id"] for a in split["annotations"]}) == 3
+    assert "info" not in split and "videos" in split
+
+
+@pytest.mark.parametrize("iou_type", ["bbox", "segm"])
+def test_matches_pycocotools(detection_case, iou_type):
+    split, results = detection_case
+    ours = coco_ap(split, results, iou_type)
+    ref = pycocotools_stats(split, results, iou_type)
+    assert set(ours) == set(COCO_STAT_KEYS)
+    for key in COCO_STAT_KEYS:
+        assert ours[key] == pytest.approx(ref[key], abs=1e-4), key
+    assert 0.05 < ours["AP"] < 0.95 and ours["APs"] >= 0 and ours["APl"] >= 0  # non-trivial, all ranges defined
+
+
+@pytest.mark.parametrize("iou_type", ["bbox", "segm"])
+def test_category_subset_matches_pycocotools(detection_case, iou_type):
+    split, results = detection_case
+    ours = coco_ap(split, results, iou_type, category_ids=[1, 2])
+    ref = pycocotools_stats(split, results, iou_type, cat_ids=[1, 2])
+    for key in COCO_STAT_KEYS:
+        assert ours[key] == pytest.approx(ref[key], abs=1e-4), key
+    assert ours["AP"] != pytest.approx(coco_ap(split, results, iou_type)["AP"], abs=1e-6)
+
+
+def test_input_split_is_not_modified(detection_case):
+    split, results = detection_case
+    before_split, before_results = copy.deepcopy(split), copy.deepcopy(results)
+    coco_ap(split, results, "segm")
+    assert split == before_split and results == before_results
+
+
+def test_perfect_and_empty_results(detection_case):
+    split, _ = detection_case
+    perfect = [{"image_id": a["image_id"], "category_id": a["category_id"], "bbox": a["bbox"], "score": 1.0,
+                "segmentation": a["segmentation"]} for a in split["annotations"] if not a["iscrowd"]]
+    for iou_type in ("bbox", "segm"):
+        stats = coco_ap(split, perfect, iou_type)
+        assert stats["AP"] == pytest.approx(1.0) and stats["AP50"] == pytest.approx(1.0)
+    empty = coco_ap(split, [], "bbox")
+    assert all(v in (0.0, -1.0) for v in empty.values()) and empty["AP"] == 0.0
+
+
+def test_bad_ground_truth_and_categories(detection_case):
+    split, results = detection_case
+    with pytest.raises(DataError, match="category_ids"):
+        coco_ap(split, results, "bbox", category_ids=[99])
+    bad = {"images": [{"id": 1, "width": 10}], "annotations": [], "categories": []}
+    with pytest.raises(DataError, match=r"images\[0\]"):
+        coco_ground_truth(bad, file="gt.json")
+    nosegm = {"images": [{"id": 1, "width": 10, "height": 10}], "categories": [{"id": 1}],
+              "annotations": [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 2, 2]}]}
+    with pytest.raises(DataError, match=r"annotations\[0\]\.segmentation"):
+        coco_ground_truth(nosegm, need_segmentation=True)
+    assert coco_ground_truth(nosegm)["annotations"][0]["area"] == 4.0
+
+
+def test_uncompressed_rle_results(detection_case):
+    from pycocotools import mask as mask_utils
+
+    from vision.data.masks import decode_rle
+    split, results = detection_case
+    converted = []
+    for r in results:
+        m = decode_rle(r["segmentation"])
+        flat = m.T.ravel().astype(np.uint8)  # column-major run lengths, starting with a run of zeros
+        change = np.flatnonzero(np.diff(flat)) + 1
+        bounds = np.concatenate([[0], change, [flat.size]])
+        runs = np.diff(bounds).tolist()
+        if flat[0] == 1:
+            runs = [0] + runs
+        rle = {"size": list(m.shape), "counts": runs}
+        assert np.array_equal(mask_utils.decode(mask_utils.frPyObjects(rle, *m.shape)).astype(bool), m)
+        converted.append(dict(r, segmentation=rle))
+    assert coco_ap(split, converted, "segm") == coco_ap(split, results, "segm")

@@ -1,0 +1,128 @@
+"""evaluate() / format_table() and results-file validation with clear DataErrors."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import numpy as np
+import pytest
+
+from tests.evaluation.conftest import make_detection_case
+from vision.errors import DataError, InputError
+from vision.evaluation.detection import COCO_STAT_KEYS, coco_ap
+from vision.evaluation.evaluate import evaluate, format_table
+
+
+@pytest.fixture(scope="module")
+def small_case():
+    return make_detection_case(seed=7, num_images=8)
+
+
+def test_detection_bbox_and_segm_keys(small_case):
+    split, results = small_case
+    m = evaluate(split, results, "detection")
+    assert all(k in m for k in COCO_STAT_KEYS) and all(f"segm_{k}" in m for k in COCO_STAT_KEYS)
+    assert m["AP"] == pytest.approx(coco_ap(split, results, "bbox")["AP"])
+    assert m["segm_AP"] == pytest.approx(coco_ap(split, results, "segm")["AP"])
+    no_masks = [{k: v for k, v in r.items() if k != "segmentation"} for r in results]
+    m2 = evaluate(split, no_masks, "detection")
+    assert "segm_AP" not in m2 and m2["AP"] == pytest.approx(m["AP"])
+    iv = evaluate(split, results, "detection", category_ids=[1, 2])
+    assert iv["AP"] == pytest.approx(coco_ap(split, results, "bbox", category_ids=[1, 2])["AP"])
+
+
+def test_files_and_empty_results(small_case, tmp_path):
+    split, results = small_case
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    (tmp_path / "res.json").write_text(json.dumps(results))
+    (tmp_path / "empty.json").write_text("[]")
+    m = evaluate(tmp_path / "split.json", str(tmp_path / "res.json"), "detection")
+    assert m == evaluate(split, results, "detection")
+    empty = evaluate(tmp_path / "split.json", tmp_path / "empty.json", "detection")
+    assert empty["AP"] == 0.0 and empty["AR100"] == 0.0 and empty["num_results"] == 0
+    no_gt = {"images": [{"id": 1, "width": 4, "height": 4}], "annotations": [], "categories": [{"id": 1}]}
+    assert evaluate(no_gt, [], "detection")["AP"] == -1.0  # undefined, as in COCO
+
+
+BAD_RESULTS = [
+    ({"not": "a list"}, None, "JSON list"),
+    ([5], r"results\[0\]", "object"),
+    ([{"image_id": 1, "category_id": 1, "score": 0.5}], r"results\[0\]\.bbox", "missing required key 'bbox'"),
+    ([{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3], "score": 0.5}], r"results\[0\]\.bbox", "4 finite"),
+    ([{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, "x"], "score": 0.5}], r"results\[0\]\.bbox", "4 finite"),
+    ([{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "score": "high"}], r"results\[0\]\.score", "number"),
+    ([{"image_id": 1.5, "category_id": 1, "bbox": [1, 2, 3, 4], "score": 1}], r"results\[0\]\.image_id", "integer"),
+    ([{"image_id": 999, "category_id": 1, "bbox": [1, 2, 3, 4], "score": 1}], r"results\[0\]\.image_id", "not in"),
+    ([{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "score": 1},
+      {"image_id": 1, "category_id": 42, "bbox": [1, 2, 3, 4], "score": 1}], r"results\[1\]\.category_id", "not in"),
+    ([{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "score": 1, "segmentation": {"size": [1, 1],
+                                                                                           "counts": "0"}}],
+     r"results\[0\]\.segmentation\.size", "does not match"),
+]
+
+
+@pytest.mark.parametrize("results, field, message", BAD_RESULTS)
+def test_bad_detection_results_name_file_index_field(small_case, tmp_path, results, field, message):
+    split, _ = small_case
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(results))
+    with pytest.raises(DataError, match=message) as info:
+        evaluate(split, path, "detection")
+    assert str(path) in str(info.value)
+    if field:
+        assert info.value.field is not None
+        assert re.search(field, str(info.value))
+
+
+def test_bad_files_and_arguments(small_case, tmp_path):
+    split, results = small_case
+    with pytest.raises(DataError, match="file not found"):
+        evaluate(split, tmp_path / "missing.json", "detection")
+    (tmp_path / "broken.json").write_text("[{")
+    with pytest.raises(DataError, match="invalid JSON"):
+        evaluate(split, tmp_path / "broken.json", "detection")
+    with pytest.raises(InputError, match="unknown task"):
+        evaluate(split, results, "segmentation")
+    with pytest.raises(InputError, match="unknown option"):
+        evaluate(split, results, "detection", prompted_image_ids=[1])
+    assert evaluate(split, results + [dict(results[0], category_id=77)], "detection",
+                    extra_category_ids=[77])["num_results"] == len(results) + 1
+
+
+def _tracking_case():
+    from tests.evaluation.conftest import label_sequence
+    from tests.evaluation.test_tracking import _results_from_labels, _video_split_from_labels
+    maps = {1: label_sequence(np.random.default_rng(8), 4, 30, 40, 2)}
+    split = _video_split_from_labels(maps)
+    return split, _results_from_labels(split, maps)
+
+
+def test_tracking_task_and_validation():
+    split, results = _tracking_case()
+    m = evaluate(split, results, "tracking")
+    assert m["J&F"] == 1.0 and m["num_tracks"] == 2
+    assert evaluate(split, [], "tracking")["J"] < 1.0
+    for bad, field in (
+        (dict(results[0], video_id=5), r"results\[0\]\.video_id"),
+        (dict(results[0], image_id=999), r"results\[0\]\.image_id"),
+        ({k: v for k, v in results[0].items() if k != "segmentation"}, r"results\[0\]\.segmentation"),
+        (dict(results[0], segmentation={"size": [3, 3], "counts": "9"}), r"results\[0\]\.segmentation\.size"),
+        (dict(results[0], score=None), r"results\[0\]\.score"),
+    ):
+        with pytest.raises(DataError) as info:
+            evaluate(split, [bad], "tracking")
+        assert re.search(field, str(info.value))
+    broken = copy.deepcopy(split)
+    del broken["images"][0]["height"]
+    with pytest.raises(DataError, match=r"images\[0\]"):
+        evaluate(broken, results, "tracking")
+
+
+def test_format_table():
+    text = format_table({"AP": 0.5, "AP50": -1.0, "num_results": 3, "per_track": [{"J": 1.0}], "x": float("nan")})
+    lines = text.splitlines()
+    assert lines[0].split() == ["metric", "value"]
+    assert "0.5000" in lines[2] and "-1.0000" in lines[3] and lines[4].split() == ["num_results", "3"]
+    assert "per_track" not in text and "nan" in lines[5]

@@ -1,0 +1,76 @@
+"""Evaluate a results file against a split.
+
+    python tools/evaluate.py --split SPLIT.json --results RESULTS.json --task detection [--out METRICS.json]
+
+Prints a table of metrics and, with ``--out``, writes them as JSON (atomically). Bad input exits with status 2
+and one line on stderr naming the file, the field and the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vision.data.io import atomic_write_json  # noqa: E402
+from vision.errors import VisionError  # noqa: E402
+from vision.evaluation.evaluate import TASKS, evaluate, format_table  # noqa: E402
+
+
+def _id_list(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integer ids, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="Score COCO-format results against a split.")
+    parser.add_argument("--split", required=True, type=Path, help="the split's COCO JSON (ground truth)")
+    parser.add_argument("--results", required=True, type=Path, help="the results JSON (a list)")
+    parser.add_argument("--task", required=True, choices=TASKS)
+    parser.add_argument("--out", type=Path, help="write the metrics here as JSON")
+    parser.add_argument("--category-ids", type=_id_list, help="detection: restrict AP to these ids (IV mAP)")
+    parser.add_argument("--extra-category-ids", type=_id_list,
+                        help="detection: ids accepted in results besides the split's (e.g. oov)")
+    parser.add_argument("--prompted-image-ids", type=_id_list, help="tracking: views to exclude (prompted)")
+    parser.add_argument("--skip-first-and-last", action="store_true",
+                        help="tracking: drop the first and last frame (DAVIS semi-supervised protocol)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    detection_flags = args.category_ids is not None or args.extra_category_ids is not None
+    tracking_flags = args.prompted_image_ids is not None or args.skip_first_and_last
+    if (args.task != "detection" and detection_flags) or (args.task != "tracking" and tracking_flags):
+        parser.error(f"an option given does not apply to --task {args.task}")
+    options: dict = {}
+    if args.task == "detection":
+        if args.category_ids is not None:
+            options["category_ids"] = args.category_ids
+        if args.extra_category_ids is not None:
+            options["extra_category_ids"] = args.extra_category_ids
+    elif args.task == "tracking":
+        if args.prompted_image_ids is not None:
+            options["prompted_image_ids"] = args.prompted_image_ids
+        options["skip_first_and_last"] = args.skip_first_and_last
+    try:
+        metrics = evaluate(args.split, args.results, args.task, **options)
+        if args.out is not None:
+            atomic_write_json(args.out, metrics, indent=2)
+    except (VisionError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (KeyError, TypeError, ValueError) as exc:  # malformed input that slipped past validation
+        print(f"error: malformed split or results ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 2
+    print(format_table(metrics))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""COCO detection metrics (bbox and segm AP/AR) through the faster-coco-eval backend.
+
+Ground truth is a COCO-format split dict (ours carries extra keys such as ``videos``, ``tracks`` or ``camera``;
+they are ignored). Results follow COCO results files: ``[{image_id, category_id, bbox, score}]`` with ``bbox`` in
+XYWH pixels, plus ``segmentation`` (COCO RLE) for mask results. Every figure is on the 0-1 scale; as in
+pycocotools, a figure is ``-1.0`` where it is undefined (no ground truth in that area range / for those categories).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from faster_coco_eval import COCO, COCOeval_faster
+
+from vision.data.masks import decode_rle, encode_mask
+from vision.errors import DataError
+
+__all__ = ["COCO_STAT_KEYS", "coco_ground_truth", "coco_ap"]
+
+#: The first nine COCO summary statistics, in COCOeval.stats order.
+COCO_STAT_KEYS: tuple[str, ...] = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100")
+
+_LOG = logging.getLogger(__name__)
+
+
+def _require(obj: Any, key: str, file: str | None, field: str) -> Any:
+    if not isinstance(obj, dict):
+        raise DataError("expected an object", file=file, field=field, value=obj)
+    if key not in obj:
+        raise DataError(f"missing key {key!r}", file=file, field=field)
+    return obj[key]
+
+
+def _as_int(value: Any, file: str | None, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise DataError("expected an integer", file=file, field=field, value=value)
+    return int(value)
+
+
+def coco_ground_truth(split: dict, *, file: str | None = None, need_segmentation: bool = False) -> dict:
+    """Strip a split dict to what COCOeval needs and return a fresh dict (the input is not modified).
+
+    Keeps ``images`` (id, width, height), ``annotations`` (image_id, category_id, bbox XYWH, area, iscrowd and,
+    when present, segmentation) and ``categories`` (id, name). Annotation ids are renumbered 1..N because COCOeval
+    uses id 0 as its "unmatched" marker. ``area`` falls back to the mask area (or the box area) when absent.
+
+    Args:
+        split: the COCO-format ground truth (``info`` optional, extra keys ignored).
+        file: the split's path, used in error messages.
+        need_segmentation: raise a :class:`DataError` when an annotation has no ``segmentation``.
+    """
+    from vision.data.masks import rle_area  # local: only needed for area fallback
+
+    if not isinstance(split, dict):
+        raise DataError("a split must be a JSON object", file=file, value=type(split).__name__)
+    for key in ("images", "annotations", "categories"):
+        if not isinstance(split.get(key), list):
+            raise DataError(f"missing or non-list {key!r}", file=file, field=key, value=split.get(key))
+    images = []
+    for i, img in enumerate(split["images"]):
+        field = f"images[{i}]"
+        images.append({
+            "id": _as_int(_require(img, "id", file, field), file, f"{field}.id"),
+            "width": _as_int(_require(img, "width", file, field), file, f"{field}.width"),
+            "height": _as_int(_require(img, "height", file, field), file, f"{field}.height"),
+        })
+    categories = []
+    for i, cat in enumerate(split["categories"]):
+        field = f"categories[{i}]"
+        cid = _as_int(_require(cat, "id", file, field), file, f"{field}.id")
+        categories.append({"id": cid, "name": str(cat.get("name", cid))})
+    annotations = []
+    for i, ann in enumerate(split["annotations"]):
+        field = f"annotations[{i}]"
+        bbox = _require(ann, "bbox", file, field)
+        if not (isinstance(bbox, (list, tuple)) and len(bbox) == 4):
+            raise DataError("bbox must be 4 numbers [x, y, w, h]", file=file, field=f"{field}.bbox", value=bbox)
+        out = {
+            "id": i + 1,
+            "image_id": _as_int(_require(ann, "image_id", file, field), file, f"{field}.image_id"),
+            "category_id": _as_int(_require(ann, "category_id", file, field), file, f"{field}.category_id"),
+            "bbox": [float(v) for v in bbox],
+            "iscrowd": int(ann.get("iscrowd", 0)),
+        }
+        seg = ann.get("segmentation")
+        if seg is not None and seg != []:
+            out["segmentation"] = copy.deepcopy(seg)
+        elif need_segmentation:
+            raise DataError("segm evaluation needs a segmentation on every ground-truth annotation",
+                            file=file, field=f"{field}.segmentation")
+        if "area" in ann:
+            out["area"] = float(ann["area"])
+        elif isinstance(seg, dict):
+            out["area"] = float(rle_area(seg))
+        else:
+            out["area"] = float(out["bbox"][2] * out["bbox"][3])
+        annotations.append(out)
+    return {"images": images, "annotations": annotations, "categories": categories}
+
+
+def _results_for(results: Iterable[dict], iou_type: str) -> list[dict]:
+    """Fresh minimal result dicts. For segm the bbox is dropped so that detection areas come from the masks
+    (as detectron2 does); pycocotools would otherwise use the box area for the area ranges."""
+    out = []
+    for r in results:
+        item = {"image_id": int(r["image_id"]), "category_id": int(r["category_id"]), "score": float(r["score"])}
+        if iou_type == "bbox":
+            item["bbox"] = [float(v) for v in r["bbox"]]
+        else:
+            seg = r["segmentation"]
+            if isinstance(seg["counts"], list):  # uncompressed RLE -> compressed (what loadRes accepts)
+                seg = encode_mask(decode_rle(seg))
+            item["segmentation"] = {"size": [int(seg["size"][0]), int(seg["size"][1])], "counts": seg["counts"]}
+        out.append(item)
+    return out
+
+
+def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
+            category_ids: Iterable[int] | None = None, max_dets: tuple[int, int, int] = (1, 10, 100)) -> dict:
+    """COCO AP/AR of ``results`` against ``gt``.
+
+    Args:
+        gt: a COCO dict as returned by :func:`coco_ground_truth` (or any split dict; it is stripped again).
+        results: ``[{image_id, category_id, bbox (XYWH), score}]`` (+ ``segmentation`` RLE for ``"segm"``);
+            assumed already validated (see :mod:`vision.evaluation.results`).
+        iou_type: ``"bbox"`` or ``"segm"``.
+        category_ids: restrict the evaluation to these categories (IV mAP over a vocabulary).
+        max_dets: detections per image for AR1 / AR10 / AR100 (the last also bounds AP).
+
+    Returns:
+        ``{"AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100"}`` as floats in [0, 1]
+        (``-1.0`` where COCO leaves a figure undefined).
+    """
+    if iou_type not in ("bbox", "segm"):
+        raise ValueError(f"iou_type must be 'bbox' or 'segm', got {iou_type!r}")
+    gt_dict = coco_ground_truth(gt, need_segmentation=iou_type == "segm")
+    coco_gt = COCO(gt_dict)
+    coco_dt = coco_gt.loadRes(_results_for(results, iou_type))
+    evaluator = COCOeval_faster(coco_gt, coco_dt, iou_type, print_function=_LOG.debug)
+    evaluator.params.maxDets = list(max_dets)
+    if category_ids is not None:
+        known = {c["id"] for c in gt_dict["categories"]}
+        wanted = sorted({int(c) for c in category_ids})
+        unknown = [c for c in wanted if c not in known]
+        if unknown:
+            raise DataError("category ids are not in the split's categories", field="category_ids", value=unknown)
+        if not wanted:
+            raise DataError("category_ids is empty; give at least one category id", field="category_ids")
+        evaluator.params.catIds = wanted
+    if not gt_dict["images"] or not gt_dict["categories"]:
+        return {key: -1.0 for key in COCO_STAT_KEYS}
+    evaluator.evaluate()
+    evaluator.accumulate()
+    evaluator.summarize()
+    stats = [float(v) for v in evaluator.stats[: len(COCO_STAT_KEYS)]]
+    return dict(zip(COCO_STAT_KEYS, stats))

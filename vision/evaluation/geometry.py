@@ -1,0 +1,210 @@
+"""Geometry metrics: depth (AbsRel, delta < 1.25), relative camera pose (RRA, RTA, AUC@30) and point maps
+(accuracy, completeness, Chamfer after similarity alignment).
+
+Conventions: depth maps ``[H, W]`` (or ``[S, H, W]`` for a sequence) in metres; cameras are OpenCV
+camera-from-world extrinsics ``[N, 3, 4]`` (x_cam = R x_world + t); point sets ``[N, 3]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+from scipy.spatial.transform import Rotation
+
+from vision.errors import InputError
+
+__all__ = [
+    "depth_metrics", "relative_pose_errors", "pose_auc", "pose_metrics", "umeyama", "chamfer_metrics",
+]
+
+
+def _depth_errors(pred: np.ndarray, gt: np.ndarray) -> tuple[float, float]:
+    abs_rel = float(np.mean(np.abs(pred - gt) / gt))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.maximum(pred / gt, gt / pred)
+    delta = float(np.mean(ratio < 1.25))
+    return abs_rel, delta
+
+
+def depth_metrics(pred: np.ndarray, gt: np.ndarray, *, max_depth: float = 80.0, align: str = "image",
+                  valid: np.ndarray | None = None) -> dict:
+    """AbsRel = mean(|d_hat - d| / d) and delta<1.25 = mean(max(d_hat/d, d/d_hat) < 1.25) over 0 < d < max_depth.
+
+    Args:
+        pred, gt: depth ``[H, W]`` or a sequence ``[S, H, W]``.
+        align: ``"image"`` median scaling per image (scale = median(d) / median(d_hat) over the valid pixels of
+            that image; metrics averaged over images), ``"sequence"`` one median scale for the whole sequence
+            (MonST3R video depth; metrics over all valid pixels), ``"none"`` metric depth as given.
+        valid: optional extra boolean mask of pixels to use.
+
+    Returns:
+        ``{"abs_rel", "delta_1.25", "num_pixels"}``.
+    """
+    pred = np.asarray(pred, dtype=np.float64)
+    gt = np.asarray(gt, dtype=np.float64)
+    if pred.shape != gt.shape or pred.ndim not in (2, 3):
+        raise InputError(f"depth maps must share a shape [H, W] or [S, H, W]; got {pred.shape} and {gt.shape}")
+    if align not in ("image", "sequence", "none"):
+        raise InputError(f"align must be 'image', 'sequence' or 'none', got {align!r}")
+    if pred.ndim == 2:
+        pred, gt = pred[None], gt[None]
+        valid = None if valid is None else np.asarray(valid, dtype=bool)[None]
+    mask = np.isfinite(gt) & (gt > 0) & (gt < max_depth) & np.isfinite(pred)
+    if valid is not None:
+        mask &= np.asarray(valid, dtype=bool).reshape(mask.shape)
+    if not mask.any():
+        raise InputError(f"no valid ground-truth depth in (0, {max_depth})")
+
+    def scale_of(p: np.ndarray, g: np.ndarray) -> float:
+        med = float(np.median(p))
+        if med <= 0:
+            raise InputError(f"median predicted depth is {med}; cannot median-scale")
+        return float(np.median(g)) / med
+
+    if align == "sequence":
+        s = scale_of(pred[mask], gt[mask])
+        abs_rel, delta = _depth_errors(pred[mask] * s, gt[mask])
+    elif align == "none":
+        abs_rel, delta = _depth_errors(pred[mask], gt[mask])
+    else:
+        rels, deltas = [], []
+        for p, g, m in zip(pred, gt, mask):
+            if not m.any():
+                continue
+            a, d = _depth_errors(p[m] * scale_of(p[m], g[m]), g[m])
+            rels.append(a)
+            deltas.append(d)
+        abs_rel, delta = float(np.mean(rels)), float(np.mean(deltas))
+    return {"abs_rel": abs_rel, "delta_1.25": delta, "num_pixels": int(mask.sum())}
+
+
+def _split_extrinsics(extrinsics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    e = np.asarray(extrinsics, dtype=np.float64)
+    if e.ndim != 3 or e.shape[1:] not in ((3, 4), (4, 4)):
+        raise InputError(f"extrinsics must be [N, 3, 4] (or [N, 4, 4]), got {e.shape}")
+    return e[:, :3, :3], e[:, :3, 3]
+
+
+def _angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Angle in degrees between rows of a and b, folded to [0, 90] (direction up to sign).
+    Both zero -> 0; exactly one zero -> 90."""
+    na = np.linalg.norm(a, axis=-1)
+    nb = np.linalg.norm(b, axis=-1)
+    cos = np.abs(np.sum(a * b, axis=-1)) / np.maximum(na * nb, 1e-300)
+    angle = np.degrees(np.arccos(np.clip(cos, 0.0, 1.0)))
+    angle = np.where((na == 0) ^ (nb == 0), 90.0, angle)
+    return np.where((na == 0) & (nb == 0), 0.0, angle)
+
+
+def relative_pose_errors(pred_extrinsics: np.ndarray, gt_extrinsics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Relative rotation and translation-direction errors (degrees) for all camera pairs i < j.
+
+    The relative pose from camera i to camera j is R_ij = R_j R_i^T, t_ij = t_j - R_ij t_i. The rotation error is the
+    geodesic (quaternion) angle of R_ij_pred^T R_ij_gt; the translation error is the angle between t_ij_pred and
+    t_ij_gt folded to min(e, 180 - e).
+
+    Args:
+        pred_extrinsics, gt_extrinsics: ``[N, 3, 4]`` camera-from-world, N >= 2.
+
+    Returns:
+        (rotation_errors, translation_errors), each ``[N * (N - 1) / 2]`` in pair order (0,1), (0,2), ...
+    """
+    rp, tp = _split_extrinsics(pred_extrinsics)
+    rg, tg = _split_extrinsics(gt_extrinsics)
+    if rp.shape != rg.shape or len(rp) < 2:
+        raise InputError(f"need the same number (>= 2) of predicted and GT cameras; got {len(rp)} and {len(rg)}")
+    i, j = np.triu_indices(len(rp), k=1)
+
+    def relative(r: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r_ij = r[j] @ np.transpose(r[i], (0, 2, 1))
+        t_ij = t[j] - np.einsum("nab,nb->na", r_ij, t[i])
+        return r_ij, t_ij
+
+    rp_ij, tp_ij = relative(rp, tp)
+    rg_ij, tg_ij = relative(rg, tg)
+    delta = np.transpose(rp_ij, (0, 2, 1)) @ rg_ij
+    rot_err = np.degrees(Rotation.from_matrix(delta).magnitude())
+    return rot_err, _angle_between(tp_ij, tg_ij)
+
+
+def pose_auc(rotation_errors: np.ndarray, translation_errors: np.ndarray, max_threshold: int = 30) -> float:
+    """AUC@max_threshold: mean over 1-degree bins of the cumulative histogram of max(rotation, translation)
+    error, each bin normalised by the number of pairs (VGGT ``test_co3d.py``)."""
+    errors = np.maximum(np.asarray(rotation_errors, float), np.asarray(translation_errors, float))
+    if errors.size == 0:
+        raise InputError("no camera pairs to evaluate")
+    histogram, _ = np.histogram(errors, bins=np.arange(max_threshold + 1))
+    return float(np.mean(np.cumsum(histogram / float(errors.size))))
+
+
+def pose_metrics(pred_extrinsics: np.ndarray, gt_extrinsics: np.ndarray,
+                 thresholds: tuple[int, ...] = (5, 15, 30)) -> dict:
+    """RRA@k, RTA@k (fraction of pairs with error < k degrees), AUC@30 and the mean errors over all pairs i < j."""
+    rot, trans = relative_pose_errors(pred_extrinsics, gt_extrinsics)
+    out: dict[str, float] = {}
+    for k in thresholds:
+        out[f"RRA@{k}"] = float(np.mean(rot < k))
+        out[f"RTA@{k}"] = float(np.mean(trans < k))
+    out["AUC@30"] = pose_auc(rot, trans, 30)
+    out["rotation_error_mean"] = float(rot.mean())
+    out["translation_error_mean"] = float(trans.mean())
+    return out
+
+
+def umeyama(source: np.ndarray, target: np.ndarray, with_scale: bool = True) -> tuple[float, np.ndarray, np.ndarray]:
+    """Least-squares similarity (s, R, t) with target ≈ s R source + t (Umeyama 1991).
+
+    Args:
+        source, target: corresponding points ``[N, 3]``, N >= 3 and not all collinear.
+
+    Returns:
+        s (float), R ``[3, 3]`` (a proper rotation), t ``[3]``.
+    """
+    x = np.asarray(source, dtype=np.float64)
+    y = np.asarray(target, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 2 or x.shape[1] != 3 or len(x) < 3:
+        raise InputError(f"umeyama needs two [N, 3] arrays with N >= 3; got {x.shape} and {y.shape}")
+    mu_x, mu_y = x.mean(axis=0), y.mean(axis=0)
+    xc, yc = x - mu_x, y - mu_y
+    var_x = float(np.mean(np.sum(xc ** 2, axis=1)))
+    if var_x == 0:
+        raise InputError("umeyama: source points are all identical")
+    cov = yc.T @ xc / len(x)
+    u, d, vt = np.linalg.svd(cov)
+    sign = np.eye(3)
+    if np.linalg.det(u) * np.linalg.det(vt) < 0:
+        sign[2, 2] = -1.0
+    rot = u @ sign @ vt
+    scale = float(np.trace(np.diag(d) @ sign) / var_x) if with_scale else 1.0
+    trans = mu_y - scale * rot @ mu_x
+    return scale, rot, trans
+
+
+def chamfer_metrics(pred_points: np.ndarray, gt_points: np.ndarray, *, align: bool = True,
+                    correspondences: bool = True) -> dict:
+    """Accuracy (mean distance pred -> nearest GT), completeness (GT -> nearest pred) and
+    Chamfer = (accuracy + completeness) / 2, in GT units.
+
+    Args:
+        pred_points, gt_points: ``[N, 3]`` / ``[M, 3]`` (maps ``[..., 3]`` are flattened; non-finite rows dropped).
+        align: first map the prediction onto the GT with a Umeyama similarity.
+        correspondences: the two sets correspond row by row (point maps of the same pixels), which the alignment
+            uses; required when ``align`` is True.
+    """
+    p = np.asarray(pred_points, dtype=np.float64).reshape(-1, 3)
+    g = np.asarray(gt_points, dtype=np.float64).reshape(-1, 3)
+    if align:
+        if not correspondences or p.shape != g.shape:
+            raise InputError("alignment needs corresponding point sets of the same shape")
+        keep = np.isfinite(p).all(axis=1) & np.isfinite(g).all(axis=1)
+        p, g = p[keep], g[keep]
+        s, r, t = umeyama(p, g)
+        p = s * p @ r.T + t
+    else:
+        p = p[np.isfinite(p).all(axis=1)]
+        g = g[np.isfinite(g).all(axis=1)]
+    if len(p) == 0 or len(g) == 0:
+        raise InputError("empty point set")
+    accuracy = float(np.mean(cKDTree(g).query(p)[0]))
+    completeness = float(np.mean(cKDTree(p).query(g)[0]))
+    return {"accuracy": accuracy, "completeness": completeness, "chamfer": (accuracy + completeness) / 2}
