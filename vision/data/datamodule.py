@@ -1,0 +1,192 @@
+"""LightningDataModules over COCO-format splits, one per task.
+
+Constructor arguments are plain (paths as ``str``, ints, bools) so they can be set from YAML configs.
+Augmentation and resizing come from ``vision.data.transforms`` (imported lazily in ``setup``); they apply only
+when ``image_size`` is given: with ``image_size=None`` images keep their native size and are not augmented.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import lightning as L
+from torch.utils.data import DataLoader
+
+from vision.data.coco import Split, load_split
+from vision.data.datasets import (
+    DetectionImageDataset,
+    LabelledVideoDataset,
+    MultiViewClipDataset,
+    collate_clips,
+    collate_detection,
+    collate_videos,
+)
+from vision.errors import InputError
+
+__all__ = ["MultiViewDataModule", "DetectionDataModule", "ForensicsDataModule"]
+
+
+def _positive(name: str, value: int, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _loader(dataset, batch_size: int, num_workers: int, shuffle: bool, collate: Callable) -> DataLoader:
+    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers,
+                      collate_fn=collate, persistent_workers=num_workers > 0, drop_last=False)
+
+
+class MultiViewDataModule(L.LightningDataModule):
+    """Multi-view clips for geometry and tracking (batches from :func:`vision.data.datasets.collate_clips`:
+    ``images`` float [B, S, 3, H, W] in [0, 1], cameras OpenCV camera-from-world, instance ids 0 = background).
+
+    Args:
+        train_split / val_split: paths of split JSON files.
+        views: S, images per clip.
+        batch_size / num_workers: DataLoader settings.
+        image_size: target size handed to ``build_multiview_transform``; None keeps native sizes, no augmentation.
+        augment: random augmentation of training clips (when ``image_size`` is given).
+        stride: frame step inside windows of ordered videos.
+        random_window: training draws one random window per video and epoch instead of enumerating windows.
+    """
+
+    def __init__(self, train_split: str, val_split: str, views: int = 4, batch_size: int = 1, num_workers: int = 0,
+                 image_size: int | None = None, augment: bool = True, stride: int = 1,
+                 random_window: bool = True) -> None:
+        super().__init__()
+        _positive("views", views)
+        _positive("batch_size", batch_size)
+        _positive("num_workers", num_workers, minimum=0)
+        _positive("stride", stride)
+        if image_size is not None:
+            _positive("image_size", image_size)
+        self.save_hyperparameters()
+        self.train_split, self.val_split = train_split, val_split
+        self.views, self.stride = views, stride
+        self.batch_size, self.num_workers = batch_size, num_workers
+        self.image_size, self.augment, self.random_window = image_size, augment, random_window
+        self.train_dataset: MultiViewClipDataset | None = None
+        self.val_dataset: MultiViewClipDataset | None = None
+
+    def _transforms(self) -> tuple[Callable | None, Callable | None]:
+        if self.image_size is None:
+            return None, None
+        from vision.data.transforms import build_multiview_transform
+
+        return (build_multiview_transform(self.image_size, train=self.augment),
+                build_multiview_transform(self.image_size, train=False))
+
+    def setup(self, stage: str | None = None) -> None:
+        train_tf, val_tf = self._transforms()
+        if stage in (None, "fit") and self.train_dataset is None:
+            self.train_dataset = MultiViewClipDataset(load_split(self.train_split), self.views, self.stride,
+                                                      transform=train_tf, random_window=self.random_window)
+        if stage in (None, "fit", "validate") and self.val_dataset is None:
+            self.val_dataset = MultiViewClipDataset(load_split(self.val_split), self.views, self.stride,
+                                                    transform=val_tf, random_window=False)
+
+    def train_dataloader(self) -> DataLoader:
+        if self.train_dataset is None:
+            self.setup("fit")
+        return _loader(self.train_dataset, self.batch_size, self.num_workers, True, collate_clips)
+
+    def val_dataloader(self) -> DataLoader:
+        if self.val_dataset is None:
+            self.setup("validate")
+        return _loader(self.val_dataset, self.batch_size, self.num_workers, False, collate_clips)
+
+
+class DetectionDataModule(L.LightningDataModule):
+    """Single images with boxes / masks for detection (batches from :func:`vision.data.datasets.collate_detection`).
+
+    Args:
+        train_split / val_split: paths of split JSON files.
+        batch_size / num_workers: DataLoader settings.
+        image_size: target size handed to ``build_detection_transform``; None keeps native sizes, no augmentation.
+        augment: random augmentation of training images (when ``image_size`` is given).
+        train_category_splits: training keeps only annotations of categories whose ``split`` is listed (a category
+            without ``split`` counts as ``"iv"``); None keeps all. Validation always keeps all annotations.
+    """
+
+    def __init__(self, train_split: str, val_split: str, batch_size: int = 2, num_workers: int = 0,
+                 image_size: int | None = None, augment: bool = True,
+                 train_category_splits: list[str] | None = None) -> None:
+        super().__init__()
+        _positive("batch_size", batch_size)
+        _positive("num_workers", num_workers, minimum=0)
+        if image_size is not None:
+            _positive("image_size", image_size)
+        self.save_hyperparameters()
+        self.train_split, self.val_split = train_split, val_split
+        self.batch_size, self.num_workers = batch_size, num_workers
+        self.image_size, self.augment = image_size, augment
+        self.train_category_splits = list(train_category_splits) if train_category_splits is not None else None
+        self.train_dataset: DetectionImageDataset | None = None
+        self.val_dataset: DetectionImageDataset | None = None
+        self.val_split_data: Split | None = None
+
+    def _transforms(self) -> tuple[Callable | None, Callable | None]:
+        if self.image_size is None:
+            return None, None
+        from vision.data.transforms import build_detection_transform
+
+        return (build_detection_transform(self.image_size, train=self.augment),
+                build_detection_transform(self.image_size, train=False))
+
+    def setup(self, stage: str | None = None) -> None:
+        train_tf, val_tf = self._transforms()
+        if stage in (None, "fit") and self.train_dataset is None:
+            split = load_split(self.train_split)
+            categories = None
+            if self.train_category_splits is not None:
+                categories = split.category_ids(self.train_category_splits)
+            self.train_dataset = DetectionImageDataset(split, transform=train_tf, categories=categories)
+        if stage in (None, "fit", "validate", "test") and self.val_dataset is None:
+            self.val_split_data = load_split(self.val_split)
+            self.val_dataset = DetectionImageDataset(self.val_split_data, transform=val_tf)
+
+    def train_dataloader(self) -> DataLoader:
+        if self.train_dataset is None:
+            self.setup("fit")
+        return _loader(self.train_dataset, self.batch_size, self.num_workers, True, collate_detection)
+
+    def val_dataloader(self) -> DataLoader:
+        if self.val_dataset is None:
+            self.setup("validate")
+        return _loader(self.val_dataset, self.batch_size, self.num_workers, False, collate_detection)
+
+
+class ForensicsDataModule(L.LightningDataModule):
+    """Labelled videos (real = 0, generated = 1) for forensic detection (batches from
+    :func:`vision.data.datasets.collate_videos`: paths, labels, generators, video ids; decoding is the model's).
+
+    Args:
+        train_split / val_split: paths of split JSON files.
+        batch_size / num_workers: DataLoader settings.
+    """
+
+    def __init__(self, train_split: str, val_split: str, batch_size: int = 4, num_workers: int = 0) -> None:
+        super().__init__()
+        _positive("batch_size", batch_size)
+        _positive("num_workers", num_workers, minimum=0)
+        self.save_hyperparameters()
+        self.train_split, self.val_split = train_split, val_split
+        self.batch_size, self.num_workers = batch_size, num_workers
+        self.train_dataset: LabelledVideoDataset | None = None
+        self.val_dataset: LabelledVideoDataset | None = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if stage in (None, "fit") and self.train_dataset is None:
+            self.train_dataset = LabelledVideoDataset(load_split(self.train_split))
+        if stage in (None, "fit", "validate", "test") and self.val_dataset is None:
+            self.val_dataset = LabelledVideoDataset(load_split(self.val_split))
+
+    def train_dataloader(self) -> DataLoader:
+        if self.train_dataset is None:
+            self.setup("fit")
+        return _loader(self.train_dataset, self.batch_size, self.num_workers, True, collate_videos)
+
+    def val_dataloader(self) -> DataLoader:
+        if self.val_dataset is None:
+            self.setup("validate")
+        return _loader(self.val_dataset, self.batch_size, self.num_workers, False, collate_videos)

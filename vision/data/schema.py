@@ -1,0 +1,426 @@
+"""The COCO-format schema of a split, and its validation.
+
+A split is one COCO JSON file plus the files it names, relative to the JSON's folder:
+
+- Standard COCO: ``images`` ``{id, file_name, width, height}``, ``annotations`` ``{id, image_id, category_id, bbox
+  (XYWH pixels), segmentation (RLE with str/list counts, or polygons), area, iscrowd}``, ``categories`` ``{id, name}``.
+- Video / multi-view: ``videos`` ``{id, name, width?, height?, ordered?: bool (default true)}``; an image may carry
+  ``video_id`` and ``frame_index`` (both or neither); an annotation may carry ``track_id``;
+  ``tracks`` ``{id, video_id, category_id, caption?}``. ``ordered: false`` marks an unordered multi-view image set.
+- Geometry: an image may carry ``camera: {K: 3x3, extrinsics: 3x4}`` (OpenCV, camera-from-world) and ``depth_file``
+  (metric depth: float16 ``.npz`` with key ``"depth"`` in metres, or a 16-bit PNG in millimetres; 0 = invalid).
+- Vocabulary: a category may carry ``split`` in ``iv | novel | oov``; ``info.vocabulary`` lists the category names a
+  detector may be given.
+- Forensics: a video may carry ``label`` in ``real | generated``, ``generator``, ``file_name`` (the video file) and
+  ``source``.
+
+:func:`validate_split` checks all of that and raises :class:`~vision.errors.DataError` naming the file, the field
+(e.g. ``annotations[3].bbox``) and the value. It never raises anything else on any JSON-like input.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from vision.data.io import resolve_inside
+from vision.errors import DataError
+
+__all__ = [
+    "CATEGORY_SPLITS",
+    "VIDEO_LABELS",
+    "DEPTH_SUFFIXES",
+    "BOX_TOLERANCE_PX",
+    "validate_split",
+    "safe_path",
+    "rle_counts_from_string",
+]
+
+CATEGORY_SPLITS = ("iv", "novel", "oov")
+VIDEO_LABELS = ("real", "generated")
+DEPTH_SUFFIXES = (".npz", ".png")
+BOX_TOLERANCE_PX = 1.0
+
+
+def safe_path(root: Path, relative: Any, *, file: str, field: str) -> Path:
+    """``resolve_inside`` plus refusal of names the OS cannot represent (NUL bytes, over-long names)."""
+    if isinstance(relative, str) and "\x00" in relative:
+        raise DataError("path contains a NUL byte", file=file, field=field, value=relative)
+    try:
+        return resolve_inside(root, relative, file=file, field=field)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, DataError):
+            raise
+        raise DataError(f"unusable path ({exc.__class__.__name__}: {exc})", file=file, field=field,
+                        value=relative) from exc
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def rle_counts_from_string(counts: str) -> list[int]:
+    """Decode the compressed COCO RLE ``counts`` string (pycocotools' LEB128-like format) into run lengths.
+
+    Pure Python, so a malformed string is detected before pycocotools' C decoder could read out of bounds.
+    Raises ``ValueError`` on characters outside the alphabet or a truncated value.
+    """
+    runs: list[int] = []
+    pos = 0
+    n = len(counts)
+    while pos < n:
+        value = 0
+        shift = 0
+        more = True
+        while more:
+            if pos >= n:
+                raise ValueError("truncated run length")
+            code = ord(counts[pos]) - 48
+            if code < 0 or code > 63:
+                raise ValueError(f"character {counts[pos]!r} is not in the RLE alphabet")
+            value |= (code & 0x1F) << shift
+            more = bool(code & 0x20)
+            pos += 1
+            shift += 5
+            if not more and (code & 0x10):
+                value |= -1 << shift
+        if len(runs) > 2:
+            value += runs[-2]
+        runs.append(value)
+    return runs
+
+
+class _Checker:
+    """Holds the file name for messages and offers small typed checks."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, message: str, field: str, value: Any) -> DataError:
+        return DataError(message, file=self.file, field=field, value=value)
+
+    def dict_(self, value: Any, field: str) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(f"expected an object, got {type(value).__name__}", field, value)
+        return value
+
+    def list_(self, value: Any, field: str) -> list:
+        if not isinstance(value, list):
+            raise self.fail(f"expected a list, got {type(value).__name__}", field, value)
+        return value
+
+    def key(self, obj: dict, key: str, field: str) -> Any:
+        if key not in obj:
+            raise self.fail(f"missing required key {key!r} (the entry has keys shown)", f"{field}.{key}",
+                            sorted(map(str, obj.keys())))
+        return obj[key]
+
+    def int_(self, value: Any, field: str, minimum: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"expected an integer, got {type(value).__name__}", field, value)
+        if minimum is not None and value < minimum:
+            raise self.fail(f"expected an integer >= {minimum}", field, value)
+        return value
+
+    def number(self, value: Any, field: str, minimum: float | None = None) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(f"expected a number, got {type(value).__name__}", field, value)
+        try:
+            as_float = float(value)
+        except OverflowError as exc:
+            raise self.fail("number is too large", field, value) from exc
+        if not math.isfinite(as_float):
+            raise self.fail("expected a finite number", field, value)
+        if minimum is not None and as_float < minimum:
+            raise self.fail(f"expected a number >= {minimum}", field, value)
+        return as_float
+
+    def str_(self, value: Any, field: str, nonempty: bool = False) -> str:
+        if not isinstance(value, str):
+            raise self.fail(f"expected a string, got {type(value).__name__}", field, value)
+        if nonempty and not value:
+            raise self.fail("expected a non-empty string", field, value)
+        return value
+
+    def bool_(self, value: Any, field: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(f"expected true or false, got {type(value).__name__}", field, value)
+        return value
+
+    def choice(self, value: Any, field: str, choices: tuple[str, ...]) -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise self.fail(f"expected one of {', '.join(choices)}", field, value)
+        return value
+
+    def matrix(self, value: Any, field: str, rows: int, cols: int) -> list[list[float]]:
+        self.list_(value, field)
+        if len(value) != rows or any(not isinstance(r, list) or len(r) != cols for r in value):
+            raise self.fail(f"expected a {rows}x{cols} matrix (list of {rows} lists of {cols} numbers)", field,
+                            value)
+        return [[self.number(v, f"{field}[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(value)]
+
+    def unique_id(self, seen: dict[int, int], obj: dict, field: str) -> int:
+        ident = self.int_(self.key(obj, "id", field), f"{field}.id")
+        if ident in seen:
+            raise self.fail(f"duplicate id (first used by entry {seen[ident]})", f"{field}.id", ident)
+        return ident
+
+
+def validate_split(dataset: Any, root: str | Path, file: str | Path, check_files: bool = True) -> None:
+    """Validate a split dict against the schema of this module.
+
+    Args:
+        dataset: the parsed JSON.
+        root: the folder the split's relative paths are resolved against (the JSON's folder).
+        file: the JSON's name, used in messages.
+        check_files: also require every named image, depth and video file to exist.
+
+    Raises:
+        DataError: naming the file, the field (e.g. ``annotations[3].bbox``) and the offending value.
+    """
+    root = Path(root)
+    c = _Checker(str(file))
+    c.dict_(dataset, "<top level>")
+    for key in ("images", "annotations", "categories"):
+        if key not in dataset:
+            raise c.fail(f"missing required key {key!r}", key, sorted(map(str, dataset.keys())))
+    categories = _check_categories(c, dataset)
+    videos = _check_videos(c, dataset, root, check_files)
+    tracks = _check_tracks(c, dataset, videos, categories)
+    images = _check_images(c, dataset, videos, root, check_files)
+    _check_annotations(c, dataset, images, categories, tracks)
+    _check_info(c, dataset, categories)
+
+
+def _check_categories(c: _Checker, dataset: dict) -> dict[int, dict]:
+    categories: dict[int, dict] = {}
+    first: dict[int, int] = {}
+    names: dict[str, int] = {}
+    for i, cat in enumerate(c.list_(dataset["categories"], "categories")):
+        field = f"categories[{i}]"
+        c.dict_(cat, field)
+        ident = c.unique_id(first, cat, field)
+        name = c.str_(c.key(cat, "name", field), f"{field}.name", nonempty=True)
+        if name in names:
+            raise c.fail(f"duplicate category name (first used by categories[{names[name]}])", f"{field}.name", name)
+        if "split" in cat:
+            c.choice(cat["split"], f"{field}.split", CATEGORY_SPLITS)
+        if "supercategory" in cat:
+            c.str_(cat["supercategory"], f"{field}.supercategory")
+        first[ident] = i
+        names[name] = i
+        categories[ident] = cat
+    return categories
+
+
+def _check_videos(c: _Checker, dataset: dict, root: Path, check_files: bool) -> dict[int, dict]:
+    videos: dict[int, dict] = {}
+    first: dict[int, int] = {}
+    for i, video in enumerate(c.list_(dataset.get("videos", []), "videos")):
+        field = f"videos[{i}]"
+        c.dict_(video, field)
+        ident = c.unique_id(first, video, field)
+        c.str_(c.key(video, "name", field), f"{field}.name")
+        for key in ("width", "height"):
+            if key in video:
+                c.int_(video[key], f"{field}.{key}", minimum=1)
+        if "ordered" in video:
+            c.bool_(video["ordered"], f"{field}.ordered")
+        if "label" in video:
+            c.choice(video["label"], f"{field}.label", VIDEO_LABELS)
+        if "generator" in video and video["generator"] is not None:
+            c.str_(video["generator"], f"{field}.generator")
+        if "source" in video and video["source"] is not None:
+            c.str_(video["source"], f"{field}.source")
+        if "file_name" in video:
+            path = safe_path(root, video["file_name"], file=c.file, field=f"{field}.file_name")
+            if check_files and not _is_file(path):
+                raise c.fail(f"video file not found at {path}", f"{field}.file_name", video["file_name"])
+        first[ident] = i
+        videos[ident] = video
+    return videos
+
+
+def _check_tracks(c: _Checker, dataset: dict, videos: dict[int, dict], categories: dict[int, dict]) -> dict[int, dict]:
+    tracks: dict[int, dict] = {}
+    first: dict[int, int] = {}
+    for i, track in enumerate(c.list_(dataset.get("tracks", []), "tracks")):
+        field = f"tracks[{i}]"
+        c.dict_(track, field)
+        ident = c.unique_id(first, track, field)
+        video_id = c.int_(c.key(track, "video_id", field), f"{field}.video_id")
+        if video_id not in videos:
+            raise c.fail("track points to a video id that is not in 'videos'", f"{field}.video_id", video_id)
+        category_id = c.int_(c.key(track, "category_id", field), f"{field}.category_id")
+        if category_id not in categories:
+            raise c.fail("track points to a category id that is not in 'categories'", f"{field}.category_id",
+                         category_id)
+        if "caption" in track and track["caption"] is not None:
+            c.str_(track["caption"], f"{field}.caption")
+        first[ident] = i
+        tracks[ident] = track
+    return tracks
+
+
+def _check_camera(c: _Checker, camera: Any, field: str) -> None:
+    c.dict_(camera, field)
+    c.matrix(c.key(camera, "K", field), f"{field}.K", 3, 3)
+    c.matrix(c.key(camera, "extrinsics", field), f"{field}.extrinsics", 3, 4)
+
+
+def _check_images(c: _Checker, dataset: dict, videos: dict[int, dict], root: Path,
+                  check_files: bool) -> dict[int, dict]:
+    images: dict[int, dict] = {}
+    first: dict[int, int] = {}
+    frames: dict[tuple[int, int], int] = {}
+    for i, img in enumerate(c.list_(dataset["images"], "images")):
+        field = f"images[{i}]"
+        c.dict_(img, field)
+        ident = c.unique_id(first, img, field)
+        file_name = c.key(img, "file_name", field)
+        path = safe_path(root, file_name, file=c.file, field=f"{field}.file_name")
+        c.int_(c.key(img, "width", field), f"{field}.width", minimum=1)
+        c.int_(c.key(img, "height", field), f"{field}.height", minimum=1)
+        if check_files and not _is_file(path):
+            raise c.fail(f"image file not found at {path}", f"{field}.file_name", file_name)
+        has_video, has_frame = "video_id" in img, "frame_index" in img
+        if has_video != has_frame:
+            missing = "frame_index" if has_video else "video_id"
+            raise c.fail(f"an image with video_id needs frame_index and vice versa; {missing!r} is missing "
+                         "(the entry has keys shown)", f"{field}.{missing}", sorted(map(str, img.keys())))
+        if has_video:
+            video_id = c.int_(img["video_id"], f"{field}.video_id")
+            if video_id not in videos:
+                raise c.fail("image points to a video id that is not in 'videos'", f"{field}.video_id", video_id)
+            frame = c.int_(img["frame_index"], f"{field}.frame_index", minimum=0)
+            if (video_id, frame) in frames:
+                raise c.fail(f"two images of video {video_id} share a frame_index "
+                             f"(first: images[{frames[(video_id, frame)]}])", f"{field}.frame_index", frame)
+            frames[(video_id, frame)] = i
+        if "camera" in img:
+            _check_camera(c, img["camera"], f"{field}.camera")
+        if "depth_file" in img:
+            depth_name = img["depth_file"]
+            depth_path = safe_path(root, depth_name, file=c.file, field=f"{field}.depth_file")
+            if depth_path.suffix.lower() not in DEPTH_SUFFIXES:
+                raise c.fail("depth_file must be a float16 .npz (key 'depth', metres) or a 16-bit .png (mm)",
+                             f"{field}.depth_file", depth_name)
+            if check_files and not _is_file(depth_path):
+                raise c.fail(f"depth file not found at {depth_path}", f"{field}.depth_file", depth_name)
+        first[ident] = i
+        images[ident] = img
+    return images
+
+
+def _check_rle(c: _Checker, seg: dict, field: str, height: int, width: int) -> None:
+    size = c.key(seg, "size", field)
+    if (not isinstance(size, list) or len(size) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int) for v in size)):
+        raise c.fail("expected [height, width] integers", f"{field}.size", size)
+    if size != [height, width]:
+        raise c.fail(f"RLE size differs from its image's [height, width] = [{height}, {width}]", f"{field}.size",
+                     size)
+    counts = c.key(seg, "counts", field)
+    if isinstance(counts, str):
+        try:
+            runs = rle_counts_from_string(counts)
+        except ValueError as exc:
+            raise c.fail(f"malformed compressed RLE counts: {exc}", f"{field}.counts", counts) from exc
+    elif isinstance(counts, list):
+        runs = [c.int_(v, f"{field}.counts[{j}]") for j, v in enumerate(counts)]
+    else:
+        raise c.fail(f"expected counts as a string (compressed) or a list of integers, got "
+                     f"{type(counts).__name__}", f"{field}.counts", counts)
+    if any(r < 0 for r in runs):
+        raise c.fail("RLE has a negative run length", f"{field}.counts", counts)
+    if sum(runs) != height * width:
+        raise c.fail(f"RLE run lengths sum to {sum(runs)}, not height*width = {height * width}", f"{field}.counts",
+                     counts)
+
+
+def _check_segmentation(c: _Checker, seg: Any, field: str, height: int, width: int) -> None:
+    if isinstance(seg, dict):
+        _check_rle(c, seg, field, height, width)
+        return
+    if isinstance(seg, list):
+        for j, poly in enumerate(seg):
+            c.list_(poly, f"{field}[{j}]")
+            if len(poly) < 6 or len(poly) % 2:
+                raise c.fail("a polygon needs an even number (>= 6) of coordinates x0, y0, x1, y1, ...",
+                             f"{field}[{j}]", poly)
+            for k, v in enumerate(poly):
+                c.number(v, f"{field}[{j}][{k}]")
+        return
+    raise c.fail(f"expected an RLE object or a list of polygons, got {type(seg).__name__}", field, seg)
+
+
+def _check_annotations(c: _Checker, dataset: dict, images: dict[int, dict], categories: dict[int, dict],
+                       tracks: dict[int, dict]) -> None:
+    first: dict[int, int] = {}
+    track_frames: dict[tuple[int, int], int] = {}
+    for i, ann in enumerate(c.list_(dataset["annotations"], "annotations")):
+        field = f"annotations[{i}]"
+        c.dict_(ann, field)
+        ident = c.unique_id(first, ann, field)
+        image_id = c.int_(c.key(ann, "image_id", field), f"{field}.image_id")
+        if image_id not in images:
+            raise c.fail("annotation points to an image id that is not in 'images'", f"{field}.image_id", image_id)
+        img = images[image_id]
+        width, height = img["width"], img["height"]
+        category_id = c.int_(c.key(ann, "category_id", field), f"{field}.category_id")
+        if category_id not in categories:
+            raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
+                         category_id)
+        bbox = c.key(ann, "bbox", field)
+        if not isinstance(bbox, list) or len(bbox) != 4:
+            raise c.fail("expected bbox as [x, y, width, height] (XYWH pixels)", f"{field}.bbox", bbox)
+        x, y, w, h = (c.number(v, f"{field}.bbox[{j}]") for j, v in enumerate(bbox))
+        if w < 0 or h < 0:
+            raise c.fail("bbox has a negative width or height", f"{field}.bbox", bbox)
+        tol = BOX_TOLERANCE_PX
+        if x < -tol or y < -tol or x + w > width + tol or y + h > height + tol:
+            raise c.fail(f"bbox lies outside its {width}x{height} image (tolerance {tol:g} px)", f"{field}.bbox", bbox)
+        if "segmentation" in ann:
+            _check_segmentation(c, ann["segmentation"], f"{field}.segmentation", height, width)
+        if "area" in ann:
+            c.number(ann["area"], f"{field}.area", minimum=0.0)
+        if "iscrowd" in ann:
+            crowd = ann["iscrowd"]
+            if crowd not in (0, 1) or (not isinstance(crowd, (int, bool))):
+                raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", crowd)
+        if "score" in ann:
+            c.number(ann["score"], f"{field}.score")
+        if "track_id" in ann:
+            track_id = c.int_(ann["track_id"], f"{field}.track_id")
+            if track_id not in tracks:
+                raise c.fail("annotation points to a track id that is not in 'tracks'", f"{field}.track_id",
+                             track_id)
+            track = tracks[track_id]
+            if img.get("video_id") != track["video_id"]:
+                raise c.fail(f"track {track_id} belongs to video {track['video_id']} but image {image_id} to video "
+                             f"{img.get('video_id')}", f"{field}.track_id", track_id)
+            if track["category_id"] != category_id:
+                raise c.fail(f"annotation category differs from its track's category {track['category_id']}",
+                             f"{field}.category_id", category_id)
+            if (track_id, image_id) in track_frames:
+                raise c.fail(f"track {track_id} has two annotations on image {image_id} "
+                             f"(first: annotations[{track_frames[(track_id, image_id)]}])", f"{field}.track_id",
+                             track_id)
+            track_frames[(track_id, image_id)] = i
+        first[ident] = i
+
+
+def _check_info(c: _Checker, dataset: dict, categories: dict[int, dict]) -> None:
+    if "info" not in dataset:
+        return
+    info = c.dict_(dataset["info"], "info")
+    if "vocabulary" in info:
+        names = {cat["name"] for cat in categories.values()}
+        for j, name in enumerate(c.list_(info["vocabulary"], "info.vocabulary")):
+            c.str_(name, f"info.vocabulary[{j}]")
+            if name not in names:
+                raise c.fail("vocabulary name is not a category name", f"info.vocabulary[{j}]", name)
