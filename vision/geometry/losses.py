@@ -1,0 +1,180 @@
+"""Geometry losses (VGGT's recipe) and ground-truth scene normalisation.
+
+- :func:`camera_loss`: L1 on translation (weight 1.0), quaternion (1.0) and field of view (0.5) for every
+  refinement iteration, iteration i of n weighted ``gamma ** (n - i - 1)`` (gamma 0.6). The task weight (VGGT: 5)
+  is applied by the caller. Ground-truth quaternions are standardised (w >= 0), as VGGT does.
+- :func:`confidence_regression_loss` (used by :func:`depth_loss` / :func:`point_loss`): per valid pixel
+  ``conf * ||gt - pred|| - alpha * log(conf)`` (alpha 0.2), the top ``1 - keep_quantile`` (2%) of these pixel losses
+  dropped, plus the plain ``||gt - pred||`` over the kept pixels (as VGGT) and a multi-scale gradient term:
+  conf-weighted L1 of the spatial gradients of ``pred - gt`` over 4 scales (strides 1, 2, 4, 8).
+- NaN/inf: a non-finite *prediction* or confidence at a valid pixel raises :class:`InputError` naming the tensor
+  (silently dropping it would hide a diverging model); non-finite *ground truth* marks that pixel invalid.
+- :func:`normalize_scene`: moves cameras, depth and points into camera 0's frame and divides all lengths by the
+  mean norm of the valid 3D points; returns the scale.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+import torch
+
+from vision.errors import InputError
+from vision.geometry.camera import (cameras_to_pose_encoding, compose_extrinsics, depth_to_world_points,
+                                    invert_extrinsics)
+
+__all__ = ["camera_loss", "confidence_regression_loss", "depth_loss", "point_loss", "gradient_loss",
+           "normalize_scene", "NormalizedScene"]
+
+
+def _check_finite(name: str, tensor: torch.Tensor, mask: torch.Tensor | None = None) -> None:
+    values = tensor if mask is None else tensor[mask]
+    if not torch.isfinite(values).all():
+        bad = int((~torch.isfinite(values)).sum())
+        raise InputError(f"{name} contains {bad} NaN/inf value(s) where a loss is computed")
+
+
+def camera_loss(pose_enc_list: Sequence[torch.Tensor], gt_extrinsics: torch.Tensor, gt_intrinsics: torch.Tensor,
+                image_hw: tuple[int, int], weight_t: float = 1.0, weight_r: float = 1.0, weight_fov: float = 0.5,
+                gamma: float = 0.6, valid: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Camera loss over refinement iterations.
+
+    Args:
+        pose_enc_list: n predicted encodings ``[B, S, 9]`` (first to last iteration).
+        gt_extrinsics ``[B, S, 3, 4]``, gt_intrinsics ``[B, S, 3, 3]``: (normalised) ground truth.
+        image_hw: (H, W) for the field-of-view encoding.
+        valid: optional ``[B, S]`` bool, frames to include.
+    Returns: ``{"loss", "loss_t", "loss_r", "loss_fov"}`` (the components are the gamma-weighted sums).
+    """
+    gt = cameras_to_pose_encoding(gt_extrinsics, gt_intrinsics, image_hw).detach()
+    mask = torch.ones(gt.shape[:-1], dtype=torch.bool, device=gt.device) if valid is None else valid.bool()
+    n = len(pose_enc_list)
+    zero = pose_enc_list[-1].sum() * 0.0
+    parts = {"loss_t": zero, "loss_r": zero, "loss_fov": zero}
+    for i, pred in enumerate(pose_enc_list):
+        _check_finite(f"pose_enc_list[{i}]", pred, mask)
+        w = gamma ** (n - i - 1)
+        if mask.any():
+            diff = (pred - gt).abs()[mask]  # [N, 9]
+            parts["loss_t"] = parts["loss_t"] + w * diff[:, :3].mean()
+            parts["loss_r"] = parts["loss_r"] + w * diff[:, 3:7].mean()
+            parts["loss_fov"] = parts["loss_fov"] + w * diff[:, 7:].mean()
+    parts["loss"] = weight_t * parts["loss_t"] + weight_r * parts["loss_r"] + weight_fov * parts["loss_fov"]
+    return parts
+
+
+def gradient_loss(pred: torch.Tensor, gt: torch.Tensor, conf: torch.Tensor, valid: torch.Tensor,
+                  scales: int = 4) -> torch.Tensor:
+    """Multi-scale gradient-matching loss on ``[N, H, W, C]`` maps: at stride 2**k, the conf-weighted L1 of the
+    horizontal and vertical differences of ``pred - gt`` over pairs of valid neighbours, averaged over scales."""
+    total = pred.sum() * 0.0
+    used = 0
+    for k in range(scales):
+        step = 2 ** k
+        d = (pred - gt)[:, ::step, ::step]
+        c = conf[:, ::step, ::step]
+        m = valid[:, ::step, ::step]
+        if d.shape[1] < 2 and d.shape[2] < 2:
+            break
+        terms = []
+        for dim in (1, 2):
+            if d.shape[dim] < 2:
+                continue
+            n = d.shape[dim] - 1
+            grad = (d.narrow(dim, 1, n) - d.narrow(dim, 0, n)).abs().sum(-1)
+            pair = m.narrow(dim, 1, n) & m.narrow(dim, 0, n)
+            weight = 0.5 * (c.narrow(dim, 1, n) + c.narrow(dim, 0, n))
+            count = pair.sum()
+            if count > 0:
+                terms.append((grad * weight)[pair].sum() / count)
+        if terms:
+            total = total + sum(terms)
+            used += 1
+    return total / max(used, 1)
+
+
+def confidence_regression_loss(pred: torch.Tensor, gt: torch.Tensor, conf: torch.Tensor, valid: torch.Tensor,
+                               alpha: float = 0.2, keep_quantile: float = 0.98, grad_weight: float = 1.0,
+                               reg_weight: float = 1.0, grad_scales: int = 4) -> dict[str, torch.Tensor]:
+    """Confidence-weighted regression of a dense map.
+
+    Args:
+        pred, gt: ``[B, S, H, W, C]``; conf: ``[B, S, H, W]`` (> 0, e.g. 1 + exp); valid: ``[B, S, H, W]`` bool.
+        alpha: weight of ``-log(conf)``; keep_quantile: fraction of pixel losses kept (the largest dropped).
+        grad_weight, reg_weight: weights of the gradient term and the plain error term.
+    Returns: ``{"loss", "loss_conf", "loss_reg", "loss_grad"}``.
+    """
+    valid = valid.bool() & torch.isfinite(gt).all(-1)
+    _check_finite("pred", pred, valid)
+    _check_finite("conf", conf, valid)
+    gt = torch.where(valid[..., None], gt, torch.zeros_like(gt))
+    zero = pred.sum() * 0.0 + conf.sum() * 0.0
+    if not valid.any():
+        return {"loss": zero, "loss_conf": zero, "loss_reg": zero, "loss_grad": zero}
+    err = (gt - pred)[valid].norm(dim=-1)  # [N]
+    c = conf[valid]
+    pixel = err * c - alpha * torch.log(c)
+    n = pixel.numel()
+    k = max(1, int(math.ceil(keep_quantile * n)))
+    if k < n:
+        threshold = pixel.detach().kthvalue(k).values
+        keep = pixel.detach() <= threshold
+    else:
+        keep = torch.ones_like(pixel, dtype=torch.bool)
+    loss_conf = pixel[keep].mean()
+    loss_reg = err[keep].mean()
+    b, s, h, w, ch = pred.shape
+    loss_grad = gradient_loss(pred.reshape(b * s, h, w, ch), gt.reshape(b * s, h, w, ch),
+                              torch.where(valid, conf, torch.zeros_like(conf)).reshape(b * s, h, w),
+                              valid.reshape(b * s, h, w), scales=grad_scales)
+    loss = loss_conf + reg_weight * loss_reg + grad_weight * loss_grad
+    return {"loss": loss, "loss_conf": loss_conf, "loss_reg": loss_reg, "loss_grad": loss_grad}
+
+
+def depth_loss(pred_depth: torch.Tensor, depth_conf: torch.Tensor, gt_depth: torch.Tensor, valid: torch.Tensor,
+               **kwargs: float) -> dict[str, torch.Tensor]:
+    """Depth loss: ``pred_depth [B, S, H, W, 1]``, ``depth_conf [B, S, H, W]``, ``gt_depth [B, S, H, W]``,
+    ``valid [B, S, H, W]`` (see :func:`confidence_regression_loss`)."""
+    return confidence_regression_loss(pred_depth, gt_depth[..., None], depth_conf, valid, **kwargs)
+
+
+def point_loss(pred_points: torch.Tensor, points_conf: torch.Tensor, gt_points: torch.Tensor, valid: torch.Tensor,
+               **kwargs: float) -> dict[str, torch.Tensor]:
+    """World-point loss: ``pred_points/gt_points [B, S, H, W, 3]``, ``points_conf/valid [B, S, H, W]``."""
+    return confidence_regression_loss(pred_points, gt_points, points_conf, valid, **kwargs)
+
+
+class NormalizedScene(NamedTuple):
+    extrinsics: torch.Tensor  # [B, S, 3, 4], camera 0 = identity
+    intrinsics: torch.Tensor  # [B, S, 3, 3], unchanged
+    depth: torch.Tensor  # [B, S, H, W]
+    world_points: torch.Tensor  # [B, S, H, W, 3], in camera 0's frame
+    scale: torch.Tensor  # [B], the divisor applied to all lengths
+
+
+def normalize_scene(extrinsics: torch.Tensor, intrinsics: torch.Tensor, depth: torch.Tensor,
+                    world_points: torch.Tensor | None, valid: torch.Tensor, eps: float = 1e-6) -> NormalizedScene:
+    """Express a scene in camera 0's frame and scale it so the mean norm of the valid 3D points is 1.
+
+    Args:
+        extrinsics ``[B, S, 3, 4]`` (camera-from-world), intrinsics ``[B, S, 3, 3]``, depth ``[B, S, H, W]``,
+        world_points ``[B, S, H, W, 3]`` (``None``: unprojected from depth), valid ``[B, S, H, W]`` bool.
+    Returns: :class:`NormalizedScene`. A scene with no valid point keeps scale 1. Invalid pixels are carried
+    through unchanged apart from the transform (they are meant to be masked by the caller).
+    """
+    if world_points is None:
+        world_points = depth_to_world_points(depth, extrinsics, intrinsics)
+    valid = valid.bool() & torch.isfinite(world_points).all(-1) & torch.isfinite(depth)
+    world0 = extrinsics[:, 0]  # camera 0 from old world
+    new_extr = compose_extrinsics(extrinsics, invert_extrinsics(world0)[:, None])
+    r0 = world0[:, None, None, None, :3, :3]
+    t0 = world0[:, None, None, None, :3, 3]
+    points = (r0 @ world_points[..., None]).squeeze(-1) + t0
+    norms = torch.where(valid, points.norm(dim=-1), torch.zeros_like(depth))
+    count = valid.flatten(1).sum(1)
+    scale = norms.flatten(1).sum(1) / count.clamp(min=1)
+    scale = torch.where(count > 0, scale.clamp(min=eps), torch.ones_like(scale))
+    new_extr = torch.cat([new_extr[..., :3], new_extr[..., 3:] / scale[:, None, None, None]], dim=-1)
+    return NormalizedScene(new_extr, intrinsics, depth / scale[:, None, None, None],
+                           points / scale[:, None, None, None, None], scale)

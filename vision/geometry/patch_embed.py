@@ -1,0 +1,147 @@
+"""Patch embeddings: a plain convolutional one, or any timm ViT by name (DINOv2 included).
+
+Both turn normalised images ``[N, 3, H, W]`` into patch tokens ``[N, (H/p)*(W/p), C]`` (row-major grid).
+A timm ViT is always created with ``pretrained=False`` (nothing is ever downloaded); real weights come from a local
+file via :func:`load_patch_embed_weights`, which accepts timm-format and original DINOv2-format state dicts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import torch
+from torch import nn
+
+from vision.errors import InputError
+
+__all__ = ["ConvPatchEmbed", "build_patch_embed", "embed_patches", "patch_size_of", "read_state_dict",
+           "dinov2_to_timm", "load_patch_embed_weights"]
+
+
+class ConvPatchEmbed(nn.Module):
+    """Non-overlapping ``patch_size`` convolution (``proj``) followed by flattening to tokens."""
+
+    def __init__(self, patch_size: int, embed_dim: int, in_chans: int = 3) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+        self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """``[N, 3, H, W]`` -> ``[N, P, C]``."""
+        return self.proj(images).flatten(2).transpose(1, 2)
+
+
+def build_patch_embed(kind: str, img_size: int, patch_size: int, embed_dim: int,
+                      weights: str | Path | None = None) -> nn.Module:
+    """Create the patch embedding.
+
+    Args:
+        kind: ``"conv"`` or the name of a timm ViT (e.g. ``vit_small_patch14_dinov2``,
+            ``vit_large_patch14_reg4_dinov2``), created with ``pretrained=False`` and ``dynamic_img_size=True``.
+        img_size: nominal square image size (sets the timm absolute position-embedding grid).
+        patch_size, embed_dim: must agree with the timm model's own values.
+        weights: optional local weights file (safetensors or torch) loaded with :func:`load_patch_embed_weights`.
+    """
+    if kind == "conv":
+        if weights is not None:
+            raise InputError(f"patch_embed_weights={str(weights)!r} given for the 'conv' patch embed; "
+                             "local weights are only supported for timm ViT patch embeds")
+        return ConvPatchEmbed(patch_size, embed_dim)
+    import timm
+
+    if not timm.is_model(kind):
+        raise InputError(f"patch_embed={kind!r} is neither 'conv' nor a known timm model name")
+    vit = timm.create_model(kind, pretrained=False, img_size=img_size, dynamic_img_size=True, num_classes=0)
+    if patch_size_of(vit) != patch_size:
+        raise InputError(f"patch_size={patch_size} does not match timm model {kind!r} (patch {patch_size_of(vit)})")
+    if vit.embed_dim != embed_dim:
+        raise InputError(f"embed_dim={embed_dim} does not match timm model {kind!r} (embed_dim {vit.embed_dim})")
+    if weights is not None:
+        load_patch_embed_weights(vit, weights)
+    return vit
+
+
+def patch_size_of(module: nn.Module) -> int:
+    """Patch size of a :class:`ConvPatchEmbed` or a timm ViT."""
+    if isinstance(module, ConvPatchEmbed):
+        return module.patch_size
+    size = module.patch_embed.patch_size
+    return int(size[0] if isinstance(size, (tuple, list)) else size)
+
+
+def embed_patches(module: nn.Module, images: torch.Tensor) -> torch.Tensor:
+    """Patch tokens ``[N, P, C]`` of normalised images ``[N, 3, H, W]``; for a timm ViT these are the final-norm
+    patch tokens (class/register tokens dropped), as VGGT uses DINOv2's ``x_norm_patchtokens``."""
+    if isinstance(module, ConvPatchEmbed):
+        return module(images)
+    tokens = module.forward_features(images)
+    return tokens[:, module.num_prefix_tokens:]
+
+
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """Read a local weights file: ``.safetensors`` or a torch file (``torch.load(weights_only=True)``); a torch file
+    holding ``{"model": sd}`` or ``{"state_dict": sd}`` is unwrapped."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"weights file {str(path)!r} does not exist")
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return dict(load_file(str(path)))
+    obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    for wrapper in ("model", "state_dict"):
+        if isinstance(obj, dict) and wrapper in obj and isinstance(obj[wrapper], dict):
+            obj = obj[wrapper]
+    if not isinstance(obj, dict):
+        raise InputError(f"weights file {str(path)!r} does not hold a state dict (got {type(obj).__name__})")
+    return obj
+
+
+def dinov2_to_timm(state_dict: Mapping[str, torch.Tensor], vit: nn.Module) -> dict[str, torch.Tensor]:
+    """Convert an original DINOv2 ViT state dict (as inside VGGT) to timm names and conventions.
+
+    - ``mask_token`` is dropped (only used for masked-image pre-training).
+    - ``register_tokens`` -> ``reg_token``; for timm models whose position embedding excludes the prefix tokens
+      (``no_embed_class``, all ``*_reg*_dinov2`` models) the class position ``pos_embed[:, 0]`` is folded into
+      ``cls_token`` and removed from ``pos_embed`` (mathematically the same network).
+    - ``pos_embed`` is resampled (bicubic, antialiased: what DINOv2 does at run time) when its grid differs.
+    A state dict already in timm format passes through unchanged (apart from the resampling).
+    """
+    from timm.layers import resample_abs_pos_embed
+
+    out = {k: v for k, v in state_dict.items() if k != "mask_token"}
+    if "register_tokens" in out:
+        out["reg_token"] = out.pop("register_tokens")
+    no_embed_class = bool(getattr(vit, "no_embed_class", False))
+    if "pos_embed" in out:
+        pos = out["pos_embed"]
+        if no_embed_class:
+            side = int(round(pos.shape[1] ** 0.5))
+            if side * side != pos.shape[1]:  # DINOv2 format: a class position leads the grid
+                if "cls_token" in out:
+                    out["cls_token"] = out["cls_token"] + pos[:, :1]
+                pos = pos[:, 1:]
+            prefix = 0
+        else:
+            prefix = vit.num_prefix_tokens
+        if pos.shape[1] != vit.pos_embed.shape[1]:
+            pos = resample_abs_pos_embed(pos, new_size=list(vit.patch_embed.grid_size), num_prefix_tokens=prefix)
+        out["pos_embed"] = pos
+    return out
+
+
+def load_patch_embed_weights(vit: nn.Module, path: str | Path, strict: bool = True) -> tuple[list[str], list[str]]:
+    """Load a local ViT weights file (timm or DINOv2 format) into a timm ViT patch embed.
+
+    Classifier-head keys (``head.*``) are ignored. Returns ``(missing, unexpected)``; with ``strict`` any of either
+    raises :class:`InputError` naming them.
+    """
+    state = {k: v for k, v in read_state_dict(path).items() if not k.startswith("head.")}
+    state = dinov2_to_timm(state, vit)
+    result = vit.load_state_dict(state, strict=False)
+    missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
+    if strict and (missing or unexpected):
+        raise InputError(f"weights file {str(path)!r} does not match the patch embed: missing={missing[:8]} "
+                         f"unexpected={unexpected[:8]}")
+    return missing, unexpected
