@@ -1,0 +1,57 @@
+import math
+import pickle
+
+import pytest
+import torch
+
+from vision.errors import DataError
+from vision.training.callbacks import NonFiniteLossError, check_finite
+from vision.training.checkpoint_io import AtomicCheckpointIO, load_checkpoint
+
+
+class _Thing:
+    """An arbitrary class: a weights_only load must refuse to unpickle it."""
+
+
+def test_atomic_save_and_weights_only_load(tmp_path):
+    io = AtomicCheckpointIO()
+    ckpt = {"state_dict": {"w": torch.arange(6.0).view(2, 3)}, "global_step": 7, "name": "x"}
+    path = tmp_path / "sub" / "last.ckpt"
+    io.save_checkpoint(ckpt, path)
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+    loaded = io.load_checkpoint(path)
+    assert loaded["global_step"] == 7
+    assert torch.equal(loaded["state_dict"]["w"], ckpt["state_dict"]["w"])
+
+
+def test_failed_write_keeps_previous_checkpoint(tmp_path):
+    io = AtomicCheckpointIO()
+    path = tmp_path / "last.ckpt"
+    io.save_checkpoint({"global_step": 1}, path)
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise pickle.PicklingError("boom")
+
+    with pytest.raises(Exception):
+        io.save_checkpoint({"global_step": 2, "bad": Unpicklable()}, path)
+    assert io.load_checkpoint(path)["global_step"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]
+
+
+def test_load_refuses_arbitrary_objects_and_names_the_file(tmp_path):
+    path = tmp_path / "evil.ckpt"
+    torch.save({"obj": _Thing()}, path)
+    with pytest.raises(DataError, match="evil.ckpt"):
+        load_checkpoint(path)
+    with pytest.raises(DataError, match="not found"):
+        load_checkpoint(tmp_path / "missing.ckpt")
+    (tmp_path / "trunc.ckpt").write_bytes(b"PK\x03\x04garbage")
+    with pytest.raises(DataError, match="trunc.ckpt"):
+        load_checkpoint(tmp_path / "trunc.ckpt")
+
+
+def test_check_finite_names_the_terms():
+    check_finite({"loss": torch.tensor(1.0), "loss_depth": 0.5}, step=3)
+    with pytest.raises(NonFiniteLossError, match=r"step 12.*loss_depth=nan"):
+        check_finite({"loss": torch.tensor(1.0), "loss_depth": torch.tensor(math.nan)}, step=12)

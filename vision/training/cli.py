@@ -1,0 +1,53 @@
+"""The training entry point for every task, built on :class:`lightning.pytorch.cli.LightningCLI`.
+
+``python tools/train.py --config configs/<task>/<size>.yaml [--trainer.max_epochs 3 ...] [--ckpt_path last.ckpt]``
+
+- YAML configs name the LightningModule and LightningDataModule by class path; any field can be overridden on the
+  command line (``--model.init_args.lr 1e-3``).
+- The resolved config is written to the run folder (``config.yaml`` beside the logs).
+- Checkpoints: the configs keep the best (by ``val/loss``) and the last one; every write is atomic
+  (:class:`~vision.training.checkpoint_io.AtomicCheckpointIO`) and reads use ``weights_only=True``.
+- Resume with ``--ckpt_path path/to/last.ckpt``: step count, optimizer and scheduler state continue exactly.
+- Multi-GPU / multi-node scale comes from Lightning's strategies: ``--trainer.strategy ddp --trainer.devices 8
+  --trainer.num_nodes 2`` (see ``configs/geometry/base_ddp.yaml``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from lightning.pytorch import LightningDataModule, LightningModule
+from lightning.pytorch.cli import LightningCLI
+
+from vision.training.callbacks import FiniteLossGuard
+from vision.training.checkpoint_io import AtomicCheckpointIO
+
+__all__ = ["VisionCLI", "main"]
+
+_SUBCOMMANDS = {"fit", "validate", "test", "predict"}
+
+
+class VisionCLI(LightningCLI):
+    """LightningCLI with our defaults: atomic checkpoints, a NaN guard, and the config saved in the run folder."""
+
+    def __init__(self, args: Sequence[str] | None = None, run: bool = True) -> None:
+        super().__init__(
+            model_class=LightningModule,
+            datamodule_class=LightningDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            save_config_kwargs={"overwrite": True},
+            trainer_defaults={"plugins": [AtomicCheckpointIO()], "callbacks": [FiniteLossGuard()]},
+            args=args,
+            run=run,
+        )
+
+
+
+def main(argv: Sequence[str] | None = None) -> VisionCLI:
+    """Run the CLI; ``fit`` is the default subcommand so ``train.py --config X.yaml`` trains."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in _SUBCOMMANDS and args[0] not in {"-h", "--help"}:
+        args = ["fit", *args]
+    return VisionCLI(args=args)
