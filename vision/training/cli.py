@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from lightning.pytorch import LightningDataModule, LightningModule
+from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.plugins.io import CheckpointIO
 
 from vision.training.callbacks import FiniteLossGuard
 from vision.training.checkpoint_io import AtomicCheckpointIO
@@ -38,11 +40,19 @@ class VisionCLI(LightningCLI):
             subclass_mode_model=True,
             subclass_mode_data=True,
             save_config_kwargs={"overwrite": True},
-            trainer_defaults={"plugins": [AtomicCheckpointIO()], "callbacks": [FiniteLossGuard()]},
+            trainer_defaults={"callbacks": [FiniteLossGuard()]},
             args=args,
             run=run,
         )
 
+
+    def instantiate_trainer(self, **kwargs: Any) -> Trainer:
+        """Add :class:`AtomicCheckpointIO` unless the config already names a checkpoint I/O plugin."""
+        plugins = self._get(self.config_init, "trainer.plugins", default=None) or []
+        plugins = list(plugins) if isinstance(plugins, (list, tuple)) else [plugins]
+        if not any(isinstance(p, CheckpointIO) for p in plugins):
+            plugins.append(AtomicCheckpointIO())
+        return super().instantiate_trainer(plugins=plugins, **kwargs)
 
 
 def main(argv: Sequence[str] | None = None) -> VisionCLI:
@@ -50,4 +60,7 @@ def main(argv: Sequence[str] | None = None) -> VisionCLI:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in _SUBCOMMANDS and args[0] not in {"-h", "--help"}:
         args = ["fit", *args]
+    if argv is None:  # LightningCLI reads sys.argv itself; passing args too would make it warn
+        sys.argv[1:] = args
+        return VisionCLI()
     return VisionCLI(args=args)

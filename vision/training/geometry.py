@@ -1,0 +1,122 @@
+"""LightningModule that trains the shared geometry backbone (cameras, depth, world points) on multi-view clips.
+
+Batches come from :class:`vision.data.datamodule.MultiViewDataModule`: ``images`` float [B, S, 3, H, W] in [0, 1],
+``depth`` [B, S, H, W] metres (0 = invalid), ``valid_depth``, ``intrinsics`` [B, S, 3, 3], ``extrinsics``
+[B, S, 3, 4] (OpenCV camera-from-world). Ground truth is normalised as VGGT does: moved into camera 0's frame and
+divided by the mean norm of the valid 3D points (:func:`vision.geometry.losses.normalize_scene`).
+
+Loss = ``camera_weight`` * camera loss (summed over refinement iterations) + ``depth_weight`` * depth loss
++ ``point_weight`` * point loss. Every term is logged under ``train/`` and ``val/``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+
+from vision.geometry.losses import camera_loss, depth_loss, normalize_scene, point_loss
+from vision.errors import DataError
+from vision.geometry.model import GeometryBackbone, create_backbone
+from vision.training.checkpoint_io import load_checkpoint
+
+__all__ = ["GeometryModule", "geometry_losses"]
+
+
+def geometry_losses(model: GeometryBackbone, batch: dict[str, Any], camera_weight: float = 5.0,
+                    depth_weight: float = 1.0, point_weight: float = 1.0) -> tuple[dict[str, torch.Tensor], dict]:
+    """Run ``model`` on a batch and return ``(losses, predictions)``; ``losses["loss"]`` is the weighted total."""
+    images = batch["images"]
+    valid = batch["valid_depth"] & (batch["depth"] > 0)
+    gt = normalize_scene(batch["extrinsics"], batch["intrinsics"], batch["depth"], None, valid)
+    pred = model(images)
+    hw = (images.shape[-2], images.shape[-1])
+    losses: dict[str, torch.Tensor] = {}
+    total = images.new_zeros(())
+    if "pose_enc_list" in pred:
+        cam_valid = batch["has_camera"][:, None].expand(-1, images.shape[1])
+        cam = camera_loss(pred["pose_enc_list"], gt.extrinsics, gt.intrinsics, hw, valid=cam_valid)
+        losses.update({"loss_camera": cam["loss"], "loss_camera_t": cam["loss_t"], "loss_camera_r": cam["loss_r"]})
+        total = total + camera_weight * cam["loss"]
+    if "depth" in pred:
+        dep = depth_loss(pred["depth"], pred["depth_conf"], gt.depth, valid)
+        losses.update({"loss_depth": dep["loss"], "loss_depth_grad": dep["loss_grad"]})
+        total = total + depth_weight * dep["loss"]
+    if "world_points" in pred:
+        pts = point_loss(pred["world_points"], pred["world_points_conf"], gt.world_points, valid)
+        losses.update({"loss_points": pts["loss"]})
+        total = total + point_weight * pts["loss"]
+    losses["loss"] = total
+    return losses, pred
+
+
+class GeometryModule(L.LightningModule):
+    """Train a :class:`GeometryBackbone` built by :func:`create_backbone`.
+
+    Args:
+        size: backbone size name (``tiny``, ``base``, ``vggt_1b``).
+        image_size: training resolution (square); must be a multiple of the patch size.
+        patch_embed_weights: optional local file of patch-embed weights (timm / DINOv2); never downloaded.
+        use_checkpoint: gradient checkpointing in the aggregator.
+        lr, weight_decay, warmup_steps: AdamW with linear warm-up then cosine decay over the run.
+        camera_weight, depth_weight, point_weight: loss weights (VGGT: camera 5, depth 1, points 1).
+    """
+
+    def __init__(self, size: str = "tiny", image_size: int = 64, patch_embed_weights: str | None = None,
+                 use_checkpoint: bool = False, lr: float = 1e-3, weight_decay: float = 0.05,
+                 warmup_steps: int = 100, camera_weight: float = 5.0, depth_weight: float = 1.0,
+                 point_weight: float = 1.0) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = create_backbone(size, img_size=image_size, patch_embed_weights=patch_embed_weights,
+                                     use_checkpoint=use_checkpoint)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, map_location: Any = "cpu") -> "GeometryModule":
+        """Rebuild the module from a Lightning checkpoint read with ``weights_only=True``."""
+        ckpt = load_checkpoint(path, map_location=map_location)
+        if "state_dict" not in ckpt or "hyper_parameters" not in ckpt:
+            raise DataError("not a GeometryModule checkpoint (no state_dict / hyper_parameters)", file=path)
+        known = inspect.signature(cls.__init__).parameters
+        hparams = {k: v for k, v in ckpt["hyper_parameters"].items() if k in known}
+        module = cls(**hparams)
+        module.load_state_dict(ckpt["state_dict"])
+        return module
+
+    def forward(self, images: torch.Tensor) -> dict[str, Any]:
+        return self.model(images)
+
+    def _step(self, batch: dict[str, Any], stage: str) -> dict[str, torch.Tensor]:
+        losses, _ = geometry_losses(self.model, batch, self.hparams.camera_weight, self.hparams.depth_weight,
+                                    self.hparams.point_weight)
+        bs = batch["images"].shape[0]
+        self.log(f"{stage}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=stage != "train")
+        self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs,
+                      sync_dist=stage != "train")
+        return losses
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, torch.Tensor]:
+        return self._step(batch, "train")
+
+    def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        self._step(batch, "val")
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        decay, no_decay = [], []
+        for name, p in self.model.named_parameters():
+            if not p.requires_grad:
+                continue
+            (no_decay if p.ndim < 2 or "token" in name or "pos_embed" in name else decay).append(p)
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": self.hparams.weight_decay},
+                                 {"params": no_decay, "weight_decay": 0.0}], lr=self.hparams.lr)
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        warmup = min(self.hparams.warmup_steps, max(1, total // 10))
+        sched = torch.optim.lr_scheduler.SequentialLR(
+            opt,
+            [torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.01, total_iters=warmup),
+             torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, total - warmup), eta_min=self.hparams.lr * 0.02)],
+            milestones=[warmup])
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
