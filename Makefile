@@ -6,7 +6,10 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup sysdeps test clean-venv
+SYNTH  := datasets/synthetic
+RUNS   := runs
+
+.PHONY: setup sysdeps test train train-geometry clean-venv
 
 setup: $(STAMP)
 
@@ -33,6 +36,21 @@ $(STAMP): pyproject.toml
 
 test: setup
 	$(BIN)/python -m pytest -q tests
+
+# `make train`: render the default synthetic splits (once), train the tiny models, evaluate, print the figures.
+# An interrupted run resumes from its last checkpoint; a finished one is not retrained (delete runs/ to retrain).
+train: train-geometry
+
+$(SYNTH)/geometry_train.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train --scenes 256 --views 8 --size 64 --mode unordered --seed 0
+$(SYNTH)/geometry_val.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_val --scenes 16 --views 8 --size 64 --mode unordered --seed 0
+
+train-geometry: setup $(SYNTH)/geometry_train.json $(SYNTH)/geometry_val.json
+	$(BIN)/python tools/train.py --config configs/geometry/tiny.yaml \
+	  $$(test -f $(RUNS)/geometry/tiny/checkpoints/last.ckpt && echo --ckpt_path $(RUNS)/geometry/tiny/checkpoints/last.ckpt)
+	$(BIN)/python tools/eval_geometry.py --ckpt $(RUNS)/geometry/tiny/checkpoints/last.ckpt \
+	  --split $(SYNTH)/geometry_val.json --out $(RUNS)/geometry/tiny/metrics.json
 
 clean-venv:
 	rm -rf $(VENV)
