@@ -1,0 +1,194 @@
+"""G2TAM beside the memory-bank control: accuracy on synthetic video / unordered / long-occlusion splits, speed
+(views/s for 1, 4, 16 objects) and peak memory on long videos (100 vs 800 frames).
+
+    python benchmarks/bench_tracking.py --out runs/bench_tracking --train-scenes 24 --steps 300
+    python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt   # evaluate trained models
+
+Both models get the same data, prompts, steps, batch size and optimiser (TrackingModule). Figures are printed as a
+table; nothing is typed in. Peak memory is the peak RSS of a fresh subprocess running the predictor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+
+def render(out: Path, scenes: int, views: int, size: int) -> dict[str, Path]:
+    from vision.data.synthetic import write_split
+    from vision.tracking.splits import long_occlusion_split
+
+    paths = {}
+    for name, mode, n, v, seed in [("train_video", "video", scenes, views, 0), ("train_unordered", "unordered",
+                                   scenes, views, 1), ("val_video", "video", 4, 8, 2),
+                                  ("val_unordered", "unordered", 4, 6, 3), ("val_long", "video", 4, 16, 4)]:
+        p = out / f"{name}.json"
+        if not p.exists():
+            write_split(out, name, scenes=n, views=v, size=size, mode=mode, seed=seed, threads=1, max_objects=5)
+        paths[name] = p
+    occ = out / "val_long_occlusion.json"
+    if not occ.exists():
+        occ.write_text(json.dumps(long_occlusion_split(json.loads(paths["val_long"].read_text()))))
+    paths["val_long_occlusion"] = occ
+    return paths
+
+
+def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, seed: int = 0):
+    from torch.utils.data import ConcatDataset, DataLoader
+
+    from vision.data.coco import load_split
+    from vision.data.datasets import MultiViewClipDataset, collate_clips
+    from vision.data.transforms import build_multiview_transform
+    from vision.tracking.lightning import TrackingModule
+
+    torch.manual_seed(seed)
+    tf = build_multiview_transform(size, train=True)
+    ds = ConcatDataset([MultiViewClipDataset(load_split(paths[k]), views=4, transform=tf, random_window=True)
+                        for k in ("train_video", "train_unordered")])
+    loader = DataLoader(ds, batch_size=4, shuffle=True, collate_fn=collate_clips, drop_last=True)
+    module = TrackingModule(architecture=arch, image_size=size, dim=64, text_encoder="minilm" if text else None,
+                            max_objects=4, negative_text=0.2 if text else 0.0)
+    module.log = lambda *a, **k: None
+    module.log_dict = lambda *a, **k: None
+    opt = torch.optim.AdamW(module.model.parameters(), lr=5e-4, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=5e-4, total_steps=steps, pct_start=0.1)
+    step, t0 = 0, time.time()
+    while step < steps:
+        for batch in loader:
+            loss = module._step(batch, "train")["loss"]
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(module.model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            step += 1
+            if step % 50 == 0:
+                print(f"  [{arch}] step {step}/{steps} loss {loss.item():.3f} ({time.time() - t0:.0f}s)", flush=True)
+            if step >= steps:
+                break
+    return module.model.eval(), time.time() - t0
+
+
+def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder) -> dict[str, dict]:
+    from vision.data.coco import load_split
+    from vision.evaluation.tracking3d import evaluate_tracking_task
+    from vision.tracking.inference import track_split
+    from vision.tracking.predictor import TrackerPredictor
+
+    predictor = TrackerPredictor(model, text_encoder=text_encoder, window_size=8, max_anchors=1)
+    table = {}
+    for name in ("val_video", "val_unordered", "val_long_occlusion"):
+        split = load_split(paths[name])
+        row = {}
+        for kind in types:
+            results, prompted, gt = track_split(predictor, split, kind)
+            m = evaluate_tracking_task(gt, results, prompted_image_ids=prompted, split_root=paths[name].parent)
+            row[kind] = m
+        table[name] = row
+    return table
+
+
+def speed(model, size: int, views: int = 8, repeats: int = 2) -> dict[int, float]:
+    from vision.tracking.predictor import TrackerPredictor
+
+    predictor = TrackerPredictor(model, text_encoder=None, window_size=views, max_anchors=1)
+    frames = (np.random.default_rng(0).random((views, size, size, 3)) * 255).astype(np.uint8)
+    out = {}
+    for n in (1, 4, 16):
+        state = predictor.init_state(frames)
+        for o in range(n):
+            predictor.add_prompt(state, 0, o, points=[[(o * 7) % size, (o * 13) % size]])
+        list(predictor.propagate(state))  # warm-up
+        t = time.perf_counter()
+        for _ in range(repeats):
+            list(predictor.propagate(state))
+        out[n] = views * repeats / (time.perf_counter() - t)
+    return out
+
+
+def peak_memory_child(frames: int, size: int) -> None:
+    """Child process: run the predictor over a random video of ``frames`` frames; print peak RSS (MiB)."""
+    from vision.tracking.model import G2TAM
+    from vision.tracking.predictor import TrackerPredictor
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    predictor = TrackerPredictor(G2TAM(image_size=size), text_encoder=None, window_size=8, max_anchors=1)
+    video = (np.random.default_rng(0).random((frames, size, size, 3)) * 255).astype(np.uint8)
+    state = predictor.init_state(video)
+    predictor.add_prompt(state, 0, 1, points=[[size // 2, size // 2]])
+    for _ in predictor.propagate(state):
+        pass
+    print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def peak_memory(frames: int, size: int) -> float:
+    out = subprocess.run([sys.executable, __file__, "--memory-child", str(frames), "--size", str(size)],
+                         check=True, capture_output=True, text=True)
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("runs/bench_tracking"))
+    ap.add_argument("--train-scenes", type=int, default=24)
+    ap.add_argument("--views", type=int, default=8)
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--types", default="point,box,mask,text")
+    ap.add_argument("--memory-child", type=int, default=None)
+    ap.add_argument("--skip-memory", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    if args.memory_child is not None:
+        peak_memory_child(args.memory_child, args.size)
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    types = [t for t in args.types.split(",") if t]
+    paths = render(args.out, args.train_scenes, args.views, args.size)
+    text_encoder = None
+    if "text" in types:
+        from vision.text import get_text_encoder
+
+        text_encoder = get_text_encoder("minilm")
+    tables, speeds, times = {}, {}, {}
+    for arch in ("g2tam", "memory_bank"):
+        model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types)
+        with torch.no_grad():
+            tables[arch] = evaluate(model, paths, types, text_encoder)
+            speeds[arch] = speed(model, args.size)
+    print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
+    print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}")
+    for split in tables["g2tam"]:
+        for kind in types:
+            for key in ("J&F", "presence_accuracy", "iou3d"):
+                a = tables["g2tam"][split][kind].get(key, float("nan"))
+                b = tables["memory_bank"][split][kind].get(key, float("nan"))
+                print(f"{split:<20}{kind:<7}{key:<19}{a:>8.3f}{b:>10.3f}{a - b:>+8.3f}")
+    for n in (1, 4, 16):
+        a, b = speeds["g2tam"][n], speeds["memory_bank"][n]
+        print(f"{'speed views/s':<27}{n:>2} obj  {a:>8.1f}{b:>10.1f}  ratio {a / b:.2f}")
+    if not args.skip_memory:
+        m100, m800 = peak_memory(100, args.size), peak_memory(800, args.size)
+        print(f"peak RSS MiB, G2TAM predictor: 100 frames {m100:.0f}, 800 frames {m800:.0f}, ratio {m800 / m100:.2f}"
+              f" (target <= 1.5)")
+    (args.out / "results.json").write_text(json.dumps(
+        {"tables": {a: {s: {k: {m: v for m, v in d.items() if isinstance(v, (int, float))} for k, d in r.items()}
+                        for s, r in t.items()} for a, t in tables.items()},
+         "speed": speeds, "train_seconds": times}, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Prompt encoder, spatial encoder helpers, decoder and losses."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from vision.tracking.decoder import MaskDecoder
+from vision.tracking.losses import dice_loss, mask_iou, sigmoid_focal_loss, tracking_losses
+from vision.tracking.prompts import BOX_BR, BOX_TL, PAD, POSITIVE, PromptEncoder, box_to_points
+from vision.tracking.spatial_encoder import gather_points, sample_features, scene_scale, spaced_mask_indices
+
+
+def test_prompt_encoder_points_and_padding():
+    enc = PromptEncoder(32)
+    pts = torch.tensor([[[3.0, 4.0], [0.0, 0.0]]])
+    labels = torch.tensor([[POSITIVE, PAD]])
+    out = enc.embed_points(pts, labels, (16, 16))
+    assert out.shape == (1, 2, 32)
+    assert torch.allclose(out[0, 1], enc.not_a_point)
+    expected = enc.encode_coords(pts[0, 0], (16, 16)) + enc.point_embed.weight[POSITIVE]
+    assert torch.allclose(out[0, 0], expected)
+    # Fourier features of the normalised centre are sin(0)=0 / cos(0)=1
+    centre = enc.encode_coords(torch.tensor([7.5, 7.5]), (16, 16))
+    assert torch.allclose(centre[:16], torch.zeros(16), atol=1e-6)
+    assert torch.allclose(centre[16:], torch.ones(16), atol=1e-6)
+
+
+def test_prompt_encoder_masks_text_and_box():
+    enc = PromptEncoder(32, text_dim=8)
+    assert enc.embed_masks(torch.zeros(3, 32, 32), (4, 4)).shape == (3, 32, 4, 4)
+    assert enc.embed_text(torch.randn(2, 5, 8)).shape == (2, 5, 32)
+    assert enc.dense_pe((4, 4), (32, 32)).shape == (32, 4, 4)
+    pts, labels = box_to_points(torch.tensor([[1.0, 2.0, 10.0, 12.0]]))
+    assert pts.tolist() == [[[1.0, 2.0], [10.0, 12.0]]]
+    assert labels.tolist() == [[BOX_TL, BOX_BR]]
+
+
+def test_gather_points_and_sample_features():
+    wp = torch.arange(2 * 4 * 5 * 3, dtype=torch.float32).view(1, 2, 4, 5, 3)
+    xy = torch.tensor([[[[2.0, 3.0], [4.0, 0.0]]]])
+    got = gather_points(wp, torch.tensor([[1]]), xy)
+    assert torch.equal(got[0, 0, 0], wp[0, 1, 3, 2])
+    assert torch.equal(got[0, 0, 1], wp[0, 1, 0, 4])
+    feats = torch.zeros(1, 2, 1, 2, 2)
+    feats[0, 0, 0] = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    # pixel centre of the top-left patch of an 8x8 image with a 2x2 grid lies at (1.5, 1.5)
+    val = sample_features(feats, torch.tensor([[0]]), torch.tensor([[[[1.5, 1.5], [3.5, 3.5]]]]), (8, 8))
+    assert val[0, 0, 0, 0].item() == pytest.approx(1.0)
+    assert val[0, 0, 1, 0].item() == pytest.approx(2.5)
+
+
+def test_spaced_mask_indices_and_scale():
+    mask = torch.zeros(4, 4)
+    mask[1, 1] = mask[2, 3] = 1
+    idx, valid = spaced_mask_indices(mask[None], 4)
+    picked = sorted({int(i) for i, v in zip(idx[0], valid[0]) if v})
+    assert picked == [5, 11]
+    idx, valid = spaced_mask_indices(torch.zeros(1, 4, 4), 3)
+    assert not valid.any()
+    wp = torch.zeros(1, 1, 2, 2, 3)
+    wp[..., 0] = torch.tensor([[3.0, 0.0], [0.0, 1.0]])
+    wp[0, 0, 0, 1, 0] = float("nan")
+    assert scene_scale(wp).item() == pytest.approx(4.0 / 3)
+
+
+def test_decoder_shapes():
+    dec = MaskDecoder(32, num_masks=3, depth=1, num_heads=2, mlp_dim=32)
+    image = torch.randn(5, 32, 4, 4)
+    hires = dec.encode_hires(torch.rand(5, 3, 32, 32), (4, 4))
+    out = dec(image, torch.randn_like(image), torch.randn(5, 3, 32), torch.tensor([[False, True, True]] * 5), hires)
+    assert out["masks"].shape == (5, 3, 16, 16) and out["iou"].shape == (5, 3) and out["presence"].shape == (5,)
+
+
+def test_focal_dice_iou_values():
+    logits = torch.tensor([[0.0, 0.0]]).view(1, 1, 2)
+    target = torch.tensor([[1.0, 0.0]]).view(1, 1, 2)
+    # p = 0.5: ce = log 2, (1 - p_t)^2 = 0.25, alpha 0.25 / 0.75
+    expected = (0.25 + 0.75) * 0.25 * math.log(2) / 2
+    assert sigmoid_focal_loss(logits, target).item() == pytest.approx(expected, rel=1e-5)
+    assert dice_loss(logits, target).item() == pytest.approx(1 - (2 * 0.5 + 1) / (1.0 + 1 + 1))
+    assert mask_iou(torch.tensor([[[1.0, -1.0], [1.0, 1.0]]]), torch.tensor([[[1.0, 1.0], [0.0, 1.0]]])).item() == \
+        pytest.approx(2 / 4)
+    assert mask_iou(-torch.ones(1, 2, 2), torch.zeros(1, 2, 2)).item() == 1.0
+
+
+def test_tracking_losses_best_of_multimask():
+    gt = torch.zeros(1, 1, 1, 8, 8, dtype=torch.bool)
+    gt[..., 2:6, 2:6] = True
+    good = torch.where(gt, 10.0, -10.0).float()
+    bad = -good
+    masks = torch.stack([bad, good], dim=3)  # [B, S, N, M=2, H, W]
+    out = {"masks": masks, "iou": torch.tensor([[[[0.0, 1.0]]]]), "presence": torch.tensor([[[10.0]]])}
+    losses = tracking_losses(out, gt, torch.ones(1, 1, 1, dtype=torch.bool), torch.ones(1, 1, dtype=torch.bool))
+    assert losses["loss_focal"].item() < 1e-4 and losses["loss_dice"].item() < 1e-3
+    assert losses["loss_iou"].item() == pytest.approx(0.0, abs=1e-6)
+    assert losses["loss_presence"].item() < 1e-3
+    swapped = {**out, "presence": torch.tensor([[[-10.0]]])}
+    assert tracking_losses(swapped, gt, torch.ones(1, 1, 1, dtype=torch.bool),
+                           torch.ones(1, 1, dtype=torch.bool))["loss_presence"].item() > 5

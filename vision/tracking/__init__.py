@@ -1,0 +1,7 @@
+"""G2TAM: promptable instance tracking in 3D on the shared geometry backbone (geometry as implicit memory).
+
+Modules: ``prompts`` (SAM-style prompt encoder), ``spatial_encoder`` (lifts prompts and view tokens into the shared
+3D space), ``decoder`` (per-view two-way mask decoder), ``model`` (:class:`G2TAM`), ``losses``, ``lightning``
+(training), ``predictor`` (:class:`TrackerPredictor`), ``baseline`` (the 2D appearance-memory control) and
+``splits`` (the long-occlusion split builder).
+"""

@@ -1,0 +1,105 @@
+"""G2TAM: the geometry backbone + cross-modal spatial encoder + per-view mask decoder, several objects at once.
+
+``G2TAM.encode(images)`` runs the geometry backbone once over all S views (tokens, cameras, depth, world points)
+and projects the last aggregator layer to ``dim``-wide view features; ``G2TAM.decode(encoded, prompts)`` decodes
+masks for the N object slots of :class:`~vision.tracking.prompts.Prompts` in every view. Prompts can change
+without re-running the backbone. Images: float [B, S, 3, H, W] in [0, 1]; frame 0 defines the world frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vision.geometry.model import GeometryBackbone, create_backbone
+from vision.tracking.decoder import MaskDecoder
+from vision.tracking.layers import LayerNorm2d
+from vision.tracking.prompts import PromptEncoder, Prompts
+from vision.tracking.spatial_encoder import SpatialEncoder
+
+__all__ = ["G2TAM", "select_best_mask"]
+
+
+def select_best_mask(masks: torch.Tensor, iou: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pick the hypothesis with the highest predicted IoU: ``masks [..., M, H, W]``, ``iou [..., M]`` ->
+    (``[..., H, W]``, ``[...]``)."""
+    best = iou.argmax(-1)
+    idx = best[..., None, None, None].expand(*best.shape, 1, *masks.shape[-2:])
+    return torch.gather(masks, -3, idx)[..., 0, :, :], torch.gather(iou, -1, best[..., None])[..., 0]
+
+
+class G2TAM(nn.Module):
+    """Promptable instance tracking in 3D with geometry as implicit memory.
+
+    Args:
+        backbone: geometry backbone size name (see :func:`vision.geometry.model.create_backbone`).
+        image_size: input size (square, multiple of the patch size) the backbone is built for.
+        dim: width of view features, prompt tokens and the decoder.
+        num_masks: mask hypotheses per object. decoder_depth / num_heads: two-way transformer.
+        text_dim: TextEncoder width (MiniLM: 384). mask_points: 3D points per mask prompt.
+        feature_layer: aggregator layer used for the view features.
+        backbone_overrides: extra :func:`create_backbone` arguments.
+    """
+
+    def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
+                 decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, mask_points: int = 8,
+                 feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **(backbone_overrides or {}))
+        self.dim = dim
+        self.text_dim = text_dim
+        self.feature_layer = feature_layer
+        self.feat_proj = nn.Sequential(nn.Conv2d(2 * self.backbone.embed_dim, dim, 1), LayerNorm2d(dim))
+        self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim)
+        self.spatial_encoder = SpatialEncoder(dim, num_heads=num_heads, mask_points=mask_points)
+        self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
+                                   mlp_dim=2 * dim)
+
+    @property
+    def patch_size(self) -> int:
+        return self.backbone.patch_size
+
+    def features_from_geometry(self, geometry: dict[str, Any]) -> dict[str, Any]:
+        """Add ``feats [B, S, dim, gh, gw]`` and ``hires [B, S, dim/8, 4gh, 4gw]`` to a backbone output dict."""
+        images = geometry["images"]
+        b, s, _, h, w = images.shape
+        layer = geometry["tokens"][self.feature_layer]
+        fmap = self.backbone.tokens_to_feature_map(layer, geometry["patch_start_idx"], (h, w))
+        gh, gw = fmap.shape[-2:]
+        feats = self.feat_proj(fmap.flatten(0, 1)).view(b, s, self.dim, gh, gw)
+        hires = self.decoder.encode_hires(images.flatten(0, 1), (gh, gw))
+        return {**geometry, "feats": feats, "hires": hires.view(b, s, *hires.shape[1:])}
+
+    def encode(self, images: Any) -> dict[str, Any]:
+        """Backbone over all views -> geometry dict (see :mod:`vision.geometry.model`) + ``feats`` + ``hires``."""
+        return self.features_from_geometry(self.backbone(images))
+
+    def decode(self, encoded: dict[str, Any], prompts: Prompts) -> dict[str, torch.Tensor]:
+        """Masks for every (view, object slot).
+
+        Returns:
+            ``masks [B, S, N, M, H, W]`` logits at input resolution, ``iou [B, S, N, M]``, ``presence [B, S, N]``
+            logits, ``view_pos`` and ``scale`` (see :class:`SpatialEncoder`).
+        """
+        feats, hires = encoded["feats"], encoded["hires"]
+        images = encoded["images"]
+        b, s, d, gh, gw = feats.shape
+        h, w = images.shape[-2:]
+        n = prompts.num_objects
+        enc = self.spatial_encoder(feats, encoded["world_points"], prompts, self.prompt_encoder, (h, w))
+        image = (feats[:, :, None] + enc["dense"]).flatten(0, 2)  # [B*S*N, d, gh, gw]
+        pos = enc["view_pos"][:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
+        hr = hires[:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
+        out = self.decoder(image, pos, enc["sparse"].flatten(0, 2), enc["sparse_pad"].flatten(0, 2), hr)
+        m = self.decoder.num_masks
+        masks = F.interpolate(out["masks"], size=(h, w), mode="bilinear", align_corners=False)
+        return {"masks": masks.view(b, s, n, m, h, w), "iou": out["iou"].view(b, s, n, m),
+                "presence": out["presence"].view(b, s, n), "view_pos": enc["view_pos"], "scale": enc["scale"]}
+
+    def forward(self, images: Any, prompts: Prompts) -> dict[str, Any]:
+        """``encode`` then ``decode``; returns the geometry outputs merged with the mask outputs."""
+        encoded = self.encode(images)
+        return {**encoded, **self.decode(encoded, prompts)}

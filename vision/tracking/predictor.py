@@ -1,0 +1,428 @@
+"""TrackerPredictor: SAM2-like interactive API over G2TAM (or the memory-bank control) for videos and image sets.
+
+Usage::
+
+    predictor = TrackerPredictor.from_checkpoint("runs/tracking/tiny/checkpoints/last.ckpt")
+    state = predictor.init_state("clip.mp4")                  # or frames [T, H, W, 3] uint8, or image paths
+    predictor.add_prompt(state, view=0, obj_id=1, points=[[120, 80]], labels=[1])
+    predictor.add_prompt(state, view=0, obj_id=2, box=[10, 20, 60, 90])
+    predictor.add_prompt(state, view=None, obj_id=3, text="the red mug")
+    for view, obj_ids, masks, scores in predictor.propagate(state):   # masks bool [N, H, W], scores [N]
+        ...
+    state.point_cloud(1); state.export_ply("obj1.ply", obj_id=1); state.cameras; state.depth
+
+Conventions: points ``(x, y)`` and boxes XYXY in pixels of the input frames (as SAM2); frames are resized to the
+model's square input size internally and masks are returned at the input size. Label 1 = positive, 0 = negative.
+
+Long videos and large sets are processed in windows of ``window_size`` views: each window holds the prompted views
+(anchors, at most ``max_anchors``; the first anchor is the window's view 0 and so fixes one world frame for all
+windows) plus the next unprocessed views. After each window every object's predicted 3D points (the point map
+under its masks) are subsampled to ``memory_points`` and carried into the next window as 3D prompts, with their
+mean appearance; per-object point clouds are capped at ``max_cloud_points``. Peak memory depends on the window,
+not on the video length. Cameras and depth are those of the window in which each view was processed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from vision.errors import InputError
+from vision.tracking.baseline import MemoryBankTracker
+from vision.tracking.model import G2TAM, select_best_mask
+from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, POSITIVE, Prompts
+
+__all__ = ["TrackerPredictor", "TrackerState", "ObjectPrompt"]
+
+
+@dataclass
+class ObjectPrompt:
+    """One object's prompt in model pixels: ``view`` (None for text only), ``points [K, 2]`` + ``labels [K]``
+    (box corners included), ``mask [s, s]`` float, ``text`` and its embedding."""
+
+    view: int | None = None
+    points: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    text: str | None = None
+    text_embedding: torch.Tensor | None = None
+
+
+@dataclass
+class TrackerState:
+    """Inference state of one video / image set.
+
+    ``frames``: uint8 ``[T, s, s, 3]`` at the model size; ``height``/``width``: input frame size; ``ordered``;
+    ``prompts``: obj_id -> :class:`ObjectPrompt`; after :meth:`TrackerPredictor.propagate`: ``extrinsics [T, 3, 4]``,
+    ``intrinsics [T, 3, 3]`` (model pixels), ``depth [T, s, s]`` and per-object clouds (:meth:`point_cloud`).
+    """
+
+    frames: np.ndarray
+    height: int
+    width: int
+    ordered: bool
+    prompts: dict[int, ObjectPrompt] = field(default_factory=dict)
+    extrinsics: np.ndarray | None = None
+    intrinsics: np.ndarray | None = None
+    depth: np.ndarray | None = None
+    clouds: dict[int, np.ndarray] = field(default_factory=dict)
+    cloud_colors: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def num_views(self) -> int:
+        return int(self.frames.shape[0])
+
+    @property
+    def obj_ids(self) -> list[int]:
+        return sorted(self.prompts)
+
+    @property
+    def cameras(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(extrinsics [T, 3, 4], intrinsics [T, 3, 3])`` of the last propagation (OpenCV, model pixels)."""
+        if self.extrinsics is None or self.intrinsics is None:
+            raise InputError("no cameras yet: call propagate(state) first")
+        return self.extrinsics, self.intrinsics
+
+    def point_cloud(self, obj_id: int) -> Any:
+        """The object's 3D points as an ``open3d.geometry.PointCloud`` (world frame of the first anchor view)."""
+        import open3d as o3d
+
+        if obj_id not in self.clouds:
+            raise InputError(f"unknown object id {obj_id!r} or no propagation yet; objects: {sorted(self.clouds)}")
+        pcd = o3d.geometry.PointCloud()
+        pcd.points = o3d.utility.Vector3dVector(self.clouds[obj_id].astype(np.float64))
+        pcd.colors = o3d.utility.Vector3dVector(self.cloud_colors[obj_id].astype(np.float64))
+        return pcd
+
+    def export_ply(self, path: str | Path, obj_id: int | None = None) -> Path:
+        """Write one object's cloud (or all objects, coloured by their RGB) to a ``.ply`` file; returns the path."""
+        import open3d as o3d
+
+        ids = [obj_id] if obj_id is not None else sorted(self.clouds)
+        if not ids:
+            raise InputError("no point clouds yet: add prompts and call propagate(state) first")
+        pcd = o3d.geometry.PointCloud()
+        for i in ids:
+            pcd += self.point_cloud(i)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not o3d.io.write_point_cloud(str(path), pcd):
+            raise InputError(f"open3d could not write {path}")
+        return path
+
+
+def _as_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{name} must be an int, got {value!r}")
+    return int(value)
+
+
+class TrackerPredictor:
+    """Interactive tracker over a trained model (see the module docstring).
+
+    Args:
+        model: :class:`G2TAM` or :class:`MemoryBankTracker` (eval mode is set).
+        text_encoder: a TextEncoder callable or a name for :func:`vision.text.get_text_encoder` (loaded on the
+            first text prompt).
+        window_size: views per window. max_anchors: prompted views kept in every window.
+        memory_points: 3D points carried per object between windows. max_cloud_points: cap per object cloud.
+        presence_threshold: presence probability under which an object's mask is emptied.
+        device: torch device (default: the model's).
+    """
+
+    def __init__(self, model: G2TAM | MemoryBankTracker, text_encoder: Any = "minilm", window_size: int = 8,
+                 max_anchors: int = 2, memory_points: int = 64, max_cloud_points: int = 20000,
+                 presence_threshold: float = 0.5, device: torch.device | str | None = None) -> None:
+        if window_size < 2 or max_anchors < 1 or max_anchors >= window_size:
+            raise InputError(f"need window_size >= 2 and 1 <= max_anchors < window_size, got {window_size}, "
+                             f"{max_anchors}")
+        self.model = model.eval()
+        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.model.to(self.device)
+        self.image_size: int | None = int(model.backbone.aggregator.img_size)
+        self._text_encoder = text_encoder
+        self.window_size, self.max_anchors = window_size, max_anchors
+        self.memory_points, self.max_cloud_points = memory_points, max_cloud_points
+        self.presence_threshold = presence_threshold
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, image_size: int | None = None, **kwargs: Any) -> "TrackerPredictor":
+        """Build from a :class:`~vision.tracking.lightning.TrackingModule` checkpoint (``weights_only=True``)."""
+        from vision.tracking.lightning import build_tracker
+        from vision.training.checkpoint_io import load_checkpoint
+
+        ckpt = load_checkpoint(path)
+        hp = dict(ckpt.get("hyper_parameters", {}))
+        size = image_size or int(hp.get("image_size", 64))
+        model = build_tracker(hp.get("architecture", "g2tam"), backbone=hp.get("size", "tiny"), image_size=size,
+                              dim=hp.get("dim", 64), num_masks=hp.get("num_masks", 3),
+                              decoder_depth=hp.get("decoder_depth", 2), num_heads=hp.get("num_heads", 4),
+                              memory_size=hp.get("memory_size", 4))
+        sd = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+        model.load_state_dict(sd, strict=True)
+        kwargs.setdefault("text_encoder", hp.get("text_encoder") or "minilm")
+        predictor = cls(model, **kwargs)
+        predictor.image_size = size
+        return predictor
+
+    # ------------------------------------------------------------------ state
+
+    def _size(self) -> int:
+        if self.image_size is None:
+            raise InputError("the predictor does not know the model's input size; pass image_size")
+        return self.image_size
+
+    def init_state(self, source: Any, ordered: bool | None = None, max_frames: int | None = None,
+                   stride: int = 1) -> TrackerState:
+        """Start a state from frames (uint8 ``[T, H, W, 3]`` RGB or float ``[T, 3, H, W]`` in [0, 1]), a video
+        path, or a list of image paths. ``ordered`` defaults to True for videos and frames, False for image lists."""
+        from vision.data.video import probe_video, read_frames_from_paths, read_video
+
+        s = self._size()
+        if isinstance(source, (str, Path)):
+            info = probe_video(source)
+            frames = read_video(source, stride=stride, max_frames=max_frames, size=(s, s))
+            height, width = int(info.height), int(info.width)
+            ordered = True if ordered is None else ordered
+        elif isinstance(source, (list, tuple)):
+            if not source:
+                raise InputError("init_state got an empty list of image paths")
+            first = read_frames_from_paths([source[0]])
+            height, width = first.shape[1:3]
+            frames = read_frames_from_paths(list(source), size=(s, s))
+            ordered = False if ordered is None else ordered
+        else:
+            if isinstance(source, torch.Tensor):
+                if source.ndim != 4 or source.shape[1] != 3 or not source.is_floating_point():
+                    raise InputError(f"frames tensor must be float [T, 3, H, W] in [0, 1], got "
+                                     f"{source.dtype} {tuple(source.shape)}")
+                source = (source.clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1).cpu().numpy()
+            arr = np.asarray(source)
+            if arr.ndim != 4 or arr.shape[-1] != 3 or arr.dtype != np.uint8 or arr.shape[0] == 0:
+                raise InputError(f"frames must be uint8 [T, H, W, 3] RGB, got {arr.dtype} {arr.shape}")
+            height, width = arr.shape[1:3]
+            import cv2
+
+            frames = np.stack([cv2.resize(f, (s, s), interpolation=cv2.INTER_AREA if max(height, width) > s
+                                          else cv2.INTER_LINEAR) for f in arr])
+            ordered = True if ordered is None else ordered
+        return TrackerState(frames=np.ascontiguousarray(frames), height=int(height), width=int(width),
+                            ordered=bool(ordered))
+
+    def reset(self, state: TrackerState) -> None:
+        """Remove every prompt and result (frames stay)."""
+        state.prompts.clear()
+        state.clouds.clear()
+        state.cloud_colors.clear()
+        state.extrinsics = state.intrinsics = state.depth = None
+
+    def remove_object(self, state: TrackerState, obj_id: int) -> None:
+        """Forget one object; unknown ids raise :class:`InputError`."""
+        if obj_id not in state.prompts:
+            raise InputError(f"unknown object id {obj_id!r}; objects: {state.obj_ids}")
+        del state.prompts[obj_id]
+        state.clouds.pop(obj_id, None)
+        state.cloud_colors.pop(obj_id, None)
+
+    def _embed_text(self, text: str) -> torch.Tensor:
+        if isinstance(self._text_encoder, str):
+            from vision.text import get_text_encoder
+
+            self._text_encoder = get_text_encoder(self._text_encoder)
+        if self._text_encoder is None:
+            raise InputError("this predictor has no text encoder")
+        return self._text_encoder([text])[0].detach().float().cpu()
+
+    def add_prompt(self, state: TrackerState, view: int | None, obj_id: int, points: Any = None,
+                   labels: Any = None, box: Any = None, mask: Any = None, text: str | None = None) -> None:
+        """Add or replace object ``obj_id``'s prompt on ``view`` (input pixels; see the module docstring).
+
+        ``points [K, 2]`` with ``labels [K]`` (1 positive, 0 negative; default all positive), ``box [4]`` XYXY,
+        ``mask [H, W]`` bool at the input size, ``text`` a description. Text alone needs no view."""
+        obj_id = _as_int(obj_id, "obj_id")
+        s = self._size()
+        sx, sy = s / state.width, s / state.height
+        has_visual = points is not None or box is not None or mask is not None
+        if not has_visual and text is None:
+            raise InputError("add_prompt needs points, a box, a mask or text")
+        if has_visual:
+            if view is None:
+                raise InputError("a point, box or mask prompt needs a view index")
+            view = _as_int(view, "view")
+            if not 0 <= view < state.num_views:
+                raise InputError(f"view {view} is out of range: the state has {state.num_views} views")
+        elif view is not None:
+            view = _as_int(view, "view")
+            if not 0 <= view < state.num_views:
+                raise InputError(f"view {view} is out of range: the state has {state.num_views} views")
+        prompt = ObjectPrompt(view=view if has_visual else None)
+        pts: list[np.ndarray] = []
+        lbs: list[np.ndarray] = []
+        if points is not None:
+            p = np.asarray(points, dtype=np.float64)
+            if p.ndim == 1 and p.shape == (2,):
+                p = p[None]
+            if p.ndim != 2 or p.shape[1] != 2 or len(p) == 0:
+                raise InputError(f"points must have shape [K, 2] (x, y pixels), got {p.shape}")
+            lb = np.ones(len(p), np.int64) if labels is None else np.asarray(labels).reshape(-1)
+            if len(lb) != len(p):
+                raise InputError(f"labels has {len(lb)} entries for {len(p)} points")
+            if not np.isin(lb, [0, 1]).all():
+                raise InputError(f"labels must be 0 (negative) or 1 (positive), got {lb.tolist()}")
+            off = (p[:, 0] < 0) | (p[:, 0] > state.width - 1) | (p[:, 1] < 0) | (p[:, 1] > state.height - 1)
+            if off.any() or not np.isfinite(p).all():
+                raise InputError(f"point {p[np.argmax(off)].tolist()} is off the image "
+                                 f"(width {state.width}, height {state.height})")
+            pts.append(p * [sx, sy])
+            lbs.append(np.where(lb == 1, POSITIVE, NEGATIVE))
+        elif labels is not None:
+            raise InputError("labels given without points")
+        if box is not None:
+            b = np.asarray(box, dtype=np.float64).reshape(-1)
+            if b.shape != (4,) or not np.isfinite(b).all():
+                raise InputError(f"box must be [x0, y0, x1, y1] pixels, got {np.asarray(box).tolist()}")
+            if b[2] <= b[0] or b[3] <= b[1]:
+                raise InputError(f"box {b.tolist()} is empty: need x1 > x0 and y1 > y0")
+            if b[0] < 0 or b[1] < 0 or b[2] > state.width or b[3] > state.height:
+                raise InputError(f"box {b.tolist()} is off the image (width {state.width}, height {state.height})")
+            pts.append(np.array([[b[0] * sx, b[1] * sy], [b[2] * sx, b[3] * sy]]))
+            lbs.append(np.array([BOX_TL, BOX_BR]))
+        if pts:
+            prompt.points = np.concatenate(pts).astype(np.float32)
+            prompt.labels = np.concatenate(lbs).astype(np.int64)
+        if mask is not None:
+            m = np.asarray(mask)
+            if m.shape != (state.height, state.width):
+                raise InputError(f"mask must have shape (height, width) = ({state.height}, {state.width}), "
+                                 f"got {m.shape}")
+            if not m.astype(bool).any():
+                raise InputError("mask is empty")
+            import cv2
+
+            prompt.mask = cv2.resize(m.astype(np.float32), (s, s), interpolation=cv2.INTER_LINEAR) > 0.5
+        if text is not None:
+            if not isinstance(text, str) or not text.strip():
+                raise InputError(f"text must be a non-empty string, got {text!r}")
+            prompt.text = text
+            prompt.text_embedding = self._embed_text(text)
+        state.prompts[obj_id] = prompt
+
+    # ------------------------------------------------------------------ propagation
+
+    def _windows(self, state: TrackerState) -> list[tuple[list[int], list[int]]]:
+        """``[(window views, views to yield)]``: anchors first, then the next unprocessed views."""
+        anchors = sorted({p.view for p in state.prompts.values() if p.view is not None})[: self.max_anchors]
+        if not anchors:
+            anchors = [0]
+        rest = [v for v in range(state.num_views) if v not in anchors]
+        chunk = self.window_size - len(anchors)
+        windows = []
+        for i in range(0, max(len(rest), 1), chunk):
+            new = rest[i: i + chunk]
+            emit = sorted(new + (anchors if i == 0 else []))
+            windows.append((anchors + new, emit))
+        return windows
+
+    def _build_prompts(self, state: TrackerState, obj_ids: list[int], window: list[int],
+                       memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> Prompts:
+        s = self._size()
+        k = max([len(state.prompts[o].points) if state.prompts[o].points is not None else 0 for o in obj_ids] + [1])
+        text_dim = getattr(self.model, "text_dim", 384)
+        p = Prompts.empty(1, len(obj_ids), (s, s), num_points=k, num_memory=self.memory_points, text_dim=text_dim,
+                          memory_dim=self.model.dim)
+        for j, o in enumerate(obj_ids):
+            pr = state.prompts[o]
+            p.valid[0, j] = True
+            if pr.view is not None and pr.view in window:
+                p.view[0, j] = window.index(pr.view)
+                if pr.points is not None:
+                    p.points[0, j, : len(pr.points)] = torch.from_numpy(pr.points)
+                    p.labels[0, j, : len(pr.labels)] = torch.from_numpy(pr.labels)
+                if pr.mask is not None:
+                    p.masks[0, j] = torch.from_numpy(pr.mask.astype(np.float32))
+                    p.has_mask[0, j] = True
+            if pr.text_embedding is not None:
+                p.text[0, j] = pr.text_embedding
+                p.has_text[0, j] = True
+            if o in memory:
+                pts, feat = memory[o]
+                p.memory_points[0, j, : len(pts)] = torch.from_numpy(pts)
+                p.memory_valid[0, j, : len(pts)] = True
+                p.memory_feat[0, j] = torch.from_numpy(feat)
+        return p.to(self.device)
+
+    @torch.no_grad()
+    def propagate(self, state: TrackerState) -> Iterator[tuple[int, list[int], np.ndarray, np.ndarray]]:
+        """Yield ``(view, obj_ids, masks bool [N, H, W], scores [N])`` for every view (input size; score = presence
+        probability). Ordered videos come out in frame order; windows are processed one after another."""
+        if not state.prompts:
+            raise InputError("no prompts: call add_prompt(state, ...) before propagate(state)")
+        import cv2
+
+        obj_ids = state.obj_ids
+        s = self._size()
+        t = state.num_views
+        state.extrinsics = np.zeros((t, 3, 4), np.float32)
+        state.intrinsics = np.zeros((t, 3, 3), np.float32)
+        state.depth = np.zeros((t, s, s), np.float32)
+        state.clouds = {o: np.zeros((0, 3), np.float32) for o in obj_ids}
+        state.cloud_colors = {o: np.zeros((0, 3), np.float32) for o in obj_ids}
+        memory: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        is_g2tam = isinstance(self.model, G2TAM)
+        for window, emit in self._windows(state):
+            images = torch.from_numpy(state.frames[window]).to(self.device).permute(0, 3, 1, 2).float()[None] / 255
+            encoded = self.model.encode(images)
+            prompts = self._build_prompts(state, obj_ids, window, memory)
+            out = self.model.decode(encoded, prompts)
+            best, _ = select_best_mask(out["masks"][0], out["iou"][0])  # [S, N, s, s]
+            prob = out["presence"][0].sigmoid()  # [S, N]
+            masks = (best > 0) & (prob[..., None, None] >= self.presence_threshold)
+            masks_np = masks.cpu().numpy()
+            prob_np = prob.cpu().numpy()
+            if is_g2tam:
+                wp = encoded["world_points"][0].cpu().numpy()  # [S, s, s, 3]
+                feats = encoded["feats"][0]
+                for i, v in enumerate(window):
+                    if v in emit:
+                        state.extrinsics[v] = encoded["extrinsics"][0, i].cpu().numpy()
+                        state.intrinsics[v] = encoded["intrinsics"][0, i].cpu().numpy()
+                        state.depth[v] = encoded["depth"][0, i, ..., 0].cpu().numpy()
+                self._update_memory(state, obj_ids, window, emit, masks, wp, feats, memory)
+            for i, v in sorted(((window.index(v), v) for v in emit), key=lambda x: x[1]):
+                full = np.stack([cv2.resize(m.astype(np.uint8), (state.width, state.height),
+                                            interpolation=cv2.INTER_NEAREST) > 0 for m in masks_np[i]])
+                yield v, list(obj_ids), full, prob_np[i].astype(np.float32)
+
+    def _update_memory(self, state: TrackerState, obj_ids: list[int], window: list[int], emit: list[int],
+                       masks: torch.Tensor, wp: np.ndarray, feats: torch.Tensor,
+                       memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Carry each object's 3D points + mean appearance forward; grow its (capped) point cloud."""
+        masks_np = masks.cpu().numpy()  # [S, N, s, s]
+        gh, gw = feats.shape[-2:]
+        grid = F.adaptive_avg_pool2d(masks.float().permute(1, 0, 2, 3), (gh, gw))  # [N, S, gh, gw]
+        for j, o in enumerate(obj_ids):
+            sel = masks_np[:, j]
+            pts = wp[sel]
+            emit_idx = [window.index(v) for v in emit]
+            new_pts = wp[emit_idx][sel[emit_idx]]
+            new_col = state.frames[emit][sel[emit_idx]].astype(np.float32) / 255.0
+            finite = np.isfinite(new_pts).all(1)
+            cloud = np.concatenate([state.clouds[o], new_pts[finite]])
+            colors = np.concatenate([state.cloud_colors[o], new_col[finite]])
+            if len(cloud) > self.max_cloud_points:
+                keep = np.linspace(0, len(cloud) - 1, self.max_cloud_points).round().astype(int)
+                cloud, colors = cloud[keep], colors[keep]
+            state.clouds[o], state.cloud_colors[o] = cloud.astype(np.float32), colors.astype(np.float32)
+            pts = pts[np.isfinite(pts).all(1)]
+            if len(pts) == 0:
+                continue
+            take = np.linspace(0, len(pts) - 1, min(self.memory_points, len(pts))).round().astype(int)
+            weight = grid[j]  # [S, gh, gw]
+            denom = weight.sum().clamp(min=1e-6)
+            feat = (feats * weight[:, None]).sum(dim=(0, 2, 3)) / denom
+            memory[o] = (pts[take].astype(np.float32), feat.cpu().numpy().astype(np.float32))

@@ -1,0 +1,225 @@
+"""The cross-modal spatial encoder: puts view tokens and prompts into the shared 3D space of the point maps.
+
+- Every view's patch tokens get a 3D positional code: random Fourier features of the (scene-normalised) mean
+  predicted world point under each patch, plus the 2D code of the patch centre.
+- A point / box prompt on view i reads the predicted 3D point under each prompt point: its token is the label
+  embedding + the 3D code of that point + the local appearance (view i's features sampled there); on view i
+  itself the SAM-style 2D code is added too. Boxes and masks also give a region token (mean 3D point and mean
+  appearance inside), and a mask becomes a set of ``mask_points`` 3D points (evenly spaced over its pixels).
+- A text prompt (TextEncoder embedding) is projected and cross-attends over all views' geometric tokens.
+- Carried 3D memory (a point cloud from an earlier window) becomes 3D-coded tokens plus one appearance token.
+
+Nothing is stored per frame: one prompt finds its object in any view through the shared 3D codes.
+World points are detached here (the geometry is trained by its own losses). Scene normalisation: points are
+divided by the mean norm of the clip's predicted world points (the same normalisation the geometry is trained in).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vision.tracking.layers import Attention, FourierFeatures
+from vision.tracking.prompts import PAD, PromptEncoder, Prompts
+
+__all__ = ["SpatialEncoder", "scene_scale", "sample_features", "gather_points", "spaced_mask_indices"]
+
+
+def scene_scale(world_points: torch.Tensor) -> torch.Tensor:
+    """Mean norm of finite world points ``[B, S, H, W, 3]`` -> ``[B]`` (at least 1e-3)."""
+    norms = world_points.norm(dim=-1)
+    finite = torch.isfinite(norms)
+    total = torch.where(finite, norms, torch.zeros_like(norms)).flatten(1).sum(1)
+    return (total / finite.flatten(1).sum(1).clamp(min=1)).clamp(min=1e-3)
+
+
+def _take_view(x: torch.Tensor, view: torch.Tensor) -> torch.Tensor:
+    """``x [B, S, ...]``, ``view [B, N]`` (clamped to >= 0) -> ``[B, N, ...]``."""
+    b = torch.arange(x.shape[0], device=x.device)[:, None]
+    return x[b, view.clamp(min=0)]
+
+
+def sample_features(feats: torch.Tensor, view: torch.Tensor, xy: torch.Tensor,
+                    image_hw: tuple[int, int]) -> torch.Tensor:
+    """Bilinear samples of view features ``feats [B, S, C, gh, gw]`` at pixels ``xy [B, N, K, 2]`` of ``view``
+    ``[B, N]`` -> ``[B, N, K, C]``."""
+    b, n, k, _ = xy.shape
+    maps = _take_view(feats, view).flatten(0, 1)  # [BN, C, gh, gw]
+    h, w = image_hw
+    grid = torch.stack([(xy[..., 0] + 0.5) / w * 2 - 1, (xy[..., 1] + 0.5) / h * 2 - 1], dim=-1)
+    out = F.grid_sample(maps, grid.flatten(0, 1)[:, :, None].to(maps.dtype), align_corners=False)
+    return out[..., 0].transpose(1, 2).reshape(b, n, k, -1)
+
+
+def gather_points(world_points: torch.Tensor, view: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
+    """Predicted 3D points under pixels ``xy [B, N, K, 2]`` (nearest pixel) of ``view [B, N]`` from
+    ``world_points [B, S, H, W, 3]`` -> ``[B, N, K, 3]``."""
+    h, w = world_points.shape[2:4]
+    wp = _take_view(world_points, view)  # [B, N, H, W, 3]
+    xi = xy[..., 0].round().long().clamp(0, w - 1)
+    yi = xy[..., 1].round().long().clamp(0, h - 1)
+    flat = wp.flatten(2, 3)  # [B, N, HW, 3]
+    idx = (yi * w + xi)[..., None].expand(-1, -1, -1, 3)
+    return torch.gather(flat, 2, idx)
+
+
+def spaced_mask_indices(masks: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``count`` evenly spaced pixel indices (row-major) of each mask ``[..., H, W]`` -> (indices ``[..., count]``,
+    valid ``[..., count]``); deterministic. Empty masks give valid = False."""
+    flat = (masks.flatten(-2) > 0.5)
+    csum = flat.long().cumsum(-1)
+    total = csum[..., -1:]
+    steps = (torch.arange(count, device=masks.device, dtype=torch.float32) + 0.5) / count
+    targets = (steps * total.float()).floor().long() + 1  # 1-based rank of the wanted pixel
+    idx = torch.searchsorted(csum, targets.clamp(max=flat.shape[-1]).contiguous())
+    idx = idx.clamp(max=flat.shape[-1] - 1)
+    valid = (total > 0).expand_as(idx)
+    # drop repeated picks of tiny masks
+    repeated = torch.zeros_like(valid)
+    repeated[..., 1:] = idx[..., 1:] == idx[..., :-1]
+    return idx, valid & ~repeated
+
+
+class SpatialEncoder(nn.Module):
+    """Lifts prompts and view tokens into the shared 3D space (see the module docstring).
+
+    Args:
+        dim: token width. num_heads: heads of the text cross-attention. mask_points: 3D points per mask prompt.
+        pos3d_scale: std of the Gaussian frequencies of the 3D Fourier code (on scene-normalised points).
+
+    Token layout per (view, object): ``K`` prompt-point tokens, 1 region token, ``mask_points`` mask-point
+    tokens, 2 text tokens, ``M`` memory-point tokens, 1 memory-appearance token.
+    """
+
+    def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0) -> None:
+        super().__init__()
+        self.dim = dim
+        self.mask_points = mask_points
+        self.pos3d = FourierFeatures(3, dim // 2, scale=pos3d_scale)
+        self.pos3d_proj = nn.Linear(dim, dim)
+        self.appearance = nn.Linear(dim, dim)
+        self.region_embed = nn.Parameter(torch.randn(dim) * 0.02)
+        self.mask_point_embed = nn.Parameter(torch.randn(dim) * 0.02)
+        self.memory_embed = nn.Parameter(torch.randn(dim) * 0.02)
+        self.memory_feat_embed = nn.Parameter(torch.randn(dim) * 0.02)
+        self.text_embed = nn.Parameter(torch.randn(dim) * 0.02)
+        self.text_attn = Attention(dim, num_heads)
+        self.text_norm = nn.LayerNorm(dim)
+
+    def code3d(self, points: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """3D positional code of world points ``[B, ..., 3]`` with per-clip ``scale [B]`` -> ``[B, ..., dim]``."""
+        shape = (-1,) + (1,) * (points.ndim - 1)
+        normed = points / scale.view(shape)
+        normed = torch.nan_to_num(normed, nan=0.0, posinf=0.0, neginf=0.0).clamp(-4, 4)
+        return self.pos3d_proj(self.pos3d(normed))
+
+    def view_positions(self, world_points: torch.Tensor, grid_hw: tuple[int, int], scale: torch.Tensor,
+                       pe2d: torch.Tensor) -> torch.Tensor:
+        """3D (+2D) positional code of every patch of every view: ``[B, S, dim, gh, gw]``."""
+        b, s, h, w, _ = world_points.shape
+        pts = world_points.permute(0, 1, 4, 2, 3).flatten(0, 1)  # [BS, 3, H, W]
+        pts = torch.nan_to_num(pts)
+        pooled = F.adaptive_avg_pool2d(pts, grid_hw).view(b, s, 3, *grid_hw).permute(0, 1, 3, 4, 2)
+        code = self.code3d(pooled, scale)  # [B, S, gh, gw, dim]
+        return code.permute(0, 1, 4, 2, 3) + pe2d[None, None]
+
+    def forward(self, feats: torch.Tensor, world_points: torch.Tensor, prompts: Prompts,
+                prompt_encoder: PromptEncoder, image_hw: tuple[int, int]) -> dict[str, torch.Tensor]:
+        """Encode prompts for every (view, object).
+
+        Args:
+            feats: view features ``[B, S, dim, gh, gw]``. world_points: ``[B, S, H, W, 3]`` (detached inside).
+            prompts: :class:`Prompts` with N slots. prompt_encoder: the 2D / text encoder. image_hw: (H, W).
+
+        Returns:
+            ``view_pos [B, S, dim, gh, gw]``, ``sparse [B, S, N, T, dim]``, ``sparse_pad [B, S, N, T]`` (True =
+            padding), ``dense [B, S, N, dim, gh, gw]`` (mask embedding on the prompted view, ``no_mask`` elsewhere).
+        """
+        world_points = world_points.detach()
+        b, s, d, gh, gw = feats.shape
+        n = prompts.num_objects
+        h, w = image_hw
+        dev = feats.device
+        scale = scene_scale(world_points)
+        pe2d = prompt_encoder.dense_pe((gh, gw), image_hw)
+        view_pos = self.view_positions(world_points, (gh, gw), scale, pe2d)
+        view = prompts.view
+        has_view = (view >= 0) & prompts.valid
+        on_view = (torch.arange(s, device=dev)[None, :, None] == view[:, None, :])  # [B, S, N]
+
+        # prompt points (points and box corners)
+        labels = torch.where(has_view[..., None], prompts.labels, torch.full_like(prompts.labels, PAD))
+        pt_pad = labels == PAD
+        p3 = gather_points(world_points, view, prompts.points)  # [B, N, K, 3]
+        app = sample_features(feats, view, prompts.points, image_hw)  # [B, N, K, dim]
+        lifted = prompt_encoder.point_embed(labels.clamp(min=0)) + self.code3d(p3, scale) + self.appearance(app)
+        lifted = torch.where(pt_pad[..., None], prompt_encoder.not_a_point.expand_as(lifted), lifted)
+        pe_pts = prompt_encoder.encode_coords(prompts.points, image_hw) * (~pt_pad[..., None])
+        point_tokens = lifted[:, None] + on_view[..., None, None] * pe_pts[:, None]  # [B, S, N, K, dim]
+        point_pad = pt_pad[:, None].expand(-1, s, -1, -1)
+
+        # region of a box or a mask on the prompted view
+        box_pts = (labels == 2) | (labels == 3)
+        has_box = box_pts.any(-1)
+        region = torch.zeros(b, n, h, w, device=dev)
+        if bool(has_box.any()):
+            xs = torch.where(box_pts, prompts.points[..., 0], torch.full_like(prompts.points[..., 0], float("nan")))
+            ys = torch.where(box_pts, prompts.points[..., 1], torch.full_like(prompts.points[..., 1], float("nan")))
+            x0, x1 = torch.nan_to_num(xs, nan=1e9).amin(-1), torch.nan_to_num(xs, nan=-1e9).amax(-1)
+            y0, y1 = torch.nan_to_num(ys, nan=1e9).amin(-1), torch.nan_to_num(ys, nan=-1e9).amax(-1)
+            gx = torch.arange(w, device=dev, dtype=torch.float32)
+            gy = torch.arange(h, device=dev, dtype=torch.float32)
+            inside = ((gx[None, None, None, :] >= x0[..., None, None]) & (gx[None, None, None, :] <= x1[..., None, None])
+                      & (gy[None, None, :, None] >= y0[..., None, None]) & (gy[None, None, :, None] <= y1[..., None, None]))
+            region = torch.where(has_box[..., None, None], inside.float(), region)
+        has_mask = prompts.has_mask & has_view
+        region = torch.where(has_mask[..., None, None], prompts.masks.float(), region)
+        area = region.flatten(2).sum(-1)  # [B, N]
+        has_region = (area > 0) & has_view
+        wp_view = torch.nan_to_num(_take_view(world_points, view))  # [B, N, H, W, 3]
+        r3 = (wp_view * region[..., None]).flatten(2, 3).sum(2) / area.clamp(min=1)[..., None]
+        grid_region = F.adaptive_avg_pool2d(region.flatten(0, 1)[:, None], (gh, gw)).view(b, n, gh, gw)
+        f_view = _take_view(feats, view)  # [B, N, dim, gh, gw]
+        r_app = (f_view * grid_region[:, :, None]).flatten(3).sum(-1) / grid_region.flatten(2).sum(-1).clamp(min=1e-6)[..., None]
+        region_tok = self.region_embed + self.code3d(r3, scale) + self.appearance(r_app)  # [B, N, dim]
+        region_tokens = region_tok[:, None, :, None].expand(-1, s, -1, -1, -1)
+        region_pad = (~has_region)[:, None, :, None].expand(-1, s, -1, -1)
+
+        # a mask prompt as a set of 3D points
+        idx, mvalid = spaced_mask_indices(prompts.masks, self.mask_points)  # [B, N, Mk]
+        mvalid = mvalid & has_mask[..., None]
+        m3 = torch.gather(wp_view.flatten(2, 3), 2, idx[..., None].expand(-1, -1, -1, 3))
+        mask_tok = self.mask_point_embed + self.code3d(m3, scale)
+        mask_tokens = mask_tok[:, None].expand(-1, s, -1, -1, -1)
+        mask_pad = (~mvalid)[:, None].expand(-1, s, -1, -1)
+
+        # text: projected token + cross-attention over every view's geometric tokens
+        has_text = prompts.has_text & prompts.valid
+        t = prompt_encoder.embed_text(prompts.text) + self.text_embed  # [B, N, dim]
+        keys = (feats + view_pos).flatten(3).permute(0, 1, 3, 2).reshape(b, s * gh * gw, d)
+        values = feats.flatten(3).permute(0, 1, 3, 2).reshape(b, s * gh * gw, d)
+        t2 = self.text_norm(t + self.text_attn(t, keys, values))
+        text_tokens = torch.stack([t, t2], dim=2)[:, None].expand(-1, s, -1, -1, -1)
+        text_pad = (~has_text)[:, None, :, None].expand(-1, s, -1, 2)
+
+        # carried 3D memory
+        mem_valid = prompts.memory_valid & prompts.valid[..., None]
+        mem_tok = self.memory_embed + self.code3d(prompts.memory_points, scale)
+        mem_tokens = mem_tok[:, None].expand(-1, s, -1, -1, -1)
+        mem_pad = (~mem_valid)[:, None].expand(-1, s, -1, -1)
+        has_mem_feat = mem_valid.any(-1) & (prompts.memory_feat.abs().sum(-1) > 0)
+        mf = prompts.memory_feat if prompts.memory_feat.shape[-1] == d else torch.zeros(b, n, d, device=dev)
+        mf_tok = (self.memory_feat_embed + self.appearance(mf))[:, None, :, None].expand(-1, s, -1, -1, -1)
+        mf_pad = (~has_mem_feat)[:, None, :, None].expand(-1, s, -1, -1)
+
+        sparse = torch.cat([point_tokens, region_tokens, mask_tokens, text_tokens, mem_tokens, mf_tok], dim=3)
+        sparse_pad = torch.cat([point_pad, region_pad, mask_pad, text_pad, mem_pad, mf_pad], dim=3)
+
+        # dense: the mask embedding on the prompted view
+        dense = prompt_encoder.no_mask.view(1, 1, 1, d, 1, 1).expand(b, s, n, d, gh, gw)
+        if bool(has_mask.any()):
+            memb = prompt_encoder.embed_masks(prompts.masks.flatten(0, 1), (gh, gw)).view(b, n, d, gh, gw)
+            use = (on_view & has_mask[:, None])[..., None, None, None]
+            dense = torch.where(use, memb[:, None], dense)
+        return {"view_pos": view_pos, "sparse": sparse, "sparse_pad": sparse_pad, "dense": dense, "scale": scale}
