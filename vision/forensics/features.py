@@ -1,0 +1,110 @@
+"""Loading clips for analysis and extracting tool features, with an on-disk cache for training.
+
+A clip for the detector is the first ``max_frames`` frames of a video, resized so that the shorter side is
+``size`` and centre-cropped to ``size x size`` (the training clips of ``datasets/prepare_aigv.py`` are square).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from vision.data.io import atomic_write_json
+from vision.data.video import probe_video, read_video
+from vision.errors import InputError
+from vision.forensics.tools import ForensicTool, ToolResult, run_tools
+from vision.forensics.tools.base import Clip
+
+__all__ = ["load_clip", "frames_to_clip", "clip_features", "split_features"]
+
+
+def _centre_square(frames: np.ndarray, size: int) -> np.ndarray:
+    h, w = frames.shape[1:3]
+    y0, x0 = max(0, (h - size) // 2), max(0, (w - size) // 2)
+    return np.ascontiguousarray(frames[:, y0:y0 + size, x0:x0 + size])
+
+
+def load_clip(path: str | Path, size: int | None = 64, max_frames: int = 16) -> Clip:
+    """Read a video into a :class:`Clip` (see the module docstring); ``size=None`` keeps the frame size.
+
+    Raises:
+        VideoError: the file is missing, corrupt, truncated or has no decodable frame (names the file).
+    """
+    info = probe_video(path)
+    frames = read_video(path, max_frames=max_frames, size=size)
+    if size is not None:
+        frames = _centre_square(frames, size)
+    return Clip(frames=frames, fps=info.fps, path=Path(path), name=Path(path).name)
+
+
+def frames_to_clip(frames: np.ndarray, size: int | None = 64, max_frames: int = 16, fps: float = 25.0,
+                   name: str = "frames") -> Clip:
+    """Decoded frames ``uint8 [T, H, W, 3]`` (or float [0, 1]) -> :class:`Clip` under the same size policy."""
+    import cv2
+
+    frames = np.asarray(frames)
+    if frames.ndim == 3 and frames.shape[-1] == 3:
+        frames = frames[None]
+    if frames.ndim != 4 or frames.shape[-1] != 3:
+        raise InputError(f"frames must be [T, H, W, 3]; got shape {tuple(frames.shape)}")
+    if frames.dtype != np.uint8:
+        if not np.issubdtype(frames.dtype, np.floating):
+            raise InputError(f"frames must be uint8 or float in [0, 1]; got dtype {frames.dtype}")
+        frames = (np.clip(frames, 0.0, 1.0) * 255.0).round().astype(np.uint8)
+    frames = frames[:max_frames]
+    if size is not None:
+        h, w = frames.shape[1:3]
+        scale = size / min(h, w)
+        out = (max(size, int(round(w * scale))), max(size, int(round(h * scale))))
+        if out != (w, h):
+            interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+            frames = np.stack([cv2.resize(f, out, interpolation=interp) for f in frames])
+        frames = _centre_square(frames, size)
+    return Clip(frames=frames, fps=fps, path=None, name=name)
+
+
+def clip_features(clip: Clip, tools: Sequence[ForensicTool],
+                  reference: dict | None = None) -> tuple[dict[str, float], dict[str, ToolResult]]:
+    """Run ``tools``: (flat feature dict of the applicable tools, per-tool results)."""
+    results = run_tools(clip, tools, reference)
+    features: dict[str, float] = {}
+    for result in results.values():
+        features.update(result.features)
+    return features, results
+
+
+def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: int = 64, max_frames: int = 16,
+                   cache_dir: str | Path | None = None) -> tuple[list[dict[str, float]], np.ndarray, list[dict]]:
+    """Features of every labelled video of a split: (feature dicts, labels ``int [N]`` 1 = generated, the
+    video entries). Cached as JSON in ``cache_dir`` keyed by the split file's content, tools, size, frames."""
+    from vision.data.coco import load_split
+    from vision.data.datasets import LabelledVideoDataset
+
+    split = load_split(split_file)
+    dataset = LabelledVideoDataset(split)
+    key_src = Path(split_file).read_bytes() + json.dumps([[t.name, list(t.feature_names)] for t in tools]).encode() \
+        + f"{size}:{max_frames}".encode()
+    key = hashlib.sha1(key_src).hexdigest()[:16]
+    cache = Path(cache_dir) / f"{Path(split_file).stem}_{key}.json" if cache_dir is not None else None
+    if cache is not None and cache.is_file():
+        data = json.loads(cache.read_text())
+        rows = [{k: (float("nan") if v is None else float(v)) for k, v in r.items()} for r in data["features"]]
+        return rows, np.asarray(data["labels"], np.int64), data["videos"]
+    rows, labels, videos = [], [], []
+    for i in range(len(dataset)):
+        sample = dataset[i]
+        clip = load_clip(sample["video_path"], size=size, max_frames=max_frames)
+        features, _ = clip_features(clip, tools)
+        rows.append({k: (v if np.isfinite(v) else None) for k, v in features.items()})
+        labels.append(int(sample["label"]))
+        video = split.videos[sample["video_id"]]
+        videos.append({"video_id": int(sample["video_id"]), "generator": video.get("generator"),
+                       "source": video.get("source")})
+    if cache is not None:
+        atomic_write_json(cache, {"features": rows, "labels": labels, "videos": videos})
+    rows = [{k: (float("nan") if v is None else v) for k, v in r.items()} for r in rows]
+    return rows, np.asarray(labels, np.int64), videos

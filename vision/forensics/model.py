@@ -1,0 +1,194 @@
+"""The learned detector over forensic tool features, with calibration and a real-calibrated threshold.
+
+Input: a raw feature matrix ``[B, F]`` (columns in ``feature_names`` order, ``nan`` = not measured / tool not
+applicable). The detector standardises with training statistics, sets missing values to 0 (the training mean)
+and appends a missing-value mask, so its input is ``[B, 2F]``; an MLP gives a logit ``[B]`` (> 0 = generated).
+Unseen generators: beside the supervised logit the detector measures how far a clip lies from the *real*
+reference distribution, ``A = mean_j clip(z_j, -10, 10)^2`` with ``z_j`` the feature's z-score against real
+training videos (missing features count 0). The decision score is
+``s = logit / logit_scale + (A - anom_mean) / anom_std`` (both terms standardised on validation videos: the
+logit by its std, ``A`` by the mean and std over *real* validation videos), so a clip unlike any training
+generator still scores high when it is unlike real video.
+Calibration: Platt scaling ``p = sigmoid(a * s + b)`` with ``a, b`` fitted on validation videos by NLL.
+Threshold: on calibrated probabilities of *real* validation videos, so that ``pass_rate`` of them (95%) are
+below it; a video is called generated when ``p >= threshold``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from vision.errors import InputError
+
+__all__ = ["ForensicDetector", "feature_matrix", "fit_platt", "real_threshold", "fit_detector", "calibrate"]
+
+
+def feature_matrix(rows: Sequence[dict[str, float]], names: Sequence[str]) -> np.ndarray:
+    """Feature dicts -> ``float32 [N, F]`` in ``names`` order (missing names -> nan)."""
+    out = np.full((len(rows), len(names)), np.nan, np.float32)
+    for i, row in enumerate(rows):
+        for j, name in enumerate(names):
+            value = row.get(name)
+            if value is not None:
+                out[i, j] = float(value)
+    return out
+
+
+class ForensicDetector(nn.Module):
+    """MLP over standardised tool features (see the module docstring).
+
+    Buffers (saved in checkpoints): ``feat_mean`` / ``feat_std`` ``[F]``, ``logit_scale``, ``anom_mean``,
+    ``anom_std``, ``platt_a``, ``platt_b``, ``threshold`` (calibrated-probability threshold) ``[]``, and
+    ``ref_mean`` / ``ref_std`` / ``ref_sign`` ``[F]`` (the real-video reference, also used for evidence items).
+    """
+
+    def __init__(self, feature_names: Sequence[str], hidden: int = 64, dropout: float = 0.1) -> None:
+        super().__init__()
+        if not feature_names:
+            raise InputError("ForensicDetector needs at least one feature name")
+        self.feature_names = list(feature_names)
+        n = len(self.feature_names)
+        self.net = nn.Sequential(nn.Linear(2 * n, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, hidden),
+                                 nn.GELU(), nn.Linear(hidden, 1))
+        for name, value in (("feat_mean", torch.zeros(n)), ("feat_std", torch.ones(n)), ("ref_mean", torch.zeros(n)),
+                            ("ref_std", torch.ones(n)), ("ref_sign", torch.zeros(n)),
+                            ("logit_scale", torch.tensor(1.0)), ("anom_mean", torch.tensor(0.0)),
+                            ("anom_std", torch.tensor(1.0)), ("platt_a", torch.tensor(1.0)),
+                            ("platt_b", torch.tensor(0.0)), ("threshold", torch.tensor(0.5))):
+            self.register_buffer(name, value)
+
+    def set_normalisation(self, features: np.ndarray) -> None:
+        """Standardisation statistics from a training matrix ``[N, F]`` (nan ignored)."""
+        mean = np.nanmean(np.where(np.isfinite(features), features, np.nan), axis=0)
+        std = np.nanstd(np.where(np.isfinite(features), features, np.nan), axis=0)
+        mean = np.where(np.isfinite(mean), mean, 0.0)
+        std = np.where(np.isfinite(std) & (std > 1e-8), std, 1.0)
+        self.feat_mean.copy_(torch.as_tensor(mean, dtype=torch.float32))
+        self.feat_std.copy_(torch.as_tensor(std, dtype=torch.float32))
+
+    def set_reference(self, features: np.ndarray, labels: np.ndarray) -> None:
+        """Real-video reference (mean, std over real rows) and the sign of (generated mean - real mean)."""
+        real, fake = features[labels == 0], features[labels == 1]
+        for j in range(features.shape[1]):
+            r = real[:, j][np.isfinite(real[:, j])]
+            f = fake[:, j][np.isfinite(fake[:, j])]
+            if r.size >= 2:
+                self.ref_mean[j] = float(r.mean())
+                self.ref_std[j] = float(max(r.std(ddof=1), 1e-6 * max(1.0, abs(r.mean()))))
+                self.ref_sign[j] = float(np.sign(f.mean() - r.mean())) if f.size else 0.0
+
+    def reference(self) -> dict[str, dict[str, float]]:
+        """The reference as ``{feature: {"mean", "std", "sign"}}`` (the tools' evidence format)."""
+        return {name: {"mean": float(self.ref_mean[j]), "std": float(self.ref_std[j]),
+                       "sign": float(self.ref_sign[j])} for j, name in enumerate(self.feature_names)}
+
+    def prepare(self, features: torch.Tensor) -> torch.Tensor:
+        """Raw ``[B, F]`` -> network input ``[B, 2F]`` (standardised, clipped to +-8, nan -> 0, mask)."""
+        if features.ndim != 2 or features.shape[1] != len(self.feature_names):
+            raise InputError(f"detector features must be [B, {len(self.feature_names)}]; got {tuple(features.shape)}")
+        finite = torch.isfinite(features)
+        z = (torch.where(finite, features, self.feat_mean) - self.feat_mean) / self.feat_std
+        return torch.cat([z.clamp(-8, 8), (~finite).float()], dim=1)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Raw features ``[B, F]`` -> logits ``[B]`` (uncalibrated, > 0 leans generated)."""
+        return self.net(self.prepare(features)).squeeze(-1)
+
+    def anomaly(self, features: torch.Tensor) -> torch.Tensor:
+        """Deviation from the real reference ``A = mean_j clip(z_j, -10, 10)^2`` ``[B]`` (missing z = 0)."""
+        z = ((features - self.ref_mean) / self.ref_std).clamp(-10, 10)
+        return torch.where(torch.isfinite(z), z, torch.zeros_like(z)).pow(2).mean(dim=1)
+
+    def decision_score(self, features: torch.Tensor) -> torch.Tensor:
+        """Uncalibrated decision score ``s`` ``[B]`` (see the module docstring)."""
+        return self(features) / self.logit_scale + (self.anomaly(features) - self.anom_mean) / self.anom_std
+
+    def probability(self, features: torch.Tensor) -> torch.Tensor:
+        """Calibrated probability of "generated" ``[B]``."""
+        return torch.sigmoid(self.platt_a * self.decision_score(features) + self.platt_b)
+
+
+def fit_platt(scores: np.ndarray, labels: np.ndarray, iterations: int = 200) -> tuple[float, float]:
+    """Platt scaling: ``(a, b)`` minimising the binary NLL of ``sigmoid(a * s + b)`` (L-BFGS from (1, 0); ``a`` is
+    kept >= 0.05 so the score's order is never flipped or flattened). One class only: ``(1.0, 0.0)``."""
+    scores = np.asarray(scores, np.float64)
+    labels = np.asarray(labels, np.float64)
+    if scores.size == 0 or len(np.unique(labels)) < 2:
+        return 1.0, 0.0
+    s = torch.as_tensor(scores)
+    y = torch.as_tensor(labels)
+    params = torch.tensor([1.0, 0.0], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([params], lr=0.5, max_iter=iterations, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        a = params[0].clamp_min(0.05)
+        loss = F.binary_cross_entropy_with_logits(a * s + params[1], y) + 1e-4 * (params ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    a, b = params.detach().tolist()
+    return max(float(a), 0.05), float(b)
+
+
+def real_threshold(real_scores: np.ndarray, pass_rate: float = 0.95) -> float:
+    """Score threshold such that a share ``pass_rate`` of real videos scores *below* it (the 95% quantile)."""
+    real_scores = np.asarray(real_scores, np.float64)
+    if real_scores.size == 0:
+        raise InputError("real_threshold needs at least one real validation score")
+    if not 0.0 < pass_rate < 1.0:
+        raise InputError(f"pass_rate must be in (0, 1); got {pass_rate}")
+    # the next float32 above the quantile: thresholds live in float32 buffers and must stay strictly above it
+    return float(np.nextafter(np.float32(np.quantile(real_scores, pass_rate, method="higher")), np.float32(np.inf)))
+
+
+def fit_detector(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
+                 feature_names: Sequence[str], epochs: int = 150, lr: float = 3e-3, hidden: int = 32,
+                 weight_decay: float = 5e-2, pass_rate: float = 0.95, seed: int = 0) -> ForensicDetector:
+    """Train, calibrate and threshold a detector with a plain full-batch loop (the benchmark's path; the
+    Lightning module does the same steps). Classes are balanced by loss weights."""
+    torch.manual_seed(seed)
+    model = ForensicDetector(feature_names, hidden=hidden)
+    model.set_normalisation(train_x)
+    model.set_reference(train_x, train_y)
+    x = torch.as_tensor(train_x, dtype=torch.float32)
+    y = torch.as_tensor(train_y, dtype=torch.float32)
+    pos = float(y.mean().clamp(0.05, 0.95))
+    weights = torch.where(y > 0.5, 0.5 / pos, 0.5 / (1 - pos))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    model.train()
+    for _ in range(epochs):
+        loss = F.binary_cross_entropy_with_logits(model(x), y, weight=weights)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    calibrate(model, val_x, val_y, pass_rate)
+    return model
+
+
+@torch.no_grad()
+def calibrate(model: ForensicDetector, val_x: np.ndarray, val_y: np.ndarray, pass_rate: float = 0.95) -> None:
+    """On validation videos: standardise the logit and the real-anomaly term, fit Platt scaling, and fix the
+    threshold so that ``pass_rate`` of the real ones are below it."""
+    x = torch.as_tensor(val_x, dtype=torch.float32)
+    val_y = np.asarray(val_y)
+    logits = model(x).numpy()
+    model.logit_scale.fill_(float(max(logits.std(), 1e-3)) if logits.size > 1 else 1.0)
+    anomaly = model.anomaly(x).numpy()
+    real_anomaly = anomaly[val_y == 0] if (val_y == 0).sum() >= 2 else anomaly
+    model.anom_mean.fill_(float(real_anomaly.mean()))
+    model.anom_std.fill_(float(max(real_anomaly.std(), 1e-3)) if real_anomaly.size > 1 else 1.0)
+    scores = model.decision_score(x).numpy()
+    a, b = fit_platt(scores, val_y)
+    model.platt_a.fill_(a)
+    model.platt_b.fill_(b)
+    probs = model.probability(x).numpy()
+    if (val_y == 0).any():
+        model.threshold.fill_(real_threshold(probs[val_y == 0], pass_rate))

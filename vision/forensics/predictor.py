@@ -1,0 +1,163 @@
+"""Single-video forensic analysis from a trained checkpoint.
+
+``ForensicsPredictor.from_checkpoint(path).analyze(video)`` -> report dict with ``verdict`` (``generated | real |
+insufficient evidence``, calibrated probability, threshold, reasons, ranked evidence, conflicts, agents),
+``plan`` (which tools ran and why), ``tools`` (per-tool features and evidence), ``properties`` and ``clip``.
+``analyze_to_report(ckpt, video, out_dir)`` also writes ``report.json`` and ``report.html``.
+
+A missing, corrupt or truncated file raises :class:`~vision.errors.VideoError` naming the file; a one-frame or
+frozen video gives the verdict ``insufficient evidence``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from vision.errors import DataError, InputError
+from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate, plan_tools
+from vision.forensics.features import clip_features, frames_to_clip, load_clip
+from vision.forensics.model import ForensicDetector, feature_matrix
+from vision.forensics.report import write_report
+from vision.forensics.tools import build_tools, feature_names
+from vision.forensics.tools.base import Clip
+from vision.training.checkpoint_io import load_checkpoint
+
+__all__ = ["ForensicsPredictor", "analyze_to_report", "predict_split", "public_report"]
+
+
+class ForensicsPredictor:
+    """A calibrated detector + the tool set it was trained on + per-tool reliability.
+
+    Args:
+        detector: a trained :class:`ForensicDetector` (its buffers hold normalisation, reference, calibration
+            and threshold).
+        tools: tool names in training order. reliability: tool -> validation AUC of its best feature.
+        size / max_frames: the clip policy used in training.
+    """
+
+    def __init__(self, detector: ForensicDetector, tools: Sequence[str], reliability: dict[str, float] | None = None,
+                 size: int = 64, max_frames: int = 16) -> None:
+        self.tools = build_tools(list(tools))
+        if feature_names(self.tools) != detector.feature_names:
+            raise InputError("the detector's feature names do not match the tools")
+        self.detector = detector.eval()
+        self.tool_names = list(tools)
+        self.reliability = dict(reliability or {})
+        self.size, self.max_frames = size, max_frames
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path) -> "ForensicsPredictor":
+        """Load a Lightning checkpoint of :class:`vision.forensics.lightning.ForensicsModule`."""
+        ckpt = load_checkpoint(path)
+        hp = ckpt.get("hyper_parameters")
+        state = ckpt.get("state_dict")
+        if not isinstance(hp, dict) or not isinstance(state, dict) or "tools" not in hp:
+            raise DataError("not a forensics checkpoint (no hyper_parameters.tools / state_dict)", file=path)
+        tools = list(hp["tools"])
+        detector = ForensicDetector(feature_names(build_tools(tools)), hidden=int(hp.get("hidden", 64)))
+        own = {k[len("detector."):]: v for k, v in state.items() if k.startswith("detector.")}
+        try:
+            detector.load_state_dict(own)
+        except RuntimeError as exc:
+            raise DataError(f"checkpoint does not fit the detector: {exc}", file=path) from exc
+        rel = state.get("reliability")
+        reliability = {t: float(r) for t, r in zip(tools, rel.tolist())} if rel is not None else {}
+        return cls(detector, tools, reliability, size=int(hp.get("size", 64)), max_frames=int(hp.get("max_frames", 16)))
+
+    def make_clip(self, video: str | Path | np.ndarray, fps: float = 25.0) -> Clip:
+        """A video path or frames ``[T, H, W, 3]`` (uint8, or float in [0, 1]) -> the analysed :class:`Clip`."""
+        if isinstance(video, (str, Path)):
+            return load_clip(video, size=self.size, max_frames=self.max_frames)
+        if isinstance(video, torch.Tensor):
+            video = video.detach().cpu().numpy()
+            if video.ndim == 4 and video.shape[1] == 3 and video.shape[-1] != 3:  # [S, 3, H, W] tensors
+                video = video.transpose(0, 2, 3, 1)
+        if isinstance(video, np.ndarray):
+            return frames_to_clip(video, size=self.size, max_frames=self.max_frames, fps=fps)
+        raise InputError(f"video must be a path or a [T, H, W, 3] array; got {type(video).__name__}")
+
+    @torch.no_grad()
+    def analyze(self, video: str | Path | np.ndarray, fps: float = 25.0) -> dict[str, Any]:
+        """Analyse one video (see the module docstring); returns the JSON-ready report with ``extras`` (arrays
+        for plots, not JSON) under the private key ``_extras`` and the clip under ``_clip``."""
+        clip = self.make_clip(video, fps=fps)
+        props = clip_properties(clip)
+        plan = plan_tools(props, self.tool_names, self.reliability)
+        reference = self.detector.reference()
+        features, results = clip_features(clip, self.tools, reference)
+        applicable = [name for name, r in results.items() if r.applicable]
+        probability = None
+        if applicable and not props["frozen"] and clip.num_frames >= 2:
+            x = torch.as_tensor(feature_matrix([features], self.detector.feature_names))
+            probability = float(self.detector.probability(x)[0])
+        weighed = [p["tool"] for p in plan if p["weigh"] and results[p["tool"]].applicable]
+        for p in plan:  # a tool may find out while measuring that it cannot apply
+            if p["run"] and not results[p["tool"]].applicable:
+                p["run"], p["weigh"], p["reason"] = False, False, results[p["tool"]].reason
+        graph = EvidenceGraph.build(results, self.reliability, weighed)
+        verdict = deliberate(graph, probability, float(self.detector.threshold), props, plan)
+        report = {
+            "clip": {"name": clip.name, "num_frames": clip.num_frames, "width": clip.width, "height": clip.height,
+                     "fps": clip.fps, "path": None if clip.path is None else str(clip.path)},
+            "verdict": verdict.to_dict(), "plan": plan, "properties": props,
+            "tools": {name: r.to_dict() for name, r in results.items()},
+            "graph": graph.to_dict(),
+        }
+        report["_extras"] = {name: r.extras for name, r in results.items()}
+        report["_clip"] = clip
+        return report
+
+    def score(self, video: str | Path | np.ndarray) -> float:
+        """Calibrated probability of generated (``nan`` when the clip cannot be scored)."""
+        p = self.analyze(video)["verdict"]["probability"]
+        return float("nan") if p is None else float(p)
+
+
+def public_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The JSON part of an :meth:`ForensicsPredictor.analyze` report (private keys dropped, nan -> None)."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if not str(k).startswith("_")}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if isinstance(value, (float, np.floating)):
+            return float(value) if math.isfinite(float(value)) else None
+        if isinstance(value, (np.integer,)):
+            return int(value)
+        if isinstance(value, np.bool_):
+            return bool(value)
+        return value
+    return clean(report)
+
+
+def analyze_to_report(ckpt: str | Path, video: str | Path | np.ndarray, out_dir: str | Path) -> dict[str, Any]:
+    """Load ``ckpt``, analyse ``video`` and write ``out_dir/report.json`` + ``out_dir/report.html``.
+
+    Returns ``{"verdict": str, "probability": float | None, "json": Path, "html": Path}``."""
+    predictor = ForensicsPredictor.from_checkpoint(ckpt)
+    report = predictor.analyze(video)
+    paths = write_report(public_report(report), report["_clip"], report["_extras"], out_dir)
+    return {"verdict": report["verdict"]["verdict"], "probability": report["verdict"]["probability"], **paths}
+
+
+def predict_split(ckpt: str | Path, split_file: str | Path) -> list[dict[str, Any]]:
+    """Score every labelled video of a split: results ``[{video_id, score, verdict}]`` for
+    :func:`vision.evaluation.forensics.evaluate_forensics` (score = calibrated probability of generated; a
+    clip that cannot be scored gets 0.5 and its verdict says why)."""
+    from vision.data.coco import load_split
+    from vision.data.datasets import LabelledVideoDataset
+
+    predictor = ForensicsPredictor.from_checkpoint(ckpt)
+    dataset = LabelledVideoDataset(load_split(split_file))
+    results = []
+    for i in range(len(dataset)):
+        sample = dataset[i]
+        verdict = predictor.analyze(sample["video_path"])["verdict"]
+        score = 0.5 if verdict["probability"] is None else float(verdict["probability"])
+        results.append({"video_id": int(sample["video_id"]), "score": score, "verdict": verdict["verdict"]})
+    return results

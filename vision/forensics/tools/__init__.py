@@ -1,0 +1,46 @@
+"""The forensic tool library: one module per tool, all with the :class:`~vision.forensics.tools.base.ForensicTool`
+interface. :func:`build_tools` builds them by name, :func:`run_tools` runs them on a clip."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from vision.errors import InputError
+from vision.forensics.tools.base import Clip, Evidence, ForensicTool, ToolResult, fit_reference, not_applicable
+from vision.forensics.tools.codec import CodecTool
+from vision.forensics.tools.geometry import GeometryTool
+from vision.forensics.tools.motion import MotionTool
+from vision.forensics.tools.npr import NPRTool
+from vision.forensics.tools.residual import ResidualTool
+from vision.forensics.tools.spectrum import SpectrumTool
+from vision.forensics.tools.temporal import TemporalTool
+
+__all__ = ["Clip", "Evidence", "ForensicTool", "ToolResult", "fit_reference", "not_applicable", "TOOL_NAMES",
+           "build_tools", "run_tools", "feature_names"]
+
+TOOL_NAMES = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry")
+_CLASSES = {"spectrum": SpectrumTool, "residual": ResidualTool, "npr": NPRTool, "temporal": TemporalTool,
+            "motion": MotionTool, "codec": CodecTool, "geometry": GeometryTool}
+
+
+def build_tools(names: Sequence[str] = TOOL_NAMES, backbone: torch.nn.Module | None = None) -> list[ForensicTool]:
+    """Instantiate tools by name (``backbone`` goes to the geometry tool); unknown names raise ``InputError``."""
+    tools: list[ForensicTool] = []
+    for name in names:
+        if name not in _CLASSES:
+            raise InputError(f"unknown forensic tool {name!r}; choose from {', '.join(TOOL_NAMES)}")
+        tools.append(GeometryTool(backbone=backbone) if name == "geometry" else _CLASSES[name]())
+    return tools
+
+
+def feature_names(tools: Sequence[ForensicTool]) -> list[str]:
+    """Full feature names ``tool.feature`` of ``tools`` in a fixed order."""
+    return [f"{t.name}.{f}" for t in tools for f in t.feature_names]
+
+
+def run_tools(clip: Clip, tools: Sequence[ForensicTool],
+              reference: dict[str, dict[str, float]] | None = None) -> dict[str, ToolResult]:
+    """Run every tool on ``clip``: ``{tool name: ToolResult}`` (not-applicable results included)."""
+    return {tool.name: tool(clip, reference) for tool in tools}
