@@ -1,0 +1,86 @@
+import pytest
+import torch
+
+from vision.detection.model import UNKNOWN_LABEL, OOVDetector, OpenVocabClassifier
+from vision.errors import InputError
+from vision.geometry.model import create_backbone
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def detector():
+    torch.manual_seed(0)
+    return OOVDetector("tiny", image_size=64, channels=32, score_threshold=0.0)
+
+
+def test_forward_shapes_and_boxes(detector):
+    out = detector(torch.rand(2, 3, 64, 64))
+    n = 16 * 16 + 8 * 8 + 4 * 4  # strides 4, 8, 16 at 64 px (patch 8)
+    assert out["points"].shape == (n, 2)
+    assert out["objectness"].shape == (2, n)
+    assert out["boxes"].shape == (2, n, 4)
+    assert out["features"].shape == (2, n, 32)
+    assert out["embeddings"].shape == (2, n, 384)
+    assert torch.allclose(out["embeddings"].norm(dim=-1), torch.ones(2, n), atol=1e-5)
+    # every box contains its location centre (ltrb >= 0)
+    pts = out["points"][None]
+    assert (out["boxes"][..., 0] <= pts[..., 0]).all() and (out["boxes"][..., 2] >= pts[..., 0]).all()
+    assert (out["boxes"][..., 1] <= pts[..., 1]).all() and (out["boxes"][..., 3] >= pts[..., 1]).all()
+    # [B, 1, 3, H, W] gives the same result as [B, 3, H, W]
+    same = detector(torch.rand(1, 1, 3, 64, 64))
+    assert same["objectness"].shape == (1, n)
+
+
+def test_wrong_inputs(detector):
+    with pytest.raises(InputError, match="S = 2"):
+        detector(torch.rand(1, 2, 3, 64, 64))
+    with pytest.raises(InputError, match="multiple of the patch size"):
+        detector(torch.rand(1, 3, 60, 64))
+    with pytest.raises(InputError, match="feature_layers"):
+        OOVDetector("tiny", image_size=64, feature_layers=(7,))
+
+
+def test_classifier_columns():
+    clf = OpenVocabClassifier(embed_dim=4, num_oov_prompts=2, temperature=0.5)
+    with torch.no_grad():
+        clf.oov_prompts.copy_(torch.tensor([[0.0, 0, 1, 0], [0, 0, 0, 1]]))
+    text = torch.eye(4)[:2]
+    emb = torch.tensor([[1.0, 0, 0, 0], [0, 0, 0, 1]])
+    logits = clf(emb, text)
+    assert logits.shape == (2, 4)  # 2 classes + background + OOV
+    assert torch.allclose(logits[0], torch.tensor([2.0, 0, 0, 0]))
+    assert torch.allclose(logits[1], torch.tensor([0.0, 0, 0, 2.0]))  # OOV = max over prompts / tau
+    closed = OpenVocabClassifier(embed_dim=4, num_oov_prompts=0)
+    assert closed(emb, text).shape == (2, 3)
+
+
+def test_postprocess_labels_unknown(detector):
+    out = detector(torch.rand(1, 3, 64, 64))
+    text = torch.nn.functional.normalize(torch.randn(3, 384), dim=-1)
+    # make the OOV prompt identical to every embedding direction's mean so that some locations pick OOV
+    with torch.no_grad():
+        detector.classifier.oov_prompts.copy_(out["embeddings"][0].mean(0, keepdim=True))
+    dets = detector.postprocess(out, text, [(64, 64)])
+    assert len(dets) == 1
+    d = dets[0]
+    assert d["boxes"].shape[1] == 4 and d["boxes"].shape[0] == d["scores"].shape[0] == d["labels"].shape[0]
+    assert d["boxes"].shape[0] <= detector.max_detections
+    assert ((d["labels"] >= 0) & (d["labels"] < 3) | (d["labels"] == UNKNOWN_LABEL)).all()
+    assert (d["labels"] == UNKNOWN_LABEL).any()
+    assert (d["scores"][:-1] >= d["scores"][1:]).all()
+    assert (d["boxes"] >= 0).all() and (d["boxes"] <= 64).all()
+
+
+def test_geometry_checkpoint_init(detector):
+    geo = create_backbone("tiny", img_size=64)
+    state = {f"model.{k}": v + 1.0 for k, v in geo.state_dict().items()}
+    loaded = detector.load_geometry_checkpoint(state)
+    assert loaded > 0
+    key = "aggregator.camera_token"
+    assert torch.equal(detector.backbone.state_dict()[key], state[f"model.{key}"])
+    bad = {"model.aggregator.camera_token": torch.zeros(3)}
+    with pytest.raises(InputError, match="shape"):
+        detector.load_geometry_checkpoint(bad)
+    with pytest.raises(InputError, match="no aggregator"):
+        detector.load_geometry_checkpoint({"model.other": torch.zeros(1)})

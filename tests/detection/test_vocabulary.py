@@ -1,0 +1,26 @@
+import pytest
+import torch
+
+from vision.detection.vocabulary import check_vocabulary, encode_vocabulary, shared_text_encoder
+from vision.errors import InputError
+
+
+def test_check_vocabulary():
+    assert check_vocabulary(["a  mug", " cube"]) == ["a mug", "cube"]
+    for bad, match in (([], "empty"), ("mug", "list"), (["mug", None], r"vocabulary\[1\] must be a str"),
+                       (["mug", "MUG"], "duplicates"), ([""], "empty")):
+        with pytest.raises(InputError, match=match):
+            check_vocabulary(bad)
+
+
+def test_minilm_table_is_unit_and_cached():
+    encoder = shared_text_encoder()
+    assert shared_text_encoder() is encoder
+    table = encode_vocabulary(["cube", "snowman"], encoder=encoder)
+    assert table.shape == (2, 384) and table.dtype == torch.float32
+    assert torch.allclose(table.norm(dim=-1), torch.ones(2), atol=1e-5)
+    before = encoder.num_encoded
+    again = encode_vocabulary(["cube", "snowman"], encoder=encoder)
+    assert encoder.num_encoded == before and torch.equal(again, table)
+    with pytest.raises(InputError, match="template"):
+        encode_vocabulary(["cube"], template="a cube", encoder=encoder)

@@ -1,0 +1,168 @@
+"""OOVDetector: geometry backbone (S = 1) + feature pyramid + dense head + open-vocabulary classifier.
+
+Classification (RegionCLIP / OpenDet2 style): for region embeddings ``e`` (unit norm, ``[.., D]``) and a text table
+``T`` (unit rows, ``[K, D]``, the vocabulary given at inference), the logits are
+
+    [ e . T_k / tau  (k = 1..K),   0  (background: a zero vector),   max_m e . P_m / tau  (OOV prompts) ]
+
+where ``P`` are the learnable OOV prompt vectors (normalised). ``use_oov=False`` drops the OOV column (the
+closed-vocabulary baseline). Column order: ``0..K-1`` vocabulary, ``K`` background, ``K + 1`` OOV.
+
+Inference: per location, the label is the arg-max over the foreground columns (vocabulary + OOV); the score is
+``sqrt(sigmoid(objectness) * p_label)`` with ``p`` the softmax over all columns; boxes above ``score_threshold``
+go through class-aware NMS (torchvision). A box is "unknown" (label ``-1``) when the OOV column wins.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchvision.ops import batched_nms
+
+from vision.detection.head import DenseDetectionHead, FeaturePyramid
+from vision.errors import InputError
+from vision.geometry.model import create_backbone
+
+__all__ = ["OOVDetector", "OpenVocabClassifier", "UNKNOWN_LABEL"]
+
+#: Label index of an out-of-vocabulary ("unknown") detection in :meth:`OOVDetector.postprocess` output.
+UNKNOWN_LABEL = -1
+
+
+class OpenVocabClassifier(nn.Module):
+    """Cosine classifier against a text table, a zero background vector and learnable OOV prompt vectors.
+
+    Args:
+        embed_dim: ``D``. num_oov_prompts: ``M`` OOV prompt vectors (0 = no OOV column).
+        temperature: ``tau``.
+    """
+
+    def __init__(self, embed_dim: int = 384, num_oov_prompts: int = 1, temperature: float = 0.05) -> None:
+        super().__init__()
+        if temperature <= 0:
+            raise InputError(f"temperature must be > 0, got {temperature}")
+        self.temperature = float(temperature)
+        self.num_oov_prompts = int(num_oov_prompts)
+        self.oov_prompts = nn.Parameter(F.normalize(torch.randn(max(1, num_oov_prompts), embed_dim), dim=-1)
+                                        if num_oov_prompts > 0 else torch.zeros(0, embed_dim))
+
+    @property
+    def use_oov(self) -> bool:
+        return self.num_oov_prompts > 0
+
+    def prompts(self) -> torch.Tensor:
+        """Unit-norm OOV prompt vectors ``[M, D]``."""
+        return F.normalize(self.oov_prompts, dim=-1)
+
+    def forward(self, embeddings: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+        """``embeddings [.., D]`` (unit norm), ``text [K, D]`` (unit rows) -> logits ``[.., K + 1 (+1)]``."""
+        iv = embeddings @ text.t() / self.temperature
+        columns = [iv, iv.new_zeros(iv.shape[:-1] + (1,))]
+        if self.use_oov:
+            columns.append((embeddings @ self.prompts().t()).amax(dim=-1, keepdim=True) / self.temperature)
+        return torch.cat(columns, dim=-1)
+
+
+class OOVDetector(nn.Module):
+    """The detector.
+
+    Args:
+        size: backbone size (:func:`vision.geometry.model.create_backbone`); image_size: its ``img_size``.
+        feature_layers: aggregator layers whose patch maps feed the pyramid (negative = from the end).
+        channels: pyramid / head width. embed_dim: text space dimension.
+        num_oov_prompts: OOV prompt vectors (0 = closed-vocabulary baseline). temperature: cosine temperature.
+        score_threshold, nms_iou, max_detections, pre_nms_topk: inference settings.
+    """
+
+    def __init__(self, size: str = "tiny", image_size: int = 64, feature_layers: Sequence[int] = (1, -1),
+                 channels: int = 96, embed_dim: int = 384, num_oov_prompts: int = 1, temperature: float = 0.05,
+                 score_threshold: float = 0.05, nms_iou: float = 0.5, max_detections: int = 100,
+                 pre_nms_topk: int = 1000) -> None:
+        super().__init__()
+        self.backbone = create_backbone(size, img_size=image_size, enable_camera=False, enable_depth=False,
+                                        enable_points=False)
+        depth = int(self.backbone.aggregator.depth)
+        self.feature_layers = [int(i) for i in feature_layers]
+        if not self.feature_layers or any(not -depth <= i < depth for i in self.feature_layers):
+            raise InputError(f"feature_layers={self.feature_layers} out of range for a depth-{depth} backbone")
+        patch = self.backbone.patch_size
+        self.strides = [patch / 2.0, float(patch), patch * 2.0]
+        self.pyramid = FeaturePyramid(2 * self.backbone.embed_dim, len(self.feature_layers), channels)
+        self.head = DenseDetectionHead(channels, embed_dim, num_levels=3)
+        self.classifier = OpenVocabClassifier(embed_dim, num_oov_prompts, temperature)
+        self.score_threshold = float(score_threshold)
+        self.nms_iou = float(nms_iou)
+        self.max_detections = int(max_detections)
+        self.pre_nms_topk = int(pre_nms_topk)
+
+    @property
+    def patch_size(self) -> int:
+        return self.backbone.patch_size
+
+    def load_geometry_checkpoint(self, state_dict: dict[str, torch.Tensor]) -> int:
+        """Initialise the backbone's aggregator from a GeometryModule state dict (keys ``model.aggregator.*``).
+        Returns the number of tensors loaded; shape mismatches raise :class:`InputError`."""
+        own = self.backbone.state_dict()
+        loaded = {}
+        for key, value in state_dict.items():
+            name = key[len("model."):] if key.startswith("model.") else key
+            if name.startswith("aggregator.") and name in own:
+                if own[name].shape != value.shape:
+                    raise InputError(f"geometry checkpoint tensor {key} has shape {tuple(value.shape)}, "
+                                     f"expected {tuple(own[name].shape)}")
+                loaded[name] = value
+        if not loaded:
+            raise InputError("the geometry checkpoint holds no aggregator weights (keys 'model.aggregator.*')")
+        self.backbone.load_state_dict(loaded, strict=False)
+        return len(loaded)
+
+    def forward(self, images: Any) -> dict[str, torch.Tensor]:
+        """``images`` float [0, 1] ``[B, 3, H, W]`` or ``[B, 1, 3, H, W]`` (S = 1), H, W multiples of the patch size.
+
+        Returns the head's outputs (see :class:`DenseDetectionHead`), flattened over levels.
+        """
+        if isinstance(images, torch.Tensor) and images.ndim == 4:
+            images = images[:, None]
+        if isinstance(images, torch.Tensor) and images.ndim == 5 and images.shape[1] != 1:
+            raise InputError(f"the detector takes single images (S = 1); got S = {images.shape[1]} "
+                             f"(shape {tuple(images.shape)})")
+        tokens, start, images = self.backbone.aggregate(images)
+        hw = (images.shape[-2], images.shape[-1])
+        maps = [self.backbone.tokens_to_feature_map(tokens[i], start, hw)[:, 0] for i in self.feature_layers]
+        return self.head(self.pyramid(maps), self.strides)
+
+    def classify(self, embeddings: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+        """See :class:`OpenVocabClassifier`."""
+        return self.classifier(embeddings, text)
+
+    @torch.no_grad()
+    def postprocess(self, outputs: dict[str, torch.Tensor], text: torch.Tensor,
+                    image_sizes: Sequence[tuple[int, int]] | None = None) -> list[dict[str, torch.Tensor]]:
+        """Detections per image: ``{"boxes" [n, 4] XYXY px, "scores" [n], "labels" [n] int64}`` with labels
+        indexing the rows of ``text`` and :data:`UNKNOWN_LABEL` (-1) for OOV; sorted by score, at most
+        ``max_detections``. ``image_sizes``: (H, W) per image to clip boxes (default: no clipping)."""
+        logits = self.classify(outputs["embeddings"], text)
+        probs = logits.softmax(dim=-1)
+        k = text.shape[0]
+        fg = torch.cat([probs[..., :k], probs[..., k + 1:]], dim=-1)  # vocabulary (+ OOV)
+        best, index = fg.max(dim=-1)
+        labels = torch.where(index >= k, torch.full_like(index, UNKNOWN_LABEL), index)
+        scores = (outputs["objectness"].sigmoid() * best).clamp_min(0).sqrt()
+        results = []
+        for b in range(scores.shape[0]):
+            s, lab, box = scores[b], labels[b], outputs["boxes"][b]
+            if image_sizes is not None:
+                h, w = image_sizes[b]
+                box = torch.stack([box[:, 0].clamp(0, w), box[:, 1].clamp(0, h), box[:, 2].clamp(0, w),
+                                   box[:, 3].clamp(0, h)], dim=-1)
+            keep = (s > self.score_threshold) & (box[:, 2] > box[:, 0]) & (box[:, 3] > box[:, 1])
+            s, lab, box = s[keep], lab[keep], box[keep]
+            if s.numel() > self.pre_nms_topk:
+                top = s.topk(self.pre_nms_topk).indices
+                s, lab, box = s[top], lab[top], box[top]
+            kept = batched_nms(box.float(), s.float(), lab, self.nms_iou)[: self.max_detections]
+            results.append({"boxes": box[kept], "scores": s[kept], "labels": lab[kept]})
+        return results

@@ -1,0 +1,256 @@
+"""DetectorPredictor: run a trained OOV detector on images, frame stacks or video files.
+
+``DetectorPredictor.from_checkpoint(path, vocabulary=[...])`` loads a Lightning checkpoint of
+:class:`~vision.detection.lightning.OOVDetModule` (``torch.load(weights_only=True)``); the vocabulary may differ
+from the training one (zero-shot): its prompts are encoded once and cached. ``predict(x)`` accepts
+
+- one image: ``uint8 [H, W, 3]`` RGB array, or float tensor ``[3, H, W]`` in [0, 1];
+- frames: ``uint8 [T, H, W, 3]`` array, float tensor ``[T, 3, H, W]``, or a list of images of one size;
+- a video path (``str`` / ``Path``), decoded with :func:`vision.data.video.iter_frames`.
+
+Every frame is resized to the model's square input size; boxes come back in the input's pixel coordinates (XYXY).
+Per frame it returns ``{"boxes" float32 [n, 4], "scores" [n], "label_ids" int64 [n] (index into the vocabulary,
+-1 = unknown), "labels" list[str] (``"unknown"`` for OOV), "category_ids" int64 [n]}``. ``results_path`` writes
+COCO results (XYWH, the unknown category id for OOV), ``video_path`` an annotated H.264 mp4.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import cv2
+import numpy as np
+import torch
+
+from vision.data.io import atomic_write_json
+from vision.detection.model import UNKNOWN_LABEL, OOVDetector
+from vision.detection.vocabulary import DEFAULT_TEMPLATE, check_vocabulary, encode_vocabulary
+from vision.errors import InputError
+
+__all__ = ["DetectorPredictor", "UNKNOWN_CATEGORY_ID", "UNKNOWN_NAME"]
+
+#: COCO category id written for OOV ("unknown") detections.
+UNKNOWN_CATEGORY_ID = 1000
+UNKNOWN_NAME = "unknown"
+
+_COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
+            (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (170, 110, 40)]
+
+
+def _frame_array(frame: Any, index: int) -> np.ndarray:
+    """One frame -> uint8 [H, W, 3] RGB; InputError naming the index and shape otherwise."""
+    if isinstance(frame, torch.Tensor):
+        if frame.ndim != 3 or frame.shape[0] != 3:
+            raise InputError(f"frame {index}: a tensor image must be [3, H, W], got shape {tuple(frame.shape)}")
+        if not frame.is_floating_point():
+            raise InputError(f"frame {index}: a tensor image must be float in [0, 1], got dtype {frame.dtype}")
+        lo, hi = float(frame.min()), float(frame.max())
+        if lo < -1e-3 or hi > 1 + 1e-3:
+            raise InputError(f"frame {index}: tensor values must be in [0, 1], got min={lo:.4g} max={hi:.4g}")
+        return (frame.detach().cpu().clamp(0, 1).permute(1, 2, 0).numpy() * 255.0 + 0.5).astype(np.uint8)
+    array = np.asarray(frame)
+    if array.ndim != 3 or array.shape[-1] != 3:
+        raise InputError(f"frame {index}: an image must be uint8 [H, W, 3] RGB, got shape {tuple(array.shape)}")
+    if array.dtype != np.uint8:
+        raise InputError(f"frame {index}: an image array must be uint8, got dtype {array.dtype}")
+    if array.shape[0] < 1 or array.shape[1] < 1:
+        raise InputError(f"frame {index}: empty image of shape {tuple(array.shape)}")
+    return array
+
+
+def _as_frames(inputs: Any, stride: int = 1, max_frames: int | None = None) -> tuple[list[np.ndarray] | Any, bool]:
+    """Normalise ``inputs``; returns (frames or a frame iterator, is_single_image). ``stride`` / ``max_frames``
+    apply to video files."""
+    if isinstance(inputs, (str, Path)):
+        from vision.data.video import iter_frames
+
+        return iter_frames(inputs, stride=stride, max_frames=max_frames), False
+    if isinstance(inputs, torch.Tensor):
+        if inputs.ndim == 3:
+            return [_frame_array(inputs, 0)], True
+        if inputs.ndim == 4:
+            return [_frame_array(f, i) for i, f in enumerate(inputs)], False
+        raise InputError(f"images tensor must be [3, H, W] or [T, 3, H, W], got shape {tuple(inputs.shape)}")
+    if isinstance(inputs, np.ndarray):
+        if inputs.ndim == 3:
+            return [_frame_array(inputs, 0)], True
+        if inputs.ndim == 4:
+            return [_frame_array(f, i) for i, f in enumerate(inputs)], False
+        raise InputError(f"images array must be [H, W, 3] or [T, H, W, 3], got shape {tuple(inputs.shape)}")
+    if isinstance(inputs, (list, tuple)):
+        if not inputs:
+            raise InputError("no frames given (empty list)")
+        frames = [_frame_array(f, i) for i, f in enumerate(inputs)]
+        return frames, False
+    raise InputError(f"predict takes an image, frames or a video path; got {type(inputs).__name__}")
+
+
+class DetectorPredictor:
+    """Inference wrapper around :class:`OOVDetector` with a (changeable) vocabulary.
+
+    Args:
+        model: the detector (put in eval mode). vocabulary: class names. category_ids: COCO id per name
+            (default 1..K). image_size: square model input size. unknown_category_id: COCO id of OOV results.
+        prompt_template: text prompt per name. encoder: text encoder (default the shared MiniLM).
+        batch_size: frames per forward pass.
+    """
+
+    def __init__(self, model: OOVDetector, vocabulary: Sequence[str], image_size: int,
+                 category_ids: Sequence[int] | None = None, unknown_category_id: int = UNKNOWN_CATEGORY_ID,
+                 prompt_template: str = DEFAULT_TEMPLATE, encoder: Any = None, batch_size: int = 16) -> None:
+        self.model = model.eval()
+        self.image_size = int(image_size)
+        if self.image_size % model.patch_size:
+            raise InputError(f"image_size {image_size} is not a multiple of the patch size {model.patch_size}")
+        self.unknown_category_id = int(unknown_category_id)
+        self.prompt_template = prompt_template
+        self.encoder = encoder
+        self.batch_size = int(batch_size)
+        self.device = next(model.parameters()).device
+        self.set_vocabulary(vocabulary, category_ids)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, vocabulary: Sequence[str] | None = None,
+                        category_ids: Sequence[int] | None = None, device: str | torch.device | None = None,
+                        **kwargs: Any) -> "DetectorPredictor":
+        """Load an :class:`OOVDetModule` checkpoint; ``vocabulary`` defaults to the training vocabulary (with its
+        category ids). ``kwargs`` go to the constructor (e.g. ``unknown_category_id``, ``encoder``)."""
+        from vision.training.checkpoint_io import load_checkpoint
+
+        ckpt = load_checkpoint(path)
+        hp = ckpt.get("hyper_parameters") or {}
+        if "state_dict" not in ckpt or "image_size" not in hp:
+            raise InputError(f"{path}: not an OOVDetModule checkpoint (no state_dict / hyper_parameters)")
+        model = OOVDetector(hp.get("size", "tiny"), hp["image_size"], hp.get("feature_layers", (1, -1)),
+                            hp.get("channels", 96), num_oov_prompts=hp.get("num_oov_prompts", 1)
+                            if hp.get("oov_class", True) else 0, temperature=hp.get("temperature", 0.05),
+                            score_threshold=hp.get("score_threshold", 0.05))
+        state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+        model.load_state_dict(state)
+        if device is not None:
+            model = model.to(torch.device(device))
+        if vocabulary is None:
+            vocabulary = hp.get("class_names")
+            if vocabulary is None:
+                raise InputError(f"{path}: the checkpoint stores no training vocabulary; pass vocabulary=[...]")
+            category_ids = hp.get("category_ids") if category_ids is None else category_ids
+        kwargs.setdefault("prompt_template", hp.get("prompt_template", DEFAULT_TEMPLATE))
+        return cls(model, vocabulary, hp["image_size"], category_ids=category_ids, **kwargs)
+
+    def set_vocabulary(self, vocabulary: Sequence[str], category_ids: Sequence[int] | None = None) -> None:
+        """Change the vocabulary (checked: non-empty, distinct non-empty strings); embeddings are cached."""
+        names = check_vocabulary(list(vocabulary) if isinstance(vocabulary, tuple) else vocabulary)
+        ids = list(range(1, len(names) + 1)) if category_ids is None else [int(c) for c in category_ids]
+        if len(ids) != len(names) or len(set(ids)) != len(ids):
+            raise InputError(f"category_ids {ids} must be {len(names)} distinct ids, one per vocabulary name")
+        if self.unknown_category_id in ids:
+            raise InputError(f"category id {self.unknown_category_id} is reserved for unknown objects")
+        self.vocabulary = names
+        self.category_ids = ids
+        self.text = encode_vocabulary(names, self.prompt_template, self.encoder).to(self.device)
+
+    @torch.no_grad()
+    def _run(self, frames: list[np.ndarray]) -> list[dict[str, Any]]:
+        size = self.image_size
+        batch = np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) if f.shape[:2] != (size, size)
+                          else f for f in frames])
+        images = torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
+        outputs = self.model(images)
+        dets = self.model.postprocess(outputs, self.text, [(size, size)] * len(frames))
+        out = []
+        for frame, det in zip(frames, dets):
+            h, w = frame.shape[:2]
+            scale = torch.tensor([w / size, h / size, w / size, h / size], device=det["boxes"].device)
+            label_ids = det["labels"].cpu().numpy().astype(np.int64)
+            out.append({
+                "boxes": (det["boxes"] * scale).cpu().numpy().astype(np.float32),
+                "scores": det["scores"].cpu().numpy().astype(np.float32),
+                "label_ids": label_ids,
+                "labels": [UNKNOWN_NAME if i == UNKNOWN_LABEL else self.vocabulary[i] for i in label_ids],
+                "category_ids": np.asarray([self.unknown_category_id if i == UNKNOWN_LABEL else self.category_ids[i]
+                                            for i in label_ids], np.int64),
+            })
+        return out
+
+    def predict(self, inputs: Any, image_ids: Sequence[int] | None = None, results_path: str | Path | None = None,
+                video_path: str | Path | None = None, fps: float = 10.0, stride: int = 1,
+                max_frames: int | None = None) -> dict[str, Any] | list[dict[str, Any]]:
+        """Detect objects (see the module docstring). A single image returns one dict, frames / videos a list.
+
+        Args:
+            inputs: an image, frames or a video path. image_ids: COCO image id per frame (default 1..T).
+            results_path: write COCO detection results here. video_path: write an annotated H.264 mp4 here.
+            fps: frame rate of the annotated video (a video input keeps its own rate / stride when known).
+            stride, max_frames: frame sampling of a video file input.
+        """
+        frames, single = _as_frames(inputs, stride, max_frames)
+        if isinstance(inputs, (str, Path)):
+            from vision.data.video import probe_video
+
+            fps = float(probe_video(inputs).fps or fps) / stride
+        results: list[dict[str, Any]] = []
+        kept: list[np.ndarray] = []
+        chunk: list[np.ndarray] = []
+        for frame in frames:
+            chunk.append(_frame_array(frame, len(kept) + len(chunk)))
+            if len(chunk) == self.batch_size:
+                results += self._run(chunk)
+                kept += chunk if video_path is not None else []
+                chunk = []
+        if chunk:
+            results += self._run(chunk)
+            kept += chunk if video_path is not None else []
+        if not results:
+            raise InputError("no frame to run on")
+        if image_ids is not None and len(image_ids) != len(results):
+            raise InputError(f"image_ids has {len(image_ids)} entries for {len(results)} frames")
+        ids = list(image_ids) if image_ids is not None else list(range(1, len(results) + 1))
+        if results_path is not None:
+            atomic_write_json(results_path, self.to_coco(results, ids))
+        if video_path is not None:
+            from vision.data.video import write_video
+
+            write_video(video_path, [self.draw(f, r) for f, r in zip(kept, results)], fps=fps, crf=23,
+                        preset="veryfast")
+        return results[0] if single else results
+
+    def predict_split(self, split_path: str | Path, results_path: str | Path | None = None) -> list[dict[str, Any]]:
+        """Run on every image of a COCO split (sorted by image id) and return (and optionally write) COCO results."""
+        from vision.data.coco import load_split
+
+        split = load_split(split_path)
+        ids = sorted(split.images)
+        results: list[dict[str, Any]] = []
+        for start in range(0, len(ids), self.batch_size):
+            chunk = ids[start:start + self.batch_size]
+            frames = [_frame_array(split.load_image(split.images[i]), n) for n, i in enumerate(chunk)]
+            results += self.to_coco(self._run(frames), chunk)
+        if results_path is not None:
+            atomic_write_json(results_path, results)
+        return results
+
+    def to_coco(self, results: list[dict[str, Any]], image_ids: Sequence[int]) -> list[dict[str, Any]]:
+        """COCO results ``[{image_id, category_id, bbox XYWH, score}]`` (unknown -> ``unknown_category_id``)."""
+        out = []
+        for image_id, res in zip(image_ids, results):
+            for box, score, cid in zip(res["boxes"], res["scores"], res["category_ids"]):
+                x0, y0, x1, y1 = (float(v) for v in box)
+                out.append({"image_id": int(image_id), "category_id": int(cid),
+                            "bbox": [round(x0, 3), round(y0, 3), round(x1 - x0, 3), round(y1 - y0, 3)],
+                            "score": round(float(score), 5)})
+        return out
+
+    def draw(self, frame: np.ndarray, result: dict[str, Any], min_score: float = 0.3) -> np.ndarray:
+        """``frame`` uint8 [H, W, 3] RGB with boxes and labels drawn (unknown in white); detections under
+        ``min_score`` are not drawn."""
+        canvas = np.ascontiguousarray(frame.copy())
+        for box, score, label, lid in zip(result["boxes"], result["scores"], result["labels"], result["label_ids"]):
+            if score < min_score:
+                continue
+            colour = (255, 255, 255) if lid == UNKNOWN_LABEL else _COLOURS[int(lid) % len(_COLOURS)]
+            x0, y0, x1, y1 = (int(round(float(v))) for v in box)
+            cv2.rectangle(canvas, (x0, y0), (x1, y1), colour, 1)
+            cv2.putText(canvas, f"{label} {score:.2f}", (x0, max(8, y0 - 2)), cv2.FONT_HERSHEY_SIMPLEX, 0.3, colour, 1,
+                        cv2.LINE_AA)
+        return canvas

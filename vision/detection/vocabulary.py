@@ -1,0 +1,74 @@
+"""Vocabulary checks and cached text embeddings for the detector.
+
+A vocabulary is a non-empty list of distinct, non-empty class names (``str``). Each name is written into a prompt
+(``template.format(name)``, default ``"a {}"``) and encoded by the text encoder into a unit row of the text space.
+Encoders are shared per name (:func:`shared_text_encoder`) and the table of each (encoder, template, vocabulary)
+is cached here (the MiniLM encoder also caches per string), so a vocabulary is encoded once per process.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from vision.errors import InputError
+from vision.text import get_text_encoder
+
+__all__ = ["DEFAULT_TEMPLATE", "check_vocabulary", "shared_text_encoder", "encode_vocabulary"]
+
+DEFAULT_TEMPLATE = "a {}"
+
+_ENCODERS: dict[str, Any] = {}
+_TABLES: dict[tuple, tuple[Any, torch.Tensor]] = {}
+_MAX_TABLES = 64
+
+
+def check_vocabulary(vocabulary: Any, field: str = "vocabulary") -> list[str]:
+    """Return ``vocabulary`` as a list of stripped names; :class:`InputError` (naming the index and value) on a
+    non-list, an empty list, a non-string or empty entry, or a duplicate (case- and space-insensitive)."""
+    if isinstance(vocabulary, str) or not isinstance(vocabulary, (list, tuple)):
+        raise InputError(f"{field} must be a list of class names, got {type(vocabulary).__name__} {vocabulary!r}")
+    if len(vocabulary) == 0:
+        raise InputError(f"{field} is empty; give at least one class name")
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for i, name in enumerate(vocabulary):
+        if not isinstance(name, str):
+            raise InputError(f"{field}[{i}] must be a str, got {type(name).__name__} {name!r}")
+        clean = " ".join(name.split())
+        if not clean:
+            raise InputError(f"{field}[{i}] is empty or whitespace only: {name!r}")
+        key = clean.lower()
+        if key in seen:
+            raise InputError(f"{field}[{i}]={name!r} duplicates {field}[{seen[key]}]={vocabulary[seen[key]]!r}")
+        seen[key] = i
+        names.append(clean)
+    return names
+
+
+def shared_text_encoder(name: str = "minilm") -> Any:
+    """One text encoder instance per name for the whole process (loading MiniLM takes seconds)."""
+    if name not in _ENCODERS:
+        _ENCODERS[name] = get_text_encoder(name)
+    return _ENCODERS[name]
+
+
+def encode_vocabulary(vocabulary: Sequence[str], template: str = DEFAULT_TEMPLATE, encoder: Any = None
+                      ) -> torch.Tensor:
+    """Unit text rows ``[K, D]`` float32 (CPU) for a checked vocabulary; ``encoder`` defaults to the shared
+    MiniLM."""
+    names = check_vocabulary(list(vocabulary) if isinstance(vocabulary, tuple) else vocabulary)
+    if "{}" not in template:
+        raise InputError(f"prompt template must contain '{{}}', got {template!r}")
+    encoder = encoder if encoder is not None else shared_text_encoder()
+    key = (id(encoder), template, tuple(names))
+    cached = _TABLES.get(key)
+    if cached is not None and cached[0] is encoder:
+        return cached[1].clone()
+    rows = encoder([template.format(n) for n in names])
+    table = torch.nn.functional.normalize(rows.detach().float().cpu(), dim=-1)
+    if len(_TABLES) >= _MAX_TABLES:
+        _TABLES.pop(next(iter(_TABLES)))
+    _TABLES[key] = (encoder, table)
+    return table.clone()
