@@ -1,6 +1,6 @@
 """Evaluate a results file against a split.
 
-    python tools/evaluate.py --split SPLIT.json --results RESULTS.json --task detection [--out METRICS.json]
+    python tools/evaluate.py --split SPLIT.json --results RESULTS.json --task detection|tracking|forensics [--out METRICS.json]
 
 Prints a table of metrics and, with ``--out``, writes them as JSON (atomically). Bad input exits with status 2
 and one line on stderr naming the file, the field and the problem.
@@ -35,18 +35,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--category-ids", type=_id_list, help="detection: restrict AP to these ids (IV mAP)")
     parser.add_argument("--extra-category-ids", type=_id_list,
                         help="detection: ids accepted in results besides the split's (e.g. oov)")
+    parser.add_argument("--unknown-category-id", type=int,
+                        help="detection: the id of rejected (OOV) detections; adds the open-set metrics")
     parser.add_argument("--prompted-image-ids", type=_id_list, help="tracking: views to exclude (prompted)")
     parser.add_argument("--skip-first-and-last", action="store_true",
                         help="tracking: drop the first and last frame (DAVIS semi-supervised protocol)")
+    parser.add_argument("--threshold", type=float,
+                        help="forensics: the detector's threshold (fixed on real validation videos)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    detection_flags = args.category_ids is not None or args.extra_category_ids is not None
+    detection_flags = (args.category_ids is not None or args.extra_category_ids is not None
+                       or args.unknown_category_id is not None)
     tracking_flags = args.prompted_image_ids is not None or args.skip_first_and_last
-    if (args.task != "detection" and detection_flags) or (args.task != "tracking" and tracking_flags):
+    forensics_flags = args.threshold is not None
+    if ((args.task != "detection" and detection_flags) or (args.task != "tracking" and tracking_flags)
+            or (args.task != "forensics" and forensics_flags)):
         parser.error(f"an option given does not apply to --task {args.task}")
     options: dict = {}
     if args.task == "detection":
@@ -54,10 +61,15 @@ def main(argv: list[str] | None = None) -> int:
             options["category_ids"] = args.category_ids
         if args.extra_category_ids is not None:
             options["extra_category_ids"] = args.extra_category_ids
+        if args.unknown_category_id is not None:
+            options["unknown_category_id"] = args.unknown_category_id
     elif args.task == "tracking":
         if args.prompted_image_ids is not None:
             options["prompted_image_ids"] = args.prompted_image_ids
         options["skip_first_and_last"] = args.skip_first_and_last
+        options["split_root"] = str(args.split.resolve().parent)
+    elif args.threshold is not None:
+        options["threshold"] = args.threshold
     try:
         metrics = evaluate(args.split, args.results, args.task, **options)
         if args.out is not None:

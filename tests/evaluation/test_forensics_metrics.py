@@ -75,3 +75,13 @@ def test_bad_results_name_the_field() -> None:
         evaluate_forensics(gt, [{"video_id": 1, "score": 0.1}, {"video_id": 9, "score": 0.2}])
     with pytest.raises(DataError, match="duplicate"):
         evaluate_forensics(gt, [{"video_id": 1, "score": 0.1}, {"video_id": 1, "score": 0.2}])
+
+
+def test_the_one_entry_point_scores_forensics() -> None:
+    from vision.evaluation.evaluate import evaluate
+
+    gt = _split(["real", "real", "generated", "generated"], [None, None, "vae", "vae"])
+    results = [{"video_id": v["id"], "score": s} for v, s in zip(gt["videos"], [0.1, 0.3, 0.7, 0.2])]
+    metrics = evaluate(gt, results, "forensics", threshold=0.5)
+    assert metrics["AUC"] == pytest.approx(0.75)
+    assert metrics == evaluate_forensics(gt, results, threshold=0.5)

@@ -98,3 +98,17 @@ def test_closed_set_detector_and_errors(gt, results):
     m = evaluate_openset(no_unknown, results, [1, 2], UNK)
     assert m["U-Recall"] == -1.0 and m["AP_U"] == -1.0 and m["A-OSE"] == 0
     assert math.isfinite(m["IV_AP50"])
+
+
+def test_the_one_entry_point_adds_open_set_figures(gt, results):
+    """``evaluate(task="detection", unknown_category_id=...)`` = COCO AP + the same open-set figures."""
+    from vision.evaluation.evaluate import evaluate
+
+    gt = {**gt, "info": {"vocabulary": ["cat", "dog"]}}
+    metrics = evaluate(gt, results, "detection", unknown_category_id=UNK)
+    direct = evaluate_openset(gt, results, [1, 2], UNK)
+    for key in ("U-Recall", "WI", "A-OSE", "AP_U", "IV_AP50"):
+        assert metrics[key] == pytest.approx(direct[key], nan_ok=True)
+    assert "AP50" in metrics
+    with pytest.raises(DataError, match="info.vocabulary"):
+        evaluate({k: v for k, v in gt.items() if k != "info"}, results, "detection", unknown_category_id=UNK)

@@ -5,8 +5,17 @@ Tasks:
   carries a ``segmentation``, also mask AP/AR under the same keys prefixed ``segm_``. Options: ``category_ids``
   (restrict to a vocabulary: IV mAP), ``extra_category_ids`` (ids accepted in results besides the split's
   categories, e.g. an ``oov`` id; they never match ground truth).
-- ``"tracking"``: J, F, J&F, recalls, decays, matched mIoU (see :func:`vision.evaluation.tracking.evaluate_tracking`).
-  Options: ``prompted_image_ids``, ``skip_first_and_last``, ``match_iou``, ``allow_unknown_tracks``.
+  With ``unknown_category_id`` (the id results use for rejected out-of-vocabulary objects) the open-set figures
+  of :func:`vision.evaluation.openset.evaluate_openset` are added (IV AP, novel AP50, U-Recall, AP_U, WI, A-OSE,
+  H-mean); the vocabulary is ``category_ids`` or else the split's ``info.vocabulary``, and novel ids are the
+  categories marked ``split: "novel"``.
+- ``"tracking"``: J, F, J&F, recalls, matched mIoU, presence accuracy, 3D instance IoU (with ``split_root``) and
+  per-prompt-type figures (see :func:`vision.evaluation.tracking3d.evaluate_tracking_task`). Options:
+  ``prompted_image_ids`` (a list, or a dict prompt type -> list), ``skip_first_and_last``, ``match_iou``,
+  ``allow_unknown_tracks``, ``split_root``, ``voxel_size``, ``presence_threshold``.
+- ``"forensics"``: AUC, AP, ACC at a threshold fixed on real videos, real-class accuracy, EER, TPR at 5% FPR,
+  per generator and macro-averaged (see :func:`vision.evaluation.forensics.evaluate_forensics`). Options:
+  ``threshold`` (the detector's, fixed on real validation videos), ``pass_rate``, ``fpr``.
 
 All figures are on the 0-1 scale.
 """
@@ -21,15 +30,19 @@ from vision.errors import DataError, InputError
 from vision.evaluation.detection import coco_ap, coco_ground_truth
 from vision.evaluation.results import (load_json, load_results, validate_detection_results,
                                        validate_tracking_results)
-from vision.evaluation.tracking import evaluate_tracking
+from vision.evaluation.forensics import evaluate_forensics
+from vision.evaluation.openset import evaluate_openset
+from vision.evaluation.tracking3d import evaluate_tracking_task
 
 __all__ = ["TASKS", "evaluate", "format_table"]
 
-TASKS: tuple[str, ...] = ("detection", "tracking")
+TASKS: tuple[str, ...] = ("detection", "tracking", "forensics")
 
 _OPTIONS = {
-    "detection": {"category_ids", "extra_category_ids"},
-    "tracking": {"prompted_image_ids", "skip_first_and_last", "match_iou", "allow_unknown_tracks", "tolerance"},
+    "detection": {"category_ids", "extra_category_ids", "unknown_category_id"},
+    "tracking": {"prompted_image_ids", "skip_first_and_last", "match_iou", "allow_unknown_tracks", "tolerance",
+                 "split_root", "voxel_size", "presence_threshold"},
+    "forensics": {"threshold", "pass_rate", "fpr"},
 }
 
 
@@ -65,8 +78,9 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
 
     if task == "detection":
         coco_gt = coco_ground_truth(gt, file=split_file)
-        with_segm = validate_detection_results(results, gt, results_file,
-                                               tuple(options.get("extra_category_ids", ())))
+        unknown_id = options.get("unknown_category_id")
+        extra = tuple(options.get("extra_category_ids", ())) + ((int(unknown_id),) if unknown_id is not None else ())
+        with_segm = validate_detection_results(results, gt, results_file, extra)
         category_ids = options.get("category_ids")
         metrics: dict[str, Any] = dict(coco_ap(coco_gt, results, "bbox", category_ids=category_ids))
         if with_segm:
@@ -74,10 +88,29 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
             segm = coco_ap(coco_gt_segm, results, "segm", category_ids=category_ids)
             metrics.update({f"segm_{k}": v for k, v in segm.items()})
         metrics["num_results"] = len(results)
+        if unknown_id is not None:
+            metrics.update(_open_set(gt, results, category_ids, int(unknown_id), split_file))
         return metrics
 
+    if task == "forensics":
+        return evaluate_forensics(gt, results, results_file=results_file, gt_file=split_file, **options)
+
     validate_tracking_results(results, gt, results_file)
-    return evaluate_tracking(gt, results, results_file=results_file, gt_file=split_file, **options)
+    return evaluate_tracking_task(gt, results, results_file=results_file, gt_file=split_file, **options)
+
+
+def _open_set(gt: dict, results: list, category_ids: Any, unknown_id: int, split_file: str | None) -> dict:
+    """Open-set figures; the vocabulary is ``category_ids`` or the split's ``info.vocabulary`` names."""
+    categories = [c for c in gt.get("categories", []) if isinstance(c, dict)]
+    if category_ids is None:
+        names = (gt.get("info") or {}).get("vocabulary")
+        if not isinstance(names, list) or not names:
+            raise DataError("open-set evaluation needs category_ids or the split's info.vocabulary", file=split_file,
+                            field="info.vocabulary", value=names)
+        category_ids = [c["id"] for c in categories if c.get("name") in set(names)]
+    vocab = {int(i) for i in category_ids}
+    novel = [c["id"] for c in categories if c.get("split") == "novel" and c["id"] in vocab]
+    return evaluate_openset(gt, results, sorted(vocab), unknown_id, novel_category_ids=novel or None)
 
 
 def format_table(metrics: dict) -> str:
