@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 SYNTH  := datasets/synthetic
 RUNS   := runs
 
-.PHONY: setup sysdeps test train train-geometry clean-venv
+.PHONY: setup sysdeps test train train-geometry train-detection train-tracking train-forensics clean-venv
 
 setup: $(STAMP)
 
@@ -47,10 +47,32 @@ $(SYNTH)/geometry_val.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_val --scenes 16 --views 8 --size 64 --mode unordered --seed 0
 
 train-geometry: setup $(SYNTH)/geometry_train.json $(SYNTH)/geometry_val.json
-	$(BIN)/python tools/train.py --config configs/geometry/tiny.yaml \
-	  $$(test -f $(RUNS)/geometry/tiny/checkpoints/last.ckpt && echo --ckpt_path $(RUNS)/geometry/tiny/checkpoints/last.ckpt)
+	$(BIN)/python tools/train.py --config configs/geometry/tiny.yaml $(call resume,geometry/tiny)
 	$(BIN)/python tools/eval_geometry.py --ckpt $(RUNS)/geometry/tiny/checkpoints/last.ckpt \
 	  --split $(SYNTH)/geometry_val.json --out $(RUNS)/geometry/tiny/metrics.json
+
+# The task models (each also runs on its own; see the README for their status and figures).
+# `resume` continues an interrupted run from its last checkpoint.
+resume = $$(test -f $(RUNS)/$(1)/checkpoints/last.ckpt && echo --ckpt_path $(RUNS)/$(1)/checkpoints/last.ckpt)
+
+train-detection: setup
+	test -f $(SYNTH)/oov_train.json || $(BIN)/python -m vision.detection.data --out $(SYNTH)
+	$(BIN)/python tools/train.py --config configs/detection/tiny.yaml $(call resume,detection/tiny)
+	$(BIN)/python -m vision.detection.report --checkpoint $(RUNS)/detection/tiny/checkpoints/last.ckpt \
+	  --split $(SYNTH)/oov_test.json
+
+$(SYNTH)/tracking_train.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train --scenes 24 --views 8 --size 64 --mode unordered --seed 0
+$(SYNTH)/tracking_val.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_val --scenes 4 --views 8 --size 64 --mode unordered --seed 0
+
+train-tracking: setup $(SYNTH)/tracking_train.json $(SYNTH)/tracking_val.json
+	$(BIN)/python tools/train.py --config configs/tracking/tiny.yaml $(call resume,tracking/tiny)
+	$(BIN)/python tools/train.py --config configs/tracking/baseline_tiny.yaml $(call resume,tracking/baseline_tiny)
+
+train-forensics: setup
+	test -f datasets/aigv/train.json || $(BIN)/python datasets/prepare_aigv.py --out datasets/aigv
+	$(BIN)/python tools/train.py --config configs/forensics/tiny.yaml $(call resume,forensics/tiny)
 
 clean-venv:
 	rm -rf $(VENV)
