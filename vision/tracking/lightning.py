@@ -27,6 +27,7 @@ from vision.tracking.model import G2TAM
 from vision.tracking.sampling import PROMPT_TYPES, sample_prompts
 from vision.training.checkpoint_io import load_checkpoint
 from vision.training.geometry import geometry_losses
+from vision.training.optim import warmup_cosine
 
 __all__ = ["TrackingModule", "build_tracker", "load_geometry_weights", "NEGATIVE_NAMES"]
 
@@ -170,10 +171,5 @@ class TrackingModule(L.LightningModule):
                          "weight_decay": self.hparams.weight_decay if decay else 0.0}
                         for (bb, decay), ps in groups.items()]
         opt = torch.optim.AdamW(param_groups, lr=lr)
-        total = max(1, int(self.trainer.estimated_stepping_batches)) if self._trainer is not None else 1000
-        warmup = min(self.hparams.warmup_steps, max(1, total // 10))
-        sched = torch.optim.lr_scheduler.SequentialLR(
-            opt, [torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.01, total_iters=warmup),
-                  torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, total - warmup), eta_min=lr * 0.02)],
-            milestones=[warmup])
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        total = int(self.trainer.estimated_stepping_batches) if self._trainer is not None else 1000
+        return warmup_cosine(opt, lr, self.hparams.warmup_steps, total)

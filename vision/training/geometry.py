@@ -22,6 +22,7 @@ from vision.geometry.losses import camera_loss, depth_loss, normalize_scene, poi
 from vision.errors import DataError
 from vision.geometry.model import GeometryBackbone, create_backbone
 from vision.training.checkpoint_io import load_checkpoint
+from vision.training.optim import decay_param_groups, warmup_cosine
 
 __all__ = ["GeometryModule", "geometry_losses"]
 
@@ -105,18 +106,7 @@ class GeometryModule(L.LightningModule):
         self._step(batch, "val")
 
     def configure_optimizers(self) -> dict[str, Any]:
-        decay, no_decay = [], []
-        for name, p in self.model.named_parameters():
-            if not p.requires_grad:
-                continue
-            (no_decay if p.ndim < 2 or "token" in name or "pos_embed" in name else decay).append(p)
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": self.hparams.weight_decay},
-                                 {"params": no_decay, "weight_decay": 0.0}], lr=self.hparams.lr)
-        total = max(1, int(self.trainer.estimated_stepping_batches))
-        warmup = min(self.hparams.warmup_steps, max(1, total // 10))
-        sched = torch.optim.lr_scheduler.SequentialLR(
-            opt,
-            [torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.01, total_iters=warmup),
-             torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, total - warmup), eta_min=self.hparams.lr * 0.02)],
-            milestones=[warmup])
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        groups = decay_param_groups(self.model.named_parameters(), self.hparams.weight_decay,
+                                    lambda name, p: "token" in name or "pos_embed" in name)
+        opt = torch.optim.AdamW(groups, lr=self.hparams.lr)
+        return warmup_cosine(opt, self.hparams.lr, self.hparams.warmup_steps, self.trainer.estimated_stepping_batches)
