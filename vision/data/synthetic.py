@@ -3,7 +3,7 @@
 A scene holds 2 to 8 objects (categories from :data:`CATEGORIES`, colours from :data:`COLOURS`, textures from
 :data:`TEXTURES`) resting on a textured floor inside four textured walls, lit by one point light with cast
 shadows. Its S views are either a smooth ``video`` (an orbit arc of 2-4 degrees per frame with a gentle change
-of height and distance, always looking at the scene centre) or an ``unordered`` set (views spread over 120-330
+of height and distance, always looking at the scene centre) or an ``unordered`` set (views spread over 90-150
 degrees of azimuth with random elevation and distance, in random order).
 
 Conventions: world frame of a scene = metres, z up, floor z = 0 (arbitrary but shared by all views of the scene);
@@ -42,6 +42,10 @@ __all__ = [
 ]
 
 MODES = ("video", "unordered")
+#: Azimuth span (degrees) of an unordered set's views and the range of their elevations: wide viewpoint changes
+#: (every set spans at least 90 degrees) that a small model can still relate to each other.
+UNORDERED_SPAN_DEG = (90.0, 150.0)
+UNORDERED_ELEVATION_DEG = (15.0, 45.0)
 
 #: Default vocabulary split of the 20 categories: 12 in-vocabulary, 4 novel, 4 out-of-vocabulary.
 DEFAULT_VOCAB: dict[str, tuple[str, ...]] = {
@@ -201,13 +205,13 @@ def _camera_poses(rng: np.random.Generator, views: int, mode: str, target: np.nd
         elev = np.radians(rng.uniform(18.0, 35.0) + rng.uniform(2.0, 6.0) * np.sin(phase + frames / 25.0))
         dist = distance * (1.0 + 0.06 * np.sin(rng.uniform(0.0, 2 * np.pi) + frames / 30.0))
     else:
-        span = np.radians(rng.uniform(120.0, 330.0))
+        span = np.radians(rng.uniform(*UNORDERED_SPAN_DEG))
         if views >= 2:
             fractions = np.concatenate([[0.0, 1.0], rng.uniform(0.0, 1.0, views - 2)])
         else:
             fractions = np.zeros(1)
         az = (az0 + span * fractions)[rng.permutation(views)]
-        elev = np.radians(rng.uniform(12.0, 50.0, views))
+        elev = np.radians(rng.uniform(*UNORDERED_ELEVATION_DEG, views))
         dist = distance * rng.uniform(0.85, 1.15, views)
     horizontal = np.minimum(dist * np.cos(elev), ROOM_HALF - 0.6)
     eyes = np.stack([target[0] + horizontal * np.cos(az), target[1] + horizontal * np.sin(az),
