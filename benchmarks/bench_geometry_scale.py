@@ -4,7 +4,7 @@
 For each size (tiny, base) and S in 1, 2, 4, 8, 16, 32, 64 a fresh worker process builds the model and runs
 ``torch.no_grad()`` forwards on random images of the size's native resolution:
 - time: median of ``--reps`` forwards after one warm-up;
-- peak memory: on a GPU, ``max_memory_allocated``; on a CPU, the worker's peak RSS minus the peak RSS of an
+- peak memory: on an accelerator, ``torch.accelerator.max_memory_allocated``; on a CPU, the worker's peak RSS minus the peak RSS of an
   identical worker that builds the model and the inputs but runs nothing (so imports and weights cancel out);
 - heads: peak memory of the full forward minus that of the aggregator alone, minus the size of the head outputs
   themselves; with chunked DPT heads (``frames_chunk_size``) this stays flat in S;
@@ -39,7 +39,8 @@ def worker(size: str, views: int, part: str, reps: int, threads: int, chunk: int
     from vision.geometry.model import BACKBONE_CONFIGS, create_backbone
 
     torch.set_num_threads(threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    accel = torch.accelerator.is_available()
+    device = torch.accelerator.current_accelerator() if accel else torch.device("cpu")
     model = create_backbone(size, frames_chunk_size=chunk).to(device).eval()
     res = BACKBONE_CONFIGS[size]["img_size"]
     images = torch.rand(1, views, 3, res, res, device=device)
@@ -56,18 +57,18 @@ def worker(size: str, views: int, part: str, reps: int, threads: int, chunk: int
                 model(images)
 
     run()  # warm-up
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
+    if accel:
+        torch.accelerator.synchronize()
+        torch.accelerator.reset_peak_memory_stats()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
         run()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+        if accel:
+            torch.accelerator.synchronize()
         times.append(time.perf_counter() - t0)
     out["seconds"] = sorted(times)[len(times) // 2]
-    out["peak_mb"] = (torch.cuda.max_memory_allocated() / 2**20) if device.type == "cuda" else _peak_rss_mb()
+    out["peak_mb"] = (torch.accelerator.max_memory_allocated() / 2**20) if accel else _peak_rss_mb()
     if part == "aggregator":
         with torch.no_grad(), FlopCounterMode(display=False) as counter:
             model.aggregate(images)
@@ -77,8 +78,8 @@ def worker(size: str, views: int, part: str, reps: int, threads: int, chunk: int
         t0 = time.perf_counter()
         for _ in range(5):
             torch.mm(a, a)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+        if accel:
+            torch.accelerator.synchronize()
         out["matmul_gflops"] = 5 * 2 * 2048**3 / (time.perf_counter() - t0) / 1e9
     else:
         h = w = res
@@ -120,7 +121,7 @@ def main() -> None:
             if bad:
                 print(f"{size:<6}{views:>4}  failed: {bad[0]}")
                 continue
-            cpu = "output_mb" in full and not _is_cuda()
+            cpu = not _has_accelerator()
             base = idle["peak_mb"] if cpu else 0.0
             peak, agg_peak = full["peak_mb"] - base, agg["peak_mb"] - base
             heads = full["peak_mb"] - agg["peak_mb"] - full["output_mb"]
@@ -130,10 +131,10 @@ def main() -> None:
                   f"{gflops / agg['matmul_gflops']:>7.2f}", flush=True)
 
 
-def _is_cuda() -> bool:
+def _has_accelerator() -> bool:
     import torch
 
-    return torch.cuda.is_available()
+    return torch.accelerator.is_available()
 
 
 if __name__ == "__main__":
