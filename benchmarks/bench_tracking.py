@@ -45,7 +45,8 @@ def render(out: Path, scenes: int, views: int, size: int) -> dict[str, Path]:
     return paths
 
 
-def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, seed: int = 0):
+def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, geometry_ckpt: str | None = None,
+          seed: int = 0):
     from torch.utils.data import ConcatDataset, DataLoader
 
     from vision.data.coco import load_split
@@ -59,7 +60,7 @@ def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, 
                         for k in ("train_video", "train_unordered")])
     loader = DataLoader(ds, batch_size=4, shuffle=True, collate_fn=collate_clips, drop_last=True)
     module = TrackingModule(architecture=arch, image_size=size, dim=64, text_encoder="minilm" if text else None,
-                            max_objects=4, negative_text=0.2 if text else 0.0)
+                            max_objects=4, negative_text=0.2 if text else 0.0, geometry_checkpoint=geometry_ckpt)
     module.log = lambda *a, **k: None
     module.log_dict = lambda *a, **k: None
     opt = torch.optim.AdamW(module.model.parameters(), lr=5e-4, weight_decay=0.01)
@@ -150,6 +151,8 @@ def main() -> None:
     ap.add_argument("--types", default="point,box,mask,text")
     ap.add_argument("--memory-child", type=int, default=None)
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--geometry-ckpt", default=None,
+                    help="start both models from this geometry checkpoint (e.g. runs/geometry/tiny/checkpoints/last.ckpt)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.memory_child is not None:
@@ -165,7 +168,7 @@ def main() -> None:
         text_encoder = get_text_encoder("minilm")
     tables, speeds, times = {}, {}, {}
     for arch in ("g2tam", "memory_bank"):
-        model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types)
+        model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, args.geometry_ckpt)
         with torch.no_grad():
             tables[arch] = evaluate(model, paths, types, text_encoder)
             speeds[arch] = speed(model, args.size)
