@@ -28,9 +28,8 @@ from typing import Any
 
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import coco_ap, coco_ground_truth
-from vision.evaluation.results import (load_json, load_results, validate_detection_results,
+from vision.evaluation.results import (load_document, load_results, validate_detection_results,
                                        validate_tracking_results)
-from vision.evaluation.forensics import evaluate_forensics
 from vision.evaluation.openset import evaluate_openset
 from vision.evaluation.tracking3d import evaluate_tracking_task
 
@@ -44,16 +43,6 @@ _OPTIONS = {
                  "split_root", "voxel_size", "presence_threshold"},
     "forensics": {"threshold", "pass_rate", "fpr"},
 }
-
-
-def _load_split(split: dict | str | Path) -> tuple[dict, str | None]:
-    file = None
-    if isinstance(split, (str, Path)):
-        file = str(split)
-        split = load_json(split)
-    if not isinstance(split, dict):
-        raise DataError("a split must be a JSON object", file=file, value=type(split).__name__)
-    return split, file
 
 
 def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **options: Any) -> dict:
@@ -73,7 +62,7 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     unknown = set(options) - _OPTIONS[task]
     if unknown:
         raise InputError(f"unknown option(s) for task {task!r}: {', '.join(sorted(unknown))}")
-    gt, split_file = _load_split(split)
+    gt, split_file = load_document(split, dict, "a split must be a JSON object")
     results, results_file = load_results(results)
 
     if task == "detection":
@@ -92,7 +81,9 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
             metrics.update(_open_set(gt, results, category_ids, int(unknown_id), split_file))
         return metrics
 
-    if task == "forensics":
+    if task == "forensics":  # imported here: scikit-learn takes seconds to import and only this task needs it
+        from vision.evaluation.forensics import evaluate_forensics
+
         return evaluate_forensics(gt, results, results_file=results_file, gt_file=split_file, **options)
 
     validate_tracking_results(results, gt, results_file)

@@ -17,7 +17,7 @@ import numpy as np
 
 from vision.errors import DataError
 
-__all__ = ["load_json", "load_results", "validate_detection_results", "validate_tracking_results"]
+__all__ = ["load_document", "load_json", "load_results", "validate_detection_results", "validate_tracking_results"]
 
 
 def load_json(path: str | Path) -> Any:
@@ -35,15 +35,21 @@ def load_json(path: str | Path) -> Any:
         raise DataError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=path) from None
 
 
+def load_document(value: Any, expected: type, message: str) -> tuple[Any, str | None]:
+    """Return ``(document, file name or None)``: a path is read as JSON, an object is taken as it is; the top level
+    must be an instance of ``expected``, else a :class:`DataError` with ``message``."""
+    file = None
+    if isinstance(value, (str, Path)):
+        file = str(value)
+        value = load_json(value)
+    if not isinstance(value, expected):
+        raise DataError(message, file=file, value=type(value).__name__)
+    return value, file
+
+
 def load_results(results: list | str | Path) -> tuple[list, str | None]:
     """Return (results list, file name or None). A path is read as JSON; the top level must be a list."""
-    file = None
-    if isinstance(results, (str, Path)):
-        file = str(results)
-        results = load_json(results)
-    if not isinstance(results, list):
-        raise DataError("a results file must be a JSON list of objects", file=file, value=type(results).__name__)
-    return results, file
+    return load_document(results, list, "a results file must be a JSON list of objects")
 
 
 def _is_int(value: Any) -> bool:
