@@ -251,3 +251,17 @@ def test_arbitrary_json_documents_only_raise_data_error(value):
         validate_split(value, Path("/nonexistent-root"), "doc.json", check_files=True)
     except DataError:
         pass
+
+
+def test_huge_image_sizes_are_refused_before_any_mask_is_decoded(tmp_path):
+    """A malformed width/height must fail validation, not exhaust memory when masks are decoded later."""
+    from vision.data.coco import Split
+    from vision.data.schema import MAX_IMAGE_SIDE
+
+    dataset = {"images": [{"id": 1, "file_name": "a.png", "width": 10**9, "height": 4}], "annotations": [],
+               "categories": [{"id": 1, "name": "thing"}]}
+    with pytest.raises(DataError, match=r"images\[0\]\.width"):
+        Split.from_dict(dataset, tmp_path, check_files=False)
+    dataset["images"][0].update(width=MAX_IMAGE_SIDE, height=MAX_IMAGE_SIDE)
+    with pytest.raises(DataError, match="exceeds the limit"):
+        Split.from_dict(dataset, tmp_path, check_files=False)

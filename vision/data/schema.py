@@ -41,6 +41,10 @@ CATEGORY_SPLITS = ("iv", "novel", "oov")
 VIDEO_LABELS = ("real", "generated")
 DEPTH_SUFFIXES = (".npz", ".png")
 BOX_TOLERANCE_PX = 1.0
+#: Largest image a split may declare (pixels per side, and pixels in all): masks are decoded at full size, so a
+#: malformed width or height must be refused here rather than exhaust memory later.
+MAX_IMAGE_SIDE = 1 << 15
+MAX_IMAGE_PIXELS = 1 << 28
 
 
 def safe_path(root: Path, relative: Any, *, file: str, field: str) -> Path:
@@ -119,11 +123,13 @@ class _Checker:
                             sorted(map(str, obj.keys())))
         return obj[key]
 
-    def int_(self, value: Any, field: str, minimum: int | None = None) -> int:
+    def int_(self, value: Any, field: str, minimum: int | None = None, maximum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(f"expected an integer, got {type(value).__name__}", field, value)
         if minimum is not None and value < minimum:
             raise self.fail(f"expected an integer >= {minimum}", field, value)
+        if maximum is not None and value > maximum:
+            raise self.fail(f"expected an integer <= {maximum}", field, value)
         return value
 
     def number(self, value: Any, field: str, minimum: float | None = None) -> float:
@@ -227,7 +233,7 @@ def _check_videos(c: _Checker, dataset: dict, root: Path, check_files: bool) -> 
         c.str_(c.key(video, "name", field), f"{field}.name")
         for key in ("width", "height"):
             if key in video:
-                c.int_(video[key], f"{field}.{key}", minimum=1)
+                c.int_(video[key], f"{field}.{key}", minimum=1, maximum=MAX_IMAGE_SIDE)
         if "ordered" in video:
             c.bool_(video["ordered"], f"{field}.ordered")
         if "label" in video:
@@ -283,8 +289,11 @@ def _check_images(c: _Checker, dataset: dict, videos: dict[int, dict], root: Pat
         ident = c.unique_id(first, img, field)
         file_name = c.key(img, "file_name", field)
         path = safe_path(root, file_name, file=c.file, field=f"{field}.file_name")
-        c.int_(c.key(img, "width", field), f"{field}.width", minimum=1)
-        c.int_(c.key(img, "height", field), f"{field}.height", minimum=1)
+        width = c.int_(c.key(img, "width", field), f"{field}.width", minimum=1, maximum=MAX_IMAGE_SIDE)
+        height = c.int_(c.key(img, "height", field), f"{field}.height", minimum=1, maximum=MAX_IMAGE_SIDE)
+        if width * height > MAX_IMAGE_PIXELS:
+            raise c.fail(f"image of {width}x{height} pixels exceeds the limit of {MAX_IMAGE_PIXELS} pixels",
+                         f"{field}.width", width)
         if check_files and not _is_file(path):
             raise c.fail(f"image file not found at {path}", f"{field}.file_name", file_name)
         has_video, has_frame = "video_id" in img, "frame_index" in img
