@@ -55,3 +55,13 @@ def test_check_finite_names_the_terms():
     check_finite({"loss": torch.tensor(1.0), "loss_depth": 0.5}, step=3)
     with pytest.raises(NonFiniteLossError, match=r"step 12.*loss_depth=nan"):
         check_finite({"loss": torch.tensor(1.0), "loss_depth": torch.tensor(math.nan)}, step=12)
+
+
+def test_leftovers_of_a_killed_write_are_removed_by_the_next_write(tmp_path):
+    io = AtomicCheckpointIO()
+    path = tmp_path / "last.ckpt"
+    io.save_checkpoint({"global_step": 1}, path)
+    (tmp_path / ".last.ckpt.abc123.tmp").write_bytes(b"partial")  # what a SIGKILL mid-write leaves
+    io.save_checkpoint({"global_step": 2}, path)
+    assert [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]
+    assert io.load_checkpoint(path)["global_step"] == 2

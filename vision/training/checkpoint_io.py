@@ -38,6 +38,11 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         buffer = io.BytesIO()
         torch.save(checkpoint, buffer)
         atomic_write_bytes(path, buffer.getvalue())
+        # a process killed mid-write leaves its temporary file behind (the target itself stays intact); the next
+        # successful write of the same checkpoint removes such leftovers
+        path = Path(path)
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
 
     def load_checkpoint(self, path: str | Path, map_location: Any = None, weights_only: bool | None = None) -> dict:
         return load_checkpoint(path, map_location=map_location or "cpu")
