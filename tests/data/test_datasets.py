@@ -177,6 +177,18 @@ def test_multiview_datamodule(split_path):
         MultiViewDataModule(str(split_path), str(split_path), views=0)
 
 
+def test_multiview_datamodule_concatenates_train_splits(split_path):
+    one = MultiViewDataModule(str(split_path), str(split_path), views=2, augment=False)
+    two = MultiViewDataModule([str(split_path), str(split_path)], str(split_path), views=2, augment=False)
+    one.setup("fit")
+    two.setup("fit")
+    assert len(two.train_dataset) == 2 * len(one.train_dataset) > 0
+    assert two.hparams.train_split == [str(split_path)] * 2
+    for bad in ([], [str(split_path), 3]):
+        with pytest.raises(InputError, match="train_split"):
+            MultiViewDataModule(bad, str(split_path))
+
+
 def test_detection_datamodule(split_path):
     dm = DetectionDataModule(str(split_path), str(split_path), batch_size=3, augment=False,
                              train_category_splits=["iv"])

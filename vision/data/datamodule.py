@@ -7,10 +7,10 @@ when ``image_size`` is given: with ``image_size=None`` images keep their native 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import lightning as L
-from torch.utils.data import DataLoader
+from torch.utils.data import ConcatDataset, DataLoader
 
 from vision.data.coco import Split, load_split
 from vision.data.datasets import (
@@ -41,7 +41,8 @@ class MultiViewDataModule(L.LightningDataModule):
     ``images`` float [B, S, 3, H, W] in [0, 1], cameras OpenCV camera-from-world, instance ids 0 = background).
 
     Args:
-        train_split / val_split: paths of split JSON files.
+        train_split / val_split: paths of split JSON files; ``train_split`` may be a list of paths (their clips are
+            concatenated, e.g. a ``video`` and an ``unordered`` split).
         views: S, images per clip.
         batch_size / num_workers: DataLoader settings.
         image_size: target size handed to ``build_multiview_transform``; None keeps native sizes, no augmentation.
@@ -50,10 +51,15 @@ class MultiViewDataModule(L.LightningDataModule):
         random_window: training draws one random window per video and epoch instead of enumerating windows.
     """
 
-    def __init__(self, train_split: str, val_split: str, views: int = 4, batch_size: int = 1, num_workers: int = 0,
-                 image_size: int | None = None, augment: bool = True, stride: int = 1,
+    def __init__(self, train_split: str | Sequence[str], val_split: str, views: int = 4, batch_size: int = 1,
+                 num_workers: int = 0, image_size: int | None = None, augment: bool = True, stride: int = 1,
                  random_window: bool = True) -> None:
         super().__init__()
+        if isinstance(train_split, str):
+            train_split = [train_split]
+        train_split = list(train_split)
+        if not train_split or not all(isinstance(p, str) for p in train_split):
+            raise InputError(f"train_split must be a path or a non-empty list of paths, got {train_split!r}")
         _positive("views", views)
         _positive("batch_size", batch_size)
         _positive("num_workers", num_workers, minimum=0)
@@ -65,7 +71,7 @@ class MultiViewDataModule(L.LightningDataModule):
         self.views, self.stride = views, stride
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment, self.random_window = image_size, augment, random_window
-        self.train_dataset: MultiViewClipDataset | None = None
+        self.train_dataset: MultiViewClipDataset | ConcatDataset | None = None
         self.val_dataset: MultiViewClipDataset | None = None
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
@@ -79,8 +85,9 @@ class MultiViewDataModule(L.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         train_tf, val_tf = self._transforms()
         if stage in (None, "fit") and self.train_dataset is None:
-            self.train_dataset = MultiViewClipDataset(load_split(self.train_split), self.views, self.stride,
-                                                      transform=train_tf, random_window=self.random_window)
+            parts = [MultiViewClipDataset(load_split(path), self.views, self.stride, transform=train_tf,
+                                          random_window=self.random_window) for path in self.train_split]
+            self.train_dataset = parts[0] if len(parts) == 1 else ConcatDataset(parts)
         if stage in (None, "fit", "validate") and self.val_dataset is None:
             self.val_dataset = MultiViewClipDataset(load_split(self.val_split), self.views, self.stride,
                                                     transform=val_tf, random_window=False)
