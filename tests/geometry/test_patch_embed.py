@@ -50,3 +50,27 @@ def test_dinov2_register_checkpoint_converts_to_timm(tmp_path):
     x = torch.rand(2, 3, 56, 56)
     with torch.no_grad():
         torch.testing.assert_close(embed_patches(fresh, x), embed_patches(vit, x))
+
+
+def test_conv_stem_patch_embed_grid_and_receptive_field():
+    import pytest
+
+    from vision.errors import InputError
+
+    torch.manual_seed(0)
+    stem = build_patch_embed("convstem", img_size=64, patch_size=8, embed_dim=32).eval()
+    x = torch.rand(2, 3, 64, 48)
+    tokens = embed_patches(stem, x)
+    assert tokens.shape == (2, 8 * 6, 32)
+    # unlike the patchify convolution, a token also sees the pixels of its neighbouring patch
+    y = x.clone()
+    y[:, :, 0:8, 8] += 1.0  # first column of patch (0, 1)
+    with torch.no_grad():
+        changed = (embed_patches(stem, y) - tokens).abs().sum(-1)[0].reshape(8, 6)
+    assert changed[0, 0] > 0 and changed[0, 1] > 0
+    model = create_backbone("tiny", img_size=64, patch_embed="convstem")
+    assert model(torch.rand(1, 2, 3, 64, 64))["depth"].shape == (1, 2, 64, 64, 1)
+    with pytest.raises(InputError, match="power-of-two"):
+        build_patch_embed("convstem", img_size=56, patch_size=14, embed_dim=32)
+    with pytest.raises(InputError, match="only supported for timm"):
+        build_patch_embed("convstem", img_size=64, patch_size=8, embed_dim=32, weights="w.safetensors")

@@ -1,4 +1,4 @@
-"""Patch embeddings: a plain convolutional one, or any timm ViT by name (DINOv2 included).
+"""Patch embeddings: a plain convolutional one, a convolutional stem, or any timm ViT by name (DINOv2 included).
 
 Both turn normalised images ``[N, 3, H, W]`` into patch tokens ``[N, (H/p)*(W/p), C]`` (row-major grid).
 A timm ViT is always created with ``pretrained=False`` (nothing is ever downloaded); real weights come from a local
@@ -15,7 +15,7 @@ from torch import nn
 
 from vision.errors import InputError
 
-__all__ = ["ConvPatchEmbed", "build_patch_embed", "embed_patches", "patch_size_of", "read_state_dict",
+__all__ = ["ConvPatchEmbed", "ConvStemPatchEmbed", "build_patch_embed", "embed_patches", "patch_size_of", "read_state_dict",
            "dinov2_to_timm", "load_patch_embed_weights"]
 
 
@@ -32,26 +32,54 @@ class ConvPatchEmbed(nn.Module):
         return self.proj(images).flatten(2).transpose(1, 2)
 
 
+class ConvStemPatchEmbed(nn.Module):
+    """A small convolutional stem in place of the single patchify convolution ("early convolutions", Xiao et al.
+    2021): ``log2(patch_size)`` 3x3 stride-2 convolutions (BatchNorm-free: GroupNorm + GELU), widths doubling up to
+    ``embed_dim / 2``, then a 1x1 projection to ``embed_dim``. Every output token sees a 15x15+ pixel window with
+    overlap between neighbours, which a from-scratch tiny backbone (no pre-trained DINOv2) needs to match views.
+    ``patch_size`` must be a power of two.
+    """
+
+    def __init__(self, patch_size: int, embed_dim: int, in_chans: int = 3) -> None:
+        super().__init__()
+        if patch_size < 2 or patch_size & (patch_size - 1):
+            raise InputError(f"patch_embed='convstem' needs a power-of-two patch size, got {patch_size}")
+        self.patch_size = patch_size
+        stages = patch_size.bit_length() - 1
+        widths = [max(8, embed_dim // 2 ** (stages - i)) for i in range(stages)]
+        layers: list[nn.Module] = []
+        prev = in_chans
+        for width in widths:
+            layers += [nn.Conv2d(prev, width, 3, stride=2, padding=1, bias=False), nn.GroupNorm(1, width), nn.GELU()]
+            prev = width
+        self.stem = nn.Sequential(*layers)
+        self.proj = nn.Conv2d(prev, embed_dim, kernel_size=1)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """``[N, 3, H, W]`` -> ``[N, P, C]``."""
+        return self.proj(self.stem(images)).flatten(2).transpose(1, 2)
+
+
 def build_patch_embed(kind: str, img_size: int, patch_size: int, embed_dim: int,
                       weights: str | Path | None = None) -> nn.Module:
     """Create the patch embedding.
 
     Args:
-        kind: ``"conv"`` or the name of a timm ViT (e.g. ``vit_small_patch14_dinov2``,
+        kind: ``"conv"``, ``"convstem"`` (:class:`ConvStemPatchEmbed`) or the name of a timm ViT (e.g. ``vit_small_patch14_dinov2``,
             ``vit_large_patch14_reg4_dinov2``), created with ``pretrained=False`` and ``dynamic_img_size=True``.
         img_size: nominal square image size (sets the timm absolute position-embedding grid).
         patch_size, embed_dim: must agree with the timm model's own values.
         weights: optional local weights file (safetensors or torch) loaded with :func:`load_patch_embed_weights`.
     """
-    if kind == "conv":
+    if kind in ("conv", "convstem"):
         if weights is not None:
-            raise InputError(f"patch_embed_weights={str(weights)!r} given for the 'conv' patch embed; "
+            raise InputError(f"patch_embed_weights={str(weights)!r} given for the {kind!r} patch embed; "
                              "local weights are only supported for timm ViT patch embeds")
-        return ConvPatchEmbed(patch_size, embed_dim)
+        return (ConvPatchEmbed if kind == "conv" else ConvStemPatchEmbed)(patch_size, embed_dim)
     import timm
 
     if not timm.is_model(kind):
-        raise InputError(f"patch_embed={kind!r} is neither 'conv' nor a known timm model name")
+        raise InputError(f"patch_embed={kind!r} is neither 'conv', 'convstem' nor a known timm model name")
     vit = timm.create_model(kind, pretrained=False, img_size=img_size, dynamic_img_size=True, num_classes=0)
     if patch_size_of(vit) != patch_size:
         raise InputError(f"patch_size={patch_size} does not match timm model {kind!r} (patch {patch_size_of(vit)})")
@@ -64,7 +92,7 @@ def build_patch_embed(kind: str, img_size: int, patch_size: int, embed_dim: int,
 
 def patch_size_of(module: nn.Module) -> int:
     """Patch size of a :class:`ConvPatchEmbed` or a timm ViT."""
-    if isinstance(module, ConvPatchEmbed):
+    if isinstance(module, (ConvPatchEmbed, ConvStemPatchEmbed)):
         return module.patch_size
     size = module.patch_embed.patch_size
     return int(size[0] if isinstance(size, (tuple, list)) else size)
@@ -73,7 +101,7 @@ def patch_size_of(module: nn.Module) -> int:
 def embed_patches(module: nn.Module, images: torch.Tensor) -> torch.Tensor:
     """Patch tokens ``[N, P, C]`` of normalised images ``[N, 3, H, W]``; for a timm ViT these are the final-norm
     patch tokens (class/register tokens dropped), as VGGT uses DINOv2's ``x_norm_patchtokens``."""
-    if isinstance(module, ConvPatchEmbed):
+    if isinstance(module, (ConvPatchEmbed, ConvStemPatchEmbed)):
         return module(images)
     tokens = module.forward_features(images)
     return tokens[:, module.num_prefix_tokens:]
