@@ -1,0 +1,132 @@
+"""Tracking prompts written as text lines, one prompt per line (used by the demo's prompt box and by
+``tools/predict.py --prompt``)::
+
+    object 1 frame 0 positive 120,80
+    object 1 frame 0 negative 140,90
+    object 2 frame 3 box 10,20,60,90
+    object 3 text the red mug
+
+``positive`` / ``negative`` add a point (``point`` is the same as ``positive``; ``+`` and ``-`` are short forms),
+``box`` sets the box (x0,y0,x1,y1), ``text`` sets a description. Coordinates are pixels of the input frames and
+frames count from 0. Lines of one object combine: its points and box must all be on the same frame. ``obj`` may
+stand for ``object``; blank lines and lines starting with ``#`` are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vision.errors import InputError
+
+__all__ = ["ObjectPromptSpec", "parse_prompt_lines", "format_prompt_line"]
+
+_LINE = re.compile(r"^(?:obj|object)\s+(?P<obj>\S+)\s+(?:frame\s+(?P<frame>\S+)\s+)?(?P<kind>positive|negative|point"
+                   r"|\+|-|box|text)(?:\s+(?P<rest>.*))?$", re.IGNORECASE)
+_KINDS = {"positive": "positive", "point": "positive", "+": "positive", "negative": "negative", "-": "negative",
+          "box": "box", "text": "text"}
+
+
+@dataclass
+class ObjectPromptSpec:
+    """One object's prompt: ``frame`` (None for text only), ``points [[x, y], ...]`` with ``labels`` (1 positive,
+    0 negative), ``box [x0, y0, x1, y1]`` or None, ``text`` or None. Arguments of ``TrackerPredictor.add_prompt``
+    come from :meth:`arrays`."""
+
+    obj_id: int
+    frame: int | None = None
+    points: list[list[float]] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    box: list[float] | None = None
+    text: str | None = None
+
+    def arrays(self) -> dict:
+        """Keyword arguments for ``TrackerPredictor.add_prompt`` (``view``, ``points``, ``labels``, ``box``,
+        ``text``)."""
+        return {"view": self.frame,
+                "points": np.asarray(self.points, np.float32) if self.points else None,
+                "labels": np.asarray(self.labels, np.int64) if self.points else None,
+                "box": np.asarray(self.box, np.float32) if self.box is not None else None,
+                "text": self.text}
+
+
+def _int(text: str | None, what: str, where: str) -> int:
+    try:
+        value = int(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: {what} must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise InputError(f"{where}: {what} must be >= 0, got {value}")
+    return value
+
+
+def _numbers(text: str | None, count: int, what: str, where: str) -> list[float]:
+    parts = [p for p in re.split(r"[,\s]+", (text or "").strip()) if p]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise InputError(f"{where}: {what} must be {count} comma-separated numbers, got {text!r}") from None
+    if len(values) != count or not all(np.isfinite(values)):
+        raise InputError(f"{where}: {what} must be {count} comma-separated numbers, got {text!r}")
+    return values
+
+
+def parse_prompt_lines(text: str) -> list[ObjectPromptSpec]:
+    """Parse prompt lines (see the module docstring) into one :class:`ObjectPromptSpec` per object, by id.
+
+    Raises:
+        InputError: naming the line number and what is wrong (unknown form, bad number, a second box or text
+            for one object, points of one object on two frames, a point or box without a frame, no prompt).
+    """
+    objects: dict[int, ObjectPromptSpec] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"prompt line {number} ({line!r})"
+        match = _LINE.match(line)
+        if match is None:
+            raise InputError(f"{where}: expected 'object ID [frame N] positive|negative X,Y', "
+                             f"'object ID frame N box X0,Y0,X1,Y1' or 'object ID text WORDS'")
+        obj_id = _int(match["obj"], "the object id", where)
+        kind = _KINDS[match["kind"].lower()]
+        spec = objects.setdefault(obj_id, ObjectPromptSpec(obj_id))
+        if kind == "text":
+            words = (match["rest"] or "").strip()
+            if not words:
+                raise InputError(f"{where}: a text prompt needs words after 'text'")
+            if spec.text is not None:
+                raise InputError(f"{where}: object {obj_id} already has a text prompt")
+            spec.text = words
+            continue
+        if match["frame"] is None:
+            raise InputError(f"{where}: a {kind} prompt needs 'frame N' before it")
+        frame = _int(match["frame"], "the frame", where)
+        if spec.frame is not None and spec.frame != frame:
+            raise InputError(f"{where}: object {obj_id} is already prompted on frame {spec.frame}; "
+                             f"all its points and its box must be on one frame")
+        spec.frame = frame
+        if kind == "box":
+            if spec.box is not None:
+                raise InputError(f"{where}: object {obj_id} already has a box")
+            x0, y0, x1, y1 = _numbers(match["rest"], 4, "a box", where)
+            if x1 <= x0 or y1 <= y0:
+                raise InputError(f"{where}: a box needs x0 < x1 and y0 < y1")
+            spec.box = [x0, y0, x1, y1]
+        else:
+            spec.points.append(_numbers(match["rest"], 2, "a point", where))
+            spec.labels.append(1 if kind == "positive" else 0)
+    if not objects:
+        raise InputError("no prompt given: add at least one line such as 'object 1 frame 0 positive 120,80'")
+    return [objects[k] for k in sorted(objects)]
+
+
+def format_prompt_line(obj_id: int, kind: str, frame: int | None = None,
+                       values: list[float] | None = None, text: str | None = None) -> str:
+    """The line for one prompt (``kind``: positive, negative, box or text); numbers are rounded to pixels."""
+    if kind == "text":
+        return f"object {int(obj_id)} text {text}"
+    coords = ",".join(str(int(round(v))) for v in values or [])
+    return f"object {int(obj_id)} frame {int(frame)} {kind} {coords}"  # type: ignore[arg-type]
