@@ -17,7 +17,7 @@ COCO results (XYWH, the unknown category id for OOV), ``video_path`` an annotate
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import cv2
 import numpy as np
@@ -175,7 +175,8 @@ class DetectorPredictor:
 
     def predict(self, inputs: Any, image_ids: Sequence[int] | None = None, results_path: str | Path | None = None,
                 video_path: str | Path | None = None, fps: float = 10.0, stride: int = 1,
-                max_frames: int | None = None) -> dict[str, Any] | list[dict[str, Any]]:
+                max_frames: int | None = None,
+                progress: Callable[[int], None] | None = None) -> dict[str, Any] | list[dict[str, Any]]:
         """Detect objects (see the module docstring). A single image returns one dict, frames / videos a list.
 
         Args:
@@ -183,6 +184,7 @@ class DetectorPredictor:
             results_path: write COCO detection results here. video_path: write an annotated H.264 mp4 here.
             fps: frame rate of the annotated video (a video input keeps its own rate / stride when known).
             stride, max_frames: frame sampling of a video file input.
+            progress: called with the number of frames done after each batch (for progress bars).
         """
         frames, single = _as_frames(inputs, stride, max_frames)
         if isinstance(inputs, (str, Path)):
@@ -198,9 +200,13 @@ class DetectorPredictor:
                 results += self._run(chunk)
                 kept += chunk if video_path is not None else []
                 chunk = []
+                if progress is not None:
+                    progress(len(results))
         if chunk:
             results += self._run(chunk)
             kept += chunk if video_path is not None else []
+            if progress is not None:
+                progress(len(results))
         if not results:
             raise InputError("no frame to run on")
         if image_ids is not None and len(image_ids) != len(results):
@@ -242,15 +248,38 @@ class DetectorPredictor:
         return out
 
     def draw(self, frame: np.ndarray, result: dict[str, Any], min_score: float = 0.3) -> np.ndarray:
-        """``frame`` uint8 [H, W, 3] RGB with boxes and labels drawn (unknown in white); detections under
-        ``min_score`` are not drawn."""
+        """``frame`` uint8 [H, W, 3] RGB with the detections drawn; detections under ``min_score`` are left out.
+
+        Two styles: a vocabulary class gets a solid box in its colour and its name on a filled tag of that colour;
+        an object rejected as unknown (out of vocabulary) gets a dashed white box and a plain ``unknown`` label."""
         canvas = np.ascontiguousarray(frame.copy())
         for box, score, label, lid in zip(result["boxes"], result["scores"], result["labels"], result["label_ids"]):
             if score < min_score:
                 continue
-            colour = (255, 255, 255) if lid == UNKNOWN_LABEL else _COLOURS[int(lid) % len(_COLOURS)]
             x0, y0, x1, y1 = (int(round(float(v))) for v in box)
+            text = f"{label} {score:.2f}"
+            if lid == UNKNOWN_LABEL:
+                _dashed_rectangle(canvas, (x0, y0), (x1, y1), (255, 255, 255))
+                cv2.putText(canvas, text, (x0, max(8, y0 - 2)), cv2.FONT_HERSHEY_SIMPLEX, 0.3, (255, 255, 255), 1,
+                            cv2.LINE_AA)
+                continue
+            colour = _COLOURS[int(lid) % len(_COLOURS)]
             cv2.rectangle(canvas, (x0, y0), (x1, y1), colour, 1)
-            cv2.putText(canvas, f"{label} {score:.2f}", (x0, max(8, y0 - 2)), cv2.FONT_HERSHEY_SIMPLEX, 0.3, colour, 1,
-                        cv2.LINE_AA)
+            (tw, th), _ = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, 0.3, 1)
+            ty = max(th + 2, y0)
+            cv2.rectangle(canvas, (x0, ty - th - 2), (x0 + tw + 2, ty), colour, -1)
+            cv2.putText(canvas, text, (x0 + 1, ty - 1), cv2.FONT_HERSHEY_SIMPLEX, 0.3, (0, 0, 0), 1, cv2.LINE_AA)
         return canvas
+
+
+def _dashed_rectangle(canvas: np.ndarray, p0: tuple[int, int], p1: tuple[int, int], colour: tuple[int, int, int],
+                      dash: int = 4) -> None:
+    """Draw the outline of the box ``p0``-``p1`` as dashes of ``dash`` pixels (in place)."""
+    (x0, y0), (x1, y1) = p0, p1
+    for a, b in (((x0, y0), (x1, y0)), ((x1, y0), (x1, y1)), ((x1, y1), (x0, y1)), ((x0, y1), (x0, y0))):
+        length = max(abs(b[0] - a[0]), abs(b[1] - a[1]))
+        for start in range(0, length + 1, 2 * dash):
+            end = min(start + dash, length)
+            f0, f1 = start / max(length, 1), end / max(length, 1)
+            cv2.line(canvas, (round(a[0] + (b[0] - a[0]) * f0), round(a[1] + (b[1] - a[1]) * f0)),
+                     (round(a[0] + (b[0] - a[0]) * f1), round(a[1] + (b[1] - a[1]) * f1)), colour, 1)
