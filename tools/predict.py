@@ -5,7 +5,10 @@
       -> DIR/results.json (COCO results; rejected OOV objects use category id 1000) + DIR/annotated.mp4
   python tools/predict.py --task tracking --ckpt CKPT INPUT --view 0 --points "120,80;140,90" --labels "1,0"
                           [--box "x0,y0,x1,y1"] [--text "the red mug"] [--out DIR]
-      -> DIR/results.json (COCO-video results) + DIR/annotated.mp4 + DIR/object_1.ply
+  python tools/predict.py --task tracking --ckpt CKPT INPUT --prompt "object 1 frame 0 positive 120,80" \\
+                          --prompt "object 2 frame 0 box 10,20,60,90" --prompt "object 3 text the red mug"
+      -> DIR/results.json (COCO-video results) + DIR/annotated.mp4 + DIR/masks.zip + DIR/object_<id>.ply
+         + DIR/scene.ply / scene.glb (the reconstruction with the tracked objects coloured)
   python tools/predict.py --task forensics --ckpt CKPT VIDEO [--out DIR]
       -> DIR/report.json + DIR/report.html
 
@@ -68,7 +71,14 @@ def _frames(source: np.ndarray | Path) -> np.ndarray:
     return source if isinstance(source, np.ndarray) else read_video(source)
 
 
+def _bar(total: int | None, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="frame", disable=None)
+
+
 def run_detection(args: argparse.Namespace, out: Path) -> None:
+    from vision.data.video import probe_video
     from vision.detection.predictor import DetectorPredictor
 
     if not args.vocabulary:
@@ -76,44 +86,56 @@ def run_detection(args: argparse.Namespace, out: Path) -> None:
     vocabulary = [v.strip() for v in args.vocabulary.split(",")]
     predictor = DetectorPredictor.from_checkpoint(args.ckpt, vocabulary=vocabulary)
     source = load_input(args.input)
-    predictor.predict(source, results_path=out / "results.json", video_path=out / "annotated.mp4")
+    total = len(source) if isinstance(source, np.ndarray) else probe_video(source).num_frames
+    with _bar(total, "detecting") as bar:
+        predictor.predict(source, results_path=out / "results.json", video_path=out / "annotated.mp4",
+                          progress=lambda done: bar.update(done - bar.n))
     print(f"wrote {out / 'results.json'} and {out / 'annotated.mp4'}")
 
 
-def run_tracking(args: argparse.Namespace, out: Path) -> None:
-    import cv2
+def tracking_prompts(args: argparse.Namespace) -> list:
+    """The prompts of ``--prompt`` lines, or of ``--points/--labels/--box/--text`` as object 1."""
+    from vision.tracking.prompt_text import ObjectPromptSpec, parse_prompt_lines
 
-    from vision.data.masks import encode_mask
-    from vision.data.io import atomic_write_json
-    from vision.data.video import write_video
+    single = any(v is not None for v in (args.points, args.box, args.text))
+    if args.prompt and single:
+        raise InputError("give either --prompt lines or --points/--labels/--box/--text, not both")
+    if args.prompt:
+        return parse_prompt_lines("\n".join(args.prompt))
+    if not single:
+        raise InputError("--task tracking needs a prompt: --points (with --labels), --box, --text, or --prompt lines")
+    spec = ObjectPromptSpec(1, frame=args.view if args.points or args.box else None, text=args.text)
+    if args.points:
+        spec.points = parse_points(args.points).tolist()
+        spec.labels = [int(v) for v in _numbers(args.labels, "--labels")] if args.labels else [1] * len(spec.points)
+    elif args.labels:
+        raise InputError("--labels needs --points")
+    if args.box:
+        spec.box = _numbers(args.box, "--box")
+    return [spec]
+
+
+def run_tracking(args: argparse.Namespace, out: Path) -> None:
+    from vision.data.video import probe_video
+    from vision.tracking.export import track_and_export
     from vision.tracking.predictor import TrackerPredictor
 
-    if args.points is None and args.box is None and args.text is None:
-        raise InputError("--task tracking needs a prompt: --points (with --labels), --box or --text")
-    points = parse_points(args.points) if args.points else None
-    labels = None
-    if points is not None:
-        labels = np.asarray(_numbers(args.labels, "--labels") if args.labels else [1] * len(points), np.int64)
-    box = np.asarray(_numbers(args.box, "--box"), np.float32) if args.box else None
+    prompts = tracking_prompts(args)
+    source = load_input(args.input)
+    fps = 10.0 if isinstance(source, np.ndarray) else probe_video(source).fps
+    frames = _frames(source)
     predictor = TrackerPredictor.from_checkpoint(args.ckpt)
-    frames = _frames(load_input(args.input))
     state = predictor.init_state(frames)
-    predictor.add_prompt(state, view=args.view, obj_id=1, points=points, labels=labels, box=box, mask=None,
-                         text=args.text)
-    results, annotated = [], [None] * len(frames)
-    for view, obj_ids, masks, scores in predictor.propagate(state):
-        frame = frames[view].copy()
-        for obj_id, mask, score in zip(obj_ids, masks, scores):
-            results.append({"video_id": 1, "track_id": int(obj_id), "image_id": int(view) + 1,
-                            "segmentation": encode_mask(mask), "score": float(score)})
-            frame[mask] = (0.5 * frame[mask] + 0.5 * np.array([255, 64, 64])).astype(np.uint8)
-            contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-            cv2.drawContours(frame, contours, -1, (255, 255, 255), 1)
-        annotated[view] = frame
-    atomic_write_json(out / "results.json", results)
-    write_video(out / "annotated.mp4", np.stack([a if a is not None else f for a, f in zip(annotated, frames)]))
-    ply = state.export_ply(out / "object_1.ply", obj_id=1)
-    print(f"wrote {out / 'results.json'}, {out / 'annotated.mp4'} and {ply}")
+    for spec in prompts:
+        predictor.add_prompt(state, obj_id=spec.obj_id, mask=None, **spec.arrays())
+    with _bar(state.num_views, "tracking") as bar:
+        export = track_and_export(predictor, state, frames, out, fps=fps,
+                                  progress=lambda done, total: bar.update(done - bar.n))
+    written = [export.results, export.video, export.masks, *export.plys.values()]
+    written += [p for p in (export.scene_ply, export.scene_glb) if p is not None]
+    print("wrote " + ", ".join(str(p) for p in written))
+    for obj_id in export.empty:
+        print(f"object {obj_id} was not found in any frame: no .ply written for it")
 
 
 def run_forensics(args: argparse.Namespace, out: Path) -> None:
@@ -138,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", help="tracking: '1,0' (1 positive, 0 negative), one per point")
     parser.add_argument("--box", help="tracking: 'x0,y0,x1,y1' pixels")
     parser.add_argument("--text", help="tracking: a text prompt such as 'the red mug'")
+    parser.add_argument("--prompt", action="append",
+                        help="tracking, several objects: one prompt line, repeatable, e.g. "
+                             "'object 2 frame 0 box 10,20,60,90' (see vision/tracking/prompt_text.py)")
     args = parser.parse_args(argv)
     try:
         if not args.ckpt.is_file():
