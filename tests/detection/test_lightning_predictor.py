@@ -3,7 +3,6 @@
 import json
 from pathlib import Path
 
-import lightning as L
 import numpy as np
 import pytest
 import torch
@@ -15,17 +14,10 @@ from vision.detection.lightning import OOVDetModule
 from vision.detection.predictor import UNKNOWN_CATEGORY_ID, DetectorPredictor
 from vision.errors import InputError
 
+from tests.detection.conftest import tiny_module as _module
+from tests.detection.conftest import train_tiny_checkpoint
+
 torch.set_num_threads(1)
-SMALL = dict(channels=32, queue_size=64, samples_per_class=64, synthesis_start=0.0, mining_start=0.0,
-             mining_min_objectness=0.0, lr=2e-3, warmup_steps=1)
-
-
-def _module(splits, encoder, **kwargs):
-    train = load_split(splits["train"])
-    names, ids = train.vocabulary(("iv",)), train.category_ids(("iv",))
-    module = OOVDetModule(**{**SMALL, **kwargs})
-    module.set_vocabulary(names, ids, text_embeddings=encoder([f"a {n}" for n in names]))
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -63,16 +55,9 @@ def test_loss_falls_and_mechanisms_run(oov_splits, fake_encoder, batch):
 
 @pytest.fixture(scope="module")
 def checkpoint(oov_splits, fake_encoder, tmp_path_factory):
-    torch.manual_seed(0)
-    module = _module(oov_splits, fake_encoder)
-    dm = DetectionDataModule(str(oov_splits["train"]), str(oov_splits["val"]), batch_size=4)
-    trainer = L.Trainer(max_steps=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, limit_val_batches=1, num_sanity_val_steps=0,
-                        accelerator="cpu")
-    trainer.fit(module, dm)
-    assert "val/loss" in trainer.callback_metrics and torch.isfinite(trainer.callback_metrics["val/loss"])
     path = tmp_path_factory.mktemp("ckpt") / "last.ckpt"
-    trainer.save_checkpoint(path)
+    trainer = train_tiny_checkpoint(oov_splits, fake_encoder, path)
+    assert "val/loss" in trainer.callback_metrics and torch.isfinite(trainer.callback_metrics["val/loss"])
     return path
 
 

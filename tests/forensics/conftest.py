@@ -53,7 +53,17 @@ def _write(root: Path, name: str, clips: list[tuple[str, np.ndarray, str, str | 
 @pytest.fixture(scope="session")
 def tiny_split(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """``{"train", "val", "root"}``: 6 real + 6 fake (two simulated "generators") training clips, 4 + 4 val."""
-    root = tmp_path_factory.mktemp("aigv")
+    return make_tiny_split(tmp_path_factory.mktemp("aigv"))
+
+
+@pytest.fixture(scope="session")
+def trained_checkpoint(tiny_split: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ForensicsModule trained for a few epochs on ``tiny_split`` and saved as a Lightning checkpoint."""
+    return train_tiny_checkpoint(tiny_split, tmp_path_factory.mktemp("forensics_run"))
+
+
+def make_tiny_split(root: Path) -> dict[str, Path]:
+    """Write the ``tiny_split`` clips and splits into ``root`` (also used by the demo tests)."""
     video = _bikes()
     clips = []
     for start in range(0, 70, 7):
@@ -69,9 +79,9 @@ def tiny_split(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"train": _write(root, "train", train), "val": _write(root, "val", val), "root": root}
 
 
-@pytest.fixture(scope="session")
-def trained_checkpoint(tiny_split: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A ForensicsModule trained for a few epochs on ``tiny_split`` and saved as a Lightning checkpoint."""
+def train_tiny_checkpoint(tiny_split: dict[str, Path], out: Path, epochs: int = 20) -> Path:
+    """Train a ForensicsModule on ``tiny_split`` for ``epochs`` and save ``out/last.ckpt`` (also used by the demo
+    tests)."""
     import lightning as L
 
     from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
@@ -79,12 +89,12 @@ def trained_checkpoint(tiny_split: dict[str, Path], tmp_path_factory: pytest.Tem
 
     torch.manual_seed(0)
     tools = ["spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry"]
-    out = tmp_path_factory.mktemp("forensics_run")
     dm = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=tools, size=SIZE,
                                    max_frames=FRAMES, cache_dir=str(out / "cache"), batch_size=8)
     model = ForensicsModule(tools=tools, hidden=16, lr=1e-2, size=SIZE, max_frames=FRAMES)
-    trainer = L.Trainer(max_epochs=20, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, check_val_every_n_epoch=5,
+    trainer = L.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False,
+                        check_val_every_n_epoch=min(5, epochs),
                         plugins=[AtomicCheckpointIO()], default_root_dir=str(out))
     trainer.fit(model, datamodule=dm)
     path = out / "last.ckpt"
