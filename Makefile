@@ -37,10 +37,10 @@ $(STAMP): pyproject.toml
 test: setup
 	$(BIN)/python -m pytest -q tests
 
-# `make train`: render the default synthetic splits (once), train the tiny geometry backbone and the tiny OOV
-# detector, evaluate both and print their figures (about 14 min on 2 cores after setup).
+# `make train`: render the default synthetic splits (once), train the tiny geometry backbone, then on it the tiny
+# OOV detector, G2TAM (with its memory-bank control) and the forensic detector; evaluate each and print its figures.
 # An interrupted run resumes from its last checkpoint; a finished one is not retrained (delete runs/ to retrain).
-train: train-geometry train-detection
+train: train-geometry train-detection train-tracking train-forensics
 
 $(SYNTH)/geometry_train.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train --scenes 256 --views 8 --size 64 --mode unordered --seed 0
@@ -62,14 +62,26 @@ train-detection: setup
 	$(BIN)/python -m vision.detection.report --checkpoint $(RUNS)/detection/tiny/checkpoints/last.ckpt \
 	  --split $(SYNTH)/oov_test.json
 
-$(SYNTH)/tracking_train.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train --scenes 24 --views 8 --size 64 --mode unordered --seed 0
+# G2TAM and its memory-bank control start from the trained geometry backbone, train on the same video + unordered
+# clips for the same steps, and are scored side by side (J&F, presence, 3D IoU) on rendered validation splits.
+TRACK_SYNTH = --views 8 --size 64 --max-objects 5 --no-progress
+$(SYNTH)/tracking_train_video.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_video --scenes 48 --mode video --seed 10 $(TRACK_SYNTH)
+$(SYNTH)/tracking_train_unordered.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_unordered --scenes 48 --mode unordered --seed 11 $(TRACK_SYNTH)
 $(SYNTH)/tracking_val.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_val --scenes 4 --views 8 --size 64 --mode unordered --seed 0
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_val --scenes 4 --mode unordered --seed 12 $(TRACK_SYNTH)
 
-train-tracking: setup $(SYNTH)/tracking_train.json $(SYNTH)/tracking_val.json
-	$(BIN)/python tools/train.py --config configs/tracking/tiny.yaml $(call resume,tracking/tiny)
-	$(BIN)/python tools/train.py --config configs/tracking/baseline_tiny.yaml $(call resume,tracking/baseline_tiny)
+GEOMETRY_CKPT := $(RUNS)/geometry/tiny/checkpoints/last.ckpt
+train-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
+	test -f $(GEOMETRY_CKPT) || $(MAKE) --no-print-directory train-geometry
+	$(BIN)/python tools/train.py --config configs/tracking/tiny.yaml $(call resume,tracking/tiny) \
+	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
+	$(BIN)/python tools/train.py --config configs/tracking/baseline_tiny.yaml $(call resume,tracking/baseline_tiny) \
+	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
+	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
+	  --skip-memory --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
+	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt
 
 # make train uses a smaller, faster preset of the AIGV benchmark (about 4 min); benchmarks/bench_forensics.py
 # uses the full one (python datasets/prepare_aigv.py --out datasets/aigv).
@@ -85,3 +97,19 @@ train-forensics: setup
 
 clean-venv:
 	rm -rf $(VENV)
+
+# `make demo`: the Gradio demo on http://127.0.0.1:7860 (this machine only; `python demo/app.py --help` for
+# --host / --port / --share). It installs the demo extra once, trains each tiny checkpoint that is missing with the
+# train-* targets above (their progress is shown), prepares the example inputs on first launch, and serves.
+.PHONY: demo
+DEMO_STAMP := $(VENV)/.demo-installed
+DEMO_ARGS ?=
+$(DEMO_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[demo]'
+	@touch $@
+
+demo: $(DEMO_STAMP)
+	@test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-tracking
+	@test -f $(RUNS)/detection/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-detection
+	@test -f $(RUNS)/forensics/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-forensics
+	$(BIN)/python demo/app.py $(DEMO_ARGS)

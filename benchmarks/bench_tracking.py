@@ -3,6 +3,7 @@
 
     python benchmarks/bench_tracking.py --out runs/bench_tracking --train-scenes 24 --steps 300
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt   # evaluate trained models
+        (TrackingModule checkpoints, e.g. from `make train-tracking`; only the validation splits are rendered)
 
 Both models get the same data, prompts, steps, batch size and optimiser (TrackingModule). Figures are printed as a
 table; nothing is typed in. Peak memory is the peak RSS of a fresh subprocess running the predictor.
@@ -27,13 +28,14 @@ import torch  # noqa: E402
 
 
 def render(out: Path, scenes: int, views: int, size: int) -> dict[str, Path]:
+    """Render the training splits (``scenes`` > 0) and the three validation splits into ``out``."""
     from vision.data.synthetic import write_split
     from vision.tracking.splits import long_occlusion_split
 
     paths = {}
-    for name, mode, n, v, seed in [("train_video", "video", scenes, views, 0), ("train_unordered", "unordered",
-                                   scenes, views, 1), ("val_video", "video", 4, 8, 2),
-                                  ("val_unordered", "unordered", 4, 6, 3), ("val_long", "video", 4, 16, 4)]:
+    train = [("train_video", "video", scenes, views, 0), ("train_unordered", "unordered", scenes, views, 1)]
+    for name, mode, n, v, seed in (train if scenes > 0 else []) + [
+            ("val_video", "video", 4, 8, 2), ("val_unordered", "unordered", 4, 6, 3), ("val_long", "video", 4, 16, 4)]:
         p = out / f"{name}.json"
         if not p.exists():
             write_split(out, name, scenes=n, views=v, size=size, mode=mode, seed=seed, threads=1, max_objects=5)
@@ -153,14 +155,20 @@ def main() -> None:
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--geometry-ckpt", default=None,
                     help="start both models from this geometry checkpoint (e.g. runs/geometry/tiny/checkpoints/last.ckpt)")
+    ap.add_argument("--g2tam-ckpt", default=None, help="evaluate this trained G2TAM (TrackingModule checkpoint)")
+    ap.add_argument("--baseline-ckpt", default=None, help="evaluate this trained memory-bank control")
+    ap.add_argument("--skip-speed", action="store_true")
     args = ap.parse_args()
+    if (args.g2tam_ckpt is None) != (args.baseline_ckpt is None):
+        ap.error("--g2tam-ckpt and --baseline-ckpt go together")
     torch.set_num_threads(1)
     if args.memory_child is not None:
         peak_memory_child(args.memory_child, args.size)
         return
     args.out.mkdir(parents=True, exist_ok=True)
     types = [t for t in args.types.split(",") if t]
-    paths = render(args.out, args.train_scenes, args.views, args.size)
+    trained = {"g2tam": args.g2tam_ckpt, "memory_bank": args.baseline_ckpt} if args.g2tam_ckpt else None
+    paths = render(args.out, 0 if trained else args.train_scenes, args.views, args.size)
     text_encoder = None
     if "text" in types:
         from vision.text import get_text_encoder
@@ -168,11 +176,20 @@ def main() -> None:
         text_encoder = get_text_encoder("minilm")
     tables, speeds, times = {}, {}, {}
     for arch in ("g2tam", "memory_bank"):
-        model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, args.geometry_ckpt)
+        if trained:
+            from vision.tracking.predictor import TrackerPredictor
+
+            model, times[arch] = TrackerPredictor.from_checkpoint(trained[arch], text_encoder=None).model.eval(), 0.0
+        else:
+            model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, args.geometry_ckpt)
         with torch.no_grad():
             tables[arch] = evaluate(model, paths, types, text_encoder)
-            speeds[arch] = speed(model, args.size)
-    print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
+            if not args.skip_speed:
+                speeds[arch] = speed(model, args.size)
+    if trained:
+        print(f"\ntrained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
+    else:
+        print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
     print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}")
     for split in tables["g2tam"]:
         for kind in types:
@@ -180,7 +197,7 @@ def main() -> None:
                 a = tables["g2tam"][split][kind].get(key, float("nan"))
                 b = tables["memory_bank"][split][kind].get(key, float("nan"))
                 print(f"{split:<20}{kind:<7}{key:<19}{a:>8.3f}{b:>10.3f}{a - b:>+8.3f}")
-    for n in (1, 4, 16):
+    for n in (1, 4, 16) if speeds else ():
         a, b = speeds["g2tam"][n], speeds["memory_bank"][n]
         print(f"{'speed views/s':<27}{n:>2} obj  {a:>8.1f}{b:>10.1f}  ratio {a / b:.2f}")
     if not args.skip_memory:
