@@ -1,0 +1,306 @@
+"""The demo's per-tab logic, independent of Gradio (the app wraps these functions; tests call them directly).
+
+Conventions: coordinates are pixels of the uploaded frames, frames count from 0; prompts are the text lines of
+:mod:`vision.tracking.prompt_text`. Every function raises :class:`~vision.errors.VisionError` (with a message
+for the user) on bad input; ``progress(fraction, description)`` is called on long work. Each run writes its
+files into a fresh folder under :attr:`DemoConfig.work_dir`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import cv2
+import numpy as np
+
+from demo.uploads import VIDEO_SUFFIXES, Media, check_file, load_media
+from vision.errors import InputError
+from vision.tracking.export import object_colour
+from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
+
+__all__ = ["DemoConfig", "Models", "TrackResult", "DetectResult", "ForensicsResult", "draw_prompts", "click_prompt",
+           "run_tracking", "run_detection", "run_forensics", "ROOT"]
+
+ROOT = Path(__file__).resolve().parents[1]
+Progress = Callable[[float, str], None]
+
+
+def _no_progress(fraction: float, description: str) -> None:
+    return None
+
+
+@dataclass
+class DemoConfig:
+    """Checkpoints, limits and folders of the demo.
+
+    ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: the ``make train`` runs);
+    ``max_upload_mb``: largest accepted file; ``max_track_frames`` / ``max_detect_frames``: frames used of a video
+    (the first ones); ``work_dir``: where run outputs go; ``examples_dir``: the example cache."""
+
+    tracking_ckpt: Path = ROOT / "runs/tracking/tiny/checkpoints/last.ckpt"
+    detection_ckpt: Path = ROOT / "runs/detection/tiny/checkpoints/last.ckpt"
+    forensics_ckpt: Path = ROOT / "runs/forensics/tiny/checkpoints/last.ckpt"
+    max_upload_mb: float = 200.0
+    max_track_frames: int = 64
+    max_detect_frames: int = 300
+    work_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "vision-demo")
+    examples_dir: Path = ROOT / "demo/examples"
+
+    def run_dir(self, task: str) -> Path:
+        """A new, empty output folder for one run of ``task``."""
+        folder = Path(self.work_dir) / f"{task}-{uuid.uuid4().hex[:10]}"
+        folder.mkdir(parents=True)
+        return folder
+
+
+class Models:
+    """Predictors loaded on first use and kept (one per task); ``make_target`` names how to create a missing
+    checkpoint in the error message."""
+
+    _MAKE = {"tracking": "make train-tracking", "detection": "make train-detection",
+             "forensics": "make train-forensics"}
+
+    def __init__(self, config: DemoConfig) -> None:
+        self.config = config
+        self._loaded: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _checkpoint(self, task: str) -> Path:
+        path = Path(getattr(self.config, f"{task}_ckpt"))
+        if not path.is_file():
+            raise InputError(f"no {task} checkpoint at {path}: run `{self._MAKE[task]}` (or `make demo`), or start "
+                             f"the demo with --{task}-ckpt PATH")
+        return path
+
+    def get(self, task: str) -> Any:
+        """The predictor of ``task`` (tracking, detection or forensics)."""
+        with self._lock:
+            if task not in self._loaded:
+                path = self._checkpoint(task)
+                if task == "tracking":
+                    from vision.tracking.predictor import TrackerPredictor
+
+                    self._loaded[task] = TrackerPredictor.from_checkpoint(path)
+                elif task == "detection":
+                    from vision.detection.predictor import DetectorPredictor
+
+                    self._loaded[task] = DetectorPredictor.from_checkpoint(path)
+                else:
+                    from vision.forensics.predictor import ForensicsPredictor
+
+                    self._loaded[task] = ForensicsPredictor.from_checkpoint(path)
+            return self._loaded[task]
+
+
+# ------------------------------------------------------------------------------------------------------- tracking
+
+
+def draw_prompts(frame: np.ndarray, prompts: str, view: int, pending: list[float] | None = None) -> np.ndarray:
+    """``frame`` with the prompts of ``view`` drawn in their object's colour: a filled dot for a positive point,
+    a ring with a cross for a negative one, a rectangle for a box, and a cross at ``pending`` (the first corner of
+    a box being drawn). Malformed prompt text draws nothing (it is reported when the user runs)."""
+    canvas = np.ascontiguousarray(frame.copy())
+    try:
+        specs = parse_prompt_lines(prompts) if prompts.strip() else []
+    except InputError:
+        specs = []
+    for spec in specs:
+        if spec.frame != view:
+            continue
+        colour = object_colour(spec.obj_id)
+        for (x, y), label in zip(spec.points, spec.labels):
+            centre = (int(round(x)), int(round(y)))
+            if label == 1:
+                cv2.circle(canvas, centre, 4, colour, -1, cv2.LINE_AA)
+                cv2.circle(canvas, centre, 4, (255, 255, 255), 1, cv2.LINE_AA)
+            else:
+                cv2.circle(canvas, centre, 4, colour, 1, cv2.LINE_AA)
+                cv2.drawMarker(canvas, centre, (255, 255, 255), cv2.MARKER_TILTED_CROSS, 6, 1)
+        if spec.box is not None:
+            x0, y0, x1, y1 = (int(round(v)) for v in spec.box)
+            cv2.rectangle(canvas, (x0, y0), (x1, y1), colour, 1)
+    if pending is not None:
+        cv2.drawMarker(canvas, (int(round(pending[0])), int(round(pending[1]))), (255, 255, 0), cv2.MARKER_CROSS, 9, 1)
+    return canvas
+
+
+def click_prompt(prompts: str, mode: str, obj_id: int, view: int, x: float, y: float,
+                 pending: list[float] | None) -> tuple[str, list[float] | None]:
+    """Apply one click at ``(x, y)`` on frame ``view``: ``mode`` ``positive`` or ``negative`` adds a point line;
+    ``box`` stores the first corner (returned as the new ``pending``) and on the second click adds the box line.
+    Returns ``(prompts, pending)``."""
+    obj_id = int(obj_id)
+    if obj_id < 1:
+        raise InputError(f"object ids start at 1, got {obj_id}")
+    if mode == "box":
+        if pending is None:
+            return prompts, [float(x), float(y)]
+        (x0, x1), (y0, y1) = sorted((pending[0], x)), sorted((pending[1], y))
+        if x1 - x0 < 1 or y1 - y0 < 1:
+            return prompts, None
+        line = format_prompt_line(obj_id, "box", view, [x0, y0, x1, y1])
+    elif mode in ("positive", "negative"):
+        line = format_prompt_line(obj_id, mode, view, [x, y])
+    else:
+        raise InputError(f"unknown click mode {mode!r}; expected positive, negative or box")
+    text = prompts.rstrip("\n")
+    return (f"{text}\n{line}" if text else line), None
+
+
+@dataclass
+class TrackResult:
+    """Files of one tracking run: ``video`` (annotated mp4), ``scene`` (.glb for the 3D view, or None without
+    geometry), ``downloads`` (results.json, masks.zip, scene.ply and one .ply per object), and a ``summary``."""
+
+    video: Path
+    scene: Path | None
+    downloads: list[Path]
+    summary: str
+
+
+def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = _no_progress) -> TrackResult:
+    """Track the objects of ``prompts`` through the uploaded video or images (see the module docstring)."""
+    from vision.tracking.export import track_and_export
+
+    config = models.config
+    specs = parse_prompt_lines(prompts or "")
+    progress(0.0, "reading the input")
+    media = load_media(files, config.max_track_frames, config.max_upload_mb)
+    for spec in specs:
+        if spec.frame is not None and spec.frame >= len(media.frames):
+            raise InputError(f"object {spec.obj_id} is prompted on frame {spec.frame}, but the input has "
+                             f"{len(media.frames)} frames (0 to {len(media.frames) - 1})")
+    progress(0.05, "loading the tracker")
+    predictor = models.get("tracking")
+    state = predictor.init_state(media.frames, ordered=media.is_video)
+    for spec in specs:
+        predictor.add_prompt(state, obj_id=spec.obj_id, mask=None, **spec.arrays())
+    out = config.run_dir("track")
+    export = track_and_export(predictor, state, media.frames, out, fps=media.fps,
+                              progress=lambda done, total: progress(0.1 + 0.8 * done / total,
+                                                                    f"tracking frame {done}/{total}"))
+    progress(0.95, "writing the files")
+    downloads = [export.results, export.masks] + ([export.scene_ply] if export.scene_ply else [])
+    downloads += list(export.plys.values())
+    lines = [f"{media.name}: {len(media.frames)} frames, {len(specs)} object(s)."]
+    lines += [f"object {o}: found in {n} of {len(media.frames)} frames" for o, n in export.frames_with_object.items()]
+    lines += [f"object {o}: no 3D point (not found in any frame), so no .ply" for o in export.empty]
+    if export.scene_glb is None:
+        lines.append("this tracker predicts no geometry: no 3D view")
+    if media.note:
+        lines.append(media.note)
+    return TrackResult(video=export.video, scene=export.scene_glb, downloads=downloads, summary="\n".join(lines))
+
+
+# ------------------------------------------------------------------------------------------------------ detection
+
+
+@dataclass
+class DetectResult:
+    """Files and figures of one detection run: ``video`` (annotated mp4), ``preview`` (annotated frame with the
+    most drawn detections, PNG), ``results`` (COCO results JSON), ``table`` rows ``[label, count, best score]``
+    (label ``unknown`` for rejected objects) and a ``summary``."""
+
+    video: Path
+    preview: Path
+    results: Path
+    table: list[list[Any]]
+    summary: str
+
+
+def parse_vocabulary(text: str) -> list[str]:
+    """``"mug, chair; lamp"`` -> ``["mug", "chair", "lamp"]`` (commas, semicolons or new lines separate)."""
+    names = [n.strip() for n in (text or "").replace(";", ",").replace("\n", ",").split(",")]
+    names = [n for n in names if n]
+    if not names:
+        raise InputError("the vocabulary is empty: type class names separated by commas, e.g. 'mug, chair, lamp'")
+    return names
+
+
+def run_detection(models: Models, file: Any, vocabulary: str, min_score: float = 0.3,
+                  progress: Progress = _no_progress) -> DetectResult:
+    """Detect ``vocabulary`` classes (and reject unknown objects) in an uploaded video or image."""
+    from vision.data.io import atomic_write_json
+    from vision.data.video import write_video
+    from vision.detection.predictor import UNKNOWN_NAME
+
+    config = models.config
+    names = parse_vocabulary(vocabulary)
+    progress(0.0, "reading the input")
+    media = load_media(file, config.max_detect_frames, config.max_upload_mb)
+    progress(0.05, "loading the detector")
+    predictor = models.get("detection")
+    predictor.set_vocabulary(names)
+    total = len(media.frames)
+    results = predictor.predict(list(media.frames), progress=lambda done: progress(0.1 + 0.7 * done / total,
+                                                                                  f"detecting {done}/{total}"))
+    out = config.run_dir("detect")
+    progress(0.85, "drawing")
+    atomic_write_json(out / "results.json", predictor.to_coco(results, list(range(1, total + 1))))
+    drawn = [predictor.draw(f, r, min_score=min_score) for f, r in zip(media.frames, results)]
+    write_video(out / "annotated.mp4", drawn, fps=media.fps, crf=20, preset="veryfast")
+    shown = [int((r["scores"] >= min_score).sum()) for r in results]
+    best = int(np.argmax(shown))
+    cv2.imwrite(str(out / "preview.png"), cv2.cvtColor(drawn[best], cv2.COLOR_RGB2BGR))
+    table = []
+    for label in names + [UNKNOWN_NAME]:
+        scores = [float(s) for r in results for s, lab in zip(r["scores"], r["labels"])
+                  if lab == label and s >= min_score]
+        if scores:
+            table.append([label, len(scores), round(max(scores), 3)])
+    summary = (f"{media.name}: {total} frame(s), {sum(shown)} detection(s) at score >= {min_score:g} "
+               f"({sum(row[1] for row in table if row[0] == UNKNOWN_NAME)} rejected as unknown).")
+    if media.note:
+        summary += "\n" + media.note
+    return DetectResult(video=out / "annotated.mp4", preview=out / "preview.png", results=out / "results.json",
+                        table=table, summary=summary)
+
+
+# ------------------------------------------------------------------------------------------------------ forensics
+
+
+@dataclass
+class ForensicsResult:
+    """One forensic analysis: ``verdict`` (generated, real or insufficient evidence), ``probability`` of
+    generated (None when the clip cannot be scored), ``reasons``, ``graph`` (PNG of the evidence graph),
+    ``report_html`` / ``report_json`` (the full report)."""
+
+    verdict: str
+    probability: float | None
+    reasons: list[str]
+    graph: Path
+    report_html: Path
+    report_json: Path
+
+
+def run_forensics(models: Models, video: Any, progress: Progress = _no_progress) -> ForensicsResult:
+    """Analyse one uploaded video and write its report and evidence graph."""
+    from demo.graph import draw_evidence_graph
+    from vision.forensics.predictor import public_report
+    from vision.forensics.report import write_report
+
+    config = models.config
+    path = check_file(video, VIDEO_SUFFIXES, config.max_upload_mb)
+    progress(0.05, "loading the detector")
+    predictor = models.get("forensics")
+    progress(0.2, "measuring the forensic evidence")
+    report = predictor.analyze(path)
+    progress(0.8, "writing the report")
+    public = public_report(report)
+    out = config.run_dir("forensics")
+    paths = write_report(public, report["_clip"], report["_extras"], out)
+    cv2.imwrite(str(out / "evidence_graph.png"), cv2.cvtColor(draw_evidence_graph(public), cv2.COLOR_RGB2BGR))
+    verdict = public["verdict"]
+    return ForensicsResult(verdict=verdict["verdict"], probability=verdict["probability"],
+                           reasons=list(verdict["reasons"]), graph=out / "evidence_graph.png",
+                           report_html=paths["html"], report_json=paths["json"])
+
+
+def media_preview(files: Any, config: DemoConfig) -> Media:
+    """The frames the tracking tab shows for picking prompts (same limits as a run)."""
+    return load_media(files, config.max_track_frames, config.max_upload_mb)
