@@ -335,6 +335,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-upload-mb", type=float, default=defaults.max_upload_mb)
     parser.add_argument("--max-frames", type=int, default=defaults.max_track_frames,
                         help="frames of a video used for tracking (the first ones)")
+    parser.add_argument("--presence-threshold", type=float, default=defaults.presence_threshold,
+                        help="tracking: an object's mask is emptied in frames where its presence probability is lower")
     return parser.parse_args(argv)
 
 
@@ -344,7 +346,8 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
     atexit.register(shutil.rmtree, work_dir, ignore_errors=True)
     config = handlers.DemoConfig(tracking_ckpt=args.tracking_ckpt, detection_ckpt=args.detection_ckpt,
                                  forensics_ckpt=args.forensics_ckpt, max_upload_mb=args.max_upload_mb,
-                                 max_track_frames=args.max_frames, work_dir=work_dir, examples_dir=args.examples_dir)
+                                 max_track_frames=args.max_frames, presence_threshold=args.presence_threshold,
+                                 work_dir=work_dir, examples_dir=args.examples_dir)
     examples = None
     if not args.no_examples:
         print(f"preparing the example inputs in {args.examples_dir} (first launch only) ...", flush=True)

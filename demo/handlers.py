@@ -40,7 +40,8 @@ class DemoConfig:
 
     ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: the ``make train`` runs);
     ``max_upload_mb``: largest accepted file; ``max_track_frames`` / ``max_detect_frames``: frames used of a video
-    (the first ones); ``work_dir``: where run outputs go; ``examples_dir``: the example cache."""
+    (the first ones); ``presence_threshold``: the tracker empties an object's mask in a frame where its presence
+    probability is lower; ``work_dir``: where run outputs go; ``examples_dir``: the example cache."""
 
     tracking_ckpt: Path = ROOT / "runs/tracking/tiny/checkpoints/last.ckpt"
     detection_ckpt: Path = ROOT / "runs/detection/tiny/checkpoints/last.ckpt"
@@ -48,6 +49,7 @@ class DemoConfig:
     max_upload_mb: float = 200.0
     max_track_frames: int = 64
     max_detect_frames: int = 300
+    presence_threshold: float = 0.5
     work_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "vision-demo")
     examples_dir: Path = ROOT / "demo/examples"
 
@@ -85,7 +87,8 @@ class Models:
                 if task == "tracking":
                     from vision.tracking.predictor import TrackerPredictor
 
-                    self._loaded[task] = TrackerPredictor.from_checkpoint(path)
+                    self._loaded[task] = TrackerPredictor.from_checkpoint(
+                        path, presence_threshold=self.config.presence_threshold)
                 elif task == "detection":
                     from vision.detection.predictor import DetectorPredictor
 

@@ -124,7 +124,7 @@ def run_tracking(args: argparse.Namespace, out: Path) -> None:
     source = load_input(args.input)
     fps = 10.0 if isinstance(source, np.ndarray) else probe_video(source).fps
     frames = _frames(source)
-    predictor = TrackerPredictor.from_checkpoint(args.ckpt)
+    predictor = TrackerPredictor.from_checkpoint(args.ckpt, presence_threshold=args.presence_threshold)
     state = predictor.init_state(frames)
     for spec in prompts:
         predictor.add_prompt(state, obj_id=spec.obj_id, mask=None, **spec.arrays())
@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", help="tracking: '1,0' (1 positive, 0 negative), one per point")
     parser.add_argument("--box", help="tracking: 'x0,y0,x1,y1' pixels")
     parser.add_argument("--text", help="tracking: a text prompt such as 'the red mug'")
+    parser.add_argument("--presence-threshold", type=float, default=0.5,
+                        help="tracking: an object's mask is emptied in frames where its presence probability is lower")
     parser.add_argument("--prompt", action="append",
                         help="tracking, several objects: one prompt line, repeatable, e.g. "
                              "'object 2 frame 0 box 10,20,60,90' (see vision/tracking/prompt_text.py)")

@@ -55,7 +55,9 @@ def demo_url(demo_checkpoints: dict[str, Path], demo_examples) -> str:
     args = demo_app.parse_args(["--port", str(_free_port()), "--examples-dir", str(demo_examples.folder),
                                 "--tracking-ckpt", str(demo_checkpoints["tracking"]),
                                 "--detection-ckpt", str(demo_checkpoints["detection"]),
-                                "--forensics-ckpt", str(demo_checkpoints["forensics"])])
+                                "--forensics-ckpt", str(demo_checkpoints["forensics"]),
+                                # a barely trained tracker is unsure an object is present: keep every mask
+                                "--presence-threshold", "0"])
     app = demo_app.launch(args, block=False)
     yield app.local_url
     app.close()
