@@ -12,6 +12,7 @@ import tempfile
 import threading
 import uuid
 from dataclasses import dataclass, field
+from functools import wraps
 from pathlib import Path
 from typing import Any, Callable
 
@@ -61,8 +62,9 @@ class DemoConfig:
 
 
 class Models:
-    """Predictors loaded on first use and kept (one per task); ``make_target`` names how to create a missing
-    checkpoint in the error message."""
+    """Predictors loaded on first use and kept (one per task). A predictor holds state during a run (the detector
+    its vocabulary), so runs of one task take turns (:meth:`run_lock`); a missing checkpoint is an error that names
+    the ``make`` target creating it."""
 
     _MAKE = {"tracking": "make train-tracking", "detection": "make train-detection",
              "forensics": "make train-forensics"}
@@ -71,6 +73,11 @@ class Models:
         self.config = config
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._run_locks = {task: threading.Lock() for task in self._MAKE}
+
+    def run_lock(self, task: str) -> threading.Lock:
+        """The lock a run of ``task`` holds (a button press and an example click may arrive together)."""
+        return self._run_locks[task]
 
     def _checkpoint(self, task: str) -> Path:
         path = Path(getattr(self.config, f"{task}_ckpt"))
@@ -166,6 +173,19 @@ class TrackResult:
     summary: str
 
 
+def _one_run_at_a_time(task: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @wraps(fn)
+        def wrapper(models: Models, *args: Any, **kwargs: Any) -> Any:
+            with models.run_lock(task):
+                return fn(models, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+@_one_run_at_a_time("tracking")
 def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = _no_progress) -> TrackResult:
     """Track the objects of ``prompts`` through the uploaded video or images (see the module docstring)."""
     from vision.tracking.export import track_and_export
@@ -225,6 +245,7 @@ def parse_vocabulary(text: str) -> list[str]:
     return names
 
 
+@_one_run_at_a_time("detection")
 def run_detection(models: Models, file: Any, vocabulary: str, min_score: float = 0.3,
                   progress: Progress = _no_progress) -> DetectResult:
     """Detect ``vocabulary`` classes (and reject unknown objects) in an uploaded video or image."""
@@ -281,6 +302,7 @@ class ForensicsResult:
     report_json: Path
 
 
+@_one_run_at_a_time("forensics")
 def run_forensics(models: Models, video: Any, progress: Progress = _no_progress) -> ForensicsResult:
     """Analyse one uploaded video and write its report and evidence graph."""
     from demo.graph import draw_evidence_graph

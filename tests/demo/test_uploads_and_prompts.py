@@ -85,3 +85,11 @@ def test_evidence_graph_picture():
     empty = draw_evidence_graph({"verdict": {"verdict": "insufficient evidence", "probability": None},
                                  "graph": {"nodes": [], "edges": []}})
     assert (empty < 250).any()
+
+
+def test_a_missing_checkpoint_names_the_make_target(tmp_path):
+    from demo.handlers import DemoConfig, Models
+
+    models = Models(DemoConfig(tracking_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
+    with pytest.raises(InputError, match="run `make train-tracking`"):
+        models.get("tracking")
