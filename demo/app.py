@@ -213,7 +213,7 @@ def _detect_tab(models: handlers.Models, examples: Examples | None) -> tuple[Cal
                     run_on_click=True, cache_examples=False, example_labels=labels, api_visibility="private")
 
     def preload(progress: gr.Progress = gr.Progress()) -> tuple:
-        row = rows[-1]  # the real clip when there is one
+        row = rows[0]  # the synthetic scene: the detector's training domain
         return (*row, *detect(*row, progress))
 
     return (preload if examples is not None else None), [file, vocabulary, min_score, video, preview, table,
