@@ -1,0 +1,101 @@
+"""Ablation of the tiny geometry backbone's patch embedding: the plain patchify convolution against the
+convolutional stem (``patch_embed="convstem"``), same data, steps, seed and optimiser, scored on the unordered
+validation split every ``--every`` steps (learning curves).
+
+    python benchmarks/bench_geometry_ablation.py --out runs/bench_geometry_ablation --scenes 512 --steps 400
+
+Renders ``--scenes`` unordered training scenes and 16 validation scenes (64 px, 8 views) into ``--out`` if absent;
+trains each variant with GeometryModule's recipe (AdamW, decay groups, warm-up + cosine, clip 1.0) on 4-view clips, batch 4, no
+augmentation; prints one row per (variant, step) with the metrics of ``tools/eval_geometry.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from vision.data.datamodule import MultiViewDataModule  # noqa: E402
+from vision.geometry.model import create_backbone  # noqa: E402
+from vision.training.geometry import GeometryModule, geometry_losses  # noqa: E402
+from vision.training.geometry_eval import evaluate_geometry  # noqa: E402
+from vision.training.optim import decay_param_groups, warmup_cosine  # noqa: E402
+
+VARIANTS = ("conv", "convstem")
+COLUMNS = ("abs_rel", "delta_1.25", "AUC@30", "RRA@15", "RTA@15", "chamfer")
+
+
+def render(out: Path, scenes: int) -> tuple[Path, Path]:
+    from vision.data.synthetic import write_split
+
+    paths = []
+    for name, count, seed in (("train", scenes, 0), ("val", 16, 1)):
+        path = out / f"{name}.json"
+        if not path.exists():
+            write_split(out, name, scenes=count, views=8, size=64, mode="unordered", seed=seed, threads=1)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def run(variant: str, train: Path, val: Path, steps: int, every: int, lr: float = 1e-3) -> list[dict]:
+    """Train one variant; return ``[{"step", "seconds", metrics...}]`` every ``every`` steps."""
+    torch.manual_seed(0)
+    module = GeometryModule(size="tiny", image_size=64, lr=lr, warmup_steps=50)
+    module.model = create_backbone("tiny", img_size=64, patch_embed=variant)
+    data = MultiViewDataModule(str(train), str(val), views=4, batch_size=4, image_size=64, augment=False)
+    data.setup("fit")
+    groups = decay_param_groups(module.model.named_parameters(), 0.05,
+                                lambda name, p: "token" in name or "pos_embed" in name)
+    opt = torch.optim.AdamW(groups, lr=lr)
+    sched = warmup_cosine(opt, lr, 50, steps)["lr_scheduler"]["scheduler"]
+    rows, step, start = [], 0, time.time()
+    while step < steps:
+        for batch in data.train_dataloader():
+            module.model.train()
+            loss = geometry_losses(module.model, batch)[0]["loss"]
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(module.model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            step += 1
+            if step % every == 0 or step == steps:
+                metrics = evaluate_geometry(module.model, val, views=4, image_size=64)["model"]
+                rows.append({"step": step, "seconds": time.time() - start, **{k: metrics[k] for k in COLUMNS}})
+                print(f"  {variant:9s} step {step:5d}  " + "  ".join(f"{k} {rows[-1][k]:.3f}" for k in COLUMNS),
+                      flush=True)
+            if step >= steps:
+                break
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("runs/bench_geometry_ablation"))
+    ap.add_argument("--scenes", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--every", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    train, val = render(args.out, args.scenes)
+    curves = {variant: run(variant, train, val, args.steps, args.every) for variant in VARIANTS}
+    print(f"\n{args.scenes} training scenes, {args.steps} steps, batch 4 x 4 views, 64 px, no augmentation")
+    print(f"{'variant':10s}{'step':>6s}{'train s':>9s}" + "".join(f"{c:>12s}" for c in COLUMNS))
+    for variant, rows in curves.items():
+        for row in rows:
+            print(f"{variant:10s}{row['step']:>6d}{row['seconds']:>9.0f}" + "".join(f"{row[c]:>12.3f}" for c in COLUMNS))
+    (args.out / "results.json").write_text(json.dumps(curves, indent=1))
+
+
+if __name__ == "__main__":
+    main()
