@@ -43,7 +43,7 @@ test: setup
 train: train-geometry train-detection train-tracking train-forensics
 
 $(SYNTH)/geometry_train.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train --scenes 256 --views 8 --size 64 --mode unordered --seed 0
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train --scenes 512 --views 8 --size 64 --mode unordered --seed 0
 $(SYNTH)/geometry_val.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_val --scenes 16 --views 8 --size 64 --mode unordered --seed 0
 

@@ -1,12 +1,14 @@
-"""Ablation of the tiny geometry backbone's patch embedding: the plain patchify convolution against the
-convolutional stem (``patch_embed="convstem"``), same data, steps, seed and optimiser, scored on the unordered
-validation split every ``--every`` steps (learning curves).
+"""Ablations of the tiny geometry backbone's recipe: the plain patchify convolution against the convolutional stem
+(``patch_embed="convstem"``), and the stem with the training augmentation (per-view random crops and photometric
+noise, one flip per clip) switched on; same data, steps, seed and optimiser, scored on the unordered validation
+split every ``--every`` steps (learning curves).
 
-    python benchmarks/bench_geometry_ablation.py --out runs/bench_geometry_ablation --scenes 512 --steps 400
+    python benchmarks/bench_geometry_ablation.py --out runs/bench_geometry_ablation --scenes 512 --steps 400 \
+        [--variants conv,convstem,convstem+augment]
 
 Renders ``--scenes`` unordered training scenes and 16 validation scenes (64 px, 8 views) into ``--out`` if absent;
-trains each variant with GeometryModule's recipe (AdamW, decay groups, warm-up + cosine, clip 1.0) on 4-view clips, batch 4, no
-augmentation; prints one row per (variant, step) with the metrics of ``tools/eval_geometry.py``.
+trains each variant with GeometryModule's recipe (AdamW, decay groups, warm-up + cosine, clip 1.0) on 4-view clips, batch 4 (augmented
+only in ``+augment`` variants); prints one row per (variant, step) with the metrics of ``tools/eval_geometry.py``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from vision.training.geometry import GeometryModule, geometry_losses  # noqa: E4
 from vision.training.geometry_eval import evaluate_geometry  # noqa: E402
 from vision.training.optim import decay_param_groups, warmup_cosine  # noqa: E402
 
-VARIANTS = ("conv", "convstem")
+VARIANTS = ("conv", "convstem", "convstem+augment")
 COLUMNS = ("abs_rel", "delta_1.25", "AUC@30", "RRA@15", "RTA@15", "chamfer")
 
 
@@ -48,9 +50,10 @@ def render(out: Path, scenes: int) -> tuple[Path, Path]:
 def run(variant: str, train: Path, val: Path, steps: int, every: int, lr: float = 1e-3) -> list[dict]:
     """Train one variant; return ``[{"step", "seconds", metrics...}]`` every ``every`` steps."""
     torch.manual_seed(0)
+    embed, _, augment = variant.partition("+")
     module = GeometryModule(size="tiny", image_size=64, lr=lr, warmup_steps=50)
-    module.model = create_backbone("tiny", img_size=64, patch_embed=variant)
-    data = MultiViewDataModule(str(train), str(val), views=4, batch_size=4, image_size=64, augment=False)
+    module.model = create_backbone("tiny", img_size=64, patch_embed=embed)
+    data = MultiViewDataModule(str(train), str(val), views=4, batch_size=4, image_size=64, augment=augment == "augment")
     data.setup("fit")
     groups = decay_param_groups(module.model.named_parameters(), 0.05,
                                 lambda name, p: "token" in name or "pos_embed" in name)
@@ -70,7 +73,7 @@ def run(variant: str, train: Path, val: Path, steps: int, every: int, lr: float 
             if step % every == 0 or step == steps:
                 metrics = evaluate_geometry(module.model, val, views=4, image_size=64)["model"]
                 rows.append({"step": step, "seconds": time.time() - start, **{k: metrics[k] for k in COLUMNS}})
-                print(f"  {variant:9s} step {step:5d}  " + "  ".join(f"{k} {rows[-1][k]:.3f}" for k in COLUMNS),
+                print(f"  {variant:17s} step {step:5d}  " + "  ".join(f"{k} {rows[-1][k]:.3f}" for k in COLUMNS),
                       flush=True)
             if step >= steps:
                 break
@@ -84,17 +87,22 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--every", type=int, default=100)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, from {VARIANTS}")
     args = ap.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        ap.error(f"unknown variant(s) {unknown}; choose from {VARIANTS}")
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     train, val = render(args.out, args.scenes)
-    curves = {variant: run(variant, train, val, args.steps, args.every) for variant in VARIANTS}
-    print(f"\n{args.scenes} training scenes, {args.steps} steps, batch 4 x 4 views, 64 px, no augmentation")
-    print(f"{'variant':10s}{'step':>6s}{'train s':>9s}" + "".join(f"{c:>12s}" for c in COLUMNS))
+    curves = {variant: run(variant, train, val, args.steps, args.every) for variant in variants}
+    print(f"\n{args.scenes} training scenes, {args.steps} steps, batch 4 x 4 views, 64 px")
+    print(f"{'variant':18s}{'step':>6s}{'train s':>9s}" + "".join(f"{c:>12s}" for c in COLUMNS))
     for variant, rows in curves.items():
         for row in rows:
-            print(f"{variant:10s}{row['step']:>6d}{row['seconds']:>9.0f}" + "".join(f"{row[c]:>12.3f}" for c in COLUMNS))
-    (args.out / "results.json").write_text(json.dumps(curves, indent=1))
+            print(f"{variant:18s}{row['step']:>6d}{row['seconds']:>9.0f}" + "".join(f"{row[c]:>12.3f}" for c in COLUMNS))
+    (args.out / f"results_{'_'.join(variants).replace('+', '-')}.json").write_text(json.dumps(curves, indent=1))
 
 
 if __name__ == "__main__":
