@@ -1,10 +1,10 @@
 """Ablations of the tiny geometry backbone's recipe: the plain patchify convolution against the convolutional stem
-(``patch_embed="convstem"``), and the stem with the training augmentation (per-view random crops and photometric
+(``patch_embed="convstem"``), and the plain convolution with the training augmentation (per-view random crops and photometric
 noise, one flip per clip) switched on; same data, steps, seed and optimiser, scored on the unordered validation
 split every ``--every`` steps (learning curves).
 
     python benchmarks/bench_geometry_ablation.py --out runs/bench_geometry_ablation --scenes 512 --steps 400 \
-        [--variants conv,convstem,convstem+augment]
+        [--variants conv,convstem,conv+augment]
 
 Renders ``--scenes`` unordered training scenes and 16 validation scenes (64 px, 8 views) into ``--out`` if absent;
 trains each variant with GeometryModule's recipe (AdamW, decay groups, warm-up + cosine, clip 1.0) on 4-view clips, batch 4 (augmented
@@ -31,7 +31,7 @@ from vision.training.geometry import GeometryModule, geometry_losses  # noqa: E4
 from vision.training.geometry_eval import evaluate_geometry  # noqa: E402
 from vision.training.optim import decay_param_groups, warmup_cosine  # noqa: E402
 
-VARIANTS = ("conv", "convstem", "convstem+augment")
+VARIANTS = ("conv", "convstem", "conv+augment")
 COLUMNS = ("abs_rel", "delta_1.25", "AUC@30", "RRA@15", "RTA@15", "chamfer")
 
 

@@ -44,7 +44,7 @@ VALUE_TOLERANCE = 1e-3
 
 BACKBONE_CONFIGS: dict[str, dict[str, Any]] = {
     "tiny": dict(img_size=112, patch_size=8, embed_dim=128, depth=4, num_heads=4, num_register_tokens=4,
-                 patch_embed="convstem", dpt_features=32, dpt_out_channels=(32, 64, 128, 128), dpt_layers=(0, 1, 2, 3),
+                 patch_embed="conv", dpt_features=32, dpt_out_channels=(32, 64, 128, 128), dpt_layers=(0, 1, 2, 3),
                  camera_trunk_depth=1, camera_num_heads=4),
     "base": dict(img_size=224, patch_size=14, embed_dim=384, depth=12, num_heads=6, num_register_tokens=4,
                  patch_embed="conv", dpt_features=128, dpt_out_channels=(96, 192, 384, 384),
