@@ -1,7 +1,7 @@
 """Ablations of the tiny geometry backbone's recipe: the plain patchify convolution against the convolutional stem
-(``patch_embed="convstem"``), and the plain convolution with the training augmentation (per-view random crops and photometric
-noise, one flip per clip) switched on; same data, steps, seed and optimiser, scored on the unordered validation
-split every ``--every`` steps (learning curves).
+(``patch_embed="convstem"``), and the plain convolution with the training augmentation (per-view random crops
+and photometric noise, one flip per clip) switched on; same data, steps, seed and optimiser, scored on the
+unordered validation split every ``--every`` steps (learning curves).
 
     python benchmarks/bench_geometry_ablation.py --out runs/bench_geometry_ablation --scenes 512 --steps 400 \
         [--variants conv,convstem,conv+augment]
