@@ -145,14 +145,14 @@ def analyze_to_report(ckpt: str | Path, video: str | Path | np.ndarray, out_dir:
     return {"verdict": report["verdict"]["verdict"], "probability": report["verdict"]["probability"], **paths}
 
 
-def predict_split(ckpt: str | Path, split_file: str | Path) -> list[dict[str, Any]]:
-    """Score every labelled video of a split: results ``[{video_id, score, verdict}]`` for
-    :func:`vision.evaluation.forensics.evaluate_forensics` (score = calibrated probability of generated; a
-    clip that cannot be scored gets 0.5 and its verdict says why)."""
+def predict_split(ckpt: str | Path | ForensicsPredictor, split_file: str | Path) -> list[dict[str, Any]]:
+    """Score every labelled video of a split with a checkpoint path or an already loaded predictor: results
+    ``[{video_id, score, verdict}]`` for :func:`vision.evaluation.forensics.evaluate_forensics` (score =
+    calibrated probability of generated; a clip that cannot be scored gets 0.5 and its verdict says why)."""
     from vision.data.coco import load_split
     from vision.data.datasets import LabelledVideoDataset
 
-    predictor = ForensicsPredictor.from_checkpoint(ckpt)
+    predictor = ckpt if isinstance(ckpt, ForensicsPredictor) else ForensicsPredictor.from_checkpoint(ckpt)
     dataset = LabelledVideoDataset(load_split(split_file))
     results = []
     for i in range(len(dataset)):

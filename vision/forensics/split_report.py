@@ -26,9 +26,10 @@ __all__ = ["evaluate_checkpoint", "format_forensics", "main"]
 def evaluate_checkpoint(checkpoint: str | Path, split_path: str | Path) -> dict[str, Any]:
     """Analyse every labelled video of ``split_path`` and return :func:`evaluate_forensics` at the detector's
     threshold."""
-    threshold = float(ForensicsPredictor.from_checkpoint(checkpoint).detector.threshold)
-    results = predict_split(checkpoint, split_path)
-    return evaluate_forensics(read_json(split_path), results, threshold=threshold, gt_file=str(split_path))
+    predictor = ForensicsPredictor.from_checkpoint(checkpoint)
+    results = predict_split(predictor, split_path)
+    return evaluate_forensics(read_json(split_path), results, threshold=float(predictor.detector.threshold),
+                              gt_file=str(split_path))
 
 
 def format_forensics(metrics: dict[str, Any], title: str) -> str:
