@@ -43,9 +43,11 @@ def clip_batch(video_split):
     return collate_clips([ds[0], ds[1]])
 
 
-def train_tiny_checkpoint(root, text_encoder: str | None = None, steps: int = 1):
+def train_tiny_checkpoint(root, text_encoder: str | None = None, steps: int = 30):
     """A G2TAM TrackingModule (32 px, dim 32) trained for ``steps`` steps on one batch of a 2-scene video split
-    rendered into ``root``, saved as ``root/last.ckpt`` (also used by the demo tests); returns the path."""
+    rendered into ``root``, saved as ``root/last.ckpt`` (also used by the demo and CLI tests); returns the path.
+    The default is enough for the tracker to put some pixels on the objects it was shown, which the end-to-end
+    tests follow into masks, point clouds and .ply files."""
     import lightning as L
 
     from vision.data.coco import load_split

@@ -9,8 +9,9 @@ import torch
 
 from vision.tracking.decoder import MaskDecoder
 from vision.tracking.losses import dice_loss, mask_iou, sigmoid_focal_loss, tracking_losses
-from vision.tracking.prompts import BOX_BR, BOX_TL, PAD, POSITIVE, PromptEncoder, box_to_points
-from vision.tracking.spatial_encoder import gather_points, sample_features, scene_scale, spaced_mask_indices
+from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, PAD, POSITIVE, PromptEncoder, box_to_points
+from vision.tracking.spatial_encoder import (SpatialEncoder, gather_points, sample_features, scene_scale,
+                                             spaced_mask_indices)
 
 
 def test_prompt_encoder_points_and_padding():
@@ -100,3 +101,56 @@ def test_tracking_losses_best_of_multimask():
     swapped = {**out, "presence": torch.tensor([[[-10.0]]])}
     assert tracking_losses(swapped, gt, torch.ones(1, 1, 1, dtype=torch.bool),
                            torch.ones(1, 1, dtype=torch.bool))["loss_presence"].item() > 5
+
+
+def test_prompt_map_channels():
+    enc = PromptEncoder(32)
+    h = w = 16
+    points = torch.tensor([[[4.0, 5.0], [12.0, 12.0], [0.0, 0.0]], [[2.0, 3.0], [9.0, 10.0], [0.0, 0.0]]])
+    labels = torch.tensor([[POSITIVE, NEGATIVE, PAD], [BOX_TL, BOX_BR, PAD]])
+    masks = torch.zeros(2, h, w)
+    masks[1, 0, 0] = 1  # present but not flagged: must not show
+    maps = enc.prompt_map(points, labels, masks, torch.tensor([False, False]))
+    assert maps.shape == (2, PromptEncoder.PROMPT_MAP_CHANNELS, h, w)
+    mask_ch, pos, neg, box = maps.unbind(1)
+    assert mask_ch.abs().sum() == 0
+    assert pos[0, 5, 4] == pytest.approx(1.0) and pos[0].argmax() == 5 * w + 4
+    assert neg[0, 12, 12] == pytest.approx(1.0) and neg[0, 5, 4] < 1e-3
+    assert box[0].sum() == 0 and pos[1].sum() == 0  # no box on slot 0, no click on slot 1
+    inside = torch.zeros(h, w)
+    inside[3:11, 2:10] = 1
+    assert torch.equal(box[1], inside)
+    flagged = enc.prompt_map(points, labels, masks, torch.tensor([False, True]))
+    assert flagged[1, 0, 0, 0] == 1
+    assert enc.has_dense(labels, torch.tensor([False, False])).tolist() == [True, True]
+    assert enc.embed_dense(points, labels, masks, torch.tensor([False, True]), (4, 4)).shape == (2, 32, 4, 4)
+
+
+def test_prompt_map_without_click_maps_keeps_only_the_mask():
+    enc = PromptEncoder(32, click_maps=False)
+    points = torch.tensor([[[4.0, 5.0]]])
+    labels = torch.tensor([[POSITIVE]])
+    masks = torch.ones(1, 8, 8)
+    maps = enc.prompt_map(points, labels, masks, torch.tensor([True]))
+    assert torch.equal(maps[:, 0], masks) and maps[:, 1:].abs().sum() == 0
+    assert enc.has_dense(labels, torch.tensor([False])).tolist() == [False]
+
+
+def test_proximity_maps_follow_the_geometry():
+    enc = SpatialEncoder(32)
+    h = w = 8
+    # view 0: every pixel at x = 0; view 1: left half at the anchor, right half 1 unit away
+    wp = torch.zeros(1, 2, h, w, 3)
+    wp[0, 1, :, w // 2:, 0] = 1.0
+    anchors = torch.zeros(1, 2, 2, 3)
+    anchors[0, 1, 1, 0] = 1.0  # object 1's negative anchor sits at x = 1
+    positive = torch.tensor([[[True, False], [True, False]]])
+    negative = torch.tensor([[[False, False], [False, True]]])
+    maps = enc.proximity_maps(wp, anchors, positive, negative, torch.ones(1), (h, w))
+    assert maps.shape == (1, 2, 2, 3, h, w)
+    assert torch.allclose(maps[0, 0, :, :2], torch.ones(2, 2, h, w))  # every pixel of view 0 is at the anchor
+    assert torch.allclose(maps[0, 1, 0, 0, :, : w // 2], torch.ones(h, w // 2))
+    assert maps[0, 1, 0, 0, :, w // 2:].max() < 1e-6  # 1 unit = 20 sigma away
+    assert maps[0, 1, 0, 1, :, w // 2:].max() == pytest.approx(math.exp(-1 / (2 * 0.15 ** 2)), abs=1e-6)
+    assert torch.allclose(maps[0, 1, 1, 2, :, w // 2:], torch.ones(h, w // 2))  # object 1's negative map
+    assert maps[0, :, 0, 2].abs().sum() == 0  # object 0 has no negative anchor

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import lightning as L
+import pytest
 import torch
 
+from vision.errors import DataError
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.lightning import TrackingModule
 from vision.tracking.model import G2TAM
@@ -93,6 +95,27 @@ def test_training_steps_reduce_loss_and_checkpoint_roundtrip(clip_batch, tmp_pat
     trainer.save_checkpoint(path)
     pred = TrackerPredictor.from_checkpoint(path, text_encoder=None)
     assert pred.image_size == 32 and isinstance(pred.model, G2TAM)
+    assert pred.model.prompt_encoder.click_maps and pred.model.spatial_encoder.proximity
+    # weights that do not fit the model the hyper-parameters describe: a clear error naming the file
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["state_dict"] = {k: v for k, v in ckpt["state_dict"].items() if "proximity_embed" not in k}
+    torch.save(ckpt, tmp_path / "old.ckpt")
+    with pytest.raises(DataError, match="retrain") as info:
+        TrackerPredictor.from_checkpoint(tmp_path / "old.ckpt", text_encoder=None)
+    assert "old.ckpt" in str(info.value)
+
+
+def test_dense_prompt_switches_reach_the_model():
+    off = TrackingModule(image_size=32, dim=32, text_encoder=None, click_maps=False, proximity_maps=False)
+    assert not off.model.prompt_encoder.click_maps and not off.model.spatial_encoder.proximity
+    control = TrackingModule(architecture="memory_bank", image_size=32, dim=32, text_encoder=None,
+                             click_maps=False, proximity_maps=True)
+    assert not control.model.prompt_encoder.click_maps
+    prompts = _prompts()
+    images = torch.rand(1, 3, 3, 32, 32)
+    for module in (off, control):
+        out = module.model(images, prompts)
+        assert out["masks"].shape == (1, 3, 3, 3, 32, 32) and torch.isfinite(out["masks"]).all()
 
 
 def _fixed_step(module: TrackingModule, batch: dict) -> torch.Tensor:

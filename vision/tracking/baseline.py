@@ -60,19 +60,20 @@ class MemoryBankTracker(nn.Module):
         backbone, image_size, dim, num_masks, decoder_depth, num_heads, text_dim, backbone_overrides: as G2TAM.
         memory_size: k, the recent frames kept in the bank (plus the prompted frame).
         memory_layers: memory-attention layers.
+        click_maps: dense click / box maps on the prompted frame (:class:`PromptEncoder`), as G2TAM.
     """
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, memory_size: int = 4,
                  memory_layers: int = 2, feature_layer: int = -1,
-                 backbone_overrides: dict[str, Any] | None = None) -> None:
+                 backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True) -> None:
         super().__init__()
         overrides = dict(enable_camera=False, enable_depth=False, enable_points=False)
         overrides.update(backbone_overrides or {})
         self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **overrides)
         self.dim, self.text_dim, self.memory_size, self.feature_layer = dim, text_dim, memory_size, feature_layer
         self.feat_proj = nn.Sequential(nn.Conv2d(2 * self.backbone.embed_dim, dim, 1), LayerNorm2d(dim))
-        self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim)
+        self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim, click_maps=click_maps)
         self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
                                    mlp_dim=2 * dim)
         self.memory_layers = nn.ModuleList(MemoryAttentionLayer(dim, num_heads, 2 * dim)
@@ -149,9 +150,11 @@ class MemoryBankTracker(nn.Module):
         idle_tok = self.prompt_encoder.not_a_point.expand(seq, 1, d)
         dense = self.prompt_encoder.no_mask.view(1, d, 1, 1).expand(seq, d, gh, gw)
         has_mask = (prompts.has_mask & (prompts.view >= 0)).reshape(seq)
-        if bool(has_mask.any()):
-            memb = self.prompt_encoder.embed_masks(prompts.masks.reshape(seq, h, w), (gh, gw))
-            dense = torch.where(has_mask[:, None, None, None], memb, dense)
+        has_visual = self.prompt_encoder.has_dense(labels, has_mask)
+        if bool(has_visual.any()):
+            emb = self.prompt_encoder.embed_dense(prompts.points.reshape(seq, -1, 2), labels,
+                                                  prompts.masks.reshape(seq, h, w), has_mask, (gh, gw))
+            dense = torch.where(has_visual[:, None, None, None], emb, dense)
 
         mask_out = torch.zeros(seq, s, nm, gh * 4, gw * 4, device=dev)
         iou_out = torch.zeros(seq, s, nm, device=dev)

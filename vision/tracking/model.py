@@ -42,19 +42,23 @@ class G2TAM(nn.Module):
         text_dim: TextEncoder width (MiniLM: 384). mask_points: 3D points per mask prompt.
         feature_layer: aggregator layer used for the view features.
         backbone_overrides: extra :func:`create_backbone` arguments.
+        click_maps: dense click / box maps on the prompted view (:class:`PromptEncoder`).
+        proximity_maps: dense 3D proximity maps on every view (:class:`SpatialEncoder`).
     """
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, mask_points: int = 8,
-                 feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None) -> None:
+                 feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
+                 proximity_maps: bool = True) -> None:
         super().__init__()
         self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **(backbone_overrides or {}))
         self.dim = dim
         self.text_dim = text_dim
         self.feature_layer = feature_layer
         self.feat_proj = nn.Sequential(nn.Conv2d(2 * self.backbone.embed_dim, dim, 1), LayerNorm2d(dim))
-        self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim)
-        self.spatial_encoder = SpatialEncoder(dim, num_heads=num_heads, mask_points=mask_points)
+        self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim, click_maps=click_maps)
+        self.spatial_encoder = SpatialEncoder(dim, num_heads=num_heads, mask_points=mask_points,
+                                              proximity=proximity_maps)
         self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
                                    mlp_dim=2 * dim)
 

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vision.errors import InputError
+from vision.errors import DataError, InputError
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import G2TAM, select_best_mask
 from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, POSITIVE, Prompts
@@ -165,9 +165,15 @@ class TrackerPredictor:
         model = build_tracker(hp.get("architecture", "g2tam"), backbone=hp.get("size", "tiny"), image_size=size,
                               dim=hp.get("dim", 64), num_masks=hp.get("num_masks", 3),
                               decoder_depth=hp.get("decoder_depth", 2), num_heads=hp.get("num_heads", 4),
-                              memory_size=hp.get("memory_size", 4))
+                              memory_size=hp.get("memory_size", 4), click_maps=hp.get("click_maps", True),
+                              proximity_maps=hp.get("proximity_maps", True))
         sd = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
-        model.load_state_dict(sd, strict=True)
+        try:
+            model.load_state_dict(sd, strict=True)
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise DataError(f"the checkpoint's weights do not fit this version of the tracker ({first}); "
+                            "retrain it (make train-tracking after deleting runs/tracking)", file=path) from None
         kwargs.setdefault("text_encoder", hp.get("text_encoder") or "minilm")
         predictor = cls(model, **kwargs)
         predictor.image_size = size

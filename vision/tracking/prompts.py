@@ -86,22 +86,33 @@ class PromptEncoder(nn.Module):
 
     - sparse: random Fourier features of normalised (x, y) + a learned embedding per label (negative, positive,
       box corner 1, box corner 2); padding points get only the learned ``not_a_point`` embedding.
-    - dense: a mask is resized to 4x the patch grid and reduced by a small conv stack to ``[dim, gh, gw]``;
-      without a mask a learned ``no_mask`` embedding is broadcast.
+    - dense: a prompt map of 4 channels on the prompted view (the mask; Gaussian blobs of the positive and of the
+      negative clicks; the filled box) is resized to 4x the patch grid and reduced by a small conv stack to
+      ``[dim, gh, gw]`` (:meth:`embed_dense`); views without a visual prompt get a learned ``no_mask`` embedding.
+      The click and box channels give the decoder the prompt's location directly in image space, which it
+      otherwise has to learn to read from Fourier codes (interactive segmentation's click maps).
     - text: a text-encoder embedding ``[..., text_dim]`` projected to ``[..., dim]`` by an MLP.
 
     Args:
         dim: token width. text_dim: the TextEncoder's width (MiniLM: 384). mask_channels: conv stack width.
+        click_sigma: standard deviation of a click's Gaussian blob, as a fraction of max(H, W).
+        click_maps: render clicks and boxes into the dense prompt map (False: only a mask prompt is dense, as SAM;
+            the ablation in ``benchmarks/bench_tracking_prompts.py``).
     """
 
-    def __init__(self, dim: int, text_dim: int = 384, mask_channels: int = 16) -> None:
+    PROMPT_MAP_CHANNELS = 4  # mask, positive clicks, negative clicks, box
+
+    def __init__(self, dim: int, text_dim: int = 384, mask_channels: int = 16, click_sigma: float = 0.04,
+                 click_maps: bool = True) -> None:
         super().__init__()
         self.dim = dim
+        self.click_sigma = click_sigma
+        self.click_maps = click_maps
         self.pe = FourierFeatures(2, dim // 2)
         self.point_embed = nn.Embedding(4, dim)
         self.not_a_point = nn.Parameter(torch.zeros(dim))
         self.mask_downscale = nn.Sequential(
-            nn.Conv2d(1, mask_channels // 4, 2, stride=2), LayerNorm2d(mask_channels // 4), nn.GELU(),
+            nn.Conv2d(self.PROMPT_MAP_CHANNELS, mask_channels // 4, 2, stride=2), LayerNorm2d(mask_channels // 4), nn.GELU(),
             nn.Conv2d(mask_channels // 4, mask_channels, 2, stride=2), LayerNorm2d(mask_channels), nn.GELU(),
             nn.Conv2d(mask_channels, dim, 1))
         self.no_mask = nn.Parameter(torch.zeros(dim))
@@ -130,11 +141,64 @@ class PromptEncoder(nn.Module):
         yy, xx = torch.meshgrid(ys, xs, indexing="ij")
         return self.encode_coords(torch.stack([xx, yy], dim=-1), image_hw).permute(2, 0, 1)
 
-    def embed_masks(self, masks: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
-        """``masks [N, H, W]`` in [0, 1] -> dense embeddings ``[N, dim, gh, gw]``."""
+    def prompt_map(self, points: torch.Tensor, labels: torch.Tensor, masks: torch.Tensor,
+                   has_mask: torch.Tensor) -> torch.Tensor:
+        """Render visual prompts as image-space maps ``[N, 4, H, W]`` in [0, 1].
+
+        Args:
+            points ``[N, K, 2]`` pixels and labels ``[N, K]`` (see the module doc); masks ``[N, H, W]`` with
+            has_mask ``[N]`` bool. Channels: the mask (where ``has_mask``); the max over positive clicks of
+            ``exp(-d^2 / 2 sigma^2)``; the same over negative clicks; 1 inside the box spanned by the corners.
+            Without ``click_maps`` the last three channels are 0.
+        """
+        n, h, w = masks.shape
+        dev = masks.device
+        mask = torch.where(has_mask[:, None, None], masks.float(), torch.zeros_like(masks, dtype=torch.float32))
+        if not self.click_maps:
+            return torch.cat([mask[:, None], mask.new_zeros(n, self.PROMPT_MAP_CHANNELS - 1, h, w)], dim=1)
+        sigma = self.click_sigma * max(h, w)
+        ys = torch.arange(h, device=dev, dtype=torch.float32)[:, None]
+        xs = torch.arange(w, device=dev, dtype=torch.float32)[None, :]
+        d2 = ((xs[None, None] - points[..., 0, None, None]) ** 2
+              + (ys[None, None] - points[..., 1, None, None]) ** 2)  # [N, K, H, W]
+        blobs = torch.exp(-d2 / (2 * sigma ** 2))
+        zero = torch.zeros_like(blobs)
+        positive = torch.where((labels == POSITIVE)[..., None, None], blobs, zero).amax(1)
+        negative = torch.where((labels == NEGATIVE)[..., None, None], blobs, zero).amax(1)
+        corner = (labels == BOX_TL) | (labels == BOX_BR)
+        big = torch.full_like(points[..., 0], 1e9)
+        x0 = torch.where(corner, points[..., 0], big).amin(1)
+        x1 = torch.where(corner, points[..., 0], -big).amax(1)
+        y0 = torch.where(corner, points[..., 1], big).amin(1)
+        y1 = torch.where(corner, points[..., 1], -big).amax(1)
+        box = ((xs[None] >= x0[:, None, None]) & (xs[None] <= x1[:, None, None])
+               & (ys[None] >= y0[:, None, None]) & (ys[None] <= y1[:, None, None])).float()
+        return torch.stack([mask, positive, negative, box], dim=1)
+
+    def has_dense(self, labels: torch.Tensor, has_mask: torch.Tensor) -> torch.Tensor:
+        """Which prompts get a dense embedding: ``labels [..., K]``, ``has_mask [...]`` -> ``[...]`` bool (a mask,
+        or with ``click_maps`` any click or box corner)."""
+        if not self.click_maps:
+            return has_mask
+        return has_mask | (labels != PAD).any(-1)
+
+    def embed_prompt_maps(self, maps: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
+        """Prompt maps ``[N, 4, H, W]`` (:meth:`prompt_map`) -> dense embeddings ``[N, dim, gh, gw]``."""
         gh, gw = grid_hw
-        x = F.interpolate(masks[:, None].float(), size=(4 * gh, 4 * gw), mode="bilinear", align_corners=False)
+        x = F.interpolate(maps.float(), size=(4 * gh, 4 * gw), mode="bilinear", align_corners=False)
         return self.mask_downscale(x)
+
+    def embed_dense(self, points: torch.Tensor, labels: torch.Tensor, masks: torch.Tensor, has_mask: torch.Tensor,
+                    grid_hw: tuple[int, int]) -> torch.Tensor:
+        """Visual prompts (see :meth:`prompt_map`) -> dense embeddings ``[N, dim, gh, gw]``."""
+        return self.embed_prompt_maps(self.prompt_map(points, labels, masks, has_mask), grid_hw)
+
+    def embed_masks(self, masks: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
+        """A mask prompt alone: ``masks [N, H, W]`` in [0, 1] -> dense embeddings ``[N, dim, gh, gw]``."""
+        n, h, w = masks.shape
+        maps = torch.zeros(n, self.PROMPT_MAP_CHANNELS, h, w, device=masks.device)
+        maps[:, 0] = masks.float()
+        return self.embed_prompt_maps(maps, grid_hw)
 
     def embed_text(self, text: torch.Tensor) -> torch.Tensor:
         """``[..., text_dim]`` -> ``[..., dim]``."""

@@ -8,6 +8,11 @@
   appearance inside), and a mask becomes a set of ``mask_points`` 3D points (evenly spaced over its pixels).
 - A text prompt (TextEncoder embedding) is projected and cross-attends over all views' geometric tokens.
 - Carried 3D memory (a point cloud from an earlier window) becomes 3D-coded tokens plus one appearance token.
+- 3D proximity maps: the prompt's 3D anchors (positive clicks, the box centre, the mask points, the carried memory
+  points; negative clicks apart) are compared with every pixel's predicted world point in every view:
+  ``exp(-d^2 / 2 sigma^2)`` of the distance to the nearest anchor (scene-normalised, two scales for the positive
+  anchors, one for the negative) is embedded by a small conv stack into the view's dense prompt. This is where a
+  prompt on one view reaches the others through the geometry alone.
 
 Nothing is stored per frame: one prompt finds its object in any view through the shared 3D codes.
 World points are detached here (the geometry is trained by its own losses). Scene normalisation: points are
@@ -20,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vision.tracking.layers import Attention, FourierFeatures
-from vision.tracking.prompts import PAD, PromptEncoder, Prompts
+from vision.tracking.layers import Attention, FourierFeatures, LayerNorm2d
+from vision.tracking.prompts import NEGATIVE, PAD, POSITIVE, PromptEncoder, Prompts
 
 __all__ = ["SpatialEncoder", "scene_scale", "sample_features", "gather_points", "spaced_mask_indices"]
 
@@ -87,13 +92,20 @@ class SpatialEncoder(nn.Module):
     Args:
         dim: token width. num_heads: heads of the text cross-attention. mask_points: 3D points per mask prompt.
         pos3d_scale: std of the Gaussian frequencies of the 3D Fourier code (on scene-normalised points).
+        proximity_channels: width of the proximity maps' conv stack. proximity: use the 3D proximity maps (False:
+            the prompt reaches other views only through the 3D-coded tokens; the ablation in
+            ``benchmarks/bench_tracking_prompts.py``).
 
     Token layout per (view, object): ``K`` prompt-point tokens, 1 region token, ``mask_points`` mask-point
     tokens, 2 text tokens, ``M`` memory-point tokens, 1 memory-appearance token.
     """
 
-    def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0) -> None:
+    PROXIMITY_SIGMAS = (0.05, 0.15)  # scene-normalised lengths of the positive maps; negatives use the first
+
+    def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0,
+                 proximity_channels: int = 16, proximity: bool = True) -> None:
         super().__init__()
+        self.proximity = proximity
         self.dim = dim
         self.mask_points = mask_points
         self.pos3d = FourierFeatures(3, dim // 2, scale=pos3d_scale)
@@ -106,6 +118,38 @@ class SpatialEncoder(nn.Module):
         self.text_embed = nn.Parameter(torch.randn(dim) * 0.02)
         self.text_attn = Attention(dim, num_heads)
         self.text_norm = nn.LayerNorm(dim)
+        c = proximity_channels
+        self.proximity_embed = nn.Sequential(
+            nn.Conv2d(len(self.PROXIMITY_SIGMAS) + 1, c // 4, 2, stride=2), LayerNorm2d(c // 4), nn.GELU(),
+            nn.Conv2d(c // 4, c, 2, stride=2), LayerNorm2d(c), nn.GELU(), nn.Conv2d(c, dim, 1))
+
+    def proximity_maps(self, world_points: torch.Tensor, anchors: torch.Tensor, positive: torch.Tensor,
+                       negative: torch.Tensor, scale: torch.Tensor, size_hw: tuple[int, int]) -> torch.Tensor:
+        """Proximity of every view's predicted world points to each object's 3D anchors.
+
+        Args:
+            world_points ``[B, S, H, W, 3]``; anchors ``[B, N, A, 3]`` (world frame); positive / negative
+            ``[B, N, A]`` bool, the anchors of each kind; scale ``[B]`` scene scale; size_hw: output map size
+            (world points are average-pooled to it).
+        Returns:
+            ``[B, S, N, 3, h, w]``: ``exp(-d^2 / 2 sigma^2)`` with d the scene-normalised distance to the nearest
+            positive anchor (one channel per sigma of :attr:`PROXIMITY_SIGMAS`) and to the nearest negative anchor
+            (first sigma); 0 where an object has no anchor of that kind.
+        """
+        b, s = world_points.shape[:2]
+        n, a = anchors.shape[1:3]
+        h, w = size_hw
+        pts = torch.nan_to_num(world_points).permute(0, 1, 4, 2, 3).flatten(0, 1)
+        pts = F.adaptive_avg_pool2d(pts, size_hw).view(b, s, 3, h * w).transpose(2, 3)  # [B, S, hw, 3]
+        pts = pts / scale.view(b, 1, 1, 1)
+        anc = torch.nan_to_num(anchors) / scale.view(b, 1, 1, 1)
+        d2 = ((pts[:, :, None, :, None, :] - anc[:, None, :, None, :, :]) ** 2).sum(-1)  # [B, S, N, hw, A]
+        far = torch.full_like(d2, 1e6)
+        d2_pos = torch.where(positive[:, None, :, None, :], d2, far).amin(-1)  # [B, S, N, hw]
+        d2_neg = torch.where(negative[:, None, :, None, :], d2, far).amin(-1)
+        maps = [torch.exp(-d2_pos / (2 * sig ** 2)) for sig in self.PROXIMITY_SIGMAS]
+        maps.append(torch.exp(-d2_neg / (2 * self.PROXIMITY_SIGMAS[0] ** 2)))
+        return torch.stack(maps, dim=3).view(b, s, n, len(maps), h, w)
 
     def code3d(self, points: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         """3D positional code of world points ``[B, ..., 3]`` with per-clip ``scale [B]`` -> ``[B, ..., dim]``."""
@@ -134,7 +178,8 @@ class SpatialEncoder(nn.Module):
 
         Returns:
             ``view_pos [B, S, dim, gh, gw]``, ``sparse [B, S, N, T, dim]``, ``sparse_pad [B, S, N, T]`` (True =
-            padding), ``dense [B, S, N, dim, gh, gw]`` (mask embedding on the prompted view, ``no_mask`` elsewhere).
+            padding), ``dense [B, S, N, dim, gh, gw]`` (the prompt-map embedding on the prompted view; elsewhere
+            ``no_mask`` + the 3D proximity embedding).
         """
         world_points = world_points.detach()
         b, s, d, gh, gw = feats.shape
@@ -216,10 +261,24 @@ class SpatialEncoder(nn.Module):
         sparse = torch.cat([point_tokens, region_tokens, mask_tokens, text_tokens, mem_tokens, mf_tok], dim=3)
         sparse_pad = torch.cat([point_pad, region_pad, mask_pad, text_pad, mem_pad, mf_pad], dim=3)
 
-        # dense: the mask embedding on the prompted view
+        # dense: the prompt map (mask, clicks, box) on the prompted view, the 3D proximity maps on the other views
         dense = prompt_encoder.no_mask.view(1, 1, 1, d, 1, 1).expand(b, s, n, d, gh, gw)
-        if bool(has_mask.any()):
-            memb = prompt_encoder.embed_masks(prompts.masks.flatten(0, 1), (gh, gw)).view(b, n, d, gh, gw)
-            use = (on_view & has_mask[:, None])[..., None, None, None]
-            dense = torch.where(use, memb[:, None], dense)
+        if self.proximity:
+            box_centre = torch.stack([(x0 + x1) / 2, (y0 + y1) / 2], -1) if bool(has_box.any()) else \
+                torch.zeros(b, n, 2, device=dev)
+            c3 = gather_points(world_points, view, box_centre[:, :, None])  # [B, N, 1, 3]
+            anchors = torch.cat([p3, c3, m3, prompts.memory_points], dim=2)
+            clicks = has_view[..., None]
+            positive = torch.cat([(labels == POSITIVE) & clicks, (has_box & has_view)[..., None], mvalid, mem_valid],
+                                 dim=2)
+            negative = torch.cat([(labels == NEGATIVE) & clicks, torch.zeros_like(positive[..., p3.shape[2]:])], dim=2)
+            prox = self.proximity_maps(world_points, anchors, positive, negative, scale, (4 * gh, 4 * gw))
+            dense = dense + self.proximity_embed(prox.flatten(0, 2)).view(b, s, n, d, gh, gw)
+        has_visual = prompt_encoder.has_dense(labels, has_mask)
+        if bool(has_visual.any()):
+            emb = prompt_encoder.embed_dense(prompts.points.flatten(0, 1), labels.flatten(0, 1),
+                                             prompts.masks.flatten(0, 1), has_mask.flatten(),
+                                             (gh, gw)).view(b, n, d, gh, gw)
+            use = (on_view & has_visual[:, None])[..., None, None, None]
+            dense = torch.where(use, emb[:, None], dense)
         return {"view_pos": view_pos, "sparse": sparse, "sparse_pad": sparse_pad, "dense": dense, "scale": scale}
