@@ -80,7 +80,7 @@ train-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train
 	$(BIN)/python tools/train.py --config configs/tracking/baseline_tiny.yaml $(call resume,tracking/baseline_tiny) \
 	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
 	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
-	  --skip-memory --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
+	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
 	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt
 
 # make train uses a smaller, faster preset of the AIGV benchmark (about 4 min); benchmarks/bench_forensics.py

@@ -27,21 +27,29 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
-def render(out: Path, scenes: int, views: int, size: int) -> dict[str, Path]:
-    """Render the training splits (``scenes`` > 0) and the three validation splits into ``out``."""
+def _scene_count(path: Path) -> int:
+    return len(json.loads(path.read_text()).get("videos", [])) if path.exists() else -1
+
+
+def render(out: Path, scenes: int, views: int, size: int, val_scenes: int = 4) -> dict[str, Path]:
+    """Render the training splits (``scenes`` > 0) and the three validation splits (``val_scenes`` each) into
+    ``out``; a split already there with another number of scenes is rendered again."""
     from vision.data.synthetic import write_split
     from vision.tracking.splits import long_occlusion_split
 
     paths = {}
     train = [("train_video", "video", scenes, views, 0), ("train_unordered", "unordered", scenes, views, 1)]
-    for name, mode, n, v, seed in (train if scenes > 0 else []) + [
-            ("val_video", "video", 4, 8, 2), ("val_unordered", "unordered", 4, 6, 3), ("val_long", "video", 4, 16, 4)]:
+    val = [("val_video", "video", val_scenes, 8, 2), ("val_unordered", "unordered", val_scenes, 6, 3),
+           ("val_long", "video", val_scenes, 16, 4)]
+    stale = False
+    for name, mode, n, v, seed in (train if scenes > 0 else []) + val:
         p = out / f"{name}.json"
-        if not p.exists():
+        if _scene_count(p) != n:
             write_split(out, name, scenes=n, views=v, size=size, mode=mode, seed=seed, threads=1, max_objects=5)
+            stale = stale or name == "val_long"
         paths[name] = p
     occ = out / "val_long_occlusion.json"
-    if not occ.exists():
+    if stale or not occ.exists():
         occ.write_text(json.dumps(long_occlusion_split(json.loads(paths["val_long"].read_text()))))
     paths["val_long_occlusion"] = occ
     return paths
@@ -147,6 +155,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("runs/bench_tracking"))
     ap.add_argument("--train-scenes", type=int, default=24)
+    ap.add_argument("--val-scenes", type=int, default=4, help="scenes in each validation split")
     ap.add_argument("--views", type=int, default=8)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--steps", type=int, default=300)
@@ -168,7 +177,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     types = [t for t in args.types.split(",") if t]
     trained = {"g2tam": args.g2tam_ckpt, "memory_bank": args.baseline_ckpt} if args.g2tam_ckpt else None
-    paths = render(args.out, 0 if trained else args.train_scenes, args.views, args.size)
+    paths = render(args.out, 0 if trained else args.train_scenes, args.views, args.size, args.val_scenes)
     text_encoder = None
     if "text" in types:
         from vision.text import get_text_encoder

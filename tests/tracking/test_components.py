@@ -123,7 +123,8 @@ def test_prompt_map_channels():
     flagged = enc.prompt_map(points, labels, masks, torch.tensor([False, True]))
     assert flagged[1, 0, 0, 0] == 1
     assert enc.has_dense(labels, torch.tensor([False, False])).tolist() == [True, True]
-    assert enc.embed_dense(points, labels, masks, torch.tensor([False, True]), (4, 4)).shape == (2, 32, 4, 4)
+    emb, resized = enc.embed_dense(points, labels, masks, torch.tensor([False, True]), (4, 4))
+    assert emb.shape == (2, 32, 4, 4) and resized.shape == (2, PromptEncoder.PROMPT_MAP_CHANNELS, 16, 16)
 
 
 def test_prompt_map_without_click_maps_keeps_only_the_mask():
@@ -154,3 +155,20 @@ def test_proximity_maps_follow_the_geometry():
     assert maps[0, 1, 0, 1, :, w // 2:].max() == pytest.approx(math.exp(-1 / (2 * 0.15 ** 2)), abs=1e-6)
     assert torch.allclose(maps[0, 1, 1, 2, :, w // 2:], torch.ones(h, w // 2))  # object 1's negative map
     assert maps[0, :, 0, 2].abs().sum() == 0  # object 0 has no negative anchor
+
+
+def test_decoder_fuses_maps_at_its_upsampled_resolution():
+    torch.manual_seed(0)
+    dec = MaskDecoder(32, num_masks=2, depth=1, map_channels=3)
+    image, pe = torch.randn(2, 32, 4, 4), torch.randn(2, 32, 4, 4)
+    sparse, pad = torch.randn(2, 3, 32), torch.zeros(2, 3, dtype=torch.bool)
+    hires = dec.encode_hires(torch.rand(2, 3, 32, 32), (4, 4))
+    maps = torch.zeros(2, 3, 16, 16)
+    base = dec(image, pe, sparse, pad, hires, maps)["masks"]
+    maps[0, 0, 4:8, 4:8] = 1.0
+    moved = dec(image, pe, sparse, pad, hires, maps)["masks"]
+    assert base.shape == (2, 2, 16, 16)
+    assert not torch.allclose(moved[0], base[0]) and torch.allclose(moved[1], base[1])
+    with pytest.raises(ValueError, match="3-channel maps"):
+        dec(image, pe, sparse, pad, hires)
+    assert MaskDecoder(32, map_channels=0).map_proj is None

@@ -27,10 +27,14 @@ def text_encoder():
 
 
 @pytest.fixture(scope="module")
-def predictor(text_encoder):
-    torch.manual_seed(0)
-    return TrackerPredictor(G2TAM(image_size=32, dim=32), text_encoder=text_encoder, window_size=4, max_anchors=1,
-                            memory_points=8)
+def predictor(text_encoder, tmp_path_factory):
+    """A G2TAM briefly trained on synthetic clips (an untrained decoder may put no pixel anywhere)."""
+    from tests.tracking.conftest import train_tiny_checkpoint
+
+    model = TrackerPredictor.from_checkpoint(train_tiny_checkpoint(tmp_path_factory.mktemp("tracker")),
+                                             text_encoder=None).model
+    assert isinstance(model, G2TAM)
+    return TrackerPredictor(model, text_encoder=text_encoder, window_size=4, max_anchors=1, memory_points=8)
 
 
 def _frames(t: int = 6, h: int = 24, w: int = 40) -> np.ndarray:

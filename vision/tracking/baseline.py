@@ -61,12 +61,14 @@ class MemoryBankTracker(nn.Module):
         memory_size: k, the recent frames kept in the bank (plus the prompted frame).
         memory_layers: memory-attention layers.
         click_maps: dense click / box maps on the prompted frame (:class:`PromptEncoder`), as G2TAM.
+        hires_maps: the decoder also fuses the prompted frame's maps at its upsampled resolution, as G2TAM.
     """
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, memory_size: int = 4,
                  memory_layers: int = 2, feature_layer: int = -1,
-                 backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True) -> None:
+                 backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
+                 hires_maps: bool = True) -> None:
         super().__init__()
         overrides = dict(enable_camera=False, enable_depth=False, enable_points=False)
         overrides.update(backbone_overrides or {})
@@ -75,7 +77,7 @@ class MemoryBankTracker(nn.Module):
         self.feat_proj = nn.Sequential(nn.Conv2d(2 * self.backbone.embed_dim, dim, 1), LayerNorm2d(dim))
         self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim, click_maps=click_maps)
         self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
-                                   mlp_dim=2 * dim)
+                                   mlp_dim=2 * dim, map_channels=PromptEncoder.PROMPT_MAP_CHANNELS if hires_maps else 0)
         self.memory_layers = nn.ModuleList(MemoryAttentionLayer(dim, num_heads, 2 * dim)
                                            for _ in range(memory_layers))
         self.memory_norm = nn.LayerNorm(dim)
@@ -151,10 +153,13 @@ class MemoryBankTracker(nn.Module):
         dense = self.prompt_encoder.no_mask.view(1, d, 1, 1).expand(seq, d, gh, gw)
         has_mask = (prompts.has_mask & (prompts.view >= 0)).reshape(seq)
         has_visual = self.prompt_encoder.has_dense(labels, has_mask)
+        cond_maps = feats.new_zeros(seq, self.prompt_encoder.PROMPT_MAP_CHANNELS, 4 * gh, 4 * gw)
         if bool(has_visual.any()):
-            emb = self.prompt_encoder.embed_dense(prompts.points.reshape(seq, -1, 2), labels,
-                                                  prompts.masks.reshape(seq, h, w), has_mask, (gh, gw))
+            emb, pmap = self.prompt_encoder.embed_dense(prompts.points.reshape(seq, -1, 2), labels,
+                                                        prompts.masks.reshape(seq, h, w), has_mask, (gh, gw))
             dense = torch.where(has_visual[:, None, None, None], emb, dense)
+            cond_maps = torch.where(has_visual[:, None, None, None], pmap, cond_maps)
+        use_maps = self.decoder.map_channels > 0
 
         mask_out = torch.zeros(seq, s, nm, gh * 4, gw * 4, device=dev)
         iou_out = torch.zeros(seq, s, nm, device=dev)
@@ -185,8 +190,9 @@ class MemoryBankTracker(nn.Module):
                 image = self.memory_norm(x).transpose(1, 2).reshape(seq, d, gh, gw)
                 sparse = torch.cat([idle_tok, text_tok], dim=1)
                 pad = torch.cat([torch.zeros(seq, 1, dtype=torch.bool, device=dev), text_pad], dim=1)
+            maps = (cond_maps if t == 0 else torch.zeros_like(cond_maps)) if use_maps else None
             out = self.decoder(image, pe2d.transpose(1, 2).reshape(1, d, gh, gw).expand(seq, -1, -1, -1),
-                               sparse, pad, hr)
+                               sparse, pad, hr, maps)
             best, _ = select_best_mask(out["masks"], out["iou"])
             mem = self._memory(f, F.interpolate(best[:, None], size=(h, w), mode="bilinear",
                                                 align_corners=False)[:, 0], out["presence"])

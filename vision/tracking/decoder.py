@@ -2,8 +2,9 @@
 
 Output tokens: a presence token (is the object visible in this view: occluded / outside = absent), an IoU token
 and ``num_masks`` mask tokens (several hypotheses). After the two-way transformer, view features are upsampled
-4x by transposed convolutions, fused with a stride-2 convolution of the RGB image, and each mask token is mapped
-by a hypernetwork MLP to weights dotted with them: mask logits at half the input resolution
+4x by transposed convolutions, fused with stride-2 convolutions of the RGB image and (optionally) with the
+object's dense prompt maps at that resolution (prompt maps on the prompted view, 3D proximity maps), and each mask
+token is mapped by a hypernetwork MLP to weights dotted with them: mask logits at half the input resolution
 (``4 * grid = H / 2`` for patch size 8), which callers upsample bilinearly.
 """
 
@@ -71,9 +72,11 @@ class MaskDecoder(nn.Module):
 
     Args:
         dim: token width. num_masks: hypotheses per object. depth / num_heads / mlp_dim: two-way transformer.
+        map_channels: channels of the per-object maps fused at the upsampled resolution (0: none).
     """
 
-    def __init__(self, dim: int, num_masks: int = 3, depth: int = 2, num_heads: int = 4, mlp_dim: int = 128) -> None:
+    def __init__(self, dim: int, num_masks: int = 3, depth: int = 2, num_heads: int = 4, mlp_dim: int = 128,
+                 map_channels: int = 0) -> None:
         super().__init__()
         self.num_masks = num_masks
         self.presence_token = nn.Parameter(torch.randn(1, dim) * 0.02)
@@ -83,8 +86,11 @@ class MaskDecoder(nn.Module):
         c4, c8 = dim // 4, dim // 8
         self.upscale = nn.Sequential(nn.ConvTranspose2d(dim, c4, 2, stride=2), LayerNorm2d(c4), nn.GELU(),
                                      nn.ConvTranspose2d(c4, c8, 2, stride=2), nn.GELU())
-        self.hires = nn.Sequential(nn.Conv2d(3, c8, 3, stride=2, padding=1), LayerNorm2d(c8), nn.GELU(),
-                                   nn.Conv2d(c8, c8, 3, padding=1))
+        self.hires = nn.Sequential(nn.Conv2d(3, c4, 3, stride=2, padding=1), LayerNorm2d(c4), nn.GELU(),
+                                   nn.Conv2d(c4, c8, 3, padding=1))
+        self.map_channels = map_channels
+        self.map_proj = (nn.Sequential(nn.Conv2d(map_channels, c8, 3, padding=1), nn.GELU(),
+                                       nn.Conv2d(c8, c8, 3, padding=1)) if map_channels > 0 else None)
         self.hypernets = nn.ModuleList(MLP(dim, dim, c8, 3) for _ in range(num_masks))
         self.iou_head = MLP(dim, dim, num_masks, 3)
         self.presence_head = MLP(dim, dim, 1, 3)
@@ -98,13 +104,14 @@ class MaskDecoder(nn.Module):
         return self.hires(rgb)
 
     def forward(self, image: torch.Tensor, image_pe: torch.Tensor, sparse: torch.Tensor, sparse_pad: torch.Tensor,
-                hires: torch.Tensor) -> dict[str, torch.Tensor]:
+                hires: torch.Tensor, maps: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Decode ``L`` (view, object) pairs.
 
         Args:
             image: view features (+ dense prompt) ``[L, D, gh, gw]``; image_pe: their positional code, same shape.
             sparse: prompt tokens ``[L, T, D]``; sparse_pad: ``[L, T]`` True = padding.
             hires: :meth:`encode_hires` of the view's image, ``[L, D // 8, 4gh, 4gw]`` (may be an expanded view).
+            maps: ``[L, map_channels, 4gh, 4gw]`` per-pair maps (required when ``map_channels`` > 0).
 
         Returns:
             ``masks [L, num_masks, 4gh, 4gw]`` logits, ``iou [L, num_masks]`` (predicted IoU, unbounded regression),
@@ -122,6 +129,11 @@ class MaskDecoder(nn.Module):
         mask_out = tokens[:, 2:2 + self.num_masks]
         up = self.upscale(src.transpose(1, 2).reshape(l, d, gh, gw))  # [L, c8, 4gh, 4gw]
         up = up + hires
+        if self.map_proj is not None:
+            if maps is None or maps.shape[1] != self.map_channels:
+                raise ValueError(f"this decoder fuses {self.map_channels}-channel maps; got "
+                                 f"{None if maps is None else tuple(maps.shape)}")
+            up = up + self.map_proj(maps)
         hyper = torch.stack([net(mask_out[:, i]) for i, net in enumerate(self.hypernets)], dim=1)  # [L, M, c8]
         masks = torch.einsum("lmc,lchw->lmhw", hyper, up)
         return {"masks": masks, "iou": self.iou_head(iou_out), "presence": self.presence_head(presence_out)[:, 0]}

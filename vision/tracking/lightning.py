@@ -77,7 +77,8 @@ class TrackingModule(L.LightningModule):
     Args:
         architecture: ``g2tam`` or ``memory_bank``. size / image_size / dim / num_masks / decoder_depth /
             num_heads / memory_size: model sizes. geometry_checkpoint: optional GeometryModule checkpoint path.
-        click_maps / proximity_maps: dense prompt maps (see :class:`G2TAM`; the control has only click maps).
+        click_maps / proximity_maps / hires_maps: dense prompt maps (see :class:`G2TAM`; the control has no
+            proximity maps).
         text_encoder: name for :func:`vision.text.get_text_encoder` (``None`` disables text prompts).
         max_objects: object slots per clip. prompt_types / type_weights: sampled prompt types.
         negative_text: probability of an extra absent-category text prompt per clip.
@@ -93,7 +94,7 @@ class TrackingModule(L.LightningModule):
                  backbone_lr_scale: float = 0.2, weight_decay: float = 0.01, warmup_steps: int = 50,
                  geometry_weight: float = 1.0, focal_weight: float = 20.0, dice_weight: float = 1.0,
                  iou_weight: float = 1.0, presence_weight: float = 1.0, click_maps: bool = True,
-                 proximity_maps: bool = True) -> None:
+                 proximity_maps: bool = True, hires_maps: bool = True) -> None:
         super().__init__()
         self.save_hyperparameters()
         prompt_types = tuple(prompt_types)
@@ -103,7 +104,7 @@ class TrackingModule(L.LightningModule):
         self.prompt_types, self.negative_text = prompt_types, negative_text
         self.model = build_tracker(architecture, backbone=size, image_size=image_size, dim=dim, num_masks=num_masks,
                                    decoder_depth=decoder_depth, num_heads=num_heads, memory_size=memory_size,
-                                   click_maps=click_maps, proximity_maps=proximity_maps)
+                                   click_maps=click_maps, proximity_maps=proximity_maps, hires_maps=hires_maps)
         if geometry_checkpoint:
             load_geometry_weights(self.model, geometry_checkpoint)
         self._text_encoder = None

@@ -44,12 +44,13 @@ class G2TAM(nn.Module):
         backbone_overrides: extra :func:`create_backbone` arguments.
         click_maps: dense click / box maps on the prompted view (:class:`PromptEncoder`).
         proximity_maps: dense 3D proximity maps on every view (:class:`SpatialEncoder`).
+        hires_maps: the decoder also fuses these maps at its upsampled resolution (:class:`MaskDecoder`).
     """
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, mask_points: int = 8,
                  feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
-                 proximity_maps: bool = True) -> None:
+                 proximity_maps: bool = True, hires_maps: bool = True) -> None:
         super().__init__()
         self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **(backbone_overrides or {}))
         self.dim = dim
@@ -59,8 +60,10 @@ class G2TAM(nn.Module):
         self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim, click_maps=click_maps)
         self.spatial_encoder = SpatialEncoder(dim, num_heads=num_heads, mask_points=mask_points,
                                               proximity=proximity_maps)
+        map_channels = PromptEncoder.PROMPT_MAP_CHANNELS + (len(SpatialEncoder.PROXIMITY_SIGMAS) + 1
+                                                            if proximity_maps else 0)
         self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
-                                   mlp_dim=2 * dim)
+                                   mlp_dim=2 * dim, map_channels=map_channels if hires_maps else 0)
 
     @property
     def patch_size(self) -> int:
@@ -97,7 +100,8 @@ class G2TAM(nn.Module):
         image = (feats[:, :, None] + enc["dense"]).flatten(0, 2)  # [B*S*N, d, gh, gw]
         pos = enc["view_pos"][:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
         hr = hires[:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
-        out = self.decoder(image, pos, enc["sparse"].flatten(0, 2), enc["sparse_pad"].flatten(0, 2), hr)
+        maps = enc["maps"].flatten(0, 2) if self.decoder.map_channels else None
+        out = self.decoder(image, pos, enc["sparse"].flatten(0, 2), enc["sparse_pad"].flatten(0, 2), hr, maps)
         m = self.decoder.num_masks
         masks = F.interpolate(out["masks"], size=(h, w), mode="bilinear", align_corners=False)
         return {"masks": masks.view(b, s, n, m, h, w), "iou": out["iou"].view(b, s, n, m),

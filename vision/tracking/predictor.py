@@ -165,8 +165,8 @@ class TrackerPredictor:
         model = build_tracker(hp.get("architecture", "g2tam"), backbone=hp.get("size", "tiny"), image_size=size,
                               dim=hp.get("dim", 64), num_masks=hp.get("num_masks", 3),
                               decoder_depth=hp.get("decoder_depth", 2), num_heads=hp.get("num_heads", 4),
-                              memory_size=hp.get("memory_size", 4), click_maps=hp.get("click_maps", True),
-                              proximity_maps=hp.get("proximity_maps", True))
+                              memory_size=hp.get("memory_size", 4),
+                              **{k: hp.get(k, True) for k in ("click_maps", "proximity_maps", "hires_maps")})
         sd = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
         try:
             model.load_state_dict(sd, strict=True)

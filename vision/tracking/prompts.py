@@ -189,9 +189,13 @@ class PromptEncoder(nn.Module):
         return self.mask_downscale(x)
 
     def embed_dense(self, points: torch.Tensor, labels: torch.Tensor, masks: torch.Tensor, has_mask: torch.Tensor,
-                    grid_hw: tuple[int, int]) -> torch.Tensor:
-        """Visual prompts (see :meth:`prompt_map`) -> dense embeddings ``[N, dim, gh, gw]``."""
-        return self.embed_prompt_maps(self.prompt_map(points, labels, masks, has_mask), grid_hw)
+                    grid_hw: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Visual prompts (see :meth:`prompt_map`) -> (dense embeddings ``[N, dim, gh, gw]``, the prompt maps
+        resized to ``[N, 4, 4gh, 4gw]``, which the mask decoder also reads at that resolution)."""
+        gh, gw = grid_hw
+        maps = F.interpolate(self.prompt_map(points, labels, masks, has_mask), size=(4 * gh, 4 * gw),
+                             mode="bilinear", align_corners=False)
+        return self.mask_downscale(maps), maps
 
     def embed_masks(self, masks: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
         """A mask prompt alone: ``masks [N, H, W]`` in [0, 1] -> dense embeddings ``[N, dim, gh, gw]``."""

@@ -179,7 +179,8 @@ class SpatialEncoder(nn.Module):
         Returns:
             ``view_pos [B, S, dim, gh, gw]``, ``sparse [B, S, N, T, dim]``, ``sparse_pad [B, S, N, T]`` (True =
             padding), ``dense [B, S, N, dim, gh, gw]`` (the prompt-map embedding on the prompted view; elsewhere
-            ``no_mask`` + the 3D proximity embedding).
+            ``no_mask`` + the 3D proximity embedding), ``maps [B, S, N, C, 4gh, 4gw]``: the prompt maps on the
+            prompted view (zeros elsewhere) and, with ``proximity``, the 3 proximity maps on every view (C = 4 or 7).
         """
         world_points = world_points.detach()
         b, s, d, gh, gw = feats.shape
@@ -263,6 +264,7 @@ class SpatialEncoder(nn.Module):
 
         # dense: the prompt map (mask, clicks, box) on the prompted view, the 3D proximity maps on the other views
         dense = prompt_encoder.no_mask.view(1, 1, 1, d, 1, 1).expand(b, s, n, d, gh, gw)
+        maps = [feats.new_zeros(b, s, n, prompt_encoder.PROMPT_MAP_CHANNELS, 4 * gh, 4 * gw)]
         if self.proximity:
             box_centre = torch.stack([(x0 + x1) / 2, (y0 + y1) / 2], -1) if bool(has_box.any()) else \
                 torch.zeros(b, n, 2, device=dev)
@@ -274,11 +276,13 @@ class SpatialEncoder(nn.Module):
             negative = torch.cat([(labels == NEGATIVE) & clicks, torch.zeros_like(positive[..., p3.shape[2]:])], dim=2)
             prox = self.proximity_maps(world_points, anchors, positive, negative, scale, (4 * gh, 4 * gw))
             dense = dense + self.proximity_embed(prox.flatten(0, 2)).view(b, s, n, d, gh, gw)
+            maps.append(prox)
         has_visual = prompt_encoder.has_dense(labels, has_mask)
         if bool(has_visual.any()):
-            emb = prompt_encoder.embed_dense(prompts.points.flatten(0, 1), labels.flatten(0, 1),
-                                             prompts.masks.flatten(0, 1), has_mask.flatten(),
-                                             (gh, gw)).view(b, n, d, gh, gw)
+            emb, pmap = prompt_encoder.embed_dense(prompts.points.flatten(0, 1), labels.flatten(0, 1),
+                                                   prompts.masks.flatten(0, 1), has_mask.flatten(), (gh, gw))
             use = (on_view & has_visual[:, None])[..., None, None, None]
-            dense = torch.where(use, emb[:, None], dense)
-        return {"view_pos": view_pos, "sparse": sparse, "sparse_pad": sparse_pad, "dense": dense, "scale": scale}
+            dense = torch.where(use, emb.view(b, n, d, gh, gw)[:, None], dense)
+            maps[0] = torch.where(use, pmap.view(b, n, *pmap.shape[1:])[:, None], maps[0])
+        return {"view_pos": view_pos, "sparse": sparse, "sparse_pad": sparse_pad, "dense": dense, "scale": scale,
+                "maps": torch.cat(maps, dim=3)}
