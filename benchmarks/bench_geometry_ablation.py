@@ -25,6 +25,7 @@ if str(ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
+from benchmarks.curves import format_curves  # noqa: E402
 from vision.data.datamodule import MultiViewDataModule  # noqa: E402
 from vision.geometry.model import create_backbone  # noqa: E402
 from vision.training.geometry import GeometryModule, geometry_losses  # noqa: E402
@@ -98,10 +99,7 @@ def main() -> None:
     train, val = render(args.out, args.scenes)
     curves = {variant: run(variant, train, val, args.steps, args.every) for variant in variants}
     print(f"\n{args.scenes} training scenes, {args.steps} steps, batch 4 x 4 views, 64 px")
-    print(f"{'variant':18s}{'step':>6s}{'train s':>9s}" + "".join(f"{c:>12s}" for c in COLUMNS))
-    for variant, rows in curves.items():
-        for row in rows:
-            print(f"{variant:18s}{row['step']:>6d}{row['seconds']:>9.0f}" + "".join(f"{row[c]:>12.3f}" for c in COLUMNS))
+    print(format_curves(curves, COLUMNS))
     (args.out / f"results_{'_'.join(variants).replace('+', '-')}.json").write_text(json.dumps(curves, indent=1))
 
 

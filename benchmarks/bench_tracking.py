@@ -129,14 +129,16 @@ def speed(model, size: int, views: int = 8, repeats: int = 2) -> dict[int, float
     return out
 
 
-def peak_memory_child(frames: int, size: int) -> None:
-    """Child process: run the predictor over a random video of ``frames`` frames; print peak RSS (MiB)."""
+def peak_memory_child(frames: int, size: int, ckpt: str | None = None) -> None:
+    """Child process: run the predictor (the trained G2TAM of ``ckpt``, else an untrained one) over a random video
+    of ``frames`` frames; print peak RSS (MiB)."""
     from vision.tracking.model import G2TAM
     from vision.tracking.predictor import TrackerPredictor
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    predictor = TrackerPredictor(G2TAM(image_size=size), text_encoder=None, window_size=8, max_anchors=1)
+    model = TrackerPredictor.from_checkpoint(ckpt, text_encoder=None).model if ckpt else G2TAM(image_size=size)
+    predictor = TrackerPredictor(model, text_encoder=None, window_size=8, max_anchors=1, presence_threshold=0.0)
     video = (np.random.default_rng(0).random((frames, size, size, 3)) * 255).astype(np.uint8)
     state = predictor.init_state(video)
     predictor.add_prompt(state, 0, 1, points=[[size // 2, size // 2]])
@@ -145,8 +147,9 @@ def peak_memory_child(frames: int, size: int) -> None:
     print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
-def peak_memory(frames: int, size: int) -> float:
-    out = subprocess.run([sys.executable, __file__, "--memory-child", str(frames), "--size", str(size)],
+def peak_memory(frames: int, size: int, ckpt: str | None = None) -> float:
+    out = subprocess.run([sys.executable, __file__, "--memory-child", str(frames), "--size", str(size)]
+                         + (["--g2tam-ckpt", ckpt] if ckpt else []),
                          check=True, capture_output=True, text=True)
     return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
 
@@ -172,7 +175,7 @@ def main() -> None:
         ap.error("--g2tam-ckpt and --baseline-ckpt go together")
     torch.set_num_threads(1)
     if args.memory_child is not None:
-        peak_memory_child(args.memory_child, args.size)
+        peak_memory_child(args.memory_child, args.size, args.g2tam_ckpt)
         return
     args.out.mkdir(parents=True, exist_ok=True)
     types = [t for t in args.types.split(",") if t]
@@ -210,7 +213,7 @@ def main() -> None:
         a, b = speeds["g2tam"][n], speeds["memory_bank"][n]
         print(f"{'speed views/s':<27}{n:>2} obj  {a:>8.1f}{b:>10.1f}  ratio {a / b:.2f}")
     if not args.skip_memory:
-        m100, m800 = peak_memory(100, args.size), peak_memory(800, args.size)
+        m100, m800 = peak_memory(100, args.size, args.g2tam_ckpt), peak_memory(800, args.size, args.g2tam_ckpt)
         print(f"peak RSS MiB, G2TAM predictor: 100 frames {m100:.0f}, 800 frames {m800:.0f}, ratio {m800 / m100:.2f}"
               f" (target <= 1.5)")
     (args.out / "results.json").write_text(json.dumps(

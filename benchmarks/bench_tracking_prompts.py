@@ -40,6 +40,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
+from benchmarks.curves import format_curves  # noqa: E402
 from vision.data.coco import load_split  # noqa: E402
 from vision.data.datamodule import MultiViewDataModule  # noqa: E402
 from vision.data.datasets import MultiViewClipDataset, collate_clips  # noqa: E402
@@ -181,10 +182,7 @@ def main() -> None:
             for where in ("prompted", "other")]
     print("columns: split:prompt/views (prompted = the view carrying the prompt, other = the remaining views)")
     print(f"\nfrozen geometry backbone, {args.steps} steps, batch 4 x 4 views, 64 px; mean IoU on {', '.join(val)}")
-    print(f"{'variant':16s}{'step':>6s}{'train s':>9s}" + "".join(f"{c:>25s}" for c in cols))
-    for name, rows in curves.items():
-        for row in rows:
-            print(f"{name:16s}{row['step']:>6d}{row['seconds']:>9.0f}" + "".join(f"{row[c]:>25.3f}" for c in cols))
+    print(format_curves(curves, cols, width=25))
     (args.out / f"results_{'_'.join(variants)}.json").write_text(json.dumps(curves, indent=1))
 
 
