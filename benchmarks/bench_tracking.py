@@ -171,12 +171,12 @@ def main() -> None:
     ap.add_argument("--baseline-ckpt", default=None, help="evaluate this trained memory-bank control")
     ap.add_argument("--skip-speed", action="store_true")
     args = ap.parse_args()
-    if (args.g2tam_ckpt is None) != (args.baseline_ckpt is None):
-        ap.error("--g2tam-ckpt and --baseline-ckpt go together")
     torch.set_num_threads(1)
     if args.memory_child is not None:
         peak_memory_child(args.memory_child, args.size, args.g2tam_ckpt)
         return
+    if (args.g2tam_ckpt is None) != (args.baseline_ckpt is None):
+        ap.error("--g2tam-ckpt and --baseline-ckpt go together")
     args.out.mkdir(parents=True, exist_ok=True)
     types = [t for t in args.types.split(",") if t]
     trained = {"g2tam": args.g2tam_ckpt, "memory_bank": args.baseline_ckpt} if args.g2tam_ckpt else None
