@@ -11,8 +11,9 @@
 - 3D proximity maps: the prompt's 3D anchors (positive clicks, the box centre, the mask points, the carried memory
   points; negative clicks apart) are compared with every pixel's predicted world point in every view:
   ``exp(-d^2 / 2 sigma^2)`` of the distance to the nearest anchor (scene-normalised, two scales for the positive
-  anchors, one for the negative) is embedded by a small conv stack into the view's dense prompt. This is where a
-  prompt on one view reaches the others through the geometry alone.
+  anchors, one for the negative) is embedded by a small conv stack into the dense prompt of every view but the
+  prompted one (whose prompt map stands in there); the decoder also reads the maps at its upsampled resolution.
+  This is where a prompt on one view reaches the others through the geometry alone.
 
 Nothing is stored per frame: one prompt finds its object in any view through the shared 3D codes.
 World points are detached here (the geometry is trained by its own losses). Scene normalisation: points are
