@@ -211,7 +211,7 @@ def _expect_only_data_error(path: Path, check_files: bool = True) -> None:
             assert split.annotation_mask(ann).shape == (img["height"], img["width"])
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_structural_mutations_only_raise_data_error(fixture_dir, split_path, data):
     base = json.loads(split_path.read_text())
@@ -222,7 +222,7 @@ def test_structural_mutations_only_raise_data_error(fixture_dir, split_path, dat
     _expect_only_data_error(path, check_files=False)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_byte_mutations_only_raise_data_error(fixture_dir, split_path, data):
     raw = split_path.read_bytes()
@@ -244,7 +244,7 @@ def test_byte_mutations_only_raise_data_error(fixture_dir, split_path, data):
     _expect_only_data_error(path)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(value=json_value)
 def test_arbitrary_json_documents_only_raise_data_error(value):
     try:

@@ -102,6 +102,7 @@ class SpatialEncoder(nn.Module):
     """
 
     PROXIMITY_SIGMAS = (0.05, 0.15)  # scene-normalised lengths of the positive maps; negatives use the first
+    ANCHOR_CHUNK = 64  # anchors compared at once in proximity_maps (bounds its memory)
 
     def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0,
                  proximity_channels: int = 16, proximity: bool = True) -> None:
@@ -142,12 +143,18 @@ class SpatialEncoder(nn.Module):
         h, w = size_hw
         pts = torch.nan_to_num(world_points).permute(0, 1, 4, 2, 3).flatten(0, 1)
         pts = F.adaptive_avg_pool2d(pts, size_hw).view(b, s, 3, h * w).transpose(2, 3)  # [B, S, hw, 3]
-        pts = pts / scale.view(b, 1, 1, 1)
+        pts = (pts / scale.view(b, 1, 1, 1))[:, :, None].expand(b, s, n, h * w, 3).reshape(b * s * n, h * w, 3)
         anc = torch.nan_to_num(anchors) / scale.view(b, 1, 1, 1)
-        d2 = ((pts[:, :, None, :, None, :] - anc[:, None, :, None, :, :]) ** 2).sum(-1)  # [B, S, N, hw, A]
-        far = torch.full_like(d2, 1e6)
-        d2_pos = torch.where(positive[:, None, :, None, :], d2, far).amin(-1)  # [B, S, N, hw]
-        d2_neg = torch.where(negative[:, None, :, None, :], d2, far).amin(-1)
+        d2_pos = pts.new_full((b * s * n, h * w), 1e6)
+        d2_neg = pts.new_full((b * s * n, h * w), 1e6)
+        for start in range(0, a, self.ANCHOR_CHUNK):  # a running minimum: memory O(pixels x chunk), not x anchors
+            sl = slice(start, start + self.ANCHOR_CHUNK)
+            chunk = anc[:, None, :, sl].expand(b, s, n, -1, 3).reshape(b * s * n, -1, 3)
+            d2 = torch.cdist(pts, chunk) ** 2  # [BSN, hw, chunk]
+            for kind, best in ((positive, d2_pos), (negative, d2_neg)):
+                keep = kind[:, None, :, sl].expand(b, s, n, -1).reshape(b * s * n, 1, -1)
+                torch.minimum(best, torch.where(keep, d2, torch.full_like(d2, 1e6)).amin(-1), out=best)
+        d2_pos, d2_neg = d2_pos.view(b, s, n, h * w), d2_neg.view(b, s, n, h * w)
         maps = [torch.exp(-d2_pos / (2 * sig ** 2)) for sig in self.PROXIMITY_SIGMAS]
         maps.append(torch.exp(-d2_neg / (2 * self.PROXIMITY_SIGMAS[0] ** 2)))
         return torch.stack(maps, dim=3).view(b, s, n, len(maps), h, w)
