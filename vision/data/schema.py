@@ -362,7 +362,14 @@ def _check_segmentation(c: _Checker, seg: Any, field: str, height: int, width: i
                 raise c.fail("a polygon needs an even number (>= 6) of coordinates x0, y0, x1, y1, ...",
                              f"{field}[{j}]", poly)
             for k, v in enumerate(poly):
-                c.number(v, f"{field}[{j}][{k}]")
+                limit = width if k % 2 == 0 else height
+                value = c.number(v, f"{field}[{j}][{k}]")
+                # pycocotools rasterises a polygon edge by edge, so a vertex far off the image would make it
+                # allocate memory in proportion to the edge's length (gigabytes for 1e6, a crash for 1e300).
+                if not -BOX_TOLERANCE_PX <= value <= limit + BOX_TOLERANCE_PX:
+                    axis = "x" if k % 2 == 0 else "y"
+                    raise c.fail(f"polygon {axis} coordinate lies outside its {width}x{height} image (tolerance "
+                                 f"{BOX_TOLERANCE_PX:g} px)", f"{field}[{j}][{k}]", v)
         return
     raise c.fail(f"expected an RLE object or a list of polygons, got {type(seg).__name__}", field, seg)
 
