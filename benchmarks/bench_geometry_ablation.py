@@ -1,7 +1,9 @@
 """Ablations of the tiny geometry backbone's recipe: the plain patchify convolution against the convolutional stem
-(``patch_embed="convstem"``), and the plain convolution with the training augmentation (per-view random crops
-and photometric noise, one flip per clip) switched on; same data, steps, seed and optimiser, scored on the
-unordered validation split every ``--every`` steps (learning curves).
+(``patch_embed="convstem"``), the plain convolution with the training augmentation (per-view random crops
+and photometric noise, one flip per clip) switched on, and the plain convolution with the cross-view patch
+correspondence loss (``+match``, weight 1: :mod:`vision.geometry.matching`; its ``match AUC@30`` / ``match RRA@15``
+columns score the cameras registered from the learned matches); same data, steps, seed and optimiser, scored on
+the unordered validation split every ``--every`` steps (learning curves).
 
     python benchmarks/bench_geometry_ablation.py --out runs/bench_geometry_ablation --scenes 512 --steps 400 \
         [--variants conv,convstem,conv+augment]
@@ -30,10 +32,10 @@ from vision.data.datamodule import MultiViewDataModule  # noqa: E402
 from vision.geometry.model import create_backbone  # noqa: E402
 from vision.training.geometry import GeometryModule, geometry_losses  # noqa: E402
 from vision.training.geometry_eval import evaluate_geometry  # noqa: E402
-from vision.training.optim import decay_param_groups, warmup_cosine  # noqa: E402
+from vision.training.optim import warmup_cosine  # noqa: E402
 
-VARIANTS = ("conv", "convstem", "conv+augment")
-COLUMNS = ("abs_rel", "delta_1.25", "AUC@30", "RRA@15", "RTA@15", "chamfer")
+VARIANTS = ("conv", "convstem", "conv+augment", "conv+match")
+COLUMNS = ("abs_rel", "delta_1.25", "AUC@30", "RRA@15", "RTA@15", "chamfer", "match AUC@30", "match RRA@15")
 
 
 def render(out: Path, scenes: int) -> tuple[Path, Path]:
@@ -52,27 +54,30 @@ def run(variant: str, train: Path, val: Path, steps: int, every: int, lr: float 
     """Train one variant; return ``[{"step", "seconds", metrics...}]`` every ``every`` steps."""
     torch.manual_seed(0)
     embed, _, augment = variant.partition("+")
-    module = GeometryModule(size="tiny", image_size=64, lr=lr, warmup_steps=50)
+    match_weight = 1.0 if augment == "match" else 0.0
+    module = GeometryModule(size="tiny", image_size=64, lr=lr, warmup_steps=50, match_weight=match_weight)
     module.model = create_backbone("tiny", img_size=64, patch_embed=embed)
     data = MultiViewDataModule(str(train), str(val), views=4, batch_size=4, image_size=64, augment=augment == "augment")
     data.setup("fit")
-    groups = decay_param_groups(module.model.named_parameters(), 0.05,
-                                lambda name, p: "token" in name or "pos_embed" in name)
-    opt = torch.optim.AdamW(groups, lr=lr)
+    opt = torch.optim.AdamW(module.param_groups(), lr=lr)
     sched = warmup_cosine(opt, lr, 50, steps)["lr_scheduler"]["scheduler"]
     rows, step, start = [], 0, time.time()
     while step < steps:
         for batch in data.train_dataloader():
             module.model.train()
-            loss = geometry_losses(module.model, batch)[0]["loss"]
+            loss = geometry_losses(module.model, batch, match=module.match, match_weight=match_weight)[0]["loss"]
             opt.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(module.model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
             opt.step()
             sched.step()
             step += 1
             if step % every == 0 or step == steps:
-                metrics = evaluate_geometry(module.model, val, views=4, image_size=64)["model"]
+                results = evaluate_geometry(module.model, val, views=4, image_size=64, match=module.match)
+                metrics = dict(results["model"])
+                matched = results.get("match_pose", {})
+                metrics.update({"match AUC@30": matched.get("AUC@30", float("nan")),
+                                "match RRA@15": matched.get("RRA@15", float("nan"))})
                 rows.append({"step": step, "seconds": time.time() - start, **{k: metrics[k] for k in COLUMNS}})
                 print(f"  {variant:17s} step {step:5d}  " + "  ".join(f"{k} {rows[-1][k]:.3f}" for k in COLUMNS),
                       flush=True)

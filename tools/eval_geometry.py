@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         module = GeometryModule.from_checkpoint(args.ckpt)
         results = evaluate_geometry(module.model, args.split, views=args.views,
-                                    image_size=module.hparams.image_size, max_clips=args.max_clips)
+                                    image_size=module.hparams.image_size, max_clips=args.max_clips,
+                                    match=module.match)
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,8 @@ Batches come from :class:`vision.data.datamodule.MultiViewDataModule`: ``images`
 divided by the mean norm of the valid 3D points (:func:`vision.geometry.losses.normalize_scene`).
 
 Loss = ``camera_weight`` * camera loss (summed over refinement iterations) + ``depth_weight`` * depth loss
-+ ``point_weight`` * point loss. Every term is logged under ``train/`` and ``val/``.
++ ``point_weight`` * point loss (+ ``match_weight`` * the cross-view patch correspondence loss of
+:mod:`vision.geometry.matching` when it is > 0). Every term is logged under ``train/`` and ``val/``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import lightning as L
 import torch
 
 from vision.geometry.losses import camera_loss, depth_loss, normalize_scene, point_loss
+from vision.geometry.matching import MatchProjection, correspondence_loss, patch_correspondences
 from vision.errors import DataError
 from vision.geometry.model import GeometryBackbone, create_backbone
 from vision.training.checkpoint_io import load_checkpoint
@@ -28,8 +30,11 @@ __all__ = ["GeometryModule", "geometry_losses"]
 
 
 def geometry_losses(model: GeometryBackbone, batch: dict[str, Any], camera_weight: float = 5.0,
-                    depth_weight: float = 1.0, point_weight: float = 1.0) -> tuple[dict[str, torch.Tensor], dict]:
-    """Run ``model`` on a batch and return ``(losses, predictions)``; ``losses["loss"]`` is the weighted total."""
+                    depth_weight: float = 1.0, point_weight: float = 1.0, match: MatchProjection | None = None,
+                    match_weight: float = 0.0) -> tuple[dict[str, torch.Tensor], dict]:
+    """Run ``model`` on a batch and return ``(losses, predictions)``; ``losses["loss"]`` is the weighted total.
+    ``match`` projects the last aggregator layer's patch tokens for the correspondence loss (used when
+    ``match_weight`` > 0)."""
     images = batch["images"]
     valid = batch["valid_depth"] & (batch["depth"] > 0)
     gt = normalize_scene(batch["extrinsics"], batch["intrinsics"], batch["depth"], None, valid)
@@ -50,6 +55,12 @@ def geometry_losses(model: GeometryBackbone, batch: dict[str, Any], camera_weigh
         pts = point_loss(pred["world_points"], pred["world_points_conf"], gt.world_points, valid)
         losses.update({"loss_points": pts["loss"]})
         total = total + point_weight * pts["loss"]
+    if match is not None and match_weight > 0:
+        target = patch_correspondences(gt.depth, valid, gt.extrinsics, gt.intrinsics, model.patch_size)
+        features = match(pred["tokens"][-1][:, :, pred["patch_start_idx"]:])
+        cor = correspondence_loss(features, target)
+        losses.update({"loss_match": cor["loss"], "match_accuracy": cor["accuracy"]})
+        total = total + match_weight * cor["loss"]
     losses["loss"] = total
     return losses, pred
 
@@ -64,16 +75,19 @@ class GeometryModule(L.LightningModule):
         use_checkpoint: gradient checkpointing in the aggregator.
         lr, weight_decay, warmup_steps: AdamW with linear warm-up then cosine decay over the run.
         camera_weight, depth_weight, point_weight: loss weights (VGGT: camera 5, depth 1, points 1).
+        match_weight: weight of the cross-view patch correspondence loss (0: off, and no projection is built);
+            match_dim: width of its matching features.
     """
 
     def __init__(self, size: str = "tiny", image_size: int = 64, patch_embed_weights: str | None = None,
                  use_checkpoint: bool = False, lr: float = 1e-3, weight_decay: float = 0.05,
                  warmup_steps: int = 100, camera_weight: float = 5.0, depth_weight: float = 1.0,
-                 point_weight: float = 1.0) -> None:
+                 point_weight: float = 1.0, match_weight: float = 0.0, match_dim: int = 64) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.model = create_backbone(size, img_size=image_size, patch_embed_weights=patch_embed_weights,
                                      use_checkpoint=use_checkpoint)
+        self.match = MatchProjection(2 * self.model.embed_dim, match_dim) if match_weight > 0 else None
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, map_location: Any = "cpu") -> "GeometryModule":
@@ -92,7 +106,7 @@ class GeometryModule(L.LightningModule):
 
     def _step(self, batch: dict[str, Any], stage: str) -> dict[str, torch.Tensor]:
         losses, _ = geometry_losses(self.model, batch, self.hparams.camera_weight, self.hparams.depth_weight,
-                                    self.hparams.point_weight)
+                                    self.hparams.point_weight, self.match, self.hparams.match_weight)
         bs = batch["images"].shape[0]
         self.log(f"{stage}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=stage != "train")
         self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs,
@@ -105,8 +119,12 @@ class GeometryModule(L.LightningModule):
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         self._step(batch, "val")
 
+    def param_groups(self) -> list[dict[str, Any]]:
+        """AdamW groups over the backbone (and the matching projection): weight decay except on 1-d tensors,
+        camera / register tokens and position embeddings."""
+        return decay_param_groups(self.named_parameters(), self.hparams.weight_decay,
+                                  lambda name, p: "token" in name or "pos_embed" in name)
+
     def configure_optimizers(self) -> dict[str, Any]:
-        groups = decay_param_groups(self.model.named_parameters(), self.hparams.weight_decay,
-                                    lambda name, p: "token" in name or "pos_embed" in name)
-        opt = torch.optim.AdamW(groups, lr=self.hparams.lr)
+        opt = torch.optim.AdamW(self.param_groups(), lr=self.hparams.lr)
         return warmup_cosine(opt, self.hparams.lr, self.hparams.warmup_steps, self.trainer.estimated_stepping_batches)

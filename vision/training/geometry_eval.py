@@ -6,7 +6,10 @@ For every clip of ``views`` images of the split (eval transform: a plain resize 
 - cameras: relative rotation / translation-direction errors over all pairs i < j of each clip, pooled over clips,
   then RRA@k, RTA@k and AUC@30; baseline: identity poses for every view;
 - point maps: Chamfer distance after a Umeyama similarity alignment, in units of the normalised GT scene (mean
-  point norm 1 in camera 0's frame), on at most ``max_points`` valid pixels per clip.
+  point norm 1 in camera 0's frame), on at most ``max_points`` valid pixels per clip;
+- with a matching projection (a GeometryModule trained with ``match_weight`` > 0): the same pose metrics for
+  cameras from learned patch matches and predicted depth (:func:`vision.geometry.matching.pose_from_matches`; a
+  view it cannot register keeps the camera head's pose), as the ``match_pose`` row.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from vision.data.datasets import MultiViewClipDataset, collate_clips
 from vision.data.transforms import build_multiview_transform
 from vision.evaluation.geometry import chamfer_metrics, depth_metrics, pose_auc, relative_pose_errors
 from vision.geometry.losses import normalize_scene
+from vision.geometry.matching import MatchProjection, pose_from_matches
 from vision.geometry.model import GeometryBackbone
 
 __all__ = ["evaluate_geometry", "format_geometry_table"]
@@ -44,15 +48,19 @@ def _depth_summary(rows: Iterable[dict]) -> dict[str, float]:
 
 @torch.no_grad()
 def evaluate_geometry(model: GeometryBackbone, split_path: str | Path, views: int = 4, image_size: int = 64,
-                      max_clips: int | None = None, max_points: int = 4000, seed: int = 0) -> dict[str, dict]:
-    """Return ``{"model": {...}, "constant_depth": {...}, "identity_pose": {...}}`` metric dicts (see module doc)."""
+                      max_clips: int | None = None, max_points: int = 4000, seed: int = 0,
+                      match: MatchProjection | None = None) -> dict[str, dict]:
+    """Return ``{"model": {...}, "constant_depth": {...}, "identity_pose": {...}}`` metric dicts (see module doc),
+    plus ``"match_pose"`` when ``match`` is given."""
     split = load_split(split_path)
     dataset = MultiViewClipDataset(split, views, transform=build_multiview_transform(image_size, train=False))
     device = next(model.parameters()).device
     model.eval()
     rng = np.random.default_rng(seed)
     depth_rows, const_rows, chamfers = [], [], []
-    rot_all, trans_all, rot_id, trans_id = [], [], [], []
+    rot_all, trans_all, rot_id, trans_id, rot_match, trans_match = [], [], [], [], [], []
+    if match is not None:
+        match.eval()
     count = len(dataset) if max_clips is None else min(max_clips, len(dataset))
     for index in range(count):
         batch = collate_clips([dataset[index]])
@@ -69,6 +77,15 @@ def evaluate_geometry(model: GeometryBackbone, split_path: str | Path, views: in
         rot, trans = relative_pose_errors(pred["extrinsics"][0].float().cpu().numpy(), gt_extr)
         rot_all.append(rot)
         trans_all.append(trans)
+        if match is not None:
+            features = match(pred["tokens"][-1][:, :, pred["patch_start_idx"]:])[0]
+            extr, inliers = pose_from_matches(features.cpu(), pred["depth"][0, ..., 0].cpu(),
+                                              pred["intrinsics"][0].cpu(), model.patch_size)
+            head = pred["extrinsics"][0].cpu().to(extr.dtype)
+            extr = torch.where((inliers > 0)[:, None, None] | (torch.arange(views) == 0)[:, None, None], extr, head)
+            rot, trans = relative_pose_errors(extr.float().numpy(), gt_extr)
+            rot_match.append(rot)
+            trans_match.append(trans)
         identity = np.tile(np.eye(3, 4, dtype=np.float32), (views, 1, 1))
         rot0, trans0 = relative_pose_errors(identity, gt_extr)
         rot_id.append(rot0)
@@ -84,11 +101,15 @@ def evaluate_geometry(model: GeometryBackbone, split_path: str | Path, views: in
     rot_all, trans_all = np.concatenate(rot_all), np.concatenate(trans_all)
     model_row = {**_depth_summary(depth_rows), **_pose_summary(rot_all, trans_all),
                  "chamfer": float(np.mean(chamfers)) if chamfers else float("nan"), "clips": count}
-    return {
+    results = {
         "model": model_row,
         "constant_depth": {**_depth_summary(const_rows), "clips": count},
         "identity_pose": {**_pose_summary(np.concatenate(rot_id), np.concatenate(trans_id)), "clips": count},
     }
+    if match is not None:
+        results["match_pose"] = {**_pose_summary(np.concatenate(rot_match), np.concatenate(trans_match)),
+                                 "clips": count}
+    return results
 
 
 def format_geometry_table(results: dict[str, dict[str, Any]]) -> str:
