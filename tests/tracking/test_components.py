@@ -172,3 +172,28 @@ def test_decoder_fuses_maps_at_its_upsampled_resolution():
     with pytest.raises(ValueError, match="3-channel maps"):
         dec(image, pe, sparse, pad, hires)
     assert MaskDecoder(32, map_channels=0).map_proj is None
+
+
+def test_a_mask_prompt_outlines_its_object_in_the_proximity_maps():
+    """A long thin mask: 64 anchors cover it in the other view's proximity map, 2 anchors leave gaps."""
+    from vision.tracking.prompts import Prompts
+
+    torch.manual_seed(0)
+    h = w = 32
+    ys, xs = torch.meshgrid(torch.arange(h).float(), torch.arange(w).float(), indexing="ij")
+    wp = torch.stack([xs, ys, torch.zeros(h, w)], -1) / 4.0  # one world frame; both views see the same points
+    wp = wp.expand(1, 2, h, w, 3).clone()
+    p = Prompts.empty(1, 1, (h, w), num_points=1, text_dim=384, memory_dim=16)
+    p.valid[:] = True
+    p.view[0, 0], p.has_mask[0, 0] = 0, True
+    p.masks[0, 0, 14:18, 2:30] = 1.0
+    feats = torch.randn(1, 2, 16, 4, 4)
+    covered = {}
+    for count in (2, 64):
+        enc = SpatialEncoder(16, proximity_points=count).eval()
+        with torch.no_grad():
+            maps = enc(feats, wp, p, PromptEncoder(16), (h, w))["maps"]  # [1, 2, 1, 7, 16, 16]
+        near = maps[0, 1, 0, 4]  # the 0.05-sigma map of view 1, at 16 x 16
+        inside = torch.nn.functional.adaptive_avg_pool2d(p.masks[0, 0][None, None], (16, 16))[0, 0] > 0.5
+        covered[count] = float((near[inside] > 0.5).float().mean())
+    assert covered[64] > 0.9 and covered[2] < 0.5

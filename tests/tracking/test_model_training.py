@@ -12,7 +12,7 @@ from vision.tracking.lightning import TrackingModule
 from vision.tracking.model import G2TAM
 from vision.tracking.predictor import TrackerPredictor
 from vision.tracking.prompts import Prompts
-from vision.tracking.sampling import sample_prompts
+from vision.tracking.sampling import sample_prompts, simulate_memory
 
 
 def _prompts(n: int = 3) -> Prompts:
@@ -139,3 +139,63 @@ def test_memory_bank_module_step(clip_batch):
     losses = module._step(clip_batch, "train")
     assert torch.isfinite(losses["loss"]) and "loss_geometry" not in losses
     losses["loss"].backward()
+
+
+def test_simulate_memory_lifts_a_visible_mask_through_the_point_maps(clip_batch):
+    g = torch.Generator().manual_seed(0)
+    sampled = sample_prompts(clip_batch, max_objects=2, types=["point"], generator=g)
+    b, s, n, h, w = sampled.gt_masks.shape
+    # world points that encode their own (view, y, x): a lifted point tells where it was read
+    ys, xs = torch.meshgrid(torch.arange(h).float(), torch.arange(w).float(), indexing="ij")
+    wp = torch.stack([xs.expand(b, s, h, w), ys.expand(b, s, h, w),
+                      torch.arange(s).float().view(1, s, 1, 1).expand(b, s, h, w)], -1)
+    feats = torch.randn(b, s, 8, 4, 4)
+    none = simulate_memory(sampled, wp, feats, prob=0.0, generator=g)
+    assert not none.memory_valid.any() and torch.equal(none.points, sampled.prompts.points)
+    full = simulate_memory(sampled, wp, feats, prob=1.0, num_points=16, generator=g)
+    assert full.memory_points.shape == (b, n, 16, 3) and full.memory_feat.shape == (b, n, 8)
+    for bi in range(b):
+        for j in range(n):
+            if not sampled.prompts.valid[bi, j]:
+                assert not full.memory_valid[bi, j].any()
+                continue
+            pts = full.memory_points[bi, j][full.memory_valid[bi, j]]
+            assert len(pts) > 0
+            view = int(pts[0, 2])
+            assert (pts[:, 2] == view).all()  # all from one view, where the object's mask is
+            assert sampled.gt_masks[bi, view, j, pts[:, 1].long(), pts[:, 0].long()].all()
+            assert full.memory_feat[bi, j].abs().sum() > 0
+    assert sampled.prompts.memory_points.shape[2] == 1  # the sampled prompts are left as they were
+
+
+def test_memory_training_step_reaches_the_memory_tokens(clip_batch):
+    torch.manual_seed(0)
+    module = TrackingModule(image_size=32, dim=32, text_encoder=None, max_objects=2, memory_prob=1.0,
+                            memory_points=16)
+    loss = module.training_step(clip_batch, 0)["loss"]
+    loss.backward()
+    assert module.model.spatial_encoder.memory_embed.grad.abs().sum() > 0
+    off = TrackingModule(image_size=32, dim=32, text_encoder=None, max_objects=2)
+    off.training_step(clip_batch, 0)["loss"].backward()
+    assert off.model.spatial_encoder.memory_embed.grad is None or off.model.spatial_encoder.memory_embed.grad.abs().sum() == 0
+
+
+def test_second_pass_lifts_the_prompted_view_into_memory(tmp_path):
+    model = G2TAM(image_size=32, dim=32)
+    frames = (torch.rand(4, 32, 32, 3) * 255).to(torch.uint8).numpy()
+    outputs = {}
+    for refine in (False, True):
+        pred = TrackerPredictor(model, text_encoder=None, refine=refine, presence_threshold=0.0)
+        seen = []
+        original = pred._decode
+
+        def spy(encoded, prompts, original=original, seen=seen):
+            seen.append(bool(prompts.memory_valid.any()))
+            return original(encoded, prompts)
+
+        pred._decode = spy
+        state = pred.init_state(frames, ordered=True)
+        pred.add_prompt(state, 0, 1, points=[[10, 12]], labels=[1])
+        outputs[refine] = [m for _, _, m, _ in pred.propagate(state)]
+        assert seen == ([False, True] if refine else [False])
+    assert len(outputs[True]) == len(outputs[False]) == 4

@@ -5,7 +5,8 @@ Batches: :class:`vision.data.datamodule.MultiViewDataModule` (``collate_clips``)
 
 - ``architecture="g2tam"``: loss = ``geometry_weight`` * geometry losses (:func:`vision.training.geometry.
   geometry_losses`: cameras, depth, points) + focal x20 + dice + IoU L1 + presence BCE; the mask head reads the
-  same backbone pass, so training is end to end.
+  same backbone pass, so training is end to end. With ``memory_prob`` > 0 some object slots also carry a 3D
+  memory (:func:`vision.tracking.sampling.simulate_memory`), as the predictor's windows and second pass give.
 - ``architecture="memory_bank"``: :class:`~vision.tracking.baseline.MemoryBankTracker` with the same mask losses,
   prompts, optimiser and schedule (no geometry losses: it has no geometry heads).
 
@@ -24,7 +25,7 @@ from vision.errors import InputError
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.losses import tracking_losses
 from vision.tracking.model import G2TAM
-from vision.tracking.sampling import PROMPT_TYPES, sample_prompts
+from vision.tracking.sampling import PROMPT_TYPES, sample_prompts, simulate_memory
 from vision.training.checkpoint_io import load_checkpoint
 from vision.training.geometry import geometry_losses
 from vision.training.optim import warmup_cosine
@@ -84,6 +85,8 @@ class TrackingModule(L.LightningModule):
         negative_text: probability of an extra absent-category text prompt per clip.
         lr, backbone_lr_scale, weight_decay, warmup_steps: AdamW (backbone lr = lr * scale), warm-up + cosine.
         geometry_weight, focal_weight, dice_weight, iou_weight, presence_weight: loss weights.
+        memory_prob / memory_points: chance that an object slot carries a simulated 3D memory of that many points
+            (G2TAM only; 0 disables it).
     """
 
     def __init__(self, architecture: str = "g2tam", size: str = "tiny", image_size: int = 64, dim: int = 64,
@@ -94,7 +97,8 @@ class TrackingModule(L.LightningModule):
                  backbone_lr_scale: float = 0.2, weight_decay: float = 0.01, warmup_steps: int = 50,
                  geometry_weight: float = 1.0, focal_weight: float = 20.0, dice_weight: float = 1.0,
                  iou_weight: float = 1.0, presence_weight: float = 1.0, click_maps: bool = True,
-                 proximity_maps: bool = True, hires_maps: bool = True) -> None:
+                 proximity_maps: bool = True, hires_maps: bool = True, memory_prob: float = 0.0,
+                 memory_points: int = 64) -> None:
         super().__init__()
         self.save_hyperparameters()
         prompt_types = tuple(prompt_types)
@@ -139,6 +143,9 @@ class TrackingModule(L.LightningModule):
         if isinstance(self.model, G2TAM):
             geo, pred = geometry_losses(self.model.backbone, batch)
             encoded = self.model.features_from_geometry(pred)
+            if self.hparams.memory_prob > 0:
+                prompts = simulate_memory(sampled, encoded["world_points"], encoded["feats"],
+                                          self.hparams.memory_prob, self.hparams.memory_points, generator)
             out = self.model.decode(encoded, prompts)
             losses.update({k: v for k, v in geo.items() if k != "loss"})
             losses["loss_geometry"] = geo["loss"]

@@ -20,6 +20,11 @@ windows) plus the next unprocessed views. After each window every object's predi
 under its masks) are subsampled to ``memory_points`` and carried into the next window as 3D prompts, with their
 mean appearance; per-object point clouds are capped at ``max_cloud_points``. Peak memory depends on the window,
 not on the video length. Cameras and depth are those of the window in which each view was processed.
+
+Second pass (G2TAM, ``refine=True``): within a window, each object's first-pass masks on its prompted view (on
+every view where it was found, for text prompts) are lifted through the point maps and join its carried 3D
+memory; the window is then decoded again, so a click or a box reaches the other views as the object's whole 3D
+extent rather than as one point. The backbone runs once per window either way.
 """
 
 from __future__ import annotations
@@ -135,12 +140,14 @@ class TrackerPredictor:
         window_size: views per window. max_anchors: prompted views kept in every window.
         memory_points: 3D points carried per object between windows. max_cloud_points: cap per object cloud.
         presence_threshold: presence probability under which an object's mask is emptied.
+        refine: decode each window a second time with the first pass's masks lifted to 3D (G2TAM only).
         device: torch device (default: the model's).
     """
 
     def __init__(self, model: G2TAM | MemoryBankTracker, text_encoder: Any = "minilm", window_size: int = 8,
                  max_anchors: int = 2, memory_points: int = 64, max_cloud_points: int = 20000,
-                 presence_threshold: float = 0.5, device: torch.device | str | None = None) -> None:
+                 presence_threshold: float = 0.5, refine: bool = True,
+                 device: torch.device | str | None = None) -> None:
         if window_size < 2 or max_anchors < 1 or max_anchors >= window_size:
             raise InputError(f"need window_size >= 2 and 1 <= max_anchors < window_size, got {window_size}, "
                              f"{max_anchors}")
@@ -152,6 +159,7 @@ class TrackerPredictor:
         self.window_size, self.max_anchors = window_size, max_anchors
         self.memory_points, self.max_cloud_points = memory_points, max_cloud_points
         self.presence_threshold = presence_threshold
+        self.refine = refine
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, image_size: int | None = None, **kwargs: Any) -> "TrackerPredictor":
@@ -387,15 +395,16 @@ class TrackerPredictor:
             images = torch.from_numpy(state.frames[window]).to(self.device).permute(0, 3, 1, 2).float()[None] / 255
             encoded = self.model.encode(images)
             prompts = self._build_prompts(state, obj_ids, window, memory)
-            out = self.model.decode(encoded, prompts)
-            best, _ = select_best_mask(out["masks"][0], out["iou"][0])  # [S, N, s, s]
-            prob = out["presence"][0].sigmoid()  # [S, N]
-            masks = (best > 0) & (prob[..., None, None] >= self.presence_threshold)
-            masks_np = masks.cpu().numpy()
-            prob_np = prob.cpu().numpy()
+            masks, prob = self._decode(encoded, prompts)
             if is_g2tam:
                 wp = encoded["world_points"][0].cpu().numpy()  # [S, s, s, 3]
                 feats = encoded["feats"][0]
+                if self.refine:
+                    lifted = self._second_pass_memory(state, obj_ids, window, masks, wp, feats, memory)
+                    masks, prob = self._decode(encoded, self._build_prompts(state, obj_ids, window, lifted))
+            masks_np = masks.cpu().numpy()
+            prob_np = prob.cpu().numpy()
+            if is_g2tam:
                 for i, v in enumerate(window):
                     if v in emit:
                         state.extrinsics[v] = encoded["extrinsics"][0, i].cpu().numpy()
@@ -407,16 +416,58 @@ class TrackerPredictor:
                                             interpolation=cv2.INTER_NEAREST) > 0 for m in masks_np[i]])
                 yield v, list(obj_ids), full, prob_np[i].astype(np.float32)
 
+    def _decode(self, encoded: dict[str, Any], prompts: Prompts) -> tuple[torch.Tensor, torch.Tensor]:
+        """Best-hypothesis masks ``[S, N, s, s]`` (emptied under the presence threshold) and presence ``[S, N]``."""
+        out = self.model.decode(encoded, prompts)
+        best, _ = select_best_mask(out["masks"][0], out["iou"][0])
+        prob = out["presence"][0].sigmoid()
+        return (best > 0) & (prob[..., None, None] >= self.presence_threshold), prob
+
+    def _lift(self, masks: np.ndarray, wp: np.ndarray, feats: torch.Tensor,
+              carried: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """An object's 3D memory from its masks ``[V, s, s]`` on views with world points ``[V, s, s, 3]`` and
+        features ``[V, d, gh, gw]``, merged with the ``carried`` (points, feature): ``memory_points`` evenly
+        spaced points and the mean feature under the masks (the carried feature when the masks are empty)."""
+        pts = wp[masks]
+        pts = pts[np.isfinite(pts).all(1)]
+        if carried is not None:
+            pts = np.concatenate([carried[0], pts])
+        if len(pts) == 0:
+            return None
+        take = np.linspace(0, len(pts) - 1, min(self.memory_points, len(pts))).round().astype(int)
+        grid = F.adaptive_avg_pool2d(torch.from_numpy(masks).float()[:, None].to(feats.device), feats.shape[-2:])
+        denom = grid.sum()
+        if float(denom) > 0:
+            feat = ((feats * grid).sum(dim=(0, 2, 3)) / denom).cpu().numpy()
+        elif carried is not None:
+            feat = carried[1]
+        else:
+            feat = np.zeros(feats.shape[1], np.float32)
+        return pts[take].astype(np.float32), np.asarray(feat, np.float32)
+
+    def _second_pass_memory(self, state: TrackerState, obj_ids: list[int], window: list[int], masks: torch.Tensor,
+                            wp: np.ndarray, feats: torch.Tensor,
+                            memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, tuple[np.ndarray,
+                                                                                              np.ndarray]]:
+        """Carried memory plus each object's first-pass masks on its prompted view (every view for an object
+        with no visual prompt in this window), lifted to 3D."""
+        masks_np = masks.cpu().numpy()  # [S, N, s, s]
+        lifted = dict(memory)
+        for j, o in enumerate(obj_ids):
+            view = state.prompts[o].view
+            views = [window.index(view)] if view is not None and view in window else list(range(len(window)))
+            entry = self._lift(masks_np[views, j], wp[views], feats[views], memory.get(o))
+            if entry is not None:
+                lifted[o] = entry
+        return lifted
+
     def _update_memory(self, state: TrackerState, obj_ids: list[int], window: list[int], emit: list[int],
                        masks: torch.Tensor, wp: np.ndarray, feats: torch.Tensor,
                        memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
         """Carry each object's 3D points + mean appearance forward; grow its (capped) point cloud."""
         masks_np = masks.cpu().numpy()  # [S, N, s, s]
-        gh, gw = feats.shape[-2:]
-        grid = F.adaptive_avg_pool2d(masks.float().permute(1, 0, 2, 3), (gh, gw))  # [N, S, gh, gw]
         for j, o in enumerate(obj_ids):
             sel = masks_np[:, j]
-            pts = wp[sel]
             emit_idx = [window.index(v) for v in emit]
             new_pts = wp[emit_idx][sel[emit_idx]]
             new_col = state.frames[emit][sel[emit_idx]].astype(np.float32) / 255.0
@@ -427,11 +478,6 @@ class TrackerPredictor:
                 keep = np.linspace(0, len(cloud) - 1, self.max_cloud_points).round().astype(int)
                 cloud, colors = cloud[keep], colors[keep]
             state.clouds[o], state.cloud_colors[o] = cloud.astype(np.float32), colors.astype(np.float32)
-            pts = pts[np.isfinite(pts).all(1)]
-            if len(pts) == 0:
-                continue
-            take = np.linspace(0, len(pts) - 1, min(self.memory_points, len(pts))).round().astype(int)
-            weight = grid[j]  # [S, gh, gw]
-            denom = weight.sum().clamp(min=1e-6)
-            feat = (feats * weight[:, None]).sum(dim=(0, 2, 3)) / denom
-            memory[o] = (pts[take].astype(np.float32), feat.cpu().numpy().astype(np.float32))
+            entry = self._lift(sel, wp, feats, None)
+            if entry is not None:
+                memory[o] = entry

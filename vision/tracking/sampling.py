@@ -11,19 +11,25 @@ types, one view where it is visible:
 
 With probability ``negative_text`` an extra slot gets a text prompt naming a category absent from the clip (no
 caption contains its name): its targets are empty masks and absence in every view.
+
+:func:`simulate_memory` (G2TAM training, after the backbone has run) gives slots the carried 3D memory the
+predictor passes between windows and from its first decoding pass to its second: the object's ground-truth mask
+on one view where it is visible, lifted through that view's predicted world points to ``num_points`` 3D points,
+with the mean view feature under the mask.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import torch
+import torch.nn.functional as F
 
 from vision.errors import InputError
 from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, POSITIVE, Prompts
 
-__all__ = ["PROMPT_TYPES", "SampledPrompts", "sample_prompts", "mask_box"]
+__all__ = ["PROMPT_TYPES", "SampledPrompts", "sample_prompts", "mask_box", "simulate_memory"]
 
 PROMPT_TYPES: tuple[str, ...] = ("point", "box", "mask", "text")
 
@@ -147,3 +153,49 @@ def sample_prompts(batch: dict, max_objects: int = 4, types: Sequence[str] = PRO
             prompts.has_text[bi, slot] = True
     gt_presence = gt_masks.flatten(3).any(-1)
     return SampledPrompts(prompts, gt_masks, gt_presence, slot_types, track_index)
+
+
+def simulate_memory(sampled: SampledPrompts, world_points: torch.Tensor, feats: torch.Tensor, prob: float,
+                    num_points: int = 64, generator: torch.Generator | None = None) -> Prompts:
+    """Prompts whose object slots carry, each with probability ``prob``, a 3D memory from one visible view.
+
+    Args:
+        sampled: :func:`sample_prompts` output (its prompts are not modified). world_points: predicted
+            ``[B, S, H, W, 3]``; feats: view features ``[B, S, D, gh, gw]`` (both are detached here).
+        prob: chance per object slot (slots of absent-category text never get memory).
+        num_points: M, evenly spaced mask pixels lifted per slot (fewer when the mask is smaller).
+        generator: CPU RNG for reproducible draws.
+
+    Returns:
+        a copy of ``sampled.prompts`` with ``memory_points [B, N, M, 3]``, ``memory_valid [B, N, M]`` and
+        ``memory_feat [B, N, D]`` filled in.
+    """
+    from vision.tracking.spatial_encoder import spaced_mask_indices
+
+    prompts = sampled.prompts
+    b, s, n = sampled.gt_masks.shape[:3]
+    dev = world_points.device
+    wp = world_points.detach()
+    fmap = feats.detach()
+    points = torch.zeros(b, n, num_points, 3, device=dev)
+    valid = torch.zeros(b, n, num_points, dtype=torch.bool, device=dev)
+    memory_feat = torch.zeros(b, n, fmap.shape[2], device=dev)
+    for bi in range(b):
+        for slot in range(n):
+            if not bool(prompts.valid[bi, slot]) or sampled.types[bi][slot] == "negative_text":
+                continue
+            if float(torch.rand((), generator=generator)) >= prob:
+                continue
+            views = torch.nonzero(sampled.gt_presence[bi, :, slot]).flatten().tolist()
+            if not views:
+                continue
+            v = views[int(torch.randint(len(views), (1,), generator=generator))]
+            mask = sampled.gt_masks[bi, v, slot].to(dev)
+            idx, ok = spaced_mask_indices(mask.float(), num_points)
+            picked = wp[bi, v].flatten(0, 1)[idx]  # [M, 3]
+            ok = ok & torch.isfinite(picked).all(-1)
+            points[bi, slot] = torch.nan_to_num(picked)
+            valid[bi, slot] = ok
+            grid = F.adaptive_avg_pool2d(mask.float()[None, None], fmap.shape[-2:])[0, 0]
+            memory_feat[bi, slot] = (fmap[bi, v] * grid).sum((-2, -1)) / grid.sum().clamp(min=1e-6)
+    return replace(prompts.to(dev), memory_points=points, memory_valid=valid, memory_feat=memory_feat)

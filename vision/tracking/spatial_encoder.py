@@ -8,8 +8,8 @@
   appearance inside), and a mask becomes a set of ``mask_points`` 3D points (evenly spaced over its pixels).
 - A text prompt (TextEncoder embedding) is projected and cross-attends over all views' geometric tokens.
 - Carried 3D memory (a point cloud from an earlier window) becomes 3D-coded tokens plus one appearance token.
-- 3D proximity maps: the prompt's 3D anchors (positive clicks, the box centre, the mask points, the carried memory
-  points; negative clicks apart) are compared with every pixel's predicted world point in every view:
+- 3D proximity maps: the prompt's 3D anchors (positive clicks, the box centre, ``proximity_points`` points of a
+  mask, the carried memory points; negative clicks apart) are compared with every pixel's predicted world point in every view:
   ``exp(-d^2 / 2 sigma^2)`` of the distance to the nearest anchor (scene-normalised, two scales for the positive
   anchors, one for the negative) is embedded by a small conv stack into the dense prompt of every view but the
   prompted one (whose prompt map stands in there); the decoder also reads the maps at its upsampled resolution.
@@ -93,6 +93,8 @@ class SpatialEncoder(nn.Module):
     Args:
         dim: token width. num_heads: heads of the text cross-attention. mask_points: 3D points per mask prompt.
         pos3d_scale: std of the Gaussian frequencies of the 3D Fourier code (on scene-normalised points).
+        proximity_points: 3D anchors a mask prompt gives the proximity maps (evenly spaced mask pixels; the
+            ``mask_points`` tokens are too sparse to outline the object).
         proximity_channels: width of the proximity maps' conv stack. proximity: use the 3D proximity maps (False:
             the prompt reaches other views only through the 3D-coded tokens; the ablation in
             ``benchmarks/bench_tracking_prompts.py``).
@@ -105,11 +107,12 @@ class SpatialEncoder(nn.Module):
     ANCHOR_CHUNK = 64  # anchors compared at once in proximity_maps (bounds its memory)
 
     def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0,
-                 proximity_channels: int = 16, proximity: bool = True) -> None:
+                 proximity_channels: int = 16, proximity: bool = True, proximity_points: int = 64) -> None:
         super().__init__()
         self.proximity = proximity
         self.dim = dim
         self.mask_points = mask_points
+        self.proximity_points = proximity_points
         self.pos3d = FourierFeatures(3, dim // 2, scale=pos3d_scale)
         self.pos3d_proj = nn.Linear(dim, dim)
         self.appearance = nn.Linear(dim, dim)
@@ -277,9 +280,12 @@ class SpatialEncoder(nn.Module):
             box_centre = torch.stack([(x0 + x1) / 2, (y0 + y1) / 2], -1) if bool(has_box.any()) else \
                 torch.zeros(b, n, 2, device=dev)
             c3 = gather_points(world_points, view, box_centre[:, :, None])  # [B, N, 1, 3]
-            anchors = torch.cat([p3, c3, m3, prompts.memory_points], dim=2)
+            pidx, pvalid = spaced_mask_indices(prompts.masks, self.proximity_points)  # [B, N, Mp]
+            pvalid = pvalid & has_mask[..., None]
+            mp3 = torch.gather(wp_view.flatten(2, 3), 2, pidx[..., None].expand(-1, -1, -1, 3))
+            anchors = torch.cat([p3, c3, mp3, prompts.memory_points], dim=2)
             clicks = has_view[..., None]
-            positive = torch.cat([(labels == POSITIVE) & clicks, (has_box & has_view)[..., None], mvalid, mem_valid],
+            positive = torch.cat([(labels == POSITIVE) & clicks, (has_box & has_view)[..., None], pvalid, mem_valid],
                                  dim=2)
             negative = torch.cat([(labels == NEGATIVE) & clicks, torch.zeros_like(positive[..., p3.shape[2]:])], dim=2)
             prox = self.proximity_maps(world_points, anchors, positive, negative, scale, (4 * gh, 4 * gw))
