@@ -5,8 +5,9 @@
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt   # evaluate trained models
         (TrackingModule checkpoints, e.g. from `make train-tracking`; only the validation splits are rendered)
 
-Both models get the same data, prompts, steps, batch size and optimiser (TrackingModule). Figures are printed as a
-table; nothing is typed in. Peak memory is the peak RSS of a fresh subprocess running the predictor.
+Both models get the same data, prompts, steps, batch size and optimiser (TrackingModule). ``--no-refine`` scores
+G2TAM without the predictor's second pass (the control has none). Figures are printed as a table; nothing is
+typed in. Peak memory is the peak RSS of a fresh subprocess running the predictor.
 """
 
 from __future__ import annotations
@@ -92,13 +93,13 @@ def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, 
     return module.model.eval(), time.time() - t0
 
 
-def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder) -> dict[str, dict]:
+def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool = True) -> dict[str, dict]:
     from vision.data.coco import load_split
     from vision.evaluation.tracking3d import evaluate_tracking_task
     from vision.tracking.inference import track_split
     from vision.tracking.predictor import TrackerPredictor
 
-    predictor = TrackerPredictor(model, text_encoder=text_encoder, window_size=8, max_anchors=1)
+    predictor = TrackerPredictor(model, text_encoder=text_encoder, window_size=8, max_anchors=1, refine=refine)
     table = {}
     for name in ("val_video", "val_unordered", "val_long_occlusion"):
         split = load_split(paths[name])
@@ -111,10 +112,10 @@ def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder) -> d
     return table
 
 
-def speed(model, size: int, views: int = 8, repeats: int = 2) -> dict[int, float]:
+def speed(model, size: int, views: int = 8, repeats: int = 2, refine: bool = True) -> dict[int, float]:
     from vision.tracking.predictor import TrackerPredictor
 
-    predictor = TrackerPredictor(model, text_encoder=None, window_size=views, max_anchors=1)
+    predictor = TrackerPredictor(model, text_encoder=None, window_size=views, max_anchors=1, refine=refine)
     frames = (np.random.default_rng(0).random((views, size, size, 3)) * 255).astype(np.uint8)
     out = {}
     for n in (1, 4, 16):
@@ -170,6 +171,7 @@ def main() -> None:
     ap.add_argument("--g2tam-ckpt", default=None, help="evaluate this trained G2TAM (TrackingModule checkpoint)")
     ap.add_argument("--baseline-ckpt", default=None, help="evaluate this trained memory-bank control")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--no-refine", action="store_true", help="G2TAM without the predictor's second pass")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.memory_child is not None:
@@ -195,11 +197,12 @@ def main() -> None:
         else:
             model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, args.geometry_ckpt)
         with torch.no_grad():
-            tables[arch] = evaluate(model, paths, types, text_encoder)
+            tables[arch] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine)
             if not args.skip_speed:
-                speeds[arch] = speed(model, args.size)
+                speeds[arch] = speed(model, args.size, refine=not args.no_refine)
+    print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}")
     if trained:
-        print(f"\ntrained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
+        print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
     print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}")
