@@ -166,6 +166,8 @@ def test_simulate_memory_lifts_a_visible_mask_through_the_point_maps(clip_batch)
             assert sampled.gt_masks[bi, view, j, pts[:, 1].long(), pts[:, 0].long()].all()
             assert full.memory_feat[bi, j].abs().sum() > 0
     assert sampled.prompts.memory_points.shape[2] == 1  # the sampled prompts are left as they were
+    sampled.types[0][0] = "text"  # text slots never get memory
+    assert not simulate_memory(sampled, wp, feats, prob=1.0, generator=g).memory_valid[0, 0].any()
 
 
 def test_memory_training_step_reaches_the_memory_tokens(clip_batch):
@@ -199,3 +201,15 @@ def test_second_pass_lifts_the_prompted_view_into_memory(tmp_path):
         outputs[refine] = [m for _, _, m, _ in pred.propagate(state)]
         assert seen == ([False, True] if refine else [False])
     assert len(outputs[True]) == len(outputs[False]) == 4
+
+
+def test_text_only_objects_get_no_second_pass():
+    model = G2TAM(image_size=32, dim=32, text_dim=8)
+    frames = (torch.rand(3, 32, 32, 3) * 255).to(torch.uint8).numpy()
+    pred = TrackerPredictor(model, text_encoder=lambda texts: torch.ones(len(texts), 8), refine=True)
+    calls = []
+    original = pred._decode
+    pred._decode = lambda encoded, prompts: calls.append(1) or original(encoded, prompts)
+    state = pred.init_state(frames, ordered=True)
+    pred.add_prompt(state, None, 1, text="the red mug")
+    assert len(list(pred.propagate(state))) == 3 and len(calls) == 1

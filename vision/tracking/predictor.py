@@ -21,10 +21,10 @@ under its masks) are subsampled to ``memory_points`` and carried into the next w
 mean appearance; per-object point clouds are capped at ``max_cloud_points``. Peak memory depends on the window,
 not on the video length. Cameras and depth are those of the window in which each view was processed.
 
-Second pass (G2TAM, ``refine=True``): within a window, each object's first-pass masks on its prompted view (on
-every view where it was found, for text prompts) are lifted through the point maps and join its carried 3D
-memory; the window is then decoded again, so a click or a box reaches the other views as the object's whole 3D
-extent rather than as one point. The backbone runs once per window either way.
+Second pass (G2TAM, ``refine=True``): within a window that holds an object's visual prompt, its first-pass mask on
+the prompted view is lifted through the point map and joins its carried 3D memory; the window is then decoded
+again, so a click or a box reaches the other views as the object's whole 3D extent rather than as one point.
+Objects prompted by text alone keep their first pass. The backbone runs once per window either way.
 """
 
 from __future__ import annotations
@@ -399,8 +399,9 @@ class TrackerPredictor:
             if is_g2tam:
                 wp = encoded["world_points"][0].cpu().numpy()  # [S, s, s, 3]
                 feats = encoded["feats"][0]
-                if self.refine:
-                    lifted = self._second_pass_memory(state, obj_ids, window, masks, wp, feats, memory)
+                lifted = self._second_pass_memory(state, obj_ids, window, masks, wp, feats, memory) \
+                    if self.refine else None
+                if lifted is not None:
                     masks, prob = self._decode(encoded, self._build_prompts(state, obj_ids, window, lifted))
             masks_np = masks.cpu().numpy()
             prob_np = prob.cpu().numpy()
@@ -448,18 +449,21 @@ class TrackerPredictor:
     def _second_pass_memory(self, state: TrackerState, obj_ids: list[int], window: list[int], masks: torch.Tensor,
                             wp: np.ndarray, feats: torch.Tensor,
                             memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, tuple[np.ndarray,
-                                                                                              np.ndarray]]:
-        """Carried memory plus each object's first-pass masks on its prompted view (every view for an object
-        with no visual prompt in this window), lifted to 3D."""
+                                                                                              np.ndarray]] | None:
+        """Carried memory plus each object's first-pass mask on its prompted view, lifted to 3D (objects without a
+        visual prompt in this window keep their carried memory only); None when no object has anything to add."""
         masks_np = masks.cpu().numpy()  # [S, N, s, s]
-        lifted = dict(memory)
+        lifted, added = dict(memory), False
         for j, o in enumerate(obj_ids):
             view = state.prompts[o].view
-            views = [window.index(view)] if view is not None and view in window else list(range(len(window)))
-            entry = self._lift(masks_np[views, j], wp[views], feats[views], memory.get(o))
+            if view is None or view not in window:
+                continue
+            i = window.index(view)
+            entry = self._lift(masks_np[[i], j], wp[[i]], feats[[i]], memory.get(o))
             if entry is not None:
                 lifted[o] = entry
-        return lifted
+                added = True
+        return lifted if added else None
 
     def _update_memory(self, state: TrackerState, obj_ids: list[int], window: list[int], emit: list[int],
                        masks: torch.Tensor, wp: np.ndarray, feats: torch.Tensor,
