@@ -12,6 +12,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.transform import Rotation
 
 from vision.errors import InputError
+from vision.geometry.matching import umeyama_batch
 
 __all__ = [
     "depth_metrics", "relative_pose_errors", "pose_auc", "pose_metrics", "umeyama", "chamfer_metrics",
@@ -164,20 +165,12 @@ def umeyama(source: np.ndarray, target: np.ndarray, with_scale: bool = True) -> 
     y = np.asarray(target, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 2 or x.shape[1] != 3 or len(x) < 3:
         raise InputError(f"umeyama needs two [N, 3] arrays with N >= 3; got {x.shape} and {y.shape}")
-    mu_x, mu_y = x.mean(axis=0), y.mean(axis=0)
-    xc, yc = x - mu_x, y - mu_y
-    var_x = float(np.mean(np.sum(xc ** 2, axis=1)))
-    if var_x == 0:
+    if not np.any(x != x[0]):
         raise InputError("umeyama: source points are all identical")
-    cov = yc.T @ xc / len(x)
-    u, d, vt = np.linalg.svd(cov)
-    sign = np.eye(3)
-    if np.linalg.det(u) * np.linalg.det(vt) < 0:
-        sign[2, 2] = -1.0
-    rot = u @ sign @ vt
-    scale = float(np.trace(np.diag(d) @ sign) / var_x) if with_scale else 1.0
-    trans = mu_y - scale * rot @ mu_x
-    return scale, rot, trans
+    scale, rot, trans = umeyama_batch(x[None], y[None])
+    if not with_scale:
+        return 1.0, rot[0], y.mean(axis=0) - rot[0] @ x.mean(axis=0)
+    return float(scale[0]), rot[0], trans[0]
 
 
 def chamfer_metrics(pred_points: np.ndarray, gt_points: np.ndarray, *, align: bool = True,

@@ -23,7 +23,8 @@ from torch import nn
 from vision.errors import InputError
 from vision.geometry.camera import depth_to_camera_points, depth_to_world_points, project_points
 
-__all__ = ["MatchProjection", "patch_correspondences", "correspondence_loss", "mutual_matches", "pose_from_matches"]
+__all__ = ["MatchProjection", "patch_correspondences", "correspondence_loss", "mutual_matches", "umeyama_batch",
+           "pose_from_matches"]
 
 
 class MatchProjection(nn.Module):
@@ -116,8 +117,8 @@ def mutual_matches(query: torch.Tensor, reference: torch.Tensor) -> tuple[torch.
     return keep.nonzero()[:, 0], best_ref[keep]
 
 
-def _similarities(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Batched Umeyama: least-squares ``dst ≈ s R src + t`` for ``[K, n, 3]`` point sets -> s ``[K]``, R ``[K, 3, 3]``,
+def umeyama_batch(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Batched Umeyama (1991): least-squares ``dst ≈ s R src + t`` for ``[K, n, 3]`` point sets -> s ``[K]``, R ``[K, 3, 3]``,
     t ``[K, 3]`` (degenerate sets get s = 0)."""
     mu_s, mu_d = src.mean(1, keepdims=True), dst.mean(1, keepdims=True)
     xs, xd = src - mu_s, dst - mu_d
@@ -143,13 +144,13 @@ def _ransac_similarity(src: np.ndarray, dst: np.ndarray, threshold: float, itera
     if n < 3:
         return None
     samples = np.stack([rng.choice(n, 3, replace=False) for _ in range(iterations)])  # [K, 3]
-    scale, rot, trans = _similarities(src[samples], dst[samples])
+    scale, rot, trans = umeyama_batch(src[samples], dst[samples])
     moved = scale[:, None, None] * np.einsum("kij,nj->kni", rot, src) + trans[:, None]
     inliers = (np.linalg.norm(moved - dst[None], axis=-1) < threshold) & (scale[:, None] > 0)
     best = inliers[int(inliers.sum(1).argmax())]
     if best.sum() < 3:
         return None
-    scale, rot, trans = _similarities(src[best][None], dst[best][None])
+    scale, rot, trans = umeyama_batch(src[best][None], dst[best][None])
     return scale[0], rot[0], trans[0], best
 
 

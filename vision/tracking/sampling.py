@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from vision.errors import InputError
 from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, POSITIVE, Prompts
+from vision.tracking.spatial_encoder import spaced_mask_indices
 
 __all__ = ["PROMPT_TYPES", "SampledPrompts", "sample_prompts", "mask_box", "simulate_memory"]
 
@@ -171,8 +172,6 @@ def simulate_memory(sampled: SampledPrompts, world_points: torch.Tensor, feats: 
         a copy of ``sampled.prompts`` with ``memory_points [B, N, M, 3]``, ``memory_valid [B, N, M]`` and
         ``memory_feat [B, N, D]`` filled in.
     """
-    from vision.tracking.spatial_encoder import spaced_mask_indices
-
     prompts = sampled.prompts
     b, s, n = sampled.gt_masks.shape[:3]
     dev = world_points.device
