@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from vision.errors import InputError
 from vision.tracking.decoder import MaskDecoder
 from vision.tracking.losses import dice_loss, mask_iou, sigmoid_focal_loss, tracking_losses
 from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, PAD, POSITIVE, PromptEncoder, box_to_points
@@ -138,7 +139,7 @@ def test_prompt_map_without_click_maps_keeps_only_the_mask():
 
 
 def test_proximity_maps_follow_the_geometry():
-    enc = SpatialEncoder(32)
+    enc = SpatialEncoder(32, proximity_sigmas=(0.05, 0.15))
     h = w = 8
     # view 0: every pixel at x = 0; view 1: left half at the anchor, right half 1 unit away
     wp = torch.zeros(1, 2, h, w, 3)
@@ -155,6 +156,22 @@ def test_proximity_maps_follow_the_geometry():
     assert maps[0, 1, 0, 1, :, w // 2:].max() == pytest.approx(math.exp(-1 / (2 * 0.15 ** 2)), abs=1e-6)
     assert torch.allclose(maps[0, 1, 1, 2, :, w // 2:], torch.ones(h, w // 2))  # object 1's negative map
     assert maps[0, :, 0, 2].abs().sum() == 0  # object 0 has no negative anchor
+
+
+def test_proximity_sigmas_set_the_map_channels():
+    enc = SpatialEncoder(16)  # default: three positive scales and the negative map
+    maps = enc.proximity_maps(torch.zeros(1, 1, 4, 4, 3), torch.zeros(1, 1, 1, 3),
+                              torch.ones(1, 1, 1, dtype=torch.bool),
+                              torch.zeros(1, 1, 1, dtype=torch.bool), torch.ones(1), (4, 4))
+    assert maps.shape[3] == enc.num_proximity_maps == len(enc.proximity_sigmas) + 1 == 4
+    # a pixel 0.03 from the anchor: sharp on the 0.015 map, still bright on the 0.15 one
+    wp = torch.zeros(1, 1, 1, 1, 3)
+    wp[..., 0] = 0.03
+    near = enc.proximity_maps(wp, torch.zeros(1, 1, 1, 3), torch.ones(1, 1, 1, dtype=torch.bool),
+                              torch.zeros(1, 1, 1, dtype=torch.bool), torch.ones(1), (1, 1))[0, 0, 0, :3, 0, 0]
+    assert near[0] == pytest.approx(math.exp(-2.0), abs=1e-5) and near[2] > 0.97
+    with pytest.raises(InputError, match="proximity_sigmas"):
+        SpatialEncoder(16, proximity_sigmas=(0.05, 0.0))
 
 
 def test_decoder_fuses_maps_at_its_upsampled_resolution():
@@ -190,7 +207,7 @@ def test_a_mask_prompt_outlines_its_object_in_the_proximity_maps():
     feats = torch.randn(1, 2, 16, 4, 4)
     covered = {}
     for count in (2, 64):
-        enc = SpatialEncoder(16, proximity_points=count).eval()
+        enc = SpatialEncoder(16, proximity_points=count, proximity_sigmas=(0.05, 0.15)).eval()
         with torch.no_grad():
             maps = enc(feats, wp, p, PromptEncoder(16), (h, w))["maps"]  # [1, 2, 1, 7, 16, 16]
         near = maps[0, 1, 0, 4]  # the 0.05-sigma map of view 1, at 16 x 16

@@ -8,7 +8,7 @@ without re-running the backbone. Images: float [B, S, 3, H, W] in [0, 1]; frame 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -44,13 +44,15 @@ class G2TAM(nn.Module):
         backbone_overrides: extra :func:`create_backbone` arguments.
         click_maps: dense click / box maps on the prompted view (:class:`PromptEncoder`).
         proximity_maps: dense 3D proximity maps on every view (:class:`SpatialEncoder`).
+        proximity_sigmas: their scene-normalised lengths (one map each, plus a negative map).
         hires_maps: the decoder also fuses these maps at its upsampled resolution (:class:`MaskDecoder`).
     """
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, mask_points: int = 8,
                  feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
-                 proximity_maps: bool = True, hires_maps: bool = True) -> None:
+                 proximity_maps: bool = True, hires_maps: bool = True,
+                 proximity_sigmas: Sequence[float] = (0.015, 0.05, 0.15)) -> None:
         super().__init__()
         self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **(backbone_overrides or {}))
         self.dim = dim
@@ -59,8 +61,8 @@ class G2TAM(nn.Module):
         self.feat_proj = nn.Sequential(nn.Conv2d(2 * self.backbone.embed_dim, dim, 1), LayerNorm2d(dim))
         self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim, click_maps=click_maps)
         self.spatial_encoder = SpatialEncoder(dim, num_heads=num_heads, mask_points=mask_points,
-                                              proximity=proximity_maps)
-        map_channels = PromptEncoder.PROMPT_MAP_CHANNELS + (len(SpatialEncoder.PROXIMITY_SIGMAS) + 1
+                                              proximity=proximity_maps, proximity_sigmas=proximity_sigmas)
+        map_channels = PromptEncoder.PROMPT_MAP_CHANNELS + (self.spatial_encoder.num_proximity_maps
                                                             if proximity_maps else 0)
         self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
                                    mlp_dim=2 * dim, map_channels=map_channels if hires_maps else 0)

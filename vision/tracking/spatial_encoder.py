@@ -10,8 +10,8 @@
 - Carried 3D memory (a point cloud from an earlier window) becomes 3D-coded tokens plus one appearance token.
 - 3D proximity maps: the prompt's 3D anchors (positive clicks, the box centre, ``proximity_points`` points of a
   mask, the carried memory points; negative clicks apart) are compared with every pixel's predicted world point in every view:
-  ``exp(-d^2 / 2 sigma^2)`` of the distance to the nearest anchor (scene-normalised, two scales for the positive
-  anchors, one for the negative) is embedded by a small conv stack into the dense prompt of every view but the
+  ``exp(-d^2 / 2 sigma^2)`` of the distance to the nearest anchor (scene-normalised, several scales for the
+  positive anchors, one for the negative) is embedded by a small conv stack into the dense prompt of every view but the
   prompted one (whose prompt map stands in there); the decoder also reads the maps at its upsampled resolution.
   This is where a prompt on one view reaches the others through the geometry alone.
 
@@ -22,10 +22,13 @@ divided by the mean norm of the clip's predicted world points (the same normalis
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vision.errors import InputError
 from vision.tracking.layers import Attention, FourierFeatures, LayerNorm2d
 from vision.tracking.prompts import NEGATIVE, PAD, POSITIVE, PromptEncoder, Prompts
 
@@ -95,6 +98,10 @@ class SpatialEncoder(nn.Module):
         pos3d_scale: std of the Gaussian frequencies of the 3D Fourier code (on scene-normalised points).
         proximity_points: 3D anchors a mask prompt gives the proximity maps (evenly spaced mask pixels; the
             ``mask_points`` tokens are too sparse to outline the object).
+        proximity_sigmas: scene-normalised lengths of the positive proximity maps (one channel each); the negative
+            map uses the first. The smallest matters most on videos: with ground-truth points, keeping the pixels
+            within 0.0125 of a mask's lifted points scores IoU 0.92 on the next views, within 0.05 only 0.56
+            (``benchmarks/bench_geometry_memory.py``).
         proximity_channels: width of the proximity maps' conv stack. proximity: use the 3D proximity maps (False:
             the prompt reaches other views only through the 3D-coded tokens; the ablation in
             ``benchmarks/bench_tracking_prompts.py``).
@@ -103,12 +110,15 @@ class SpatialEncoder(nn.Module):
     tokens, 2 text tokens, ``M`` memory-point tokens, 1 memory-appearance token.
     """
 
-    PROXIMITY_SIGMAS = (0.05, 0.15)  # scene-normalised lengths of the positive maps; negatives use the first
     ANCHOR_CHUNK = 64  # anchors compared at once in proximity_maps (bounds its memory)
 
     def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0,
-                 proximity_channels: int = 16, proximity: bool = True, proximity_points: int = 64) -> None:
+                 proximity_channels: int = 16, proximity: bool = True, proximity_points: int = 64,
+                 proximity_sigmas: Sequence[float] = (0.015, 0.05, 0.15)) -> None:
         super().__init__()
+        if not proximity_sigmas or any(not float(sig) > 0 for sig in proximity_sigmas):
+            raise InputError(f"proximity_sigmas must be positive lengths, got {list(proximity_sigmas)}")
+        self.proximity_sigmas = tuple(float(sig) for sig in proximity_sigmas)
         self.proximity = proximity
         self.dim = dim
         self.mask_points = mask_points
@@ -125,8 +135,13 @@ class SpatialEncoder(nn.Module):
         self.text_norm = nn.LayerNorm(dim)
         c = proximity_channels
         self.proximity_embed = nn.Sequential(
-            nn.Conv2d(len(self.PROXIMITY_SIGMAS) + 1, c // 4, 2, stride=2), LayerNorm2d(c // 4), nn.GELU(),
+            nn.Conv2d(self.num_proximity_maps, c // 4, 2, stride=2), LayerNorm2d(c // 4), nn.GELU(),
             nn.Conv2d(c // 4, c, 2, stride=2), LayerNorm2d(c), nn.GELU(), nn.Conv2d(c, dim, 1))
+
+    @property
+    def num_proximity_maps(self) -> int:
+        """Channels of :meth:`proximity_maps`: one per sigma, plus the negative map."""
+        return len(self.proximity_sigmas) + 1
 
     def proximity_maps(self, world_points: torch.Tensor, anchors: torch.Tensor, positive: torch.Tensor,
                        negative: torch.Tensor, scale: torch.Tensor, size_hw: tuple[int, int]) -> torch.Tensor:
@@ -137,9 +152,9 @@ class SpatialEncoder(nn.Module):
             ``[B, N, A]`` bool, the anchors of each kind; scale ``[B]`` scene scale; size_hw: output map size
             (world points are average-pooled to it).
         Returns:
-            ``[B, S, N, 3, h, w]``: ``exp(-d^2 / 2 sigma^2)`` with d the scene-normalised distance to the nearest
-            positive anchor (one channel per sigma of :attr:`PROXIMITY_SIGMAS`) and to the nearest negative anchor
-            (first sigma); 0 where an object has no anchor of that kind.
+            ``[B, S, N, num_proximity_maps, h, w]``: ``exp(-d^2 / 2 sigma^2)`` with d the scene-normalised
+            distance to the nearest positive anchor (one channel per sigma of ``proximity_sigmas``) and to the
+            nearest negative anchor (first sigma); 0 where an object has no anchor of that kind.
         """
         b, s = world_points.shape[:2]
         n, a = anchors.shape[1:3]
@@ -158,8 +173,8 @@ class SpatialEncoder(nn.Module):
                 keep = kind[:, None, :, sl].expand(b, s, n, -1).reshape(b * s * n, 1, -1)
                 torch.minimum(best, torch.where(keep, d2, torch.full_like(d2, 1e6)).amin(-1), out=best)
         d2_pos, d2_neg = d2_pos.view(b, s, n, h * w), d2_neg.view(b, s, n, h * w)
-        maps = [torch.exp(-d2_pos / (2 * sig ** 2)) for sig in self.PROXIMITY_SIGMAS]
-        maps.append(torch.exp(-d2_neg / (2 * self.PROXIMITY_SIGMAS[0] ** 2)))
+        maps = [torch.exp(-d2_pos / (2 * sig ** 2)) for sig in self.proximity_sigmas]
+        maps.append(torch.exp(-d2_neg / (2 * self.proximity_sigmas[0] ** 2)))
         return torch.stack(maps, dim=3).view(b, s, n, len(maps), h, w)
 
     def code3d(self, points: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -191,7 +206,8 @@ class SpatialEncoder(nn.Module):
             ``view_pos [B, S, dim, gh, gw]``, ``sparse [B, S, N, T, dim]``, ``sparse_pad [B, S, N, T]`` (True =
             padding), ``dense [B, S, N, dim, gh, gw]`` (the prompt-map embedding on the prompted view; elsewhere
             ``no_mask`` + the 3D proximity embedding), ``maps [B, S, N, C, 4gh, 4gw]``: the prompt maps on the
-            prompted view (zeros elsewhere) and, with ``proximity``, the 3 proximity maps on every view (C = 4 or 7).
+            prompted view (zeros elsewhere) and, with ``proximity``, the
+            ``num_proximity_maps`` proximity maps on every view (C = 4, or 4 + num_proximity_maps).
         """
         world_points = world_points.detach()
         b, s, d, gh, gw = feats.shape
