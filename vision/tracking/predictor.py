@@ -140,13 +140,14 @@ class TrackerPredictor:
         window_size: views per window. max_anchors: prompted views kept in every window.
         memory_points: 3D points carried per object between windows. max_cloud_points: cap per object cloud.
         presence_threshold: presence probability under which an object's mask is emptied.
+        mask_threshold: mask logit above which a pixel belongs to the object (SAM2's ``mask_threshold``).
         refine: decode each window a second time with the first pass's masks lifted to 3D (G2TAM only).
         device: torch device (default: the model's).
     """
 
     def __init__(self, model: G2TAM | MemoryBankTracker, text_encoder: Any = "minilm", window_size: int = 8,
                  max_anchors: int = 2, memory_points: int = 64, max_cloud_points: int = 20000,
-                 presence_threshold: float = 0.5, refine: bool = True,
+                 presence_threshold: float = 0.5, mask_threshold: float = 0.0, refine: bool = True,
                  device: torch.device | str | None = None) -> None:
         if window_size < 2 or max_anchors < 1 or max_anchors >= window_size:
             raise InputError(f"need window_size >= 2 and 1 <= max_anchors < window_size, got {window_size}, "
@@ -159,6 +160,7 @@ class TrackerPredictor:
         self.window_size, self.max_anchors = window_size, max_anchors
         self.memory_points, self.max_cloud_points = memory_points, max_cloud_points
         self.presence_threshold = presence_threshold
+        self.mask_threshold = mask_threshold
         self.refine = refine
 
     @classmethod
@@ -422,7 +424,7 @@ class TrackerPredictor:
         out = self.model.decode(encoded, prompts)
         best, _ = select_best_mask(out["masks"][0], out["iou"][0])
         prob = out["presence"][0].sigmoid()
-        return (best > 0) & (prob[..., None, None] >= self.presence_threshold), prob
+        return (best > self.mask_threshold) & (prob[..., None, None] >= self.presence_threshold), prob
 
     def _lift(self, masks: np.ndarray, wp: np.ndarray, feats: torch.Tensor,
               carried: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray] | None:
