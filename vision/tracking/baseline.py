@@ -8,7 +8,8 @@ carries information: no multi-view global attention, no geometry), projected to 
 2. its memory (frame features fused with the predicted mask by a small conv encoder, plus a learned "no object"
    embedding when the object is judged absent) is stored as the conditioning memory;
 3. the other frames are processed forward from the prompt, then backward from it; each frame's features attend
-   (memory attention: self-attention, cross-attention over the memory tokens with a learned slot embedding, MLP)
+   (memory attention: self-attention, cross-attention over the memory tokens, whose keys carry the 2D positional
+   code of their grid cell and a learned embedding of their memory slot, MLP)
    to the conditioning memory plus the last ``memory_size`` frames' memories, are decoded without prompt points,
    and their memory joins the bank (the bank keeps only the most recent ``memory_size``; it is reset to the
    conditioning memory when the pass turns backward).
@@ -182,7 +183,9 @@ class MemoryBankTracker(nn.Module):
                 mems = [cond_mem] + recent[-self.memory_size:]
                 valids = [torch.ones(seq, dtype=torch.bool, device=dev)] + recent_valid[-self.memory_size:]
                 memory = torch.cat(mems, dim=1)
-                mpos = torch.cat([self.slot_embed[j].expand(seq, m.shape[1], d) for j, m in enumerate(mems)], 1)
+                # memory keys carry the frame grid's 2D positional code (as SAM2's memory positional encoding)
+                # plus a learned embedding of their slot (the conditioning frame, then the recent frames)
+                mpos = torch.cat([(self.slot_embed[j] + pe2d).expand(seq, -1, -1) for j in range(len(mems))], 1)
                 mpad = torch.cat([(~v)[:, None].expand(-1, m.shape[1]) for v, m in zip(valids, mems)], 1)
                 x = f.flatten(2).transpose(1, 2)
                 for layer in self.memory_layers:
