@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import lightning as L
+import numpy as np
 import pytest
 import torch
 
@@ -203,13 +204,33 @@ def test_second_pass_lifts_the_prompted_view_into_memory(tmp_path):
     assert len(outputs[True]) == len(outputs[False]) == 4
 
 
-def test_text_only_objects_get_no_second_pass():
+def test_text_only_objects_lift_their_surest_view():
+    """A text-only object's second pass lifts its first-pass mask on the view of highest presence; below the
+    presence threshold on every view it keeps its first pass."""
     model = G2TAM(image_size=32, dim=32, text_dim=8)
     frames = (torch.rand(3, 32, 32, 3) * 255).to(torch.uint8).numpy()
-    pred = TrackerPredictor(model, text_encoder=lambda texts: torch.ones(len(texts), 8), refine=True)
-    calls = []
-    original = pred._decode
-    pred._decode = lambda encoded, prompts: calls.append(1) or original(encoded, prompts)
-    state = pred.init_state(frames, ordered=True)
-    pred.add_prompt(state, None, 1, text="the red mug")
-    assert len(list(pred.propagate(state))) == 3 and len(calls) == 1
+    for threshold, passes in ((0.0, 2), (1.01, 1)):
+        pred = TrackerPredictor(model, text_encoder=lambda texts: torch.ones(len(texts), 8), refine=True,
+                                presence_threshold=threshold)
+        decoded, lifted_from = [], []
+        original_decode, original_lift = pred._decode, pred._lift
+
+        def spy_decode(encoded, prompts, original=original_decode, decoded=decoded):
+            out = original(encoded, prompts)
+            decoded.append((bool(prompts.memory_valid.any()), out[1].cpu()))
+            return out
+
+        def spy_lift(masks, wp, feats, carried, original=original_lift, lifted_from=lifted_from):
+            lifted_from.append(wp.copy())
+            return original(masks, wp, feats, carried)
+
+        pred._decode, pred._lift = spy_decode, spy_lift
+        state = pred.init_state(frames, ordered=True)
+        pred.add_prompt(state, None, 1, text="the red mug")
+        assert len(list(pred.propagate(state))) == 3
+        assert [memory for memory, _ in decoded] == [False, True][:passes]
+        if passes == 2:
+            surest = int(decoded[0][1][:, 0].argmax())
+            with torch.no_grad():
+                wp = model.encode(torch.from_numpy(frames).permute(0, 3, 1, 2).float()[None] / 255)["world_points"]
+            assert np.allclose(lifted_from[0][0], wp[0, surest].numpy(), atol=1e-5)

@@ -24,7 +24,8 @@ not on the video length. Cameras and depth are those of the window in which each
 Second pass (G2TAM, ``refine=True``): within a window that holds an object's visual prompt, its first-pass mask on
 the prompted view is lifted through the point map and joins its carried 3D memory; the window is then decoded
 again, so a click or a box reaches the other views as the object's whole 3D extent rather than as one point.
-Objects prompted by text alone keep their first pass. The backbone runs once per window either way.
+An object prompted by text alone lifts its first-pass mask on the view where it is most surely present (if its
+presence reaches the threshold there). The backbone runs once per window either way.
 """
 
 from __future__ import annotations
@@ -141,7 +142,9 @@ class TrackerPredictor:
         memory_points: 3D points carried per object between windows. max_cloud_points: cap per object cloud.
         presence_threshold: presence probability under which an object's mask is emptied.
         mask_threshold: mask logit above which a pixel belongs to the object (SAM2's ``mask_threshold``).
-        refine: decode each window a second time with the first pass's masks lifted to 3D (G2TAM only).
+        refine: decode each window a second time with the first pass's masks lifted to 3D (G2TAM only): a visual
+            prompt's mask on its view; for a text prompt, the mask on the view where the object is most surely
+            present.
         device: torch device (default: the model's).
     """
 
@@ -401,7 +404,7 @@ class TrackerPredictor:
             if is_g2tam:
                 wp = encoded["world_points"][0].cpu().numpy()  # [S, s, s, 3]
                 feats = encoded["feats"][0]
-                lifted = self._second_pass_memory(state, obj_ids, window, masks, wp, feats, memory) \
+                lifted = self._second_pass_memory(state, obj_ids, window, masks, prob, wp, feats, memory) \
                     if self.refine else None
                 if lifted is not None:
                     masks, prob = self._decode(encoded, self._build_prompts(state, obj_ids, window, lifted))
@@ -449,18 +452,26 @@ class TrackerPredictor:
         return pts[take].astype(np.float32), np.asarray(feat, np.float32)
 
     def _second_pass_memory(self, state: TrackerState, obj_ids: list[int], window: list[int], masks: torch.Tensor,
-                            wp: np.ndarray, feats: torch.Tensor,
+                            prob: torch.Tensor, wp: np.ndarray, feats: torch.Tensor,
                             memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, tuple[np.ndarray,
                                                                                               np.ndarray]] | None:
-        """Carried memory plus each object's first-pass mask on its prompted view, lifted to 3D (objects without a
-        visual prompt in this window keep their carried memory only); None when no object has anything to add."""
+        """Carried memory plus each object's first-pass mask lifted to 3D: on its prompted view for a visual
+        prompt in this window, on the view where it is most surely present (presence at least
+        ``presence_threshold``) for a text-only prompt. Objects with a visual prompt outside this window keep
+        their carried memory only. None when no object has anything to add."""
         masks_np = masks.cpu().numpy()  # [S, N, s, s]
+        prob_np = prob.cpu().numpy()  # [S, N]
         lifted, added = dict(memory), False
         for j, o in enumerate(obj_ids):
             view = state.prompts[o].view
-            if view is None or view not in window:
+            if view is None:
+                i = int(prob_np[:, j].argmax())
+                if prob_np[i, j] < self.presence_threshold:
+                    continue
+            elif view in window:
+                i = window.index(view)
+            else:
                 continue
-            i = window.index(view)
             entry = self._lift(masks_np[[i], j], wp[[i]], feats[[i]], memory.get(o))
             if entry is not None:
                 lifted[o] = entry
