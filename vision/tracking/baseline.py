@@ -6,12 +6,10 @@ carries information: no multi-view global attention, no geometry), projected to 
 1. the prompted frame (view of the visual prompt; view 0 for text) is decoded with the prompt tokens (the same
    :class:`PromptEncoder` and :class:`MaskDecoder` as G2TAM, with 2D positional codes only);
 2. its memory (frame features fused with the predicted mask by a small conv encoder, plus a learned "no object"
-   embedding when the object is judged absent) is stored as the conditioning memory, with its object pointer
-   (SAM2's: an MLP of the decoder's output token for the chosen mask; a learned "no object" pointer when absent);
+   embedding when the object is judged absent) is stored as the conditioning memory;
 3. the other frames are processed forward from the prompt, then backward from it; each frame's features attend
    (memory attention: self-attention, cross-attention over the memory tokens, whose keys carry the 2D positional
-   code of their grid cell and a learned embedding of their memory slot, and over the memory frames' object
-   pointers; MLP)
+   code of their grid cell and a learned embedding of their memory slot, MLP)
    to the conditioning memory plus the last ``memory_size`` frames' memories, are decoded without prompt points,
    and their memory joins the bank (the bank keeps only the most recent ``memory_size``; it is reset to the
    conditioning memory when the pass turns backward).
@@ -29,7 +27,7 @@ from torch import nn
 
 from vision.geometry.model import GeometryBackbone, create_backbone
 from vision.tracking.decoder import MaskDecoder
-from vision.tracking.layers import MLP, Attention, LayerNorm2d
+from vision.tracking.layers import Attention, LayerNorm2d
 from vision.tracking.model import select_best_mask
 from vision.tracking.prompts import PAD, PromptEncoder, Prompts
 
@@ -92,9 +90,6 @@ class MemoryBankTracker(nn.Module):
         self.no_object = nn.Parameter(torch.zeros(dim))
         self.no_memory = nn.Parameter(torch.zeros(dim))
         self.slot_embed = nn.Parameter(torch.randn(memory_size + 1, dim) * 0.02)
-        self.obj_ptr_proj = MLP(dim, dim, dim, 3)
-        self.no_obj_ptr = nn.Parameter(torch.zeros(dim))
-        self.ptr_embed = nn.Parameter(torch.randn(dim) * 0.02)
 
     @property
     def patch_size(self) -> int:
@@ -121,16 +116,6 @@ class MemoryBankTracker(nn.Module):
         absent = (presence.detach() < 0).float()[:, None, None, None]
         mem = mem + absent * self.no_object[None, :, None, None]
         return mem.flatten(2).transpose(1, 2)
-
-    def _object_pointer(self, mask_tokens: torch.Tensor, iou: torch.Tensor, presence: torch.Tensor) -> torch.Tensor:
-        """SAM2's object pointer of one frame per sequence: the MLP of the output token of the best hypothesis
-        (``mask_tokens [L, M, D]``, ``iou [L, M]``), or the learned no-object pointer where ``presence [L]`` < 0
-        -> ``[L, 1, D]``."""
-        best = iou.argmax(-1)
-        token = mask_tokens[torch.arange(len(best), device=best.device), best]
-        absent = (presence.detach() < 0).float()[:, None]
-        ptr = (1 - absent) * self.obj_ptr_proj(token) + absent * self.no_obj_ptr[None]
-        return ptr[:, None]
 
     def decode(self, encoded: dict[str, Any], prompts: Prompts) -> dict[str, torch.Tensor]:
         """Track every object slot through the frames (see the module docstring).
@@ -183,8 +168,6 @@ class MemoryBankTracker(nn.Module):
         mask_list, iou_list, pres_list, frame_list = [], [], [], []
         cond_mem = None
         recent: list[torch.Tensor] = []
-        recent_ptr: list[torch.Tensor] = []
-        cond_ptr = None
         recent_valid: list[torch.Tensor] = []
         for t in range(s):
             frame = order[:, t]
@@ -198,17 +181,12 @@ class MemoryBankTracker(nn.Module):
                 keep = ~reset[:, t]
                 recent_valid = [v & keep for v in recent_valid]
                 mems = [cond_mem] + recent[-self.memory_size:]
-                ptrs = [cond_ptr] + recent_ptr[-self.memory_size:]
                 valids = [torch.ones(seq, dtype=torch.bool, device=dev)] + recent_valid[-self.memory_size:]
-                memory = torch.cat(mems + ptrs, dim=1)
+                memory = torch.cat(mems, dim=1)
                 # memory keys carry the frame grid's 2D positional code (as SAM2's memory positional encoding)
-                # plus a learned embedding of their slot (the conditioning frame, then the recent frames); the
-                # object pointers carry their slot's embedding and a learned pointer embedding
-                mpos = torch.cat([(self.slot_embed[j] + pe2d).expand(seq, -1, -1) for j in range(len(mems))]
-                                 + [(self.slot_embed[j] + self.ptr_embed).expand(seq, 1, -1)
-                                    for j in range(len(ptrs))], 1)
-                mpad = torch.cat([(~v)[:, None].expand(-1, m.shape[1]) for v, m in zip(valids + valids, mems + ptrs)],
-                                 1)
+                # plus a learned embedding of their slot (the conditioning frame, then the recent frames)
+                mpos = torch.cat([(self.slot_embed[j] + pe2d).expand(seq, -1, -1) for j in range(len(mems))], 1)
+                mpad = torch.cat([(~v)[:, None].expand(-1, m.shape[1]) for v, m in zip(valids, mems)], 1)
                 x = f.flatten(2).transpose(1, 2)
                 for layer in self.memory_layers:
                     x = layer(x, pe2d, memory, mpos, mpad)
@@ -221,15 +199,12 @@ class MemoryBankTracker(nn.Module):
             best, _ = select_best_mask(out["masks"], out["iou"])
             mem = self._memory(f, F.interpolate(best[:, None], size=(h, w), mode="bilinear",
                                                 align_corners=False)[:, 0], out["presence"])
-            ptr = self._object_pointer(out["mask_tokens"], out["iou"], out["presence"])
             if t == 0:
-                cond_mem, cond_ptr = mem, ptr
+                cond_mem = mem
             else:
                 recent.append(mem)
-                recent_ptr.append(ptr)
                 recent_valid.append(torch.ones(seq, dtype=torch.bool, device=dev))
-                recent, recent_ptr = recent[-self.memory_size:], recent_ptr[-self.memory_size:]
-                recent_valid = recent_valid[-self.memory_size:]
+                recent, recent_valid = recent[-self.memory_size:], recent_valid[-self.memory_size:]
             mask_list.append(out["masks"])
             iou_list.append(out["iou"])
             pres_list.append(out["presence"])

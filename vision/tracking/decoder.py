@@ -115,8 +115,7 @@ class MaskDecoder(nn.Module):
 
         Returns:
             ``masks [L, num_masks, 4gh, 4gw]`` logits, ``iou [L, num_masks]`` (predicted IoU, unbounded regression),
-            ``presence [L]`` logits, ``mask_tokens [L, num_masks, D]`` (the output mask tokens; SAM2 derives its
-            object pointers from them).
+            ``presence [L]`` logits.
         """
         l, d, gh, gw = image.shape
         out_tokens = torch.cat([self.presence_token, self.iou_token, self.mask_tokens], dim=0)
@@ -137,5 +136,4 @@ class MaskDecoder(nn.Module):
             up = up + self.map_proj(maps)
         hyper = torch.stack([net(mask_out[:, i]) for i, net in enumerate(self.hypernets)], dim=1)  # [L, M, c8]
         masks = torch.einsum("lmc,lchw->lmhw", hyper, up)
-        return {"masks": masks, "iou": self.iou_head(iou_out), "presence": self.presence_head(presence_out)[:, 0],
-                "mask_tokens": mask_out}
+        return {"masks": masks, "iou": self.iou_head(iou_out), "presence": self.presence_head(presence_out)[:, 0]}
