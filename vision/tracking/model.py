@@ -52,7 +52,7 @@ class G2TAM(nn.Module):
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, mask_points: int = 8,
                  feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
                  proximity_maps: bool = True, hires_maps: bool = True,
-                 proximity_sigmas: Sequence[float] = (0.015, 0.05, 0.15)) -> None:
+                 proximity_sigmas: Sequence[float] = SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS) -> None:
         super().__init__()
         self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **(backbone_overrides or {}))
         self.dim = dim

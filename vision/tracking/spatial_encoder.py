@@ -111,10 +111,11 @@ class SpatialEncoder(nn.Module):
     """
 
     ANCHOR_CHUNK = 64  # anchors compared at once in proximity_maps (bounds its memory)
+    DEFAULT_PROXIMITY_SIGMAS = (0.015, 0.05, 0.15)
 
     def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0,
                  proximity_channels: int = 16, proximity: bool = True, proximity_points: int = 64,
-                 proximity_sigmas: Sequence[float] = (0.015, 0.05, 0.15)) -> None:
+                 proximity_sigmas: Sequence[float] = DEFAULT_PROXIMITY_SIGMAS) -> None:
         super().__init__()
         if not proximity_sigmas or any(not float(sig) > 0 for sig in proximity_sigmas):
             raise InputError(f"proximity_sigmas must be positive lengths, got {list(proximity_sigmas)}")
