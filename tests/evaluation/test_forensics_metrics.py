@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import math
+import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.metrics import average_precision_score, roc_auc_score
+from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
-from vision.errors import DataError
+from vision.errors import DataError, InputError
 from vision.evaluation.forensics import equal_error_rate, evaluate_forensics, tpr_at_fpr
 
 
@@ -50,7 +52,69 @@ def test_eer_and_tpr_at_fpr_by_hand() -> None:
     assert equal_error_rate(y, s) == pytest.approx(0.25)
     # with FPR <= 5% (no false positive) the best TPR is 3/4 (0.7, 0.8, 0.9 above 0.6)
     assert tpr_at_fpr(y, s, 0.05) == pytest.approx(0.75)
-    assert math.isnan(equal_error_rate(np.zeros(3), s[:3]))
+
+
+def test_tied_pairs_give_chance_level_eer_and_tpr() -> None:
+    # 100 (real, generated) pairs, each pair tied: the full ROC climbs the diagonal in steps of (0.01, 0.01).
+    y = np.array([0, 1] * 100)
+    for s in (np.repeat(np.arange(100) / 100, 2), np.full(200, 0.5)):  # distinct pairs; all 200 tied
+        assert equal_error_rate(y, s) == pytest.approx(0.5)
+        assert tpr_at_fpr(y, s, 0.05) == pytest.approx(0.05)
+
+
+def test_eer_where_the_roc_crosses_between_its_corners() -> None:
+    # 20 distinct scores, highest first: 7 generated, 8 real, 3 generated, 2 real (10 of each class).
+    # ROC corners (0, 0) (0, .7) (.8, .7) (.8, 1) (1, 1); FPR = FNR = 0.3 on the segment at TPR 0.7.
+    y = np.array([1] * 7 + [0] * 8 + [1] * 3 + [0] * 2)
+    s = np.linspace(1.0, 0.05, 20)
+    assert equal_error_rate(y, s) == pytest.approx(0.30)
+    assert tpr_at_fpr(y, s, 0.05) == pytest.approx(0.7)
+    assert tpr_at_fpr(y, s, 0.8) == pytest.approx(1.0)  # the top of the vertical segment at FPR 0.8
+
+
+def _reference_eer_and_tpr(y: np.ndarray, s: np.ndarray, fpr_max: float) -> tuple[float, float]:
+    """From sklearn's full ROC (drop_intermediate=False), densely sampled along each segment."""
+    fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
+    t = np.linspace(0.0, 1.0, 20001)[:, None]
+    xs = (fpr[:-1] + t * (fpr[1:] - fpr[:-1])).ravel()
+    ys = (tpr[:-1] + t * (tpr[1:] - tpr[:-1])).ravel()
+    i = np.argmin(np.abs((1 - ys) - xs))
+    return float(xs[i]), float(ys[xs <= fpr_max + 1e-12].max())
+
+
+def test_eer_and_tpr_match_the_full_sklearn_roc_with_ties() -> None:
+    rng = np.random.default_rng(4)
+    for n, levels in ((40, 5), (200, 12), (333, 1000)):
+        y = rng.integers(0, 2, n)
+        s = np.round(rng.normal(y * 0.8, 1.0) * levels) / levels  # coarse scores: many ties
+        eer, tpr = _reference_eer_and_tpr(y, s, 0.05)
+        assert equal_error_rate(y, s) == pytest.approx(eer, abs=1e-4)
+        assert tpr_at_fpr(y, s, 0.05) == pytest.approx(tpr, abs=1e-4)
+
+
+def test_one_class_only_is_an_error_that_names_the_missing_class(tmp_path: Path, capsys) -> None:
+    with pytest.raises(InputError, match="both classes"):
+        equal_error_rate(np.zeros(3), np.array([0.1, 0.2, 0.3]))
+    with pytest.raises(InputError, match="both classes"):
+        tpr_at_fpr(np.ones(3), np.array([0.1, 0.2, 0.3]))
+    gt = _split(["generated", "generated"], ["A", "B"])
+    results = [{"video_id": 1, "score": 0.9}, {"video_id": 2, "score": 0.2}]
+    with pytest.raises(DataError, match="no 'real' video"):
+        evaluate_forensics(gt, results, threshold=0.5, gt_file="split.json")
+    # what a user of tools/evaluate.py sees: one line on stderr, exit status 2
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from evaluate import main
+
+    (tmp_path / "split.json").write_text(json.dumps(gt))
+    (tmp_path / "res.json").write_text(json.dumps(results))
+    real_only = _split(["real", "real"], [None, None])
+    (tmp_path / "real.json").write_text(json.dumps(real_only))
+    assert main(["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "res.json"),
+                 "--task", "forensics", "--threshold", "0.5"]) == 2
+    assert "no 'real' video" in capsys.readouterr().err
+    assert main(["--split", str(tmp_path / "real.json"), "--results", str(tmp_path / "res.json"),
+                 "--task", "forensics"]) == 2
+    assert "no 'generated' video" in capsys.readouterr().err
 
 
 def test_random_scores_match_sklearn_and_threshold_from_real() -> None:

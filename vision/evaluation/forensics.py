@@ -2,8 +2,12 @@
 
 Generated is the positive class; ``score`` is the probability (or any score) of generated.
 - ``AUC``: ``sklearn.metrics.roc_auc_score``; ``AP``: ``average_precision_score`` (not interpolated).
-- ``EER``: the FPR at the ROC threshold where ``|FNR - FPR|`` is smallest.
-- ``TPR@5%FPR``: the largest TPR on the ROC curve with FPR <= ``fpr`` (default 0.05).
+- ``EER`` and ``TPR@5%FPR`` are read off the full ROC curve (``roc_curve(..., drop_intermediate=False)``: one
+  point per distinct score, plus (0, 0)), taken as the polyline through its points (linear interpolation between
+  neighbouring points, i.e. randomising between two thresholds). ``EER``: the FPR where FPR = FNR (= 1 - TPR) on
+  that polyline. ``TPR@5%FPR``: the TPR of the polyline at FPR = ``fpr`` (default 0.05), the highest one where the
+  curve is vertical there. Tied scores form a diagonal segment: 100 tied (real, generated) pairs give EER 0.5 and
+  TPR@5%FPR 0.05.
 - ``ACC``: accuracy at a threshold (``score >= threshold`` = generated) fixed on real validation videos and given
   as the ``threshold`` option; without it the threshold is set on this split's real videos so that ``pass_rate``
   of them are below it (``threshold_source`` then says ``eval-real``, an optimistic choice). ``real_acc``: the
@@ -11,7 +15,8 @@ Generated is the positive class; ``score`` is the probability (or any score) of 
 - Per generator: the same metrics on (all real videos + that generator's videos), keys ``<generator>/<metric>``,
   and their unweighted mean over generators, ``macro/<metric>``.
 
-Figures are on the 0-1 scale; a metric that is undefined (one class only) is ``nan``.
+Figures are on the 0-1 scale. The split must hold both classes: a split without real or without generated
+videos raises :class:`DataError` (AUC, AP, EER and TPR are undefined with one class).
 """
 
 from __future__ import annotations
@@ -29,22 +34,39 @@ __all__ = ["evaluate_forensics", "binary_metrics", "equal_error_rate", "tpr_at_f
 METRICS = ("AUC", "AP", "ACC", "real_acc", "fake_acc", "EER", "TPR@5%FPR")
 
 
-def equal_error_rate(labels: np.ndarray, scores: np.ndarray) -> float:
-    """FPR at the ROC threshold where ``|FNR - FPR|`` is smallest (``nan`` with one class)."""
+def _full_roc(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(FPR, TPR) at every distinct score, from (0, 0) to (1, 1); :class:`InputError` without both classes."""
     if len(np.unique(labels)) < 2:
-        return float("nan")
-    fpr, tpr, _ = roc_curve(labels, scores)
-    idx = int(np.argmin(np.abs((1.0 - tpr) - fpr)))
-    return float(fpr[idx])
+        raise InputError("EER and TPR at a fixed FPR need both classes (real = 0 and generated = 1)")
+    fpr, tpr, _ = roc_curve(labels, scores, drop_intermediate=False)
+    return fpr, tpr
+
+
+def equal_error_rate(labels: np.ndarray, scores: np.ndarray) -> float:
+    """EER: the FPR where FPR = FNR on the full ROC polyline (see the module docstring).
+
+    Along the curve ``FPR + TPR - 1`` never decreases, from -1 at (0, 0) to 1 at (1, 1); the EER is where it is 0,
+    linearly interpolated between the two ROC points around that crossing.
+    """
+    fpr, tpr = _full_roc(labels, scores)
+    gap = fpr + tpr - 1.0  # FPR - FNR
+    i = int(np.argmax(gap >= 0))  # first point at or past the crossing (i >= 1, since gap[0] = -1)
+    if gap[i] == 0:
+        return float(fpr[i])
+    t = -gap[i - 1] / (gap[i] - gap[i - 1])
+    return float(fpr[i - 1] + t * (fpr[i] - fpr[i - 1]))
 
 
 def tpr_at_fpr(labels: np.ndarray, scores: np.ndarray, fpr_max: float = 0.05) -> float:
-    """Largest TPR with FPR <= ``fpr_max`` on the ROC curve (``nan`` with one class)."""
-    if len(np.unique(labels)) < 2:
-        return float("nan")
-    fpr, tpr, _ = roc_curve(labels, scores)
-    ok = fpr <= fpr_max + 1e-12
-    return float(tpr[ok].max()) if ok.any() else 0.0
+    """TPR of the full ROC polyline at FPR = ``fpr_max``: the highest TPR among points with that exact FPR, else
+    interpolated between the last point below it and the first point above it."""
+    fpr, tpr = _full_roc(labels, scores)
+    below = np.flatnonzero(fpr <= fpr_max)  # never empty: the curve starts at FPR 0
+    i = int(below[-1])  # TPR never decreases along the curve: the last such point has the highest TPR
+    if fpr[i] == fpr_max or i == len(fpr) - 1:
+        return float(tpr[i])
+    t = (fpr_max - fpr[i]) / (fpr[i + 1] - fpr[i])
+    return float(tpr[i] + t * (tpr[i + 1] - tpr[i]))
 
 
 def threshold_from_real(real_scores: np.ndarray, pass_rate: float = 0.95) -> float:
@@ -56,18 +78,20 @@ def threshold_from_real(real_scores: np.ndarray, pass_rate: float = 0.95) -> flo
 
 
 def binary_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float, fpr_max: float = 0.05) -> dict:
-    """AUC, AP, ACC, real_acc, fake_acc, EER, TPR@FPR of one set (labels 1 = generated)."""
+    """AUC, AP, ACC, real_acc, fake_acc, EER, TPR@FPR of one set (labels 1 = generated); both classes needed
+    (:class:`InputError` otherwise)."""
     labels = np.asarray(labels, np.int64)
     scores = np.asarray(scores, np.float64)
-    both = len(np.unique(labels)) == 2
+    if len(np.unique(labels)) < 2:
+        raise InputError("forensic metrics need both classes (real = 0 and generated = 1)")
     pred = scores >= threshold
     real, fake = labels == 0, labels == 1
     return {
-        "AUC": float(roc_auc_score(labels, scores)) if both else float("nan"),
-        "AP": float(average_precision_score(labels, scores)) if both else float("nan"),
-        "ACC": float((pred == (labels == 1)).mean()) if labels.size else float("nan"),
-        "real_acc": float((~pred[real]).mean()) if real.any() else float("nan"),
-        "fake_acc": float(pred[fake].mean()) if fake.any() else float("nan"),
+        "AUC": float(roc_auc_score(labels, scores)),
+        "AP": float(average_precision_score(labels, scores)),
+        "ACC": float((pred == (labels == 1)).mean()),
+        "real_acc": float((~pred[real]).mean()),
+        "fake_acc": float(pred[fake].mean()),
         "EER": equal_error_rate(labels, scores),
         "TPR@5%FPR": tpr_at_fpr(labels, scores, fpr_max),
     }
@@ -79,6 +103,8 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
 
     Every labelled video needs exactly one result with a finite ``score``; results for unknown video ids, a
     missing or non-finite score, or duplicates raise :class:`DataError` naming the file, index and field.
+
+    A split whose labelled videos are all real or all generated raises :class:`DataError` naming the missing class.
 
     Returns a flat dict: overall metrics, ``threshold``, ``threshold_source``, ``num_real``, ``num_generated``,
     ``<generator>/<metric>`` and ``macro/<metric>`` (keys in :data:`METRICS`).
@@ -111,6 +137,10 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
     if missing:
         raise DataError(f"{len(missing)} labelled video(s) have no result", file=results_file,
                         field="video_id", value=missing[:10])
+    for label in ("real", "generated"):
+        if not any(v["label"] == label for v in labelled.values()):
+            raise DataError(f"no '{label}' video among the {len(labelled)} labelled videos: AUC, AP, EER and "
+                            "TPR@5%FPR need both real and generated videos", file=gt_file, field="videos[].label")
     ids = sorted(labelled)
     labels = np.array([1 if labelled[v]["label"] == "generated" else 0 for v in ids])
     values = np.array([scores[v] for v in ids])
@@ -128,7 +158,6 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
         keep = np.array([y == 0 or g == name for g, y in zip(gens, labels)])
         per[name] = binary_metrics(labels[keep], values[keep], float(threshold), fpr)
         out.update({f"{name}/{k}": v for k, v in per[name].items()})
-    for metric in METRICS:
-        vals = [per[n][metric] for n in names if not math.isnan(per[n][metric])]
-        out[f"macro/{metric}"] = float(np.mean(vals)) if vals else float("nan")
+    for metric in METRICS:  # every generator's subset holds all the real videos: both classes
+        out[f"macro/{metric}"] = float(np.mean([per[n][metric] for n in names]))
     return out
