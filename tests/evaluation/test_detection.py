@@ -1,4 +1,5 @@
-"""COCO AP through faster-coco-eval agrees with pycocotools (bbox and segm, crowds, empty images, IV subsets)."""
+"""COCO AP through faster-coco-eval agrees with pycocotools (bbox and segm, crowds, empty images, IV subsets,
+one class, empty results, non-default max_dets): all 12 summary statistics."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from pycocotools.coco import COCO as PyCOCO
 from pycocotools.cocoeval import COCOeval as PyCOCOeval
 
 from vision.errors import DataError
+from tests.evaluation.conftest import make_detection_case
 from vision.evaluation.detection import COCO_STAT_KEYS, coco_ap, coco_ground_truth
 
 
-def pycocotools_stats(split: dict, results: list[dict], iou_type: str, cat_ids=None) -> dict:
-    """The reference: plain pycocotools on the stripped ground truth (segm: masks only, as detectron2 does)."""
+def pycocotools_stats(split: dict, results: list[dict], iou_type: str, cat_ids=None,
+                      max_dets=(1, 10, 100)) -> dict:
+    """The reference: plain pycocotools on the stripped ground truth (segm: masks only, as detectron2 does).
+    Empty results (which pycocotools' loadRes cannot read) become a result set without annotations."""
     gt = coco_ground_truth(split)
     dts = []
     for r in results:
@@ -30,14 +34,37 @@ def pycocotools_stats(split: dict, results: list[dict], iou_type: str, cat_ids=N
         coco_gt = PyCOCO()
         coco_gt.dataset = copy.deepcopy(gt)
         coco_gt.createIndex()
-        coco_dt = coco_gt.loadRes(dts)
+        if dts:
+            coco_dt = coco_gt.loadRes(dts)
+        else:
+            coco_dt = PyCOCO()
+            coco_dt.dataset = {"images": copy.deepcopy(gt["images"]), "annotations": [],
+                               "categories": copy.deepcopy(gt["categories"])}
+            coco_dt.createIndex()
         ev = PyCOCOeval(coco_gt, coco_dt, iou_type)
+        ev.params.maxDets = list(max_dets)
         if cat_ids is not None:
             ev.params.catIds = list(cat_ids)
         ev.evaluate()
         ev.accumulate()
         ev.summarize()
-    return dict(zip(COCO_STAT_KEYS, [float(v) for v in ev.stats[:9]]))
+    keys = ["AP", "AP50", "AP75", "APs", "APm", "APl", *(f"AR{m}" for m in max_dets), "ARs", "ARm", "ARl"]
+    return dict(zip(keys, [float(v) for v in ev.stats]))
+
+
+def crowded_case(seed: int = 1) -> tuple[dict, list[dict]]:
+    """The fixture's split with many scored duplicates per object (over 100 detections on some images), so that
+    10, 50, 100 or 300 detections per image give different figures."""
+    split, results = make_detection_case(seed=seed, num_images=12)
+    rng = np.random.default_rng(seed)
+    extra = []
+    for r in results:
+        for _ in range(int(rng.integers(10, 50))):
+            x, y, w, h = r["bbox"]
+            jitter = rng.normal(0, 0.15, 4) * [w, h, w, h]
+            extra.append(dict(r, bbox=[x + jitter[0], y + jitter[1], max(1.0, w + jitter[2]), max(1.0, h + jitter[3])],
+                              score=float(rng.random())))
+    return split, results + extra
 
 
 def test_fixture_has_the_hard_cases(detection_case):
@@ -73,6 +100,40 @@ def test_category_subset_matches_pycocotools(detection_case, iou_type):
     for key in COCO_STAT_KEYS:
         assert ours[key] == pytest.approx(ref[key], abs=1e-4), key
     assert ours["AP"] != pytest.approx(coco_ap(split, results, iou_type)["AP"], abs=1e-6)
+
+
+def test_all_twelve_pycocotools_stats_are_reported():
+    assert COCO_STAT_KEYS == ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+
+
+@pytest.mark.parametrize("iou_type", ["bbox", "segm"])
+@pytest.mark.parametrize("max_dets", [(1, 10, 100), (1, 10, 50), (5, 20, 100), (1, 100, 300)])
+def test_max_dets_match_pycocotools(iou_type, max_dets):
+    # pycocotools: AP at 100 detections per image (-1 when 100 is not among max_dets), the other AP figures and
+    # ARs/ARm/ARl at max_dets[2], one AR per max_dets entry
+    split, results = crowded_case()
+    per_image = np.bincount([r["image_id"] for r in results])
+    assert per_image.max() > 100
+    ours = coco_ap(split, results, iou_type, max_dets=max_dets)
+    ref = pycocotools_stats(split, results, iou_type, max_dets=max_dets)
+    assert list(ours) == list(ref)
+    for key in ref:
+        assert ours[key] == pytest.approx(ref[key], abs=1e-4), key
+    assert (ours["AP"] == -1.0) == (100 not in max_dets)
+
+
+@pytest.mark.parametrize("iou_type", ["bbox", "segm"])
+def test_one_class_and_empty_results_match_pycocotools(detection_case, iou_type):
+    split, results = detection_case
+    one = dict(split, categories=[c for c in split["categories"] if c["id"] == 2],
+               annotations=[a for a in split["annotations"] if a["category_id"] == 2])
+    one_results = [r for r in results if r["category_id"] == 2]
+    assert any(a["iscrowd"] for a in one["annotations"])
+    for case_split, case_results in ((one, one_results), (split, []), (one, [])):
+        ours = coco_ap(case_split, case_results, iou_type)
+        ref = pycocotools_stats(case_split, case_results, iou_type)
+        for key in COCO_STAT_KEYS:
+            assert ours[key] == pytest.approx(ref[key], abs=1e-4), key
 
 
 def test_input_split_is_not_modified(detection_case):

@@ -4,6 +4,13 @@ Ground truth is a COCO-format split dict (ours carries extra keys such as ``vide
 they are ignored). Results follow COCO results files: ``[{image_id, category_id, bbox, score}]`` with ``bbox`` in
 XYWH pixels, plus ``segmentation`` (COCO RLE) for mask results. Every figure is on the 0-1 scale; as in
 pycocotools, a figure is ``-1.0`` where it is undefined (no ground truth in that area range / for those categories).
+
+The twelve summary statistics are pycocotools' ``COCOeval.summarize`` (read from faster-coco-eval's accumulated
+precision and recall, which equal pycocotools'), under pycocotools' names: ``AP`` (IoU 0.50:0.95), ``AP50``,
+``AP75``, ``APs``, ``APm``, ``APl``, ``AR1``, ``AR10``, ``AR100``, ``ARs``, ``ARm``, ``ARl``. With other
+``max_dets`` the rules stay pycocotools': ``AP`` is at 100 detections per image (``-1.0`` when 100 is not among
+``max_dets``); ``AP50`` to ``APl`` and ``ARs`` to ``ARl`` are at ``max_dets[2]``; the three ARs are named by their
+limits (``max_dets=(1, 10, 300)`` gives ``AR1, AR10, AR300``).
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ from faster_coco_eval import COCO, COCOeval_faster
 from vision.data.masks import decode_rle, encode_mask
 from vision.errors import DataError
 
-__all__ = ["COCO_STAT_KEYS", "coco_ground_truth", "coco_ap"]
+__all__ = ["COCO_STAT_KEYS", "stat_keys", "coco_ground_truth", "coco_ap"]
 
-#: The first nine COCO summary statistics, in COCOeval.stats order.
-COCO_STAT_KEYS: tuple[str, ...] = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100")
+#: The twelve COCO summary statistics at the default max_dets (1, 10, 100), in COCOeval.stats order.
+COCO_STAT_KEYS: tuple[str, ...] = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm",
+                                   "ARl")
 
 _LOG = logging.getLogger(__name__)
 
@@ -119,6 +127,37 @@ def _results_for(results: Iterable[dict], iou_type: str) -> list[dict]:
     return out
 
 
+def stat_keys(max_dets: tuple[int, int, int] = (1, 10, 100)) -> tuple[str, ...]:
+    """The twelve summary names for ``max_dets`` (the ARs named by their limits)."""
+    return ("AP", "AP50", "AP75", "APs", "APm", "APl", *(f"AR{m}" for m in max_dets), "ARs", "ARm", "ARl")
+
+
+def _summary(evaluator: Any, max_dets: tuple[int, int, int]) -> list[float]:
+    """The twelve ``COCOeval.summarize`` figures, computed exactly as pycocotools does from ``evaluator.eval``:
+    the mean of the entries > -1 of precision [T, R, K, A, M] or recall [T, K, A, M], or -1 if there are none."""
+    params = evaluator.params
+    precision = np.asarray(evaluator.eval["precision"])
+    recall = np.asarray(evaluator.eval["recall"])
+
+    def mean(ap: bool, iou: float | None = None, area: str = "all", limit: int = 100) -> float:
+        values = precision if ap else recall
+        if iou is not None:
+            values = values[np.flatnonzero(np.isclose(np.asarray(params.iouThrs), iou))]
+        a = [i for i, label in enumerate(params.areaRngLbl) if label == area]
+        m = [i for i, d in enumerate(params.maxDets) if d == limit]
+        values = values[..., a, :][..., m]
+        values = values[values > -1]
+        return float(values.mean()) if values.size else -1.0
+
+    last = max_dets[2]
+    return [mean(True), mean(True, 0.5, limit=last), mean(True, 0.75, limit=last),
+            mean(True, area="small", limit=last), mean(True, area="medium", limit=last),
+            mean(True, area="large", limit=last),
+            mean(False, limit=max_dets[0]), mean(False, limit=max_dets[1]), mean(False, limit=last),
+            mean(False, area="small", limit=last), mean(False, area="medium", limit=last),
+            mean(False, area="large", limit=last)]
+
+
 def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
             category_ids: Iterable[int] | None = None, max_dets: tuple[int, int, int] = (1, 10, 100)) -> dict:
     """COCO AP/AR of ``results`` against ``gt``.
@@ -129,14 +168,19 @@ def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
             assumed already validated (see :mod:`vision.evaluation.results`).
         iou_type: ``"bbox"`` or ``"segm"``.
         category_ids: restrict the evaluation to these categories (IV mAP over a vocabulary).
-        max_dets: detections per image for AR1 / AR10 / AR100 (the last also bounds AP).
+        max_dets: three increasing limits of detections per image (see the module docstring for which figure
+            uses which, as in pycocotools).
 
     Returns:
-        ``{"AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100"}`` as floats in [0, 1]
-        (``-1.0`` where COCO leaves a figure undefined).
+        The twelve figures keyed by :func:`stat_keys` (:data:`COCO_STAT_KEYS` for the default ``max_dets``), floats
+        in [0, 1] (``-1.0`` where COCO leaves a figure undefined).
     """
     if iou_type not in ("bbox", "segm"):
         raise ValueError(f"iou_type must be 'bbox' or 'segm', got {iou_type!r}")
+    max_dets = tuple(int(m) for m in max_dets)
+    if len(max_dets) != 3 or not 0 < max_dets[0] < max_dets[1] < max_dets[2]:
+        raise ValueError(f"max_dets must be three increasing positive limits, got {max_dets!r}")
+    keys = stat_keys(max_dets)
     gt_dict = coco_ground_truth(gt, need_segmentation=iou_type == "segm")
     coco_gt = COCO(gt_dict)
     coco_dt = coco_gt.loadRes(_results_for(results, iou_type))
@@ -152,9 +196,7 @@ def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
             raise DataError("category_ids is empty; give at least one category id", field="category_ids")
         evaluator.params.catIds = wanted
     if not gt_dict["images"] or not gt_dict["categories"]:
-        return {key: -1.0 for key in COCO_STAT_KEYS}
+        return {key: -1.0 for key in keys}
     evaluator.evaluate()
     evaluator.accumulate()
-    evaluator.summarize()
-    stats = [float(v) for v in evaluator.stats[: len(COCO_STAT_KEYS)]]
-    return dict(zip(COCO_STAT_KEYS, stats))
+    return dict(zip(keys, _summary(evaluator, max_dets)))

@@ -1,7 +1,8 @@
 """One entry point: ``evaluate(split, results, task)`` -> metrics dict, and ``format_table`` for printing.
 
 Tasks:
-- ``"detection"``: COCO bbox AP/AR (keys ``AP, AP50, AP75, APs, APm, APl, AR1, AR10, AR100``); when every result
+- ``"detection"``: COCO bbox AP/AR, pycocotools' twelve summary figures (keys ``AP, AP50, AP75, APs, APm, APl,
+  AR1, AR10, AR100, ARs, ARm, ARl``); when every result
   carries a ``segmentation``, also mask AP/AR under the same keys prefixed ``segm_``. Options: ``category_ids``
   (restrict to a vocabulary: IV mAP), ``extra_category_ids`` (ids accepted in results besides the split's
   categories, e.g. an ``oov`` id; they never match ground truth).
