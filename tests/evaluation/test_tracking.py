@@ -9,9 +9,9 @@ from vos_benchmark.benchmark import VideoEvaluator
 from vos_benchmark.evaluator import Evaluator
 from vos_benchmark.utils import _seg2bmap
 
-from tests.evaluation.conftest import blob, label_sequence, noisy_labels
+from tests.evaluation.conftest import blob, label_sequence, noisy_labels, perturb
 from vision.data.masks import encode_mask
-from vision.errors import DataError
+from vision.errors import DataError, InputError
 from vision.evaluation.tracking import (boundary_f_measure, boundary_map, evaluate_sequence, evaluate_tracking,
                                         region_similarity, sequence_statistics)
 
@@ -147,6 +147,37 @@ def test_evaluate_tracking_matches_vos_benchmark_video_evaluator(tmp_path):
     assert metrics["J"] == pytest.approx(np.mean(ref_j), abs=1e-6)
     assert metrics["F"] == pytest.approx(np.mean(ref_f), abs=1e-6)
     assert metrics["J&F"] == pytest.approx((np.mean(ref_j) + np.mean(ref_f)) / 2, abs=1e-6)
+    # every object is present from the first frame on: DAVIS 2017's protocol scores the same frames
+    davis = evaluate_tracking(split, results, protocol="davis2017")
+    assert davis["J&F"] == pytest.approx(metrics["J&F"], abs=1e-12) and davis["num_frames"] == metrics["num_frames"]
+
+
+def test_davis2017_protocol_hand_computed():
+    # five frames: object 1 throughout; object 2 leaves after frame 1 but stays predicted to frame 3;
+    # object 3 enters at frame 2. All predictions are otherwise perfect.
+    gt = np.zeros((5, 20, 30), np.uint8)
+    gt[:, 2:8, 2:8] = 1
+    gt[:2, 2:8, 12:18] = 2
+    gt[2:, 12:18, 20:26] = 3
+    pred = gt.copy()
+    pred[2:4, 2:8, 12:18] = 2
+    split = _video_split_from_labels({1: gt})
+    results = _results_from_labels(split, {1: pred})
+    davis = evaluate_tracking(split, results, protocol="davis2017")
+    per = {t["track_id"]: t for t in davis["per_track"]}
+    # first-frame objects 1 and 2 over frames 1..3; object 2: J = 1, 0, 0; object 3 is not scored
+    assert sorted(per) == [11, 12] and per[12]["J"] == pytest.approx(1 / 3) and per[11]["num_frames"] == 3
+    assert davis["J"] == pytest.approx((1 + 1 / 3) / 2)
+    vos = evaluate_tracking(split, results)
+    per = {t["track_id"]: t for t in vos["per_track"]}
+    # vos-benchmark: object 2 over frames 0..4 (J = 1, 1, 0, 0, 1), object 3 from frame 2 on
+    assert per[12]["J"] == pytest.approx(3 / 5) and per[13]["num_frames"] == 3 and per[13]["J"] == 1.0
+    assert vos["J"] == pytest.approx((1 + 3 / 5 + 1) / 3)
+    # prompted views go first: without frame 0, frame 1 is DAVIS's first frame and frames 2..3 are scored
+    prompted = evaluate_tracking(split, results, protocol="davis2017", prompted_image_ids=[1])
+    assert {t["track_id"]: t["J"] for t in prompted["per_track"]} == {11: 1.0, 12: 0.0}
+    with pytest.raises(InputError, match="protocol"):
+        evaluate_tracking(split, results, protocol="davis")
 
 
 def test_prompted_views_missing_predictions_and_hungarian():
@@ -206,3 +237,104 @@ def test_duplicate_and_wrong_video():
     split["videos"].append({"id": 2, "name": "v2", "ordered": True})
     with pytest.raises(DataError, match="belongs to video 1"):
         evaluate_tracking(split, [bad])
+
+
+def _write_pngs(root, maps_by_video: dict[int, np.ndarray]) -> None:
+    for v, maps in maps_by_video.items():
+        (root / f"v{v}").mkdir(parents=True)
+        for t, m in enumerate(maps):
+            Image.fromarray(m.astype(np.uint8)).save(root / f"v{v}" / f"{t:05d}.png")
+
+
+def _vos_benchmark(tmp_path, gt_maps: dict, pred_maps: dict, skip_first_and_last: bool) -> dict:
+    """vos-benchmark's VideoEvaluator on PNG folders: per (video, label) J and F (0-1), and its global figures
+    (means over every object of every video, as ``vos_benchmark.benchmark.benchmark`` computes them)."""
+    root = tmp_path / f"skip{int(skip_first_and_last)}"
+    _write_pngs(root / "gt", gt_maps)
+    _write_pngs(root / "pred", pred_maps)
+    evaluator = VideoEvaluator(str(root / "gt"), str(root / "pred"), skip_first_and_last=skip_first_and_last)
+    per_object = {}
+    for v in gt_maps:
+        _, iou, bf = evaluator(f"v{v}")
+        per_object.update({10 * v + int(k): (iou[k] / 100, bf[k] / 100) for k in iou})
+    j = float(np.mean([jf[0] for jf in per_object.values()]))
+    f = float(np.mean([jf[1] for jf in per_object.values()]))
+    return {"per_object": per_object, "J": j, "F": f, "J&F": (j + f) / 2}
+
+
+def _entries_exits_gaps(seed: int = 21) -> tuple[dict, dict]:
+    """Four videos, twelve objects: late entries, exits, gaps (absent in the middle), objects never predicted,
+    objects predicted before they appear and after they leave, an object only in the first frame, and a predicted
+    label that is no ground-truth object."""
+    rng = np.random.default_rng(seed)
+    frames, h, w = 9, 40, 56
+    gt_maps, pred_maps = {}, {}
+    # label -> frames where it is in the ground truth, frames where it is predicted
+    plans = {
+        1: {1: (range(0, 9), range(0, 9)), 2: (range(3, 9), []), 3: (range(0, 4), range(0, 6))},
+        2: {1: (list(range(0, 3)) + list(range(6, 9)), range(0, 9)), 2: (range(2, 7), range(1, 7)),
+            3: (range(5, 9), range(5, 8))},
+        3: {1: (range(0, 1), range(0, 2)), 2: (range(1, 9), range(1, 9)), 3: (range(4, 6), range(4, 6)),
+            7: ([], range(2, 5))},
+        4: {1: (range(0, 8), range(0, 9)), 2: (range(6, 9), range(7, 9)), 3: ([2, 3, 6, 7], range(2, 9))},
+    }
+    for v, plan in plans.items():
+        moving = label_sequence(rng, frames, h, w, max(plan))
+        gt = np.zeros_like(moving)
+        pred = np.zeros_like(moving)
+        for label, (in_gt, in_pred) in plan.items():
+            for t in in_gt:
+                gt[t][moving[t] == label] = label
+            for t in in_pred:
+                noisy = perturb(rng, moving[t] == label)
+                pred[t][noisy & (pred[t] == 0)] = label
+        gt_maps[v], pred_maps[v] = gt, pred
+    return gt_maps, pred_maps
+
+
+def test_late_entry_hand_computed():
+    # four frames; object 1 perfectly predicted throughout, object 2 enters at frame 2 and is never predicted
+    h, w = 20, 20
+    gt = np.zeros((4, h, w), np.uint8)
+    gt[:, 2:8, 2:8] = 1
+    gt[2:, 12:18, 12:18] = 2
+    pred = np.where(gt == 1, 1, 0).astype(np.uint8)
+    split = _video_split_from_labels({1: gt})
+    results = _results_from_labels(split, {1: pred})
+    m = evaluate_tracking(split, results)
+    per = {t["track_id"]: t for t in m["per_track"]}
+    assert per[11]["J"] == 1.0 and per[11]["num_frames"] == 4
+    assert per[12]["J"] == 0.0 and per[12]["num_frames"] == 2  # frames before it enters are not scored
+    assert m["J"] == pytest.approx(0.5)
+
+
+def test_entries_exits_and_gaps_match_vos_benchmark(tmp_path):
+    gt_maps, pred_maps = _entries_exits_gaps()
+    split = _video_split_from_labels(gt_maps)
+    split["tracks"].append({"id": 37, "video_id": 3, "category_id": 1, "caption": "x"})  # predicted, never in GT
+    results = _results_from_labels(split, pred_maps)
+    assert len(split["tracks"]) == 13  # twelve ground-truth objects and one that is only predicted
+    for skip in (False, True):
+        ref = _vos_benchmark(tmp_path, gt_maps, pred_maps, skip)
+        m = evaluate_tracking(split, results, skip_first_and_last=skip)
+        ours = {t["track_id"]: (t["J"], t["F"]) for t in m["per_track"]}
+        assert sorted(ours) == sorted(ref["per_object"])
+        for track_id, (j, f) in ref["per_object"].items():
+            assert ours[track_id][0] == pytest.approx(j, abs=1e-6), track_id
+            assert ours[track_id][1] == pytest.approx(f, abs=1e-6), track_id
+        for key in ("J", "F", "J&F"):
+            assert m[key] == pytest.approx(ref[key], abs=1e-6), key
+        assert m["num_tracks"] == len(ref["per_object"])
+    # the object only in the first frame is not scored once the first frame is dropped; 37 never is
+    assert 37 not in ours and 31 not in ours
+
+
+def test_unknown_predicted_tracks_do_not_change_j_and_f(tmp_path):
+    gt_maps, pred_maps = _entries_exits_gaps(seed=5)
+    split = _video_split_from_labels(gt_maps)
+    results = _results_from_labels(split, pred_maps)  # label 7 of video 3 is track 37: not a split track
+    with pytest.raises(DataError, match="track_id"):
+        evaluate_tracking(split, results)
+    m = evaluate_tracking(split, results, allow_unknown_tracks=True)
+    ref = _vos_benchmark(tmp_path, gt_maps, pred_maps, False)
+    assert m["J&F"] == pytest.approx(ref["J&F"], abs=1e-6)

@@ -8,8 +8,10 @@ Definitions (see docs/metrics.md; they follow davis2017-evaluation and the PyPI 
   pixels (disk dilation) of the other boundary; precision P and recall R of boundary pixels, F = 2PR / (P + R).
   Edge cases: no predicted and some GT boundary -> P=1, R=0; some predicted and no GT boundary -> P=0, R=1;
   neither -> P=R=1; F = 0 when P + R = 0.
-- Per object: mean over frames; J-Recall = fraction of frames with value > 0.5; decay = mean of the first quarter
-  of frames minus mean of the last quarter (davis2017 binning). J&F = (mean J + mean F) / 2 over objects.
+- Per object: mean over its scored frames; J-Recall = fraction of frames with value > 0.5; decay = mean of the
+  first quarter of frames minus mean of the last quarter (davis2017 binning). J&F = (mean J + mean F) / 2 over
+  objects. Which frames and objects are scored is the protocol's (see :func:`evaluate_tracking`): by default
+  vos-benchmark's, where an object is scored from its first appearance in ground truth or prediction.
 
 Masks are boolean arrays ``[H, W]``. Every figure is on the 0-1 scale.
 """
@@ -26,11 +28,11 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from vision.data.masks import decode_rle
-from vision.errors import DataError
+from vision.errors import DataError, InputError
 
 __all__ = [
     "region_similarity", "boundary_map", "boundary_f_measure", "sequence_statistics", "evaluate_sequence",
-    "evaluate_tracking",
+    "evaluate_tracking", "PROTOCOLS",
 ]
 
 
@@ -174,34 +176,65 @@ def _check_ground_truth(gt: dict, file: str | None) -> None:
                             value=ann["image_id"])
 
 
-def evaluate_tracking(gt: dict, results: list[dict], *, prompted_image_ids: Iterable[int] = (),
-                      skip_first_and_last: bool = False, match_iou: float = 0.5, tolerance: float = 0.008,
-                      allow_unknown_tracks: bool = False, results_file: str | None = None,
-                      gt_file: str | None = None) -> dict:
+PROTOCOLS: tuple[str, ...] = ("vos-benchmark", "davis2017")
+
+
+def _scored_range(protocol: str, gt_present: list[bool], pred_present: list[bool]) -> range | None:
+    """The frames (indices into the video's frame list) over which one ground-truth track is scored, or None
+    when the protocol does not score it."""
+    n = len(gt_present)
+    if protocol == "davis2017":
+        return range(1, n - 1) if n and gt_present[0] else None
+    if not any(gt_present):
+        return None
+    start = next(t for t in range(n) if gt_present[t] or pred_present[t])
+    return range(start, n)
+
+
+def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-benchmark",
+                      prompted_image_ids: Iterable[int] = (), skip_first_and_last: bool = False,
+                      match_iou: float = 0.5, tolerance: float = 0.008, allow_unknown_tracks: bool = False,
+                      results_file: str | None = None, gt_file: str | None = None) -> dict:
     """Evaluate COCO-video tracking results against a split's ground-truth tracks.
 
     Ground truth: ``videos``, ``images`` (with ``video_id``, ``frame_index``, ``height``, ``width``),
     ``annotations`` (with ``track_id`` and RLE ``segmentation``) and ``tracks`` (``id``, ``video_id``).
     Results: ``[{video_id, track_id, image_id, segmentation (RLE), score}]`` (validated beforehand, see
-    :mod:`vision.evaluation.results`).
+    :mod:`vision.evaluation.results`). Result tracks are matched to ground-truth tracks by ``track_id``.
 
-    J&F: every ground-truth track is scored over all frames of its video, in ``frame_index`` order, except
-    ``prompted_image_ids`` (the views that carried the prompt; excluding them gives our cross-view consistency:
-    J&F over the unprompted views). A frame without a prediction for the track counts as an empty mask; a frame
-    where the track has no annotation counts as an empty ground truth. ``skip_first_and_last`` drops the first and
-    last of the remaining frames. Result tracks are matched to ground-truth tracks by ``track_id``.
+    Frames: a video's frames are its images in ``frame_index`` order, less ``prompted_image_ids`` (the views that
+    carried the prompt; leaving them out gives our cross-view consistency, J&F over the unprompted views). The
+    protocol then works on that list as if it were the whole video. A track is present in a frame when its mask
+    there is non-empty; a missing annotation or result is an empty mask.
+
+    J&F by ``protocol``:
+
+    - ``"vos-benchmark"`` (default): PyPI ``vos-benchmark``'s ``VideoEvaluator`` with the same
+      ``skip_first_and_last`` (which drops the first and the last frame first). A track is scored from the first
+      frame where it is present in the ground truth or in the prediction to the last frame (frames after it
+      leaves count, J = F = 1 where both masks are empty); frames before it appears are not scored. A track
+      never present in the ground truth of those frames is not scored.
+    - ``"davis2017"``: davis2017-evaluation's semi-supervised protocol: the tracks present in the first frame,
+      each scored over frames [1:-1] (all of them, before and after any exit); tracks that enter later are not
+      scored. ``skip_first_and_last`` does not apply (the protocol always drops those frames).
+
+    Either way J and F are means over a track's scored frames, and the reported J, F (and recalls and decays) are
+    means over scored tracks of all videos; J&F = (J + F) / 2.
 
     Matched mIoU (class-agnostic, IGGT-style): per video, the spatio-temporal IoU (summed over the evaluated
-    frames) between every predicted track and every ground-truth track; Hungarian assignment maximising IoU;
-    pairs with IoU >= ``match_iou`` are matches. ``matched_mIoU`` = mean IoU over matched pairs (0 if none),
+    frames: all frames for ``"vos-benchmark"`` unless ``skip_first_and_last``, frames [1:-1] for
+    ``"davis2017"``) between every predicted track and every ground-truth track; Hungarian assignment maximising
+    IoU; pairs with IoU >= ``match_iou`` are matches. ``matched_mIoU`` = mean IoU over matched pairs (0 if none),
     ``match_recall`` = matched GT tracks / GT tracks, ``mIoU`` = mean over GT tracks of the matched IoU (0 when
     unmatched).
 
     Returns:
-        Scalars ``J, F, J&F, J_recall, J_decay, F_recall, F_decay`` (means over tracks), ``mIoU``,
-        ``matched_mIoU``, ``match_recall``, ``num_tracks``, ``num_frames`` and ``per_track``: a list of
-        ``{track_id, video_id, J, F, J&F, num_frames}``.
+        Scalars ``J, F, J&F, J_recall, J_decay, F_recall, F_decay`` (means over scored tracks; 0 without any),
+        ``mIoU``, ``matched_mIoU``, ``match_recall``, ``num_tracks`` (scored), ``num_frames`` (scored track-frames),
+        ``protocol`` and ``per_track``: a list of ``{track_id, video_id, J, F, J&F, num_frames, ...}``.
     """
+    if protocol not in PROTOCOLS:
+        raise InputError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
     _check_ground_truth(gt, gt_file)
     prompted = {int(i) for i in prompted_image_ids}
     images_by_video: dict[int, list[dict]] = defaultdict(list)
@@ -249,8 +282,9 @@ def evaluate_tracking(gt: dict, results: list[dict], *, prompted_image_ids: Iter
         pred_tracks_by_video[vid].add(key[0])
 
     def frames_of(video_id: int) -> list[dict]:
+        """The video's frames after removing prompted views and, where the protocol says so, the first and last."""
         frames = [im for im in images_by_video.get(video_id, []) if int(im["id"]) not in prompted]
-        return frames[1:-1] if skip_first_and_last else frames
+        return frames[1:-1] if skip_first_and_last and protocol == "vos-benchmark" else frames
 
     def mask_of(table: dict, key: tuple[int, int], img: dict, file: str | None) -> np.ndarray:
         h, w = int(img["height"]), int(img["width"])
@@ -266,11 +300,13 @@ def evaluate_tracking(gt: dict, results: list[dict], *, prompted_image_ids: Iter
         frames = frames_of(video_id)
         preds = [mask_of(pred_rle, (track_id, int(im["id"])), im, results_file) for im in frames]
         gts = [mask_of(gt_rle, (track_id, int(im["id"])), im, gt_file) for im in frames]
-        if not frames:
+        scored = _scored_range(protocol, [bool(g.any()) for g in gts], [bool(p.any()) for p in preds])
+        if not scored:
             continue
-        scores = evaluate_sequence(preds, gts, tolerance=tolerance)
-        total_frames += len(frames)
-        per_track.append({"track_id": track_id, "video_id": video_id, "num_frames": len(frames),
+        scores = evaluate_sequence([preds[t] for t in scored], [gts[t] for t in scored], tolerance=tolerance)
+        total_frames += len(scored)
+        per_track.append({"track_id": track_id, "video_id": video_id, "num_frames": len(scored),
+                          "first_frame_index": frames[scored[0]].get("frame_index"),
                           **{k: v for k, v in scores.items() if not k.endswith("per_frame")}})
 
     metrics: dict[str, Any] = {}
@@ -287,10 +323,13 @@ def evaluate_tracking(gt: dict, results: list[dict], *, prompted_image_ids: Iter
         n_gt_tracks += len(gt_ids)
         if not gt_ids or not pr_ids:
             continue
+        frames = frames_of(video_id)
+        if protocol == "davis2017":
+            frames = frames[1:-1]
         inter = np.zeros((len(pr_ids), len(gt_ids)))
         pr_area = np.zeros(len(pr_ids))
         gt_area = np.zeros(len(gt_ids))
-        for im in frames_of(video_id):
+        for im in frames:
             iid = int(im["id"])
             p = np.stack([mask_of(pred_rle, (t, iid), im, results_file).ravel() for t in pr_ids]).astype(np.float32)
             g = np.stack([mask_of(gt_rle, (t, iid), im, gt_file).ravel() for t in gt_ids]).astype(np.float32)
@@ -306,5 +345,6 @@ def evaluate_tracking(gt: dict, results: list[dict], *, prompted_image_ids: Iter
     metrics["mIoU"] = float(np.sum(matched_ious)) / n_gt_tracks if n_gt_tracks else 0.0
     metrics["num_tracks"] = len(per_track)
     metrics["num_frames"] = total_frames
+    metrics["protocol"] = protocol
     metrics["per_track"] = per_track
     return metrics
