@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vision.data.io import atomic_write_json  # noqa: E402
 from vision.errors import VisionError  # noqa: E402
 from vision.evaluation.evaluate import TASKS, evaluate, format_table  # noqa: E402
+from vision.evaluation.tracking import PROTOCOLS  # noqa: E402
 
 
 def _id_list(text: str) -> list[int]:
@@ -40,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--prompted-image-ids", type=_id_list, help="tracking: views to exclude (prompted)")
     parser.add_argument("--skip-first-and-last", action="store_true",
                         help="tracking: drop the first and last frame (DAVIS semi-supervised protocol)")
+    parser.add_argument("--protocol", choices=PROTOCOLS,
+                        help="tracking: which frames and objects J&F scores (default vos-benchmark)")
     parser.add_argument("--threshold", type=float,
                         help="forensics: the detector's threshold (fixed on real validation videos)")
     return parser
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     detection_flags = (args.category_ids is not None or args.extra_category_ids is not None
                        or args.unknown_category_id is not None)
-    tracking_flags = args.prompted_image_ids is not None or args.skip_first_and_last
+    tracking_flags = args.prompted_image_ids is not None or args.skip_first_and_last or args.protocol is not None
     forensics_flags = args.threshold is not None
     if ((args.task != "detection" and detection_flags) or (args.task != "tracking" and tracking_flags)
             or (args.task != "forensics" and forensics_flags)):
@@ -67,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.prompted_image_ids is not None:
             options["prompted_image_ids"] = args.prompted_image_ids
         options["skip_first_and_last"] = args.skip_first_and_last
+        if args.protocol is not None:
+            options["protocol"] = args.protocol
         options["split_root"] = str(args.split.resolve().parent)
     elif args.threshold is not None:
         options["threshold"] = args.threshold

@@ -126,3 +126,46 @@ def test_format_table():
     assert lines[0].split() == ["metric", "value"]
     assert "0.5000" in lines[2] and "-1.0000" in lines[3] and lines[4].split() == ["num_results", "3"]
     assert "per_track" not in text and "nan" in lines[5]
+
+
+def test_tracking_on_a_split_without_cameras_through_the_cli(tmp_path, capsys):
+    """A plain COCO-video split (no cameras, no depth) scores J&F; 3D IoU is left out, not an error."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from evaluate import main
+
+    split, results = _tracking_case()
+    assert not any("camera" in img or "depth_file" in img for img in split["images"])
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    (tmp_path / "res.json").write_text(json.dumps(results))
+    out = tmp_path / "metrics.json"
+    code = main(["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "res.json"),
+                 "--task", "tracking", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    metrics = json.loads(out.read_text())
+    assert metrics["J&F"] == 1.0 and "iou3d" not in metrics and metrics["protocol"] == "vos-benchmark"
+    assert "J&F" in capsys.readouterr().out
+    direct = evaluate(split, results, "tracking", split_root=str(tmp_path))
+    assert direct["J&F"] == 1.0 and "iou3d" not in direct
+
+
+def test_tracking_protocol_option(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from evaluate import main
+
+    split, results = _tracking_case()
+    davis = evaluate(split, results, "tracking", protocol="davis2017")
+    assert davis["protocol"] == "davis2017" and davis["J&F"] == 1.0
+    with pytest.raises(InputError, match="protocol"):
+        evaluate(split, results, "tracking", protocol="sav")
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    (tmp_path / "res.json").write_text(json.dumps(results))
+    args = ["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "res.json"), "--task", "tracking",
+            "--protocol", "davis2017", "--out", str(tmp_path / "m.json")]
+    assert main(args) == 0
+    assert json.loads((tmp_path / "m.json").read_text())["protocol"] == "davis2017"

@@ -10,10 +10,12 @@ Tasks:
   of :func:`vision.evaluation.openset.evaluate_openset` are added (IV AP, novel AP50, U-Recall, AP_U, WI, A-OSE,
   H-mean); the vocabulary is ``category_ids`` or else the split's ``info.vocabulary``, and novel ids are the
   categories marked ``split: "novel"``.
-- ``"tracking"``: J, F, J&F, recalls, matched mIoU, presence accuracy, 3D instance IoU (with ``split_root``) and
-  per-prompt-type figures (see :func:`vision.evaluation.tracking3d.evaluate_tracking_task`). Options:
-  ``prompted_image_ids`` (a list, or a dict prompt type -> list), ``skip_first_and_last``, ``match_iou``,
-  ``allow_unknown_tracks``, ``split_root``, ``voxel_size``, ``presence_threshold``.
+- ``"tracking"``: J, F, J&F, recalls, matched mIoU, presence accuracy, 3D instance IoU (with ``split_root``, on
+  splits with cameras and depth) and per-prompt-type figures (see
+  :func:`vision.evaluation.tracking3d.evaluate_tracking_task`). Options: ``protocol`` (``"vos-benchmark"``, the
+  default, or ``"davis2017"``; see :func:`vision.evaluation.tracking.evaluate_tracking`), ``prompted_image_ids``
+  (a list, or a dict prompt type -> list), ``skip_first_and_last``, ``match_iou``, ``allow_unknown_tracks``,
+  ``split_root``, ``voxel_size``, ``presence_threshold``.
 - ``"forensics"``: AUC, AP, ACC at a threshold fixed on real videos, real-class accuracy, EER, TPR at 5% FPR,
   per generator and macro-averaged (see :func:`vision.evaluation.forensics.evaluate_forensics`). Options:
   ``threshold`` (the detector's, fixed on real validation videos), ``pass_rate``, ``fpr``.
@@ -40,8 +42,8 @@ TASKS: tuple[str, ...] = ("detection", "tracking", "forensics")
 
 _OPTIONS = {
     "detection": {"category_ids", "extra_category_ids", "unknown_category_id"},
-    "tracking": {"prompted_image_ids", "skip_first_and_last", "match_iou", "allow_unknown_tracks", "tolerance",
-                 "split_root", "voxel_size", "presence_threshold"},
+    "tracking": {"protocol", "prompted_image_ids", "skip_first_and_last", "match_iou", "allow_unknown_tracks",
+                 "tolerance", "split_root", "voxel_size", "presence_threshold"},
     "forensics": {"threshold", "pass_rate", "fpr"},
 }
 

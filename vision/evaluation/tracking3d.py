@@ -2,17 +2,20 @@
 
 Definitions (ours; documented here and in the issue note):
 
-- J, F, J&F, matched mIoU: :func:`vision.evaluation.tracking.evaluate_tracking` over every ground-truth track and
-  every frame of its video except ``prompted_image_ids`` (on unordered sets this is cross-view consistency: J&F
-  over the unprompted views).
+- J, F, J&F, matched mIoU: :func:`vision.evaluation.tracking.evaluate_tracking` over the frames of each video
+  except ``prompted_image_ids`` (on unordered sets this is cross-view consistency: J&F over the unprompted views),
+  by its ``protocol`` (default ``"vos-benchmark"``: each track from its first appearance in ground truth or
+  prediction).
 - Presence accuracy: over the same (track, frame) pairs, the object counts as predicted present when a result
   exists with ``score >= presence_threshold`` and a non-empty mask, and as truly present when its ground-truth
   mask is non-empty; accuracy = fraction of pairs where the two agree.
 - 3D instance IoU: every ground-truth and predicted mask pixel with valid ground-truth depth is lifted to world
   coordinates with the split's depth and cameras (OpenCV, camera-from-world) and quantised to voxels of side
   ``voxel_size`` (metres); per track, IoU of the sets of occupied voxels over its evaluated frames; the figure is
-  the mean over tracks whose ground truth occupies at least one voxel. It needs ``split_root`` (the folder the
-  split's ``depth_file`` paths are relative to) and cameras; otherwise it is omitted.
+  the mean over tracks whose ground truth occupies at least one voxel. It is computed only when ``split_root`` is
+  given (the folder the split's ``depth_file`` paths are relative to) and the split has cameras and depth (some
+  image with a ``camera`` and some with a ``depth_file``); plain COCO-video splits get J&F without ``iou3d``. In a
+  split with cameras, an evaluated image without one is an error.
 - Per prompt type: results may carry a ``prompt_type`` key (``point``, ``box``, ``mask``, ``text``...). Each type
   is scored on its own (``prompted_image_ids`` may then be a dict type -> ids) and reported as ``<type>/<metric>``;
   the unprefixed figures are the means over types.
@@ -30,7 +33,7 @@ from vision.data.masks import decode_rle
 from vision.errors import DataError
 from vision.evaluation.tracking import evaluate_tracking
 
-__all__ = ["presence_accuracy", "instance_iou_3d", "evaluate_tracking_task"]
+__all__ = ["presence_accuracy", "instance_iou_3d", "has_cameras_and_depth", "evaluate_tracking_task"]
 
 _SCALARS = ("J", "F", "J&F", "J_recall", "F_recall", "matched_mIoU", "presence_accuracy", "iou3d")
 
@@ -127,12 +130,18 @@ def instance_iou_3d(gt: dict, results: list[dict], split_root: Any, prompted_ima
             "per_track": per_track}
 
 
+def has_cameras_and_depth(gt: dict) -> bool:
+    """Whether the split carries the geometry 3D IoU needs: some image with a camera and some with a depth file."""
+    images = [img for img in gt.get("images", []) if isinstance(img, dict)]
+    return any(img.get("camera") is not None for img in images) and any("depth_file" in img for img in images)
+
+
 def _one(gt: dict, results: list[dict], prompted: list[int], split_root: Any, voxel_size: float,
          presence_threshold: float, gt_file: str | None, options: dict) -> dict[str, Any]:
     clean = [{k: v for k, v in r.items() if k != "prompt_type"} for r in results]
     metrics = evaluate_tracking(gt, clean, prompted_image_ids=prompted, gt_file=gt_file, **options)
     metrics["presence_accuracy"] = presence_accuracy(gt, clean, prompted, presence_threshold)
-    if split_root is not None:
+    if split_root is not None and has_cameras_and_depth(gt):
         metrics["iou3d"] = instance_iou_3d(gt, clean, split_root, prompted, voxel_size, gt_file=gt_file)["iou3d"]
     return metrics
 
@@ -145,13 +154,14 @@ def evaluate_tracking_task(gt: dict, results: list, *, prompted_image_ids: Any =
     Args:
         gt: the split dict. results: ``[{video_id, track_id, image_id, segmentation, score[, prompt_type]}]``.
         prompted_image_ids: ids excluded from scoring (a list, or a dict prompt type -> list).
-        split_root: folder of the split JSON (enables 3D IoU). voxel_size: metres. presence_threshold: on score.
-        **options: passed to :func:`evaluate_tracking` (``skip_first_and_last``, ``match_iou``, ``tolerance``,
-            ``allow_unknown_tracks``, ``results_file``).
+        split_root: folder of the split JSON (enables 3D IoU on splits with cameras and depth). voxel_size: metres.
+        presence_threshold: on score.
+        **options: passed to :func:`evaluate_tracking` (``protocol``, ``skip_first_and_last``, ``match_iou``,
+            ``tolerance``, ``allow_unknown_tracks``, ``results_file``).
 
     Returns:
-        Flat dict: ``J, F, J&F, J_recall, F_recall, matched_mIoU, presence_accuracy`` (+ ``iou3d``) and, when
-        results carry prompt types, ``<type>/<metric>`` for each type plus ``prompt_types`` (the list).
+        Flat dict: ``J, F, J&F, J_recall, F_recall, matched_mIoU, presence_accuracy`` (+ ``iou3d``), ``protocol``
+        and, when results carry prompt types, ``<type>/<metric>`` for each type plus ``prompt_types`` (the list).
     """
     if not isinstance(results, list):
         raise DataError("results must be a list", value=type(results).__name__)
@@ -181,4 +191,5 @@ def evaluate_tracking_task(gt: dict, results: list, *, prompted_image_ids: Any =
                 if key in per_type[kind]:
                     out[f"{kind}/{key}"] = per_type[kind][key]
     out["num_tracks"] = int(sum(m["num_tracks"] for m in per_type.values()))
+    out["protocol"] = next(iter(per_type.values()))["protocol"]
     return out
