@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="detection: ids accepted in results besides the split's (e.g. oov)")
     parser.add_argument("--unknown-category-id", type=int,
                         help="detection: the id of rejected (OOV) detections; adds the open-set metrics")
+    parser.add_argument("--openset-convention", choices=("coco", "opendet2"),
+                        help="detection: how AP_U and WI are computed (default coco; opendet2: OpenDet2's evaluator)")
     parser.add_argument("--prompted-image-ids", type=_id_list, help="tracking: views to exclude (prompted)")
     parser.add_argument("--skip-first-and-last", action="store_true",
                         help="tracking: drop the first and last frame (DAVIS semi-supervised protocol)")
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     detection_flags = (args.category_ids is not None or args.extra_category_ids is not None
-                       or args.unknown_category_id is not None)
+                       or args.unknown_category_id is not None or args.openset_convention is not None)
     tracking_flags = args.prompted_image_ids is not None or args.skip_first_and_last or args.protocol is not None
     forensics_flags = args.threshold is not None
     if ((args.task != "detection" and detection_flags) or (args.task != "tracking" and tracking_flags)
@@ -66,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             options["extra_category_ids"] = args.extra_category_ids
         if args.unknown_category_id is not None:
             options["unknown_category_id"] = args.unknown_category_id
+        if args.openset_convention is not None:
+            options["openset_convention"] = args.openset_convention
     elif args.task == "tracking":
         if args.prompted_image_ids is not None:
             options["prompted_image_ids"] = args.prompted_image_ids

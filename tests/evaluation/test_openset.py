@@ -1,11 +1,13 @@
-"""Open-set metrics against hand-computed values (no reference implementation of WI / A-OSE is installable)."""
+"""Open-set metrics against hand-computed values (no reference implementation of WI / A-OSE is installable), in
+both conventions: ``coco`` (ours) and ``opendet2`` (OpenDet2's evaluator)."""
 
 import math
 
+import numpy as np
 import pytest
 
-from vision.errors import DataError
-from vision.evaluation.openset import box_iou_xywh, evaluate_openset, unknown_recall, wilderness_impact
+from vision.errors import DataError, InputError
+from vision.evaluation.openset import box_iou_xywh, evaluate_openset, unknown_recall, voc07_ap, wilderness_impact
 
 UNK = 99
 
@@ -112,3 +114,102 @@ def test_the_one_entry_point_adds_open_set_figures(gt, results):
     assert "AP50" in metrics
     with pytest.raises(DataError, match="info.vocabulary"):
         evaluate({k: v for k, v in gt.items() if k != "info"}, results, "detection", unknown_category_id=UNK)
+
+
+# OpenDet2's evaluator (csuhan/opendet2, opendet2/evaluation/pascal_voc_evaluation.py, from OWOD) as the
+# reference for convention="opendet2": VOC07 11-point AP, WI over known classes with detections, +1 pixel IoU on
+# VOC boxes.
+
+def _opendet2_overlaps(gt_voc: np.ndarray, det_voc: np.ndarray) -> np.ndarray:
+    """OpenDet2's compute_overlaps: inclusive-pixel boxes, widths and heights + 1."""
+    iw = np.maximum(np.minimum(gt_voc[:, 2], det_voc[2]) - np.maximum(gt_voc[:, 0], det_voc[0]) + 1.0, 0.0)
+    ih = np.maximum(np.minimum(gt_voc[:, 3], det_voc[3]) - np.maximum(gt_voc[:, 1], det_voc[1]) + 1.0, 0.0)
+    inter = iw * ih
+    area_det = (det_voc[2] - det_voc[0] + 1.0) * (det_voc[3] - det_voc[1] + 1.0)
+    area_gt = (gt_voc[:, 2] - gt_voc[:, 0] + 1.0) * (gt_voc[:, 3] - gt_voc[:, 1] + 1.0)
+    return inter / (area_det + area_gt - inter)
+
+
+def test_continuous_iou_is_opendet2_iou_on_the_boxes_its_pipeline_sees():
+    # OpenDet2 reads VOC ground truth (1-based inclusive corners; detectron2's loader subtracts 1 from xmin, ymin)
+    # and writes predictions with xmin, ymin + 1 before its +1-pixel IoU. A COCO box [x, y, w, h] is the VOC box
+    # (x + 1, y + 1, x + w, y + h); a predicted box [x, y, w, h] is written as (x + 1, y + 1, x + w, y + h).
+    rng = np.random.default_rng(0)
+    gts = np.concatenate([rng.integers(0, 60, (20, 2)), rng.integers(1, 30, (20, 2))], axis=1).astype(float)
+    dets = np.concatenate([rng.uniform(0, 60, (30, 2)), rng.uniform(0.5, 30, (30, 2))], axis=1)
+    dets[:10] = gts[:10] + rng.normal(0, 2, (10, 4))
+    dets[:, 2:] = np.maximum(dets[:, 2:], 0.5)
+    to_voc = np.array([[1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0], [0, 0, 0, 1]], float)  # XYWH -> x1, y1, x2, y2
+    gt_voc = gts @ to_voc + [1, 1, 0, 0]
+    det_voc = dets @ to_voc + [1, 1, 0, 0]
+    reference = np.stack([_opendet2_overlaps(gt_voc, d) for d in det_voc])
+    np.testing.assert_allclose(box_iou_xywh(dets, gts), reference, atol=1e-12)
+    assert (reference > 0.5).sum() >= 5
+    # the +1 matters only for boxes read as inclusive pixel corners: [0, 0, 10, 10] vs [2, 0, 10, 10]
+    assert box_iou_xywh([[2, 0, 10, 10]], [[0, 0, 10, 10]])[0, 0] == pytest.approx(80 / 120)
+
+
+def test_voc07_eleven_point_ap():
+    # detectron2's voc_ap(use_07_metric=True): mean over t in np.arange(0, 1.1, 0.1) of the highest precision at
+    # recall >= t. Those thresholds are floats: the fourth is 0.30000000000000004, above a recall of 3/10.
+    assert voc07_ap(np.array([0.3]), np.array([1.0])) == pytest.approx(3 / 11)
+    assert voc07_ap(np.array([0.5, 1.0]), np.array([1.0, 0.5])) == pytest.approx((6 * 1.0 + 5 * 0.5) / 11)
+    assert voc07_ap(np.array([]), np.array([])) == 0.0
+
+
+def test_opendet2_convention_hand_computed(gt, results):
+    m = evaluate_openset(gt, results, [1, 2], UNK, convention="opendet2")
+    # unknown detections by score: U1 (TP), duplicate on U1 (FP), U3 (TP), a known object (FP); 3 unknown objects
+    # recall 1/3 1/3 2/3 2/3, precision 1 1/2 2/3 1/2 -> 11-point AP = (4 x 1 + 3 x 2/3) / 11
+    assert m["AP_U"] == pytest.approx(6 / 11)
+    assert m["openset_convention"] == "opendet2"
+    coco = evaluate_openset(gt, results, [1, 2], UNK)
+    assert coco["AP_U"] == pytest.approx(56 / 101, abs=1e-4) and coco["openset_convention"] == "coco"
+    for key in ("U-Recall", "WI", "A-OSE", "IV_AP50"):  # every class with detections has ground truth here
+        assert m[key] == pytest.approx(coco[key])
+
+
+def test_opendet2_wi_keeps_known_classes_without_ground_truth(gt, results):
+    # vocabulary cat, dog, zebra: the zebra objects become okapis (4, unknown), so zebra (3) is a known class without
+    # ground truth, with two detections: the first on nothing, the second on an unknown object.
+    gt = dict(gt, categories=gt["categories"] + [{"id": 4, "name": "okapi"}])
+    gt["annotations"] = [dict(a, category_id=4) if a["category_id"] == 3 else a for a in gt["annotations"]]
+    extra = [_det(1, 3, [30, 30, 10, 10], 0.95), _det(1, 3, [50, 50, 10, 10], 0.2)]
+    known_gt = [a for a in gt["annotations"] if a["category_id"] in (1, 2)]
+    unknown_gt = [a for a in gt["annotations"] if a["category_id"] == 4]
+    known = [r for r in results if r["category_id"] in (1, 2)] + extra
+    # coco: cat (4 detections, 2 on unknowns) and dog (2, 1): 100 x mean(2, 1) / mean(4, 2) = 50
+    assert wilderness_impact(known_gt, unknown_gt, known) == pytest.approx(50.0)
+    # opendet2: zebra's recall is 0/0 at every rank, so its operating point is its first detection (0 hits of 1):
+    # 100 x mean(2, 1, 0) / mean(4, 2, 1)
+    assert wilderness_impact(known_gt, unknown_gt, known, classes=[1, 2, 3]) == pytest.approx(100 * 1 / (7 / 3))
+    m = evaluate_openset(gt, [r for r in results if r["category_id"] != 3] + extra, [1, 2, 3], UNK,
+                         convention="opendet2")
+    assert m["WI"] == pytest.approx(100 * 1 / (7 / 3))
+    assert evaluate_openset(gt, [r for r in results if r["category_id"] != 3] + extra, [1, 2, 3],
+                            UNK)["WI"] == pytest.approx(50.0)
+    with pytest.raises(DataError, match="convention"):
+        evaluate_openset(gt, results, [1, 2], UNK, convention="voc")
+
+
+def test_the_one_entry_point_passes_the_convention(gt, results, tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    from vision.evaluation.evaluate import evaluate
+
+    gt = {**gt, "info": {"vocabulary": ["cat", "dog"]}}
+    metrics = evaluate(gt, results, "detection", unknown_category_id=UNK, openset_convention="opendet2")
+    assert metrics["AP_U"] == pytest.approx(6 / 11) and metrics["openset_convention"] == "opendet2"
+    with pytest.raises(InputError, match="unknown_category_id"):
+        evaluate(gt, results, "detection", openset_convention="opendet2")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from evaluate import main
+
+    (tmp_path / "split.json").write_text(json.dumps(gt))
+    (tmp_path / "res.json").write_text(json.dumps(results))
+    assert main(["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "res.json"), "--task",
+                 "detection", "--unknown-category-id", str(UNK), "--openset-convention", "opendet2",
+                 "--out", str(tmp_path / "m.json")]) == 0
+    assert json.loads((tmp_path / "m.json").read_text())["AP_U"] == pytest.approx(6 / 11)

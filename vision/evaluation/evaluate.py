@@ -9,7 +9,8 @@ Tasks:
   With ``unknown_category_id`` (the id results use for rejected out-of-vocabulary objects) the open-set figures
   of :func:`vision.evaluation.openset.evaluate_openset` are added (IV AP, novel AP50, U-Recall, AP_U, WI, A-OSE,
   H-mean); the vocabulary is ``category_ids`` or else the split's ``info.vocabulary``, and novel ids are the
-  categories marked ``split: "novel"``.
+  categories marked ``split: "novel"``. ``openset_convention`` (``"coco"``, the default, or ``"opendet2"``)
+  chooses how AP_U and WI are computed.
 - ``"tracking"``: J, F, J&F, recalls, matched mIoU, presence accuracy, 3D instance IoU (with ``split_root``, on
   splits with cameras and depth) and per-prompt-type figures (see
   :func:`vision.evaluation.tracking3d.evaluate_tracking_task`). Options: ``protocol`` (``"vos-benchmark"``, the
@@ -41,7 +42,7 @@ __all__ = ["TASKS", "evaluate", "format_table"]
 TASKS: tuple[str, ...] = ("detection", "tracking", "forensics")
 
 _OPTIONS = {
-    "detection": {"category_ids", "extra_category_ids", "unknown_category_id"},
+    "detection": {"category_ids", "extra_category_ids", "unknown_category_id", "openset_convention"},
     "tracking": {"protocol", "prompted_image_ids", "skip_first_and_last", "match_iou", "allow_unknown_tracks",
                  "tolerance", "split_root", "voxel_size", "presence_threshold"},
     "forensics": {"threshold", "pass_rate", "fpr"},
@@ -71,6 +72,8 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     if task == "detection":
         coco_gt = coco_ground_truth(gt, file=split_file)
         unknown_id = options.get("unknown_category_id")
+        if "openset_convention" in options and unknown_id is None:
+            raise InputError("openset_convention applies to the open-set figures: give unknown_category_id too")
         extra = tuple(options.get("extra_category_ids", ())) + ((int(unknown_id),) if unknown_id is not None else ())
         with_segm = validate_detection_results(results, gt, results_file, extra)
         category_ids = options.get("category_ids")
@@ -81,7 +84,8 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
             metrics.update({f"segm_{k}": v for k, v in segm.items()})
         metrics["num_results"] = len(results)
         if unknown_id is not None:
-            metrics.update(_open_set(gt, results, category_ids, int(unknown_id), split_file))
+            metrics.update(_open_set(gt, results, category_ids, int(unknown_id), split_file,
+                                     options.get("openset_convention", "coco")))
         return metrics
 
     if task == "forensics":  # imported here: scikit-learn takes seconds to import and only this task needs it
@@ -93,7 +97,8 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     return evaluate_tracking_task(gt, results, results_file=results_file, gt_file=split_file, **options)
 
 
-def _open_set(gt: dict, results: list, category_ids: Any, unknown_id: int, split_file: str | None) -> dict:
+def _open_set(gt: dict, results: list, category_ids: Any, unknown_id: int, split_file: str | None,
+              convention: str) -> dict:
     """Open-set figures; the vocabulary is ``category_ids`` or the split's ``info.vocabulary`` names."""
     categories = [c for c in gt.get("categories", []) if isinstance(c, dict)]
     if category_ids is None:
@@ -104,7 +109,8 @@ def _open_set(gt: dict, results: list, category_ids: Any, unknown_id: int, split
         category_ids = [c["id"] for c in categories if c.get("name") in set(names)]
     vocab = {int(i) for i in category_ids}
     novel = [c["id"] for c in categories if c.get("split") == "novel" and c["id"] in vocab]
-    return evaluate_openset(gt, results, sorted(vocab), unknown_id, novel_category_ids=novel or None)
+    return evaluate_openset(gt, results, sorted(vocab), unknown_id, novel_category_ids=novel or None,
+                            convention=convention)
 
 
 def format_table(metrics: dict) -> str:
