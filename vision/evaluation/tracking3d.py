@@ -6,9 +6,9 @@ Definitions (ours; documented here and in the issue note):
   except ``prompted_image_ids`` (on unordered sets this is cross-view consistency: J&F over the unprompted views),
   by its ``protocol`` (default ``"vos-benchmark"``: each track from its first appearance in ground truth or
   prediction).
-- Presence accuracy: over the same (track, frame) pairs, the object counts as predicted present when a result
-  exists with ``score >= presence_threshold`` and a non-empty mask, and as truly present when its ground-truth
-  mask is non-empty; accuracy = fraction of pairs where the two agree.
+- Presence accuracy: over every (track, unprompted frame of its video) pair, whatever the J&F protocol, the object
+  counts as predicted present when a result exists with ``score >= presence_threshold`` and a non-empty mask, and as
+  truly present when its ground-truth mask is non-empty; accuracy = fraction of pairs where the two agree.
 - 3D instance IoU: every ground-truth and predicted mask pixel with valid ground-truth depth is lifted to world
   coordinates with the split's depth and cameras (OpenCV, camera-from-world) and quantised to voxels of side
   ``voxel_size`` (metres); per track, IoU of the sets of occupied voxels over its evaluated frames; the figure is
