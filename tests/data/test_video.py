@@ -173,6 +173,37 @@ def test_truncated_faststart_clip(tmp_path: Path) -> None:
         read_video(path)
 
 
+def _cut_to_a_tenth(tmp_path: Path) -> Path:
+    """A 100-frame faststart clip written by our writer, cut to its first 10 % of bytes: it opens (the index comes
+    first) and its first 7 frames decode, but the container declares 100 frames that the file no longer holds."""
+    noise = (np.random.default_rng(0).random((100, 32, 32, 3)) * 255).astype(np.uint8)
+    full = write_video(tmp_path / "full.mp4", noise, fps=10, preset="ultrafast")
+    data = full.read_bytes()
+    path = tmp_path / "tenth.mp4"
+    path.write_bytes(data[: len(data) // 10])
+    return path
+
+
+def test_truncation_is_found_when_only_the_first_frames_are_read(tmp_path: Path) -> None:
+    # forensics reads only its first 16 frames: stopping early must not skip the truncation check
+    path = _cut_to_a_tenth(tmp_path)
+    for call in (lambda: read_video(path, max_frames=4), lambda: list(iter_frames(path, stride=2, max_frames=2)),
+                 lambda: read_video(path)):
+        with pytest.raises(VideoError, match=r"tenth\.mp4: .*declares 100 frames but only \d+ could be read"):
+            call()
+
+
+def test_check_video_reads_the_header_and_counts_packets_without_decoding(tmp_path: Path) -> None:
+    from vision.data.video import check_video
+
+    info = check_video(CARPHONE)
+    assert (info.width, info.height, info.num_frames) == (176, 144, 120)
+    with pytest.raises(VideoError, match=r"tenth\.mp4: .*declares 100 frames but only \d+ could be read"):
+        check_video(_cut_to_a_tenth(tmp_path))
+    with pytest.raises(VideoError, match="does_not_exist.mp4"):
+        check_video(tmp_path / "does_not_exist.mp4")
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(InputError):
         read_video(CARPHONE, stride=0)
@@ -209,3 +240,49 @@ def test_read_frames_from_paths(tmp_path: Path) -> None:
         read_frames_from_paths([])
     with pytest.raises(InputError):
         read_frames_from_paths(str(paths[0]))
+
+
+def _png_claiming(path: Path, width: int, height: int) -> Path:
+    """A 100-byte PNG whose header claims ``width x height`` RGB pixels (its pixel data is missing)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+                     + chunk(b"IEND", b""))
+    return path
+
+
+def test_frames_over_the_pixel_limit_are_refused_from_the_header(tmp_path: Path) -> None:
+    from vision.data.io import MAX_INPUT_PIXELS
+
+    assert MAX_INPUT_PIXELS == 4096 * 4096
+    # the header alone says 10000 x 10000: the size is named, so nothing was decoded (there are no pixels to decode)
+    huge = _png_claiming(tmp_path / "huge.png", 10000, 10000)
+    with pytest.raises(VideoError, match=r"huge\.png: frames of 10000x10000 .* over the limit of 4096x4096 .*"
+                                         r"--max-pixels"):
+        read_frames_from_paths([huge])
+    # the same rule for a video's frames, read from the stream header; max_pixels=None lifts it
+    with pytest.raises(VideoError, match=r"carphone_pristine\.mp4: frames of 176x144 .* over the limit of 100x100"):
+        read_video(CARPHONE, max_frames=1, max_pixels=100 * 100)
+    with pytest.raises(VideoError, match="176x144"):
+        iter_frames(CARPHONE, max_pixels=100 * 100)  # refused on the call, before the first frame is decoded
+    from vision.data.video import check_video
+
+    with pytest.raises(VideoError, match="176x144"):
+        check_video(CARPHONE, max_pixels=100 * 100)
+    assert read_video(CARPHONE, max_frames=1, max_pixels=None).shape == (1, 144, 176, 3)
+
+
+def test_fit_within_downscales_to_even_sides_under_the_budget() -> None:
+    from vision.data.io import MAX_WORKING_PIXELS, fit_within
+
+    assert fit_within(640, 480, MAX_WORKING_PIXELS) == (640, 480)  # fits: unchanged, never upscaled
+    for width, height in ((10000, 10000), (2400, 1800), (3840, 2160), (5001, 999)):
+        w, h = fit_within(width, height, MAX_WORKING_PIXELS)
+        assert w * h <= MAX_WORKING_PIXELS and w % 2 == 0 and h % 2 == 0
+        assert w / h == pytest.approx(width / height, rel=0.01)
+    assert fit_within(3840, 2160, 1280 * 720) == (1280, 720)

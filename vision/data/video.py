@@ -9,9 +9,20 @@ Conventions:
     * ``stride`` keeps every ``stride``-th decoded frame, starting at frame 0; ``max_frames`` caps the number of
       frames returned (after striding).
 
-Every problem with a file (missing, empty, truncated, corrupt, no video stream, nothing decodable, cannot be
-written) raises :class:`~vision.errors.VideoError` whose message names the file. Bad arguments raise
-:class:`~vision.errors.InputError`.
+Every problem with a file (missing, empty, truncated, corrupt, no video stream, nothing decodable, frames over
+the pixel limit, cannot be written) raises :class:`~vision.errors.VideoError` whose message names the file. Bad
+arguments raise :class:`~vision.errors.InputError`.
+
+The reading policy, the same for every task (every reader in the package goes through :func:`iter_frames` or
+:func:`check_video`):
+
+* frames larger than ``max_pixels`` (default :data:`vision.data.io.MAX_INPUT_PIXELS`) are refused from the
+  stream's header, before anything is decoded;
+* a file whose container declares more frames than it holds is truncated and refused, also when only its first
+  frames are read (``max_frames``): the rest of the file is then demuxed, not decoded, to count its packets.
+  Containers that declare no frame count (some mkv / webm) cannot be checked this way;
+* ``max_frames`` caps what is decoded; callers that serve requests pass
+  :data:`vision.data.io.MAX_INPUT_FRAMES` or less.
 """
 
 from __future__ import annotations
@@ -24,14 +35,15 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import av
-import cv2
 import numpy as np
 
+from vision.data.io import MAX_INPUT_PIXELS, check_pixels, read_image, resize_frame
 from vision.errors import InputError, VideoError
 
 __all__ = [
     "VideoInfo",
     "probe_video",
+    "check_video",
     "iter_frames",
     "read_video",
     "write_video",
@@ -107,15 +119,6 @@ def _target_size(width: int, height: int, size: SizeArg) -> tuple[int, int] | No
     return None if out == (width, height) else out
 
 
-def _resize(frame: np.ndarray, out_wh: tuple[int, int] | None) -> np.ndarray:
-    if out_wh is None:
-        return frame
-    height, width = frame.shape[:2]
-    shrinking = out_wh[0] * out_wh[1] < width * height
-    interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
-    return cv2.resize(frame, out_wh, interpolation=interpolation)
-
-
 def _check_sampling(stride: int, max_frames: int | None) -> None:
     if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
         raise InputError(f"stride must be an int >= 1; got {stride!r}")
@@ -124,25 +127,44 @@ def _check_sampling(stride: int, max_frames: int | None) -> None:
         raise InputError(f"max_frames must be None or an int >= 1; got {max_frames!r}")
 
 
-def iter_frames(path: str | Path, stride: int = 1, max_frames: int | None = None,
-                size: SizeArg = None) -> Iterator[np.ndarray]:
-    """Yield decoded frames of ``path`` one by one as ``uint8 [H, W, 3]`` RGB.
+def iter_frames(path: str | Path, stride: int = 1, max_frames: int | None = None, size: SizeArg = None,
+                max_pixels: int | None = MAX_INPUT_PIXELS) -> Iterator[np.ndarray]:
+    """Yield decoded frames of ``path`` one by one as ``uint8 [H, W, 3]`` RGB (the policy of the module docstring).
 
     Args:
         path: the video file.
         stride: keep frames 0, stride, 2*stride, ... of the decoded sequence.
-        max_frames: stop after this many frames have been yielded (None: until the end).
+        max_frames: stop after this many frames have been yielded (None: until the end); the rest of the file is
+            still demuxed (not decoded) to find a truncation.
         size: output size policy (see the module docstring).
+        max_pixels: refuse frames with more pixels, from the header (None: no limit).
 
     Raises:
         VideoError: the file is missing, empty, corrupt or truncated (the container declares more frames than
-            could be decoded), or no frame at all could be decoded.
+            the file holds), no frame at all could be decoded, or its frames are over ``max_pixels``.
         InputError: bad ``stride`` / ``max_frames`` / ``size``.
     """
     _check_sampling(stride, max_frames)
     _target_size(1, 1, size)  # validate the size argument before touching the file
     container, stream = _open_for_reading(path)  # errors about the file surface here, not at the first next()
+    try:
+        check_pixels(int(stream.codec_context.width), int(stream.codec_context.height), path, max_pixels)
+    except VideoError:
+        container.close()
+        raise
     return _decode_frames(path, container, stream, stride, max_frames, size)
+
+
+def _is_data(packet: av.Packet) -> bool:
+    """False for the empty packet that demuxing yields at the end of a stream (it only flushes the decoder)."""
+    return packet.size > 0 or packet.dts is not None
+
+
+def _refuse_if_short(path: str | Path, declared: int, found: int, detail: str = "") -> None:
+    """The truncation rule shared by every reader: a container that declares frames must hold all of them."""
+    if declared > 0 and found < declared:
+        raise VideoError(f"truncated or corrupt video: the container declares {declared} frames but only {found} "
+                         f"could be read{detail}", file=path)
 
 
 def _decode_frames(path: str | Path, container: av.container.InputContainer, stream: av.video.stream.VideoStream,
@@ -150,38 +172,68 @@ def _decode_frames(path: str | Path, container: av.container.InputContainer, str
     """The generator behind :func:`iter_frames`; closes the container when done or when closed early."""
     declared = int(stream.frames or 0)
     out_wh: tuple[int, int] | None = None
+    packets = 0
     decoded = 0
     yielded = 0
     try:
+        demuxed = container.demux(stream)
         try:
-            for frame in container.decode(stream):
-                decoded += 1
-                if (decoded - 1) % stride != 0:
-                    continue
-                image = frame.to_ndarray(format="rgb24")
-                if yielded == 0:
-                    out_wh = _target_size(image.shape[1], image.shape[0], size)
-                yield _resize(image, out_wh)
-                yielded += 1
-                if max_frames is not None and yielded >= max_frames:
-                    return
+            for packet in demuxed:
+                packets += _is_data(packet)
+                for frame in packet.decode():
+                    decoded += 1
+                    if (decoded - 1) % stride != 0:
+                        continue
+                    image = frame.to_ndarray(format="rgb24")
+                    if yielded == 0:
+                        out_wh = _target_size(image.shape[1], image.shape[0], size)
+                    yield resize_frame(image, out_wh)
+                    yielded += 1
+                    if max_frames is not None and yielded >= max_frames:
+                        # enough frames: count the rest of the file's packets without decoding them
+                        packets += sum(_is_data(rest) for rest in demuxed)
+                        _refuse_if_short(path, declared, packets)
+                        return
         except (av.error.FFmpegError, OSError) as exc:
+            _refuse_if_short(path, declared, decoded, f" ({exc})")
             raise VideoError(f"decoding failed after {decoded} frame(s) (corrupt or truncated file): {exc}",
                              file=path) from exc
         if decoded == 0:
             raise VideoError("no frame could be decoded (empty, truncated or corrupt video)", file=path)
-        if declared > 0 and decoded < declared:
-            raise VideoError(f"truncated video: the container declares {declared} frames but only {decoded} "
-                             f"could be decoded", file=path)
+        _refuse_if_short(path, declared, decoded)
     finally:
         container.close()
 
 
-def read_video(path: str | Path, stride: int = 1, max_frames: int | None = None,
-               size: SizeArg = None) -> np.ndarray:
+def read_video(path: str | Path, stride: int = 1, max_frames: int | None = None, size: SizeArg = None,
+               max_pixels: int | None = MAX_INPUT_PIXELS) -> np.ndarray:
     """Read a video into one array ``uint8 [T, H, W, 3]`` RGB; same arguments and errors as :func:`iter_frames`."""
-    frames = list(iter_frames(path, stride=stride, max_frames=max_frames, size=size))
+    frames = list(iter_frames(path, stride=stride, max_frames=max_frames, size=size, max_pixels=max_pixels))
     return np.stack(frames, axis=0)
+
+
+def check_video(path: str | Path, max_pixels: int | None = MAX_INPUT_PIXELS) -> VideoInfo:
+    """Check a video against the reading policy without decoding it, and return its :class:`VideoInfo`.
+
+    Reads the header (:func:`probe_video`), refuses frames over ``max_pixels``, then demuxes every packet (no
+    decoding: cheap, constant memory) and refuses the file when it holds fewer than the container declares. Call it
+    before loading a model so that a bad input fails fast; the readers apply the same checks while decoding.
+
+    Raises:
+        VideoError: as :func:`iter_frames` (missing, empty, corrupt, truncated, over ``max_pixels``).
+    """
+    info = probe_video(path)
+    check_pixels(info.width, info.height, path, max_pixels)
+    container, stream = _open_for_reading(path)
+    try:
+        declared = int(stream.frames or 0)
+        packets = sum(_is_data(packet) for packet in container.demux(stream))
+    except (av.error.FFmpegError, OSError) as exc:
+        raise VideoError(f"cannot read the video's packets (corrupt or truncated file): {exc}", file=path) from exc
+    finally:
+        container.close()
+    _refuse_if_short(path, declared, packets)
+    return info
 
 
 def probe_video(path: str | Path) -> VideoInfo:
@@ -340,16 +392,18 @@ def _encode(tmp: Path, target: Path, frames: np.ndarray | Iterable[np.ndarray], 
 # image sequences
 
 
-def read_frames_from_paths(paths: Sequence[str | Path], size: SizeArg = None) -> np.ndarray:
-    """Read a list of image files (any format OpenCV reads) into ``uint8 [T, H, W, 3]`` RGB.
+def read_frames_from_paths(paths: Sequence[str | Path], size: SizeArg = None,
+                           max_pixels: int | None = MAX_INPUT_PIXELS) -> np.ndarray:
+    """Read a list of image files into ``uint8 [T, H, W, 3]`` RGB with :func:`vision.data.io.read_image`.
 
-    Grey images are expanded to three channels and 16-bit images reduced to 8 bits (OpenCV ``IMREAD_COLOR``).
-    Without ``size`` all images must have the same size; with ``size`` each is resized by the same policy as
-    :func:`read_video` (with an ``int`` shorter side, images of different aspect ratios still cannot be stacked).
+    Each image's header is checked against ``max_pixels`` before it is decoded. Grey images are expanded to three
+    channels and 16-bit images reduced to 8 bits (OpenCV ``IMREAD_COLOR``). Without ``size`` all images must have
+    the same size; with ``size`` each is resized by the same policy as :func:`read_video` (with an ``int`` shorter
+    side, images of different aspect ratios still cannot be stacked).
 
     Raises:
         InputError: ``paths`` is empty or not a list of paths.
-        VideoError: a file is missing or unreadable, or image sizes differ (names the file).
+        VideoError: a file is missing, unreadable or over ``max_pixels``, or image sizes differ (names the file).
     """
     if isinstance(paths, (str, Path)) or not isinstance(paths, Sequence):
         raise InputError(f"paths must be a list of image paths; got {type(paths).__name__}")
@@ -360,13 +414,8 @@ def read_frames_from_paths(paths: Sequence[str | Path], size: SizeArg = None) ->
         if not isinstance(item, (str, Path)):
             raise InputError(f"paths[{index}] must be a str or Path; got {item!r}")
         file = Path(item)
-        if not file.is_file():
-            raise VideoError("image file not found", file=file, field=f"paths[{index}]")
-        image = cv2.imread(str(file), cv2.IMREAD_COLOR)
-        if image is None:
-            raise VideoError("cannot read image (corrupt or unsupported format)", file=file, field=f"paths[{index}]")
-        image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-        image = _resize(image, _target_size(image.shape[1], image.shape[0], size))
+        image = read_image(file, max_pixels=max_pixels)
+        image = resize_frame(image, _target_size(image.shape[1], image.shape[0], size))
         if frames and image.shape != frames[0].shape:
             raise VideoError(f"image size {image.shape[1]}x{image.shape[0]} differs from the first image's "
                              f"{frames[0].shape[1]}x{frames[0].shape[0]}", file=file, field=f"paths[{index}]")
