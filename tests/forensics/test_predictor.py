@@ -109,3 +109,14 @@ def test_analyze_to_report_writes_json_and_html(trained_checkpoint: Path, tiny_s
         assert {"statistic", "value", "frames", "z", "ref_mean", "direction"} <= set(item)
     html = Path(out["html"]).read_text()
     assert "data:image/png;base64," in html and "<h1>Verdict:" in html and "http" not in html
+
+
+def test_a_long_video_cut_short_is_refused_though_only_its_first_frames_are_analysed(trained_checkpoint: Path,
+                                                                                    tmp_path: Path) -> None:
+    predictor = ForensicsPredictor.from_checkpoint(trained_checkpoint)
+    frames = np.random.default_rng(1).integers(0, 255, (20 * FRAMES, SIZE, SIZE, 3), dtype=np.uint8)
+    good = write_video(tmp_path / "long.mp4", frames, preset="ultrafast")
+    cut = tmp_path / "first_tenth.mp4"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 10])
+    with pytest.raises(VideoError, match=rf"first_tenth\.mp4: .*declares {20 * FRAMES} frames but only \d+"):
+        predictor.analyze(cut)

@@ -6,9 +6,15 @@ from the training one (zero-shot): its prompts are encoded once and cached. ``pr
 
 - one image: ``uint8 [H, W, 3]`` RGB array, or float tensor ``[3, H, W]`` in [0, 1];
 - frames: ``uint8 [T, H, W, 3]`` array, float tensor ``[T, 3, H, W]``, or a list of images of one size;
-- a video path (``str`` / ``Path``), decoded with :func:`vision.data.video.iter_frames`.
+- a video path (``str`` / ``Path``), decoded with :func:`vision.data.video.iter_frames`;
+- a list of image paths, read one by one with :func:`vision.data.io.read_image`.
 
 Every frame is resized to the model's square input size; boxes come back in the input's pixel coordinates (XYXY).
+Files (a video, image paths) are read under the input limits of :mod:`vision.data.io`: frames over ``max_pixels``
+are refused before decoding, and frames over :data:`~vision.data.io.MAX_WORKING_PIXELS` are downscaled as they are
+read, so memory does not grow with the input's size; their boxes are scaled back to the input's pixels, and the
+annotated video is drawn on the downscaled frames. Frames are run and drawn batch by batch: memory does not grow
+with the number of frames either (except for the results).
 Per frame it returns ``{"boxes" float32 [n, 4], "scores" [n], "label_ids" int64 [n] (index into the vocabulary,
 -1 = unknown), "labels" list[str] (``"unknown"`` for OOV), "category_ids" int64 [n]}``. ``results_path`` writes
 COCO results (XYWH, the unknown category id for OOV), ``video_path`` an annotated H.264 mp4.
@@ -17,13 +23,13 @@ COCO results (XYWH, the unknown category id for OOV), ``video_path`` an annotate
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import cv2
 import numpy as np
 import torch
 
-from vision.data.io import atomic_write_json
+from vision.data.io import MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, atomic_write_json, fit_within, image_size, read_image
 from vision.detection.model import UNKNOWN_LABEL, OOVDetector
 from vision.detection.vocabulary import DEFAULT_TEMPLATE, check_vocabulary, encode_vocabulary
 from vision.errors import InputError
@@ -59,31 +65,73 @@ def _frame_array(frame: Any, index: int) -> np.ndarray:
     return array
 
 
-def _as_frames(inputs: Any, stride: int = 1, max_frames: int | None = None) -> tuple[list[np.ndarray] | Any, bool]:
-    """Normalise ``inputs``; returns (frames or a frame iterator, is_single_image). ``stride`` / ``max_frames``
-    apply to video files."""
-    if isinstance(inputs, (str, Path)):
-        from vision.data.video import iter_frames
+#: A frame and the factors ``(x, y)`` from its pixels to the input's (1 unless it was downscaled as it was read).
+Scaled = tuple[np.ndarray, tuple[float, float]]
 
-        return iter_frames(inputs, stride=stride, max_frames=max_frames), False
+
+def _video_frames(path: str | Path, stride: int, max_frames: int | None, max_pixels: int | None) -> Iterator[Scaled]:
+    from vision.data.video import iter_frames, probe_video
+
+    info = probe_video(path)
+    work = fit_within(info.width, info.height, MAX_WORKING_PIXELS)
+    scale = (info.width / work[0], info.height / work[1])
+    for frame in iter_frames(path, stride=stride, max_frames=max_frames, size=work, max_pixels=max_pixels):
+        yield frame, scale
+
+
+def _image_files(paths: Sequence[str | Path], max_pixels: int | None) -> Iterator[Scaled]:
+    for path in paths:
+        width, height = image_size(path)
+        work = fit_within(width, height, MAX_WORKING_PIXELS)
+        yield read_image(path, size=work, max_pixels=max_pixels), (width / work[0], height / work[1])
+
+
+def _as_frames(inputs: Any, stride: int = 1, max_frames: int | None = None,
+               max_pixels: int | None = MAX_INPUT_PIXELS) -> tuple[Iterable[Scaled], bool]:
+    """Normalise ``inputs``; returns (frames with their scale to the input's pixels, is_single_image). Files are
+    read lazily at most :data:`MAX_WORKING_PIXELS`; ``stride`` / ``max_frames`` apply to video files."""
+    if isinstance(inputs, (str, Path)):
+        return _video_frames(inputs, stride, max_frames, max_pixels), False
+    if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(f, (str, Path)) for f in inputs):
+        return _image_files(inputs, max_pixels), False
     if isinstance(inputs, torch.Tensor):
         if inputs.ndim == 3:
-            return [_frame_array(inputs, 0)], True
-        if inputs.ndim == 4:
-            return [_frame_array(f, i) for i, f in enumerate(inputs)], False
-        raise InputError(f"images tensor must be [3, H, W] or [T, 3, H, W], got shape {tuple(inputs.shape)}")
+            return [(_frame_array(inputs, 0), (1.0, 1.0))], True
+        if inputs.ndim == 4 and len(inputs):
+            return [(_frame_array(f, i), (1.0, 1.0)) for i, f in enumerate(inputs)], False
+        raise InputError(f"images tensor must be [3, H, W] or [T, 3, H, W] with T >= 1, got shape "
+                         f"{tuple(inputs.shape)}")
     if isinstance(inputs, np.ndarray):
         if inputs.ndim == 3:
-            return [_frame_array(inputs, 0)], True
-        if inputs.ndim == 4:
-            return [_frame_array(f, i) for i, f in enumerate(inputs)], False
-        raise InputError(f"images array must be [H, W, 3] or [T, H, W, 3], got shape {tuple(inputs.shape)}")
+            return [(_frame_array(inputs, 0), (1.0, 1.0))], True
+        if inputs.ndim == 4 and len(inputs):
+            return [(_frame_array(f, i), (1.0, 1.0)) for i, f in enumerate(inputs)], False
+        raise InputError(f"images array must be [H, W, 3] or [T, H, W, 3] with T >= 1, got shape "
+                         f"{tuple(inputs.shape)}")
     if isinstance(inputs, (list, tuple)):
         if not inputs:
             raise InputError("no frames given (empty list)")
-        frames = [_frame_array(f, i) for i, f in enumerate(inputs)]
-        return frames, False
-    raise InputError(f"predict takes an image, frames or a video path; got {type(inputs).__name__}")
+        return [(_frame_array(f, i), (1.0, 1.0)) for i, f in enumerate(inputs)], False
+    raise InputError(f"predict takes an image, frames, a video path or image paths; got {type(inputs).__name__}")
+
+
+def _in_input_pixels(result: dict[str, Any], scale: tuple[float, float]) -> dict[str, Any]:
+    """``result`` with its boxes multiplied by ``scale`` (x, y): from a downscaled frame's pixels to the input's."""
+    if scale == (1.0, 1.0):
+        return result
+    factors = np.array([scale[0], scale[1], scale[0], scale[1]], np.float32)
+    return {**result, "boxes": (result["boxes"] * factors).astype(np.float32)}
+
+
+def _batches(items: Iterable[Scaled], size: int) -> Iterator[list[Scaled]]:
+    batch: list[Scaled] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class DetectorPredictor:
@@ -173,40 +221,50 @@ class DetectorPredictor:
             })
         return out
 
+    def _detections(self, frames: Iterable[Scaled],
+                    progress: Callable[[int], None] | None) -> Iterator[tuple[np.ndarray, dict[str, Any], tuple]]:
+        """Run the model batch by batch: ``(frame, result in the frame's pixels, scale to the input's)``."""
+        done = 0
+        for batch in _batches(frames, self.batch_size):
+            images = [_frame_array(frame, done + i) for i, (frame, _) in enumerate(batch)]
+            for image, (_, scale), result in zip(images, batch, self._run(images)):
+                yield image, result, scale
+            done += len(batch)
+            if progress is not None:
+                progress(done)
+
     def predict(self, inputs: Any, image_ids: Sequence[int] | None = None, results_path: str | Path | None = None,
                 video_path: str | Path | None = None, fps: float = 10.0, stride: int = 1,
-                max_frames: int | None = None,
-                progress: Callable[[int], None] | None = None) -> dict[str, Any] | list[dict[str, Any]]:
+                max_frames: int | None = None, progress: Callable[[int], None] | None = None,
+                max_pixels: int | None = MAX_INPUT_PIXELS) -> dict[str, Any] | list[dict[str, Any]]:
         """Detect objects (see the module docstring). A single image returns one dict, frames / videos a list.
 
         Args:
-            inputs: an image, frames or a video path. image_ids: COCO image id per frame (default 1..T).
-            results_path: write COCO detection results here. video_path: write an annotated H.264 mp4 here.
+            inputs: an image, frames, a video path or image paths. image_ids: COCO image id per frame (default 1..T).
+            results_path: write COCO detection results here. video_path: write an annotated H.264 mp4 here (frames
+                read from files are drawn at most :data:`MAX_WORKING_PIXELS`; arrays at their size).
             fps: frame rate of the annotated video (a video input keeps its own rate / stride when known).
             stride, max_frames: frame sampling of a video file input.
             progress: called with the number of frames done after each batch (for progress bars).
+            max_pixels: files with larger frames are refused before decoding (None: no limit).
         """
-        frames, single = _as_frames(inputs, stride, max_frames)
+        frames, single = _as_frames(inputs, stride, max_frames, max_pixels)
         if isinstance(inputs, (str, Path)):
             from vision.data.video import probe_video
 
             fps = float(probe_video(inputs).fps or fps) / stride
         results: list[dict[str, Any]] = []
-        kept: list[np.ndarray] = []
-        chunk: list[np.ndarray] = []
-        for frame in frames:
-            chunk.append(_frame_array(frame, len(kept) + len(chunk)))
-            if len(chunk) == self.batch_size:
-                results += self._run(chunk)
-                kept += chunk if video_path is not None else []
-                chunk = []
-                if progress is not None:
-                    progress(len(results))
-        if chunk:
-            results += self._run(chunk)
-            kept += chunk if video_path is not None else []
-            if progress is not None:
-                progress(len(results))
+        if video_path is None:
+            results = [_in_input_pixels(r, scale) for _, r, scale in self._detections(frames, progress)]
+        else:
+            from vision.data.video import write_video
+
+            def drawn() -> Iterator[np.ndarray]:  # the encoder pulls frames: one batch is held at a time
+                for frame, result, scale in self._detections(frames, progress):
+                    results.append(_in_input_pixels(result, scale))
+                    yield self.draw(frame, result)
+
+            write_video(video_path, drawn(), fps=fps, crf=23, preset="veryfast")
         if not results:
             raise InputError("no frame to run on")
         if image_ids is not None and len(image_ids) != len(results):
@@ -214,11 +272,6 @@ class DetectorPredictor:
         ids = list(image_ids) if image_ids is not None else list(range(1, len(results) + 1))
         if results_path is not None:
             atomic_write_json(results_path, self.to_coco(results, ids))
-        if video_path is not None:
-            from vision.data.video import write_video
-
-            write_video(video_path, [self.draw(f, r) for f, r in zip(kept, results)], fps=fps, crf=23,
-                        preset="veryfast")
         return results[0] if single else results
 
     def predict_split(self, split_path: str | Path, results_path: str | Path | None = None) -> list[dict[str, Any]]:

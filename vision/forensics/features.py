@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from vision.data.io import atomic_write_json
+from vision.data.io import MAX_INPUT_PIXELS, atomic_write_json
 from vision.data.video import probe_video, read_video
 from vision.errors import InputError
 from vision.forensics.tools import ForensicTool, ToolResult, run_tools
@@ -28,14 +28,20 @@ def _centre_square(frames: np.ndarray, size: int) -> np.ndarray:
     return np.ascontiguousarray(frames[:, y0:y0 + size, x0:x0 + size])
 
 
-def load_clip(path: str | Path, size: int | None = 64, max_frames: int = 16) -> Clip:
+def load_clip(path: str | Path, size: int | None = 64, max_frames: int = 16,
+              max_pixels: int | None = MAX_INPUT_PIXELS) -> Clip:
     """Read a video into a :class:`Clip` (see the module docstring); ``size=None`` keeps the frame size.
 
+    The file is read by :func:`vision.data.video.read_video` under the package's one reading policy: though only
+    the first ``max_frames`` frames are decoded, a truncated file is refused, and frames over ``max_pixels`` are
+    refused before decoding.
+
     Raises:
-        VideoError: the file is missing, corrupt, truncated or has no decodable frame (names the file).
+        VideoError: the file is missing, corrupt, truncated, has no decodable frame or frames over ``max_pixels``
+            (names the file).
     """
     info = probe_video(path)
-    frames = read_video(path, max_frames=max_frames, size=size)
+    frames = read_video(path, max_frames=max_frames, size=size, max_pixels=max_pixels)
     if size is not None:
         frames = _centre_square(frames, size)
     return Clip(frames=frames, fps=info.fps, path=Path(path), name=Path(path).name)

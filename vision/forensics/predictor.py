@@ -5,8 +5,10 @@ insufficient evidence``, calibrated probability, threshold, reasons, ranked evid
 ``plan`` (which tools ran and why), ``tools`` (per-tool features and evidence), ``properties`` and ``clip``.
 ``analyze_to_report(ckpt, video, out_dir)`` also writes ``report.json`` and ``report.html``.
 
-A missing, corrupt or truncated file raises :class:`~vision.errors.VideoError` naming the file; a one-frame or
-frozen video gives the verdict ``insufficient evidence``.
+A missing, corrupt or truncated file raises :class:`~vision.errors.VideoError` naming the file and, for a truncated
+one, the frame counts the container declares and the file holds (checked although only the first ``max_frames``
+frames are analysed); so do frames over ``max_pixels`` (default :data:`vision.data.io.MAX_INPUT_PIXELS`), refused
+before decoding. A one-frame or frozen video gives the verdict ``insufficient evidence``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from vision.data.io import MAX_INPUT_PIXELS
 from vision.errors import DataError, InputError
 from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate, plan_tools
 from vision.forensics.features import clip_features, frames_to_clip, load_clip
@@ -69,10 +72,11 @@ class ForensicsPredictor:
         reliability = {t: float(r) for t, r in zip(tools, rel.tolist())} if rel is not None else {}
         return cls(detector, tools, reliability, size=int(hp.get("size", 64)), max_frames=int(hp.get("max_frames", 16)))
 
-    def make_clip(self, video: str | Path | np.ndarray, fps: float = 25.0) -> Clip:
+    def make_clip(self, video: str | Path | np.ndarray, fps: float = 25.0,
+                  max_pixels: int | None = MAX_INPUT_PIXELS) -> Clip:
         """A video path or frames ``[T, H, W, 3]`` (uint8, or float in [0, 1]) -> the analysed :class:`Clip`."""
         if isinstance(video, (str, Path)):
-            return load_clip(video, size=self.size, max_frames=self.max_frames)
+            return load_clip(video, size=self.size, max_frames=self.max_frames, max_pixels=max_pixels)
         if isinstance(video, torch.Tensor):
             video = video.detach().cpu().numpy()
             if video.ndim == 4 and video.shape[1] == 3 and video.shape[-1] != 3:  # [S, 3, H, W] tensors
@@ -82,10 +86,12 @@ class ForensicsPredictor:
         raise InputError(f"video must be a path or a [T, H, W, 3] array; got {type(video).__name__}")
 
     @torch.no_grad()
-    def analyze(self, video: str | Path | np.ndarray, fps: float = 25.0) -> dict[str, Any]:
+    def analyze(self, video: str | Path | np.ndarray, fps: float = 25.0,
+                max_pixels: int | None = MAX_INPUT_PIXELS) -> dict[str, Any]:
         """Analyse one video (see the module docstring); returns the JSON-ready report with ``extras`` (arrays
-        for plots, not JSON) under the private key ``_extras`` and the clip under ``_clip``."""
-        clip = self.make_clip(video, fps=fps)
+        for plots, not JSON) under the private key ``_extras`` and the clip under ``_clip``. ``max_pixels``: a
+        video file with larger frames is refused before decoding (None: no limit)."""
+        clip = self.make_clip(video, fps=fps, max_pixels=max_pixels)
         props = clip_properties(clip)
         plan = plan_tools(props, self.tool_names, self.reliability)
         reference = self.detector.reference()
@@ -135,12 +141,13 @@ def public_report(report: dict[str, Any]) -> dict[str, Any]:
     return clean(report)
 
 
-def analyze_to_report(ckpt: str | Path, video: str | Path | np.ndarray, out_dir: str | Path) -> dict[str, Any]:
+def analyze_to_report(ckpt: str | Path, video: str | Path | np.ndarray, out_dir: str | Path,
+                      max_pixels: int | None = MAX_INPUT_PIXELS) -> dict[str, Any]:
     """Load ``ckpt``, analyse ``video`` and write ``out_dir/report.json`` + ``out_dir/report.html``.
 
     Returns ``{"verdict": str, "probability": float | None, "json": Path, "html": Path}``."""
     predictor = ForensicsPredictor.from_checkpoint(ckpt)
-    report = predictor.analyze(video)
+    report = predictor.analyze(video, max_pixels=max_pixels)
     paths = write_report(public_report(report), report["_clip"], report["_extras"], out_dir)
     return {"verdict": report["verdict"]["verdict"], "probability": report["verdict"]["probability"], **paths}
 

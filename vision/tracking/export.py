@@ -4,8 +4,9 @@
 
 - ``results.json``: COCO-video results ``[{video_id: 1, track_id, image_id = frame + 1, segmentation (RLE),
   score}]``, one per object and frame;
-- ``annotated.mp4``: the input frames with every object's mask filled in its colour (:func:`object_colour`),
-  outlined, and labelled with its id (H.264);
+- ``annotated.mp4``: the given frames (the input's, or the input's downscaled to at most
+  :data:`vision.data.io.MAX_WORKING_PIXELS` by the callers) with every object's mask filled in its colour
+  (:func:`object_colour`), outlined, and labelled with its id (H.264);
 - ``masks.zip``: ``object_<id>/frame_<nnnnn>.png``, one 0/255 PNG per object and frame at the input size;
 - ``object_<id>.ply``: each object's 3D points (world frame of the first prompted view), coloured by the image;
 - ``scene.ply`` and ``scene.glb``: the reconstruction of every frame (depth unprojected with the predicted
@@ -27,7 +28,7 @@ import numpy as np
 from vision.data.io import atomic_write_bytes, atomic_write_json
 from vision.data.masks import encode_mask
 from vision.data.video import write_video
-from vision.errors import DataError
+from vision.errors import DataError, InputError
 from vision.tracking.predictor import TrackerPredictor, TrackerState
 
 __all__ = ["OBJECT_COLOURS", "object_colour", "overlay_masks", "scene_points", "track_and_export", "TrackingExport"]
@@ -43,19 +44,29 @@ def object_colour(obj_id: int) -> tuple[int, int, int]:
     return OBJECT_COLOURS[(int(obj_id) - 1) % len(OBJECT_COLOURS)]
 
 
-def overlay_masks(frame: np.ndarray, masks: np.ndarray, obj_ids: list[int], alpha: float = 0.5) -> np.ndarray:
-    """``frame`` uint8 [H, W, 3] RGB with each ``masks[i]`` (bool [H, W]) blended in the colour of
-    ``obj_ids[i]``, outlined in white and labelled with the id at its top-left; returns a new array."""
+def overlay_masks(frame: np.ndarray, masks: np.ndarray | list[np.ndarray], obj_ids: list[int],
+                  alpha: float = 0.5) -> np.ndarray:
+    """``frame`` uint8 [H, W, 3] RGB with each ``masks[i]`` (bool, any size: resized to [H, W] by nearest
+    neighbour, so model-size masks can be drawn on a frame of any size) blended in the colour of ``obj_ids[i]``,
+    outlined in white and labelled with the id at its top-left; returns a new array.
+
+    Memory: one uint8 copy of the frame and of each mask, and float work only inside the mask's bounding box."""
     out = frame.copy()
+    height, width = frame.shape[:2]
     for obj_id, mask in zip(obj_ids, masks):
-        if not mask.any():
+        mask = np.asarray(mask).astype(np.uint8)
+        if mask.shape != (height, width):
+            mask = cv2.resize(mask, (width, height), interpolation=cv2.INTER_NEAREST)
+        x, y, w, h = cv2.boundingRect(mask)
+        if w == 0 or h == 0:
             continue
+        roi, inside = out[y:y + h, x:x + w], mask[y:y + h, x:x + w] > 0
         colour = np.array(object_colour(obj_id), np.float32)
-        out[mask] = ((1 - alpha) * out[mask] + alpha * colour).astype(np.uint8)
-        contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+        roi[inside] = ((1 - alpha) * roi[inside] + alpha * colour).astype(np.uint8)
+        contours, _ = cv2.findContours(mask[y:y + h, x:x + w], cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE,
+                                       offset=(x, y))
         cv2.drawContours(out, contours, -1, (255, 255, 255), 1)
-        ys, xs = np.nonzero(mask)
-        cv2.putText(out, str(obj_id), (int(xs.min()), max(10, int(ys.min()) - 2)), cv2.FONT_HERSHEY_SIMPLEX, 0.35,
+        cv2.putText(out, str(obj_id), (x, max(10, y - 2)), cv2.FONT_HERSHEY_SIMPLEX, 0.35,
                     tuple(int(c) for c in colour), 1, cv2.LINE_AA)
     return out
 
@@ -129,18 +140,22 @@ def track_and_export(predictor: TrackerPredictor, state: TrackerState, frames: n
     """Propagate ``state`` (prompts already added) and write the files listed in the module docstring.
 
     Args:
-        predictor / state: a predictor and its prompted state, made from ``frames``.
-        frames: the input frames, uint8 ``[T, H, W, 3]`` RGB at the input size (the state keeps model-size ones).
+        predictor / state: a predictor and its prompted state, made from the same input as ``frames``.
+        frames: the frames to draw ``annotated.mp4`` on, uint8 ``[T, H, W, 3]`` RGB: the input's, or the input's
+            downscaled (pass frames of at most :data:`vision.data.io.MAX_WORKING_PIXELS` to bound memory). Either
+            way ``results.json`` and ``masks.zip`` are at the state's input size; the video is at the frames' size
+            and is drawn from the model-size masks one frame at a time.
         out_dir: output folder (created). fps: frame rate of ``annotated.mp4``.
         progress: called as ``progress(done, total)`` after each frame.
         scene_max_points / glb_max_points: caps on the points of ``scene.ply`` / ``scene.glb``.
     """
+    if len(frames) != state.num_views:
+        raise InputError(f"frames has {len(frames)} frames but the state {state.num_views} views")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     total = state.num_views
     size = state.frames.shape[1]
     results: list[dict] = []
-    annotated: list[np.ndarray | None] = [None] * total
     small = {o: np.zeros((total, size, size), bool) for o in state.obj_ids}
     counts = {o: 0 for o in state.obj_ids}
     archive = io.BytesIO()
@@ -154,15 +169,15 @@ def track_and_export(predictor: TrackerPredictor, state: TrackerState, frames: n
                 small[obj_id][view] = cv2.resize(mask.astype(np.uint8), (size, size),
                                                  interpolation=cv2.INTER_NEAREST) > 0
                 counts[obj_id] += int(mask.any())
-            annotated[view] = overlay_masks(frames[view], masks, obj_ids)
             if progress is not None:
                 progress(done, total)
     export = TrackingExport(folder=out, results=out / "results.json", video=out / "annotated.mp4",
                             masks=out / "masks.zip", frames_with_object=counts)
     atomic_write_json(export.results, results)
     atomic_write_bytes(export.masks, archive.getvalue())
-    write_video(export.video, np.stack([a if a is not None else f for a, f in zip(annotated, frames)]), fps=fps,
-                crf=20, preset="veryfast")
+    ids = state.obj_ids
+    write_video(export.video, (overlay_masks(frame, [small[o][view] for o in ids], ids)
+                               for view, frame in enumerate(frames)), fps=fps, crf=20, preset="veryfast")
     for obj_id in state.obj_ids:
         if len(state.clouds.get(obj_id, ())) == 0:
             export.empty.append(obj_id)

@@ -13,6 +13,9 @@ Usage::
 
 Conventions: points ``(x, y)`` and boxes XYXY in pixels of the input frames (as SAM2); frames are resized to the
 model's square input size internally and masks are returned at the input size. Label 1 = positive, 0 = negative.
+A video file or image files are read straight to the model size under the input limits of :mod:`vision.data.io`
+(frames over ``max_pixels`` are refused from their header, before decoding): the state holds only model-size
+frames, and a mask at the input size is made per view as :meth:`TrackerPredictor.propagate` yields it.
 
 Long videos and large sets are processed in windows of ``window_size`` views: each window holds the prompted views
 (anchors, at most ``max_anchors``; the first anchor is the window's view 0 and so fixes one world frame for all
@@ -38,6 +41,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vision.data.io import MAX_INPUT_PIXELS, image_size
 from vision.errors import DataError, InputError
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import G2TAM, select_best_mask
@@ -200,23 +204,24 @@ class TrackerPredictor:
         return self.image_size
 
     def init_state(self, source: Any, ordered: bool | None = None, max_frames: int | None = None,
-                   stride: int = 1) -> TrackerState:
+                   stride: int = 1, max_pixels: int | None = MAX_INPUT_PIXELS) -> TrackerState:
         """Start a state from frames (uint8 ``[T, H, W, 3]`` RGB or float ``[T, 3, H, W]`` in [0, 1]), a video
-        path, or a list of image paths. ``ordered`` defaults to True for videos and frames, False for image lists."""
+        path, or a list of image paths. ``ordered`` defaults to True for videos and frames, False for image lists.
+        ``stride`` / ``max_frames`` sample a video file; files with frames over ``max_pixels`` are refused (None: no
+        limit). The input size (the prompts' and masks' pixels) is the video's, or the first image's."""
         from vision.data.video import probe_video, read_frames_from_paths, read_video
 
         s = self._size()
         if isinstance(source, (str, Path)):
             info = probe_video(source)
-            frames = read_video(source, stride=stride, max_frames=max_frames, size=(s, s))
+            frames = read_video(source, stride=stride, max_frames=max_frames, size=(s, s), max_pixels=max_pixels)
             height, width = int(info.height), int(info.width)
             ordered = True if ordered is None else ordered
         elif isinstance(source, (list, tuple)):
             if not source:
                 raise InputError("init_state got an empty list of image paths")
-            first = read_frames_from_paths([source[0]])
-            height, width = first.shape[1:3]
-            frames = read_frames_from_paths(list(source), size=(s, s))
+            width, height = image_size(source[0])
+            frames = read_frames_from_paths(list(source), size=(s, s), max_pixels=max_pixels)
             ordered = False if ordered is None else ordered
         else:
             if isinstance(source, torch.Tensor):
