@@ -37,6 +37,20 @@ def test_shape_dtype_norm(encoder: MiniLMTextEncoder) -> None:
     assert os.environ.get("HF_HUB_OFFLINE") == "1" and os.environ.get("TRANSFORMERS_OFFLINE") == "1"
 
 
+def test_an_embedding_does_not_depend_on_what_is_encoded_with_it() -> None:
+    alone = MiniLMTextEncoder()(["cube"])[0]
+    batched = MiniLMTextEncoder()(["the large red sphere on the left of the wooden table", "cube"])[1]
+    assert torch.equal(alone, batched)  # bit for bit: training with text prompts is reproducible
+
+
+def test_loading_the_model_leaves_the_global_rng_alone() -> None:
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    MiniLMTextEncoder()(["cube"])
+    assert torch.equal(torch.rand(3), expected)
+
+
 def test_semantics(encoder: MiniLMTextEncoder) -> None:
     mug, cup, tree = encoder(["a red mug", "a red cup", "a green tree"])
     assert float(mug @ cup) > float(mug @ tree) + 0.2

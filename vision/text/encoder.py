@@ -26,6 +26,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 import torch
 
 from vision.errors import InputError
+from vision.rng import preserved_rng_state
 
 __all__ = [
     "TextEncoder",
@@ -89,7 +90,10 @@ class MiniLMTextEncoder:
 
     Args:
         device: where the model runs and where results are returned (default: CPU).
-        batch_size: strings encoded per forward pass.
+        batch_size: strings encoded per forward pass. The default, 1, makes every embedding a function of its
+            string alone: the same bits whatever else is encoded with it or was cached before (training is then
+            reproducible). Larger batches are faster on big vocabularies, but a row changes in its last bits with
+            the other strings of its batch (padding changes the shapes the matrix products run at).
         max_cache_size: most strings kept in the cache.
 
     Call:
@@ -98,7 +102,7 @@ class MiniLMTextEncoder:
 
     dim: int = 384
 
-    def __init__(self, device: str | torch.device | None = None, batch_size: int = 64,
+    def __init__(self, device: str | torch.device | None = None, batch_size: int = 1,
                  max_cache_size: int = 100_000) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"batch_size must be an int >= 1; got {batch_size!r}")
@@ -119,7 +123,9 @@ class MiniLMTextEncoder:
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
                 from sentence_transformers import SentenceTransformer
 
-                model = SentenceTransformer(str(minilm_model_dir()), device=str(self.device), local_files_only=True)
+                with preserved_rng_state():  # building the modules draws initial weights: keep callers' RNG as it was
+                    model = SentenceTransformer(str(minilm_model_dir()), device=str(self.device),
+                                                local_files_only=True)
                 model.eval()
                 dimension = getattr(model, "get_embedding_dimension", None) \
                     or model.get_sentence_embedding_dimension  # renamed in sentence-transformers 6
