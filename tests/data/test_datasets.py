@@ -92,6 +92,21 @@ def test_random_windows_are_valid_and_follow_torch_seed(split):
     assert subset == [6, 7, 8]
 
 
+def test_sample_keys_fix_the_window_and_the_augmentation(split):
+    from vision.data.transforms import build_multiview_transform
+
+    ds = MultiViewClipDataset(split, views=3, random_window=True, transform=build_multiview_transform(16, train=True))
+    torch.manual_seed(0)
+    first = ds[(0, 5)]
+    torch.manual_seed(1)  # neither the global RNG nor earlier draws matter
+    ds[(0, 6)]
+    again = ds[(0, 5)]
+    for key in ("images", "intrinsics", "image_ids"):
+        assert np.array_equal(first[key], again[key]), key
+    draws = {ds[(0, s)]["images"].tobytes() for s in range(6)}
+    assert len(draws) > 1  # other seeds draw other windows / augmentations
+
+
 def test_transform_is_applied_last(split):
     def flip(sample):
         out = dict(sample)

@@ -3,27 +3,37 @@
 Constructor arguments are plain (paths as ``str``, ints, bools) so they can be set from YAML configs.
 Augmentation and resizing come from ``vision.data.transforms`` (imported lazily in ``setup``); they apply only
 when ``image_size`` is given: with ``image_size=None`` images keep their native size and are not augmented.
+
+Reproducible and exactly resumable training (:class:`ResumableDataModule`, the base of every datamodule here):
+the training order and every random draw of the data come from the run's seed (``seed_everything``, read as
+``torch.initial_seed()`` when the training loader is built) through :class:`~vision.data.sampler.ResumableSampler`;
+the datamodule counts the training batches the loop has taken in the current epoch and saves that position in
+each checkpoint, and a resumed run continues the epoch at exactly that sample. The same seed and thread count
+give the same batches, however many DataLoader workers.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import lightning as L
-from torch.utils.data import ConcatDataset, DataLoader
+import torch
+from torch.utils.data import DataLoader, Dataset
 
 from vision.data.coco import Split, load_split
 from vision.data.datasets import (
     DetectionImageDataset,
+    KeyedConcatDataset,
     LabelledVideoDataset,
     MultiViewClipDataset,
     collate_clips,
     collate_detection,
     collate_videos,
 )
+from vision.data.sampler import ResumableSampler
 from vision.errors import InputError
 
-__all__ = ["MultiViewDataModule", "DetectionDataModule", "ForensicsDataModule"]
+__all__ = ["ResumableDataModule", "MultiViewDataModule", "DetectionDataModule", "ForensicsDataModule"]
 
 
 def _positive(name: str, value: int, minimum: int = 1) -> None:
@@ -31,12 +41,73 @@ def _positive(name: str, value: int, minimum: int = 1) -> None:
         raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
-def _loader(dataset, batch_size: int, num_workers: int, shuffle: bool, collate: Callable) -> DataLoader:
-    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers,
-                      collate_fn=collate, persistent_workers=num_workers > 0, drop_last=False)
+class ResumableDataModule(L.LightningDataModule):
+    """A LightningDataModule whose training data is reproducible from the run's seed and resumes mid-epoch.
+
+    Subclasses build their loaders with :meth:`train_loader` and :meth:`eval_loader`. The datamodule's
+    ``state_dict`` (saved by Lightning in every checkpoint) is ``{"epoch", "batches"}``: the epoch and the number
+    of training batches this rank's loop has taken in it; ``load_state_dict`` makes the next training loader start
+    right after them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._epoch, self._batches = 0, 0
+        self._resume_from: dict[str, int] | None = None
+
+    @staticmethod
+    def _seed() -> int:
+        return int(torch.initial_seed())
+
+    def _world(self) -> tuple[int, int]:
+        trainer = self.trainer
+        return (int(trainer.world_size), int(trainer.global_rank)) if trainer is not None else (1, 0)
+
+    def train_loader(self, dataset: Dataset, batch_size: int, num_workers: int, collate: Callable | None,
+                     with_seeds: bool = True) -> DataLoader:
+        """Shuffled training loader over ``dataset`` (items read with sample keys when ``with_seeds``)."""
+        world, rank = self._world()
+        sampler = ResumableSampler(len(dataset), self._seed(), shuffle=True, with_seeds=with_seeds,
+                                   num_replicas=world, rank=rank)
+        if self._resume_from is not None:
+            self._epoch, self._batches = self._resume_from["epoch"], self._resume_from["batches"]
+            sampler.resume(self._epoch, self._batches * batch_size)
+            self._resume_from = None
+        return self._loader(dataset, batch_size, num_workers, collate, sampler)
+
+    def eval_loader(self, dataset: Dataset, batch_size: int, num_workers: int, collate: Callable | None) -> DataLoader:
+        """Loader in dataset order (validation, test, prediction)."""
+        return self._loader(dataset, batch_size, num_workers, collate, None)
+
+    def _loader(self, dataset: Dataset, batch_size: int, num_workers: int, collate: Callable | None,
+                sampler: ResumableSampler | None) -> DataLoader:
+        # its own generator: creating an iterator (which draws the workers' base seed) leaves the global RNG alone
+        generator = torch.Generator().manual_seed(self._seed())
+        return DataLoader(dataset, batch_size=batch_size, sampler=sampler, shuffle=False, num_workers=num_workers,
+                          collate_fn=collate, persistent_workers=num_workers > 0, drop_last=False,
+                          generator=generator)
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Count the training batches the loop takes (a prefetched batch counts once the loop takes it)."""
+        trainer = self.trainer
+        if trainer is not None and trainer.training and not trainer.sanity_checking:
+            if trainer.current_epoch != self._epoch:
+                self._epoch, self._batches = trainer.current_epoch, 0
+            self._batches += 1
+        return batch
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self._epoch, "batches": self._batches}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        try:
+            epoch, batches = int(state_dict["epoch"]), int(state_dict["batches"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"the checkpoint's datamodule state is not {{epoch, batches}}: {state_dict!r}") from exc
+        self._resume_from = {"epoch": epoch, "batches": batches}
 
 
-class MultiViewDataModule(L.LightningDataModule):
+class MultiViewDataModule(ResumableDataModule):
     """Multi-view clips for geometry and tracking (batches from :func:`vision.data.datasets.collate_clips`:
     ``images`` float [B, S, 3, H, W] in [0, 1], cameras OpenCV camera-from-world, instance ids 0 = background).
 
@@ -71,7 +142,7 @@ class MultiViewDataModule(L.LightningDataModule):
         self.views, self.stride = views, stride
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment, self.random_window = image_size, augment, random_window
-        self.train_dataset: MultiViewClipDataset | ConcatDataset | None = None
+        self.train_dataset: MultiViewClipDataset | KeyedConcatDataset | None = None
         self.val_dataset: MultiViewClipDataset | None = None
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
@@ -87,7 +158,7 @@ class MultiViewDataModule(L.LightningDataModule):
         if stage in (None, "fit") and self.train_dataset is None:
             parts = [MultiViewClipDataset(load_split(path), self.views, self.stride, transform=train_tf,
                                           random_window=self.random_window) for path in self.train_split]
-            self.train_dataset = parts[0] if len(parts) == 1 else ConcatDataset(parts)
+            self.train_dataset = parts[0] if len(parts) == 1 else KeyedConcatDataset(parts)
         if stage in (None, "fit", "validate") and self.val_dataset is None:
             self.val_dataset = MultiViewClipDataset(load_split(self.val_split), self.views, self.stride,
                                                     transform=val_tf, random_window=False)
@@ -95,15 +166,15 @@ class MultiViewDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         if self.train_dataset is None:
             self.setup("fit")
-        return _loader(self.train_dataset, self.batch_size, self.num_workers, True, collate_clips)
+        return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, collate_clips)
 
     def val_dataloader(self) -> DataLoader:
         if self.val_dataset is None:
             self.setup("validate")
-        return _loader(self.val_dataset, self.batch_size, self.num_workers, False, collate_clips)
+        return self.eval_loader(self.val_dataset, self.batch_size, self.num_workers, collate_clips)
 
 
-class DetectionDataModule(L.LightningDataModule):
+class DetectionDataModule(ResumableDataModule):
     """Single images with boxes / masks for detection (batches from :func:`vision.data.datasets.collate_detection`).
 
     Args:
@@ -155,15 +226,15 @@ class DetectionDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         if self.train_dataset is None:
             self.setup("fit")
-        return _loader(self.train_dataset, self.batch_size, self.num_workers, True, collate_detection)
+        return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, collate_detection)
 
     def val_dataloader(self) -> DataLoader:
         if self.val_dataset is None:
             self.setup("validate")
-        return _loader(self.val_dataset, self.batch_size, self.num_workers, False, collate_detection)
+        return self.eval_loader(self.val_dataset, self.batch_size, self.num_workers, collate_detection)
 
 
-class ForensicsDataModule(L.LightningDataModule):
+class ForensicsDataModule(ResumableDataModule):
     """Labelled videos (real = 0, generated = 1) for forensic detection (batches from
     :func:`vision.data.datasets.collate_videos`: paths, labels, generators, video ids; decoding is the model's).
 
@@ -191,9 +262,10 @@ class ForensicsDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         if self.train_dataset is None:
             self.setup("fit")
-        return _loader(self.train_dataset, self.batch_size, self.num_workers, True, collate_videos)
+        return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, collate_videos,
+                                 with_seeds=False)
 
     def val_dataloader(self) -> DataLoader:
         if self.val_dataset is None:
             self.setup("validate")
-        return _loader(self.val_dataset, self.batch_size, self.num_workers, False, collate_videos)
+        return self.eval_loader(self.val_dataset, self.batch_size, self.num_workers, collate_videos)

@@ -18,22 +18,31 @@ Multi-view clip sample contract (shared with the transforms)::
     visible       bool    [S, T]         the track has a non-empty mask on that view
     image_ids     int64   [S]
     video_id      int
+
+Keys. Every dataset here takes a plain index or a :data:`~vision.data.sampler.SampleKey` ``(index, sample_seed)``
+(what :class:`~vision.data.sampler.ResumableSampler` yields for training). With a key, the item's random draws
+(window, augmentation) come from its ``sample_seed`` alone, so they do not depend on the worker or the order in
+which items are loaded; with a plain index they come from torch's global RNG (random windows) and the transform's
+own generator.
 """
 
 from __future__ import annotations
 
+import bisect
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import ConcatDataset, Dataset
 
 from vision.data.coco import Split
+from vision.data.sampler import SampleKey, split_key
 from vision.errors import DataError, InputError
 
 __all__ = [
     "MultiViewClipDataset",
+    "KeyedConcatDataset",
     "DetectionImageDataset",
     "LabelledVideoDataset",
     "default_intrinsics",
@@ -44,7 +53,22 @@ __all__ = [
     "collate_videos",
 ]
 
-Transform = Callable[[dict], dict]
+#: ``transform(sample) -> sample``; a transform of a dataset that is read with sample keys must also accept
+#: ``transform(sample, seed=int)`` and draw that sample's randomness from the seed (as ``vision.data.transforms``).
+Transform = Callable[..., dict]
+
+
+def _apply(transform: Transform | None, sample: dict, seed: int | None) -> dict:
+    if transform is None:
+        return sample
+    return transform(sample) if seed is None else transform(sample, seed=seed)
+
+
+def _sub_seeds(seed: int | None, count: int) -> list[int | None]:
+    """``count`` independent seeds derived from a sample seed (``None`` stays ``None``)."""
+    if seed is None:
+        return [None] * count
+    return [int(v) for v in np.random.SeedSequence(seed).generate_state(count, dtype=np.uint64) >> np.uint64(1)]
 
 
 def default_intrinsics(height: int, width: int) -> np.ndarray:
@@ -61,7 +85,7 @@ class MultiViewClipDataset(Dataset):
     the frames sorted by ``frame_index``); windows start every ``step`` frames (default: the window's span, so
     windows do not overlap). Unordered sets give their images in chunks of ``views`` (ordered by ``frame_index``).
     With ``random_window`` there is one item per video and each access draws a random window (ordered) or a random
-    subset of ``views`` images (unordered) with torch's RNG (seeded per DataLoader worker).
+    subset of ``views`` images (unordered): from the sample seed of a :data:`SampleKey`, else from torch's RNG.
     Videos with too few frames are skipped; images outside any video are not used.
 
     Args:
@@ -116,22 +140,24 @@ class MultiViewClipDataset(Dataset):
     def __len__(self) -> int:
         return len(self.videos) if self.random_window else len(self.windows)
 
-    def _random_positions(self, video_id: int) -> list[int]:
+    def _random_positions(self, video_id: int, generator: torch.Generator | None) -> list[int]:
         n = len(self.split.images_by_video[video_id])
         if self.split.videos[video_id].get("ordered", True):
-            start = int(torch.randint(0, n - self.span + 1, ()).item())
+            start = int(torch.randint(0, n - self.span + 1, (), generator=generator).item())
             return [start + k * self.stride for k in range(self.views)]
-        return sorted(int(i) for i in torch.randperm(n)[: self.views].tolist())
+        return sorted(int(i) for i in torch.randperm(n, generator=generator)[: self.views].tolist())
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
+    def __getitem__(self, key: int | SampleKey) -> dict[str, Any]:
+        index, seed = split_key(key)
+        window_seed, transform_seed = _sub_seeds(seed, 2)
         if self.random_window:
             video_id = self.videos[index]
-            positions = self._random_positions(video_id)
+            generator = None if window_seed is None else torch.Generator().manual_seed(window_seed)
+            positions = self._random_positions(video_id, generator)
         else:
             video_id, positions = self.windows[index]
         frames = [self.split.images_by_video[video_id][p] for p in positions]
-        sample = self.load_clip(video_id, frames)
-        return self.transform(sample) if self.transform is not None else sample
+        return _apply(self.transform, self.load_clip(video_id, frames), transform_seed)
 
     def load_clip(self, video_id: int, frames: Sequence[dict]) -> dict[str, Any]:
         """The sample dict (module docstring) of the given image dicts of one video, in the given order."""
@@ -192,6 +218,21 @@ class MultiViewClipDataset(Dataset):
         }
 
 
+class KeyedConcatDataset(ConcatDataset):
+    """:class:`torch.utils.data.ConcatDataset` that also takes :data:`SampleKey` keys and passes the sample seed on
+    to the part the index falls in (indices run over the parts in order)."""
+
+    def __getitem__(self, key: int | SampleKey) -> Any:
+        index, seed = split_key(key)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} out of range for {len(self)} items")
+        part = bisect.bisect_right(self.cumulative_sizes, index)
+        local = index - (self.cumulative_sizes[part - 1] if part else 0)
+        return self.datasets[part][local if seed is None else (local, seed)]
+
+
 class DetectionImageDataset(Dataset):
     """Single images with their boxes and masks, sorted by image id (images without annotations included).
 
@@ -219,7 +260,8 @@ class DetectionImageDataset(Dataset):
     def __len__(self) -> int:
         return len(self.image_ids)
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
+    def __getitem__(self, key: int | SampleKey) -> dict[str, Any]:
+        index, seed = split_key(key)
         split = self.split
         img = split.images[self.image_ids[index]]
         image = split.load_image(img)
@@ -240,7 +282,7 @@ class DetectionImageDataset(Dataset):
             "iscrowd": np.asarray([bool(a.get("iscrowd", 0)) for a in anns], bool).reshape(-1),
             "image_id": int(img["id"]),
         }
-        return self.transform(sample) if self.transform is not None else sample
+        return _apply(self.transform, sample, _sub_seeds(seed, 1)[0])
 
 
 class LabelledVideoDataset(Dataset):
@@ -259,8 +301,8 @@ class LabelledVideoDataset(Dataset):
     def __len__(self) -> int:
         return len(self.video_ids)
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        video = self.split.videos[self.video_ids[index]]
+    def __getitem__(self, key: int | SampleKey) -> dict[str, Any]:
+        video = self.split.videos[self.video_ids[split_key(key)[0]]]
         return {
             "video_path": self.split.video_path(video),
             "label": 1 if video["label"] == "generated" else 0,

@@ -46,8 +46,11 @@ Evaluation resizes the whole image to ``image_size x image_size`` deterministica
 Photometric augmentations (colour jitter, blur, noise, grey) touch the RGB image only and are drawn independently
 per view.
 
-Randomness: each transform re-seeds itself on first use in every process, so DataLoader workers draw different
-augmentations (``seed=None``: OS entropy; an int ``seed``: reproducible from ``(seed, worker id)``).
+Randomness: ``transform(sample, seed=k)`` draws that sample's augmentation from ``k`` alone (what the datasets do
+when read with the sample keys of ``vision.data.sampler``: training is then reproducible and resumable whatever the
+workers). Without a per-sample seed, each transform re-seeds itself on first use in every process, so DataLoader
+workers draw different augmentations (constructor ``seed=None``: OS entropy; an int: reproducible from
+``(seed, worker id)``).
 """
 
 from __future__ import annotations
@@ -245,8 +248,14 @@ class _RandomTransform:
         self._pid: int | None = None
         self._rng = np.random.default_rng(0)
 
-    def _random(self) -> np.random.Generator:
-        """The generator of this process (re-seeded on first use in each process)."""
+    def _random(self, sample_seed: int | None = None) -> np.random.Generator:
+        """The generator of this sample: a fresh one from ``sample_seed`` when given (the photometric pipeline is
+        re-seeded from it too), else the generator of this process (re-seeded on first use in each process)."""
+        if sample_seed is not None:
+            rng = np.random.default_rng(sample_seed)
+            if self.photometric is not None:
+                self.photometric.set_random_seed(int(rng.integers(2**31)))
+            return rng
         if self._pid != os.getpid():
             self._pid = os.getpid()
             if self.seed is None:
@@ -287,7 +296,7 @@ class MultiViewTransform(_RandomTransform):
                  seed: int | None = None) -> None:
         super().__init__(image_size, train, scale, ratio, flip_prob, photometric, seed)
 
-    def __call__(self, sample: Sample) -> Sample:
+    def __call__(self, sample: Sample, seed: int | None = None) -> Sample:
         if not isinstance(sample, dict):
             raise InputError(f"a multi-view sample must be a dict; got {type(sample).__name__}")
         images = _uint8_image(sample, "images", (None, None, None, 3))
@@ -301,7 +310,7 @@ class MultiViewTransform(_RandomTransform):
         E = _array(sample, "extrinsics", np.float32, (num_views, 3, 4)) if "extrinsics" in sample else None
 
         size = self.image_size
-        rng = self._random()
+        rng = self._random(seed)
         flip = self.train and rng.random() < self.flip_prob
         targets = {key: "mask" for key in maps}
         out_images = np.empty((num_views, size, size, 3), np.uint8)
@@ -388,7 +397,7 @@ class DetectionTransform(_RandomTransform):
         self.bbox_params = A.BboxParams(format="pascal_voc", label_fields=["instance_index"], min_area=1.0,
                                         clip=True, filter_invalid_bboxes=True)
 
-    def __call__(self, sample: Sample) -> Sample:
+    def __call__(self, sample: Sample, seed: int | None = None) -> Sample:
         if not isinstance(sample, dict):
             raise InputError(f"a detection sample must be a dict; got {type(sample).__name__}")
         image = _uint8_image(sample, "image", (None, None, 3))
@@ -408,7 +417,7 @@ class DetectionTransform(_RandomTransform):
                 raise InputError(f"sample[{key!r}] has {len(sample[key])} entries but there are {num} boxes")
 
         size = self.image_size
-        rng = self._random()
+        rng = self._random(seed)
         crop = _draw_crop(rng, height, width, self.scale, self.ratio) if self.train else (0, 0, width, height)
         flip = self.train and rng.random() < self.flip_prob
         geometric = _geometric(crop, size, flip, {}, bbox_params=self.bbox_params)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from sklearn.metrics import roc_auc_score
 from torch.utils.data import DataLoader, TensorDataset
 
+from vision.data.datamodule import ResumableDataModule
 from vision.errors import DataError
 from vision.forensics.features import split_features
 from vision.forensics.model import ForensicDetector, calibrate, feature_matrix
@@ -43,7 +44,7 @@ def tool_reliability(x: np.ndarray, y: np.ndarray, names: Sequence[str]) -> dict
     return best
 
 
-class ForensicFeatureDataModule(L.LightningDataModule):
+class ForensicFeatureDataModule(ResumableDataModule):
     """Tool features of two splits as tensors: batches ``(features float [B, F] (nan = missing), label [B])``.
 
     Args:
@@ -77,16 +78,16 @@ class ForensicFeatureDataModule(L.LightningDataModule):
         self.load("train")
         self.load("val")
 
-    def _loader(self, which: str, shuffle: bool) -> DataLoader:
+    def _dataset(self, which: str) -> TensorDataset:
         x, y = self.load(which)
-        dataset = TensorDataset(torch.as_tensor(x), torch.as_tensor(y, dtype=torch.float32))
-        return DataLoader(dataset, batch_size=self.hparams.batch_size if shuffle else len(dataset), shuffle=shuffle)
+        return TensorDataset(torch.as_tensor(x), torch.as_tensor(y, dtype=torch.float32))
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", True)
+        return self.train_loader(self._dataset("train"), self.hparams.batch_size, 0, None, with_seeds=False)
 
     def val_dataloader(self) -> DataLoader:
-        return self._loader("val", False)
+        dataset = self._dataset("val")
+        return self.eval_loader(dataset, len(dataset), 0, None)
 
 
 class ForensicsModule(L.LightningModule):
