@@ -21,6 +21,21 @@ def test_fifo_queue_keeps_latest():
         bank.push(torch.zeros(1, 2), torch.tensor([5]))
 
 
+def test_bank_state_round_trips_and_refuses_another_shape():
+    bank = ClassGaussianBank(2, 4, queue_size=3)
+    bank.push(torch.randn(5, 4), torch.tensor([0, 0, 1, 0, 0]))
+    copy = ClassGaussianBank(2, 4, queue_size=3)
+    copy.load_state_dict(bank.state_dict())
+    for name, value in bank.state_dict().items():
+        assert torch.equal(copy.state_dict()[name], value), name
+    new = torch.randn(2, 4)
+    bank.push(new, torch.tensor([1, 1]))
+    copy.push(new, torch.tensor([1, 1]))  # the FIFO heads continue where they were
+    assert torch.equal(copy.queues, bank.queues)
+    with pytest.raises(InputError, match="queues"):
+        ClassGaussianBank(3, 4, queue_size=3).load_state_dict(bank.state_dict())
+
+
 def test_fit_means_and_shared_covariance():
     bank = ClassGaussianBank(2, 2, queue_size=10, min_per_class=2, eps=0.0)
     a = torch.tensor([[0.0, 0], [2, 0]])

@@ -1,7 +1,10 @@
-"""A callback used by the resume test: at the start of training it records the step count and optimizer state."""
+"""Callbacks used by the resume tests: one records the step count and optimizer state at the start of training, one
+kills the process at a given step."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import lightning.pytorch as pl
@@ -16,3 +19,15 @@ class RecordTrainStart(pl.Callback):
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         torch.save({"global_step": trainer.global_step, "optimizer": trainer.optimizers[0].state_dict()}, self.path)
+
+
+class KillAtStep(pl.Callback):
+    """SIGKILLs its own process when the batch after global step ``step`` starts (the checkpoints of that step are
+    written by then): an interruption at a known place, without a cleanup of any kind."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch, batch_idx: int) -> None:
+        if trainer.global_step >= self.step:
+            os.kill(os.getpid(), signal.SIGKILL)

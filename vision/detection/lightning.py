@@ -97,6 +97,19 @@ class OOVDetModule(L.LightningModule):
         split = dm.train_dataset.split
         self.set_vocabulary(split.vocabulary(("iv",)), split.category_ids(("iv",)))
 
+    # ------------------------------------------------------------------ checkpoint
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """The OOV bank's queues are training state outside the parameters: they go into the checkpoint."""
+        if self.bank is not None:
+            checkpoint["oov_bank"] = self.bank.state_dict()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if "oov_bank" not in checkpoint:
+            return
+        if self.bank is None:  # the vocabulary is set in setup(), which a resumed fit runs before this hook
+            raise InputError("the checkpoint holds an OOV bank but this module has no vocabulary yet")
+        self.bank.load_state_dict(checkpoint["oov_bank"])
+
     # ------------------------------------------------------------------ losses
     def _targets(self, batch: dict[str, Any], flip: bool, width: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         boxes, labels = [], []

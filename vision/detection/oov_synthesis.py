@@ -40,6 +40,22 @@ class ClassGaussianBank:
         self.queues = self.queues.to(device)
         return self
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The queues and their counters (what a checkpoint must hold for training to resume exactly)."""
+        return {"queues": self.queues.detach().cpu().clone(), "counts": self.counts.clone(),
+                "heads": self.heads.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore :meth:`state_dict`; the shapes must match this bank's ``(K, queue_size, D)``."""
+        queues = state["queues"]
+        if tuple(queues.shape) != tuple(self.queues.shape) or state["counts"].shape != self.counts.shape \
+                or state["heads"].shape != self.heads.shape:
+            raise InputError(f"the saved OOV bank has queues {tuple(queues.shape)}, this one "
+                             f"{tuple(self.queues.shape)} (classes, queue_size, dim)")
+        self.queues = queues.to(device=self.queues.device, dtype=self.queues.dtype).clone()
+        self.counts = state["counts"].to(torch.int64).clone()
+        self.heads = state["heads"].to(torch.int64).clone()
+
     def push(self, embeddings: torch.Tensor, labels: torch.Tensor) -> None:
         """Append ``embeddings [M, D]`` (detached) with class ``labels [M]`` in 0..K-1 to their FIFO queues."""
         if embeddings.ndim != 2 or embeddings.shape[1] != self.dim or labels.shape[0] != embeddings.shape[0]:

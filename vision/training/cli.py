@@ -7,7 +7,9 @@
 - The resolved config is written to the run folder (``config.yaml`` beside the logs).
 - Checkpoints: the configs keep the best (by ``val/loss``) and the last one; every write is atomic
   (:class:`~vision.training.checkpoint_io.AtomicCheckpointIO`) and reads use ``weights_only=True``.
-- Resume with ``--ckpt_path path/to/last.ckpt``: step count, optimizer and scheduler state continue exactly.
+- Resume with ``--ckpt_path path/to/last.ckpt``: step count, optimizer and scheduler state, the random state and
+  the data position continue exactly; on the CPU the resumed run ends with the weights of an uninterrupted one, bit
+  for bit, and the same seed and thread count give the same model (``vision.data.sampler``).
 - Multi-GPU / multi-node scale comes from Lightning's strategies: ``--trainer.strategy ddp --trainer.devices 8
   --trainer.num_nodes 2`` (see ``configs/geometry/base_ddp.yaml``).
 """
@@ -22,7 +24,7 @@ from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
 
-from vision.training.callbacks import FiniteLossGuard
+from vision.training.callbacks import FiniteLossGuard, RandomStateCheckpoint
 from vision.training.checkpoint_io import AtomicCheckpointIO
 
 __all__ = ["VisionCLI", "main"]
@@ -31,7 +33,8 @@ _SUBCOMMANDS = {"fit", "validate", "test", "predict"}
 
 
 class VisionCLI(LightningCLI):
-    """LightningCLI with our defaults: atomic checkpoints, a NaN guard, and the config saved in the run folder."""
+    """LightningCLI with our defaults: atomic checkpoints, a NaN guard, the random state in every checkpoint (exact
+    resume, :class:`~vision.training.callbacks.RandomStateCheckpoint`) and the config saved in the run folder."""
 
     def __init__(self, args: Sequence[str] | None = None, run: bool = True) -> None:
         super().__init__(
@@ -40,7 +43,7 @@ class VisionCLI(LightningCLI):
             subclass_mode_model=True,
             subclass_mode_data=True,
             save_config_kwargs={"overwrite": True},
-            trainer_defaults={"callbacks": [FiniteLossGuard()]},
+            trainer_defaults={"callbacks": [FiniteLossGuard(), RandomStateCheckpoint()]},
             args=args,
             run=run,
         )
