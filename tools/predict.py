@@ -12,8 +12,14 @@
   python tools/predict.py --task forensics --ckpt CKPT VIDEO [--out DIR]
       -> DIR/report.json + DIR/report.html
 
-Coordinates are pixels of the input. Errors (missing files, unreadable videos, malformed prompts) print one line
-and exit with status 2.
+Coordinates (prompts and results) are pixels of the input. Errors (missing files, unreadable or truncated videos,
+malformed prompts, frames over the pixel limit) print one line and exit with status 2.
+
+Input limits (vision/data/io.py), checked before any model is loaded: a frame over --max-pixels (default
+MAX_INPUT_PIXELS, 4096x4096) is refused from the file's header, before decoding; only the first --max-frames frames
+(default MAX_INPUT_FRAMES) are used, and the tool says so; frames over MAX_WORKING_PIXELS (1280x720) are
+downscaled as they are read, so annotated.mp4 is drawn at that size, while results.json and masks.zip stay in the
+input's pixels.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, fit_within  # noqa: E402
 from vision.errors import InputError, VisionError  # noqa: E402
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff"}
@@ -49,26 +56,79 @@ def parse_points(text: str) -> np.ndarray:
     return np.asarray(points, np.float32)
 
 
-def load_input(path: Path) -> np.ndarray | Path:
-    """A video path is passed through (decoded by the predictors); images and folders become uint8 [T, H, W, 3]."""
-    from vision.data.video import read_frames_from_paths
+class Input:
+    """A checked input: a ``video`` file or ``images`` (the ones used, sorted by name), its frame size ``width`` x
+    ``height`` (the pixels of prompts and results), ``fps``, ``frames`` (how many are used; None when a video does
+    not say), the limits ``max_frames`` / ``max_pixels`` the readers apply, and a ``note`` for the user when frames
+    were left out (else empty)."""
+
+    def __init__(self, video: Path | None, images: list[Path], width: int, height: int, fps: float,
+                 frames: int | None, max_frames: int, max_pixels: int, note: str = "") -> None:
+        self.video, self.images = video, images
+        self.width, self.height, self.fps, self.frames = width, height, fps, frames
+        self.max_frames, self.max_pixels, self.note = max_frames, max_pixels, note
+
+    @property
+    def source(self) -> Path | list[Path]:
+        """What the predictors read: the video path or the list of image paths."""
+        return self.video if self.video is not None else self.images
+
+    @property
+    def working_size(self) -> tuple[int, int]:
+        """``(W, H)`` of the frames that are drawn: the input's, downscaled to at most MAX_WORKING_PIXELS."""
+        return fit_within(self.width, self.height, MAX_WORKING_PIXELS)
+
+    def working_frames(self) -> np.ndarray:
+        """The frames used, at :attr:`working_size`, uint8 [T, H, W, 3] RGB."""
+        from vision.data.video import read_frames_from_paths, read_video
+
+        if self.video is not None:
+            return read_video(self.video, max_frames=self.max_frames, size=self.working_size,
+                              max_pixels=self.max_pixels)
+        return read_frames_from_paths(self.images, size=self.working_size, max_pixels=self.max_pixels)
+
+
+def load_input(path: Path, max_frames: int = MAX_INPUT_FRAMES, max_pixels: int = MAX_INPUT_PIXELS) -> Input:
+    """Check ``path`` (a video, an image or a folder of images) without decoding its pixels: the video reading
+    policy (vision.data.video.check_video: corrupt, truncated, over ``max_pixels``) or each image's header, and
+    that the images of a folder have one size. At most ``max_frames`` frames are used (the first ones)."""
+    from vision.data.io import check_pixels, image_size
+    from vision.data.video import check_video
 
     if not path.exists():
         raise InputError(f"input not found: {path}")
-    if path.is_dir():
-        images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
+        images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if path.is_dir() else [path]
         if not images:
             raise InputError(f"no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in folder {path}")
-        return read_frames_from_paths(images)
-    if path.suffix.lower() in IMAGE_SUFFIXES:
-        return read_frames_from_paths([path])
-    return path
+        note = ""
+        if len(images) > max_frames:
+            note = f"{path.name}: the first {max_frames} of its {len(images)} images (by name) are used (--max-frames)"
+            images = images[:max_frames]
+        width, height = image_size(images[0])
+        for image in images:
+            size = image_size(image)
+            check_pixels(*size, image, max_pixels)
+            if size != (width, height):
+                raise InputError(f"{image}: image size {size[0]}x{size[1]} differs from the first image's "
+                                 f"{width}x{height}")
+        return Input(None, images, width, height, 10.0, len(images), max_frames, max_pixels, note)
+    info = check_video(path, max_pixels=max_pixels)
+    note = ""
+    if info.num_frames > max_frames:
+        note = f"{path.name}: the first {max_frames} of its {info.num_frames} frames are used (--max-frames)"
+    used = min(info.num_frames, max_frames) if info.num_frames else None
+    return Input(path, [], info.width, info.height, info.fps, used, max_frames, max_pixels, note)
 
 
-def _frames(source: np.ndarray | Path) -> np.ndarray:
-    from vision.data.video import read_video
-
-    return source if isinstance(source, np.ndarray) else read_video(source)
+def _notes(source: Input, drawn: bool = True) -> None:
+    """Print what the user should know about how the input was used (``drawn``: the task writes annotated.mp4)."""
+    if source.note:
+        print(f"note: {source.note}")
+    if drawn and source.working_size != (source.width, source.height):
+        w, h = source.working_size
+        print(f"note: the {source.width}x{source.height} frames are drawn at {w}x{h} in annotated.mp4 (frames over "
+              f"{MAX_WORKING_PIXELS} pixels are downscaled); results are in the input's pixels")
 
 
 def _bar(total: int | None, desc: str):
@@ -78,18 +138,18 @@ def _bar(total: int | None, desc: str):
 
 
 def run_detection(args: argparse.Namespace, out: Path) -> None:
-    from vision.data.video import probe_video
     from vision.detection.predictor import DetectorPredictor
 
     if not args.vocabulary:
         raise InputError("--task detection needs --vocabulary 'name,name,...'")
     vocabulary = [v.strip() for v in args.vocabulary.split(",")]
+    source = load_input(args.input, args.max_frames, args.max_pixels)
     predictor = DetectorPredictor.from_checkpoint(args.ckpt, vocabulary=vocabulary)
-    source = load_input(args.input)
-    total = len(source) if isinstance(source, np.ndarray) else probe_video(source).num_frames
-    with _bar(total, "detecting") as bar:
-        predictor.predict(source, results_path=out / "results.json", video_path=out / "annotated.mp4",
+    with _bar(source.frames, "detecting") as bar:
+        predictor.predict(source.source, results_path=out / "results.json", video_path=out / "annotated.mp4",
+                          fps=source.fps, max_frames=source.max_frames, max_pixels=source.max_pixels,
                           progress=lambda done: bar.update(done - bar.n))
+    _notes(source)
     print(f"wrote {out / 'results.json'} and {out / 'annotated.mp4'}")
 
 
@@ -116,21 +176,22 @@ def tracking_prompts(args: argparse.Namespace) -> list:
 
 
 def run_tracking(args: argparse.Namespace, out: Path) -> None:
-    from vision.data.video import probe_video
     from vision.tracking.export import track_and_export
     from vision.tracking.predictor import TrackerPredictor
 
     prompts = tracking_prompts(args)
-    source = load_input(args.input)
-    fps = 10.0 if isinstance(source, np.ndarray) else probe_video(source).fps
-    frames = _frames(source)
+    source = load_input(args.input, args.max_frames, args.max_pixels)
     predictor = TrackerPredictor.from_checkpoint(args.ckpt, presence_threshold=args.presence_threshold)
-    state = predictor.init_state(frames)
+    # the state reads the files straight to the model size and keeps the input's size for prompts and masks
+    # (the images of a folder are frames in name order); annotated.mp4 is drawn on frames at the working size
+    state = predictor.init_state(source.source, ordered=True, max_frames=source.max_frames,
+                                 max_pixels=source.max_pixels)
     for spec in prompts:
         predictor.add_prompt(state, obj_id=spec.obj_id, mask=None, **spec.arrays())
     with _bar(state.num_views, "tracking") as bar:
-        export = track_and_export(predictor, state, frames, out, fps=fps,
+        export = track_and_export(predictor, state, source.working_frames(), out, fps=source.fps,
                                   progress=lambda done, total: bar.update(done - bar.n))
+    _notes(source)
     written = [export.results, export.video, export.masks, *export.plys.values()]
     written += [p for p in (export.scene_ply, export.scene_glb) if p is not None]
     print("wrote " + ", ".join(str(p) for p in written))
@@ -141,8 +202,11 @@ def run_tracking(args: argparse.Namespace, out: Path) -> None:
 def run_forensics(args: argparse.Namespace, out: Path) -> None:
     from vision.forensics.predictor import analyze_to_report
 
-    source = load_input(args.input)
-    report = analyze_to_report(args.ckpt, source, out)
+    source = load_input(args.input, args.max_frames, args.max_pixels)
+    # a video is analysed from its file (the codec tool reads the bitstream); images as frames at the working size
+    video = source.video if source.video is not None else source.working_frames()
+    report = analyze_to_report(args.ckpt, video, out, max_pixels=source.max_pixels)
+    _notes(source, drawn=False)
     probability = report["probability"]
     shown = "n/a" if probability is None else f"{probability:.3f}"
     print(f"verdict: {report['verdict']} (p_generated={shown}); wrote {report['json']} and {report['html']}")
@@ -165,8 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt", action="append",
                         help="tracking, several objects: one prompt line, repeatable, e.g. "
                              "'object 2 frame 0 box 10,20,60,90' (see vision/tracking/prompt_text.py)")
+    parser.add_argument("--max-frames", type=int, default=MAX_INPUT_FRAMES,
+                        help="frames used (the first ones) of a video or a folder of images")
+    parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS,
+                        help="frames with more pixels are refused before decoding (default 4096x4096)")
     args = parser.parse_args(argv)
     try:
+        if args.max_frames < 1 or args.max_pixels < 1:
+            raise InputError(f"--max-frames and --max-pixels must be >= 1, got {args.max_frames} and "
+                             f"{args.max_pixels}")
         if not args.ckpt.is_file():
             raise InputError(f"checkpoint not found: {args.ckpt}")
         if not args.input.exists():
