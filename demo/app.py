@@ -3,12 +3,18 @@
 
     python demo/app.py [--host 127.0.0.1] [--port 7860] [--tab track|detect|forensics] [--share]
                        [--tracking-ckpt P] [--detection-ckpt P] [--forensics-ckpt P] [--max-upload-mb 200]
+                       [--max-frames 64] [--max-pixels 16777216]
 
 It binds 127.0.0.1 (this machine only) unless ``--host`` says otherwise, and makes no public link unless
 ``--share`` is given. The example inputs are prepared on first launch into ``demo/examples/``. The page opens on
 the tab named by ``--tab`` or by the URL query ``?tab=detect``; ``?tab=detect&example=1`` also runs that tab's
 first example as the page opens. Named API endpoints (for ``gradio_client``):
 ``/track`` (files, prompts), ``/detect`` (file, vocabulary, min_score) and ``/forensics`` (video).
+
+Limits: ``--max-upload-mb`` bounds an upload's bytes; its decoded size is bounded separately (demo/uploads.py):
+frames over ``--max-pixels`` (default MAX_INPUT_PIXELS, 4096x4096) are refused before decoding, frames over
+MAX_WORKING_PIXELS (1280x720) are downscaled, and a run uses at most ``--max-frames`` frames (tracking; 300 for
+detection), never more than MAX_INPUT_FRAMES (vision/data/io.py).
 """
 
 from __future__ import annotations
@@ -334,7 +340,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-examples", action="store_true", help="do not prepare or show the examples")
     parser.add_argument("--max-upload-mb", type=float, default=defaults.max_upload_mb)
     parser.add_argument("--max-frames", type=int, default=defaults.max_track_frames,
-                        help="frames of a video used for tracking (the first ones)")
+                        help="frames of a video used for tracking (the first ones; at most MAX_INPUT_FRAMES)")
+    parser.add_argument("--max-pixels", type=int, default=defaults.max_pixels,
+                        help="frames with more pixels are refused before decoding (default 4096x4096)")
     parser.add_argument("--presence-threshold", type=float, default=defaults.presence_threshold,
                         help="tracking: an object's mask is emptied in frames where its presence probability is lower")
     return parser.parse_args(argv)
@@ -346,7 +354,8 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
     atexit.register(shutil.rmtree, work_dir, ignore_errors=True)
     config = handlers.DemoConfig(tracking_ckpt=args.tracking_ckpt, detection_ckpt=args.detection_ckpt,
                                  forensics_ckpt=args.forensics_ckpt, max_upload_mb=args.max_upload_mb,
-                                 max_track_frames=args.max_frames, presence_threshold=args.presence_threshold,
+                                 max_track_frames=args.max_frames, max_pixels=args.max_pixels,
+                                 presence_threshold=args.presence_threshold,
                                  work_dir=work_dir, examples_dir=args.examples_dir)
     examples = None
     if not args.no_examples:

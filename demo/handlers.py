@@ -20,6 +20,7 @@ import cv2
 import numpy as np
 
 from demo.uploads import VIDEO_SUFFIXES, Media, check_file, load_media
+from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS
 from vision.errors import InputError
 from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
@@ -40,9 +41,13 @@ class DemoConfig:
     """Checkpoints, limits and folders of the demo.
 
     ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: the ``make train`` runs);
-    ``max_upload_mb``: largest accepted file; ``max_track_frames`` / ``max_detect_frames``: frames used of a video
-    (the first ones); ``presence_threshold``: the tracker empties an object's mask in a frame where its presence
-    probability is lower; ``work_dir``: where run outputs go; ``examples_dir``: the example cache."""
+    ``max_upload_mb``: largest accepted file (its bytes, not its decoded size); ``max_track_frames`` /
+    ``max_detect_frames``: frames used of a video (the first ones), at most
+    :data:`~vision.data.io.MAX_INPUT_FRAMES`; ``max_pixels``: frames with more pixels are refused before decoding
+    (default :data:`~vision.data.io.MAX_INPUT_PIXELS`; frames over :data:`~vision.data.io.MAX_WORKING_PIXELS` are
+    downscaled, see :mod:`demo.uploads`); ``presence_threshold``: the tracker empties an object's mask in a frame
+    where its presence probability is lower; ``work_dir``: where run outputs go; ``examples_dir``: the example
+    cache."""
 
     tracking_ckpt: Path = ROOT / "runs/tracking/tiny/checkpoints/last.ckpt"
     detection_ckpt: Path = ROOT / "runs/detection/tiny/checkpoints/last.ckpt"
@@ -50,9 +55,18 @@ class DemoConfig:
     max_upload_mb: float = 200.0
     max_track_frames: int = 64
     max_detect_frames: int = 300
+    max_pixels: int = MAX_INPUT_PIXELS
     presence_threshold: float = 0.5
     work_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "vision-demo")
     examples_dir: Path = ROOT / "demo/examples"
+
+    def __post_init__(self) -> None:
+        for name in ("max_track_frames", "max_detect_frames"):
+            value = getattr(self, name)
+            if not 1 <= value <= MAX_INPUT_FRAMES:
+                raise InputError(f"{name} must be 1 to {MAX_INPUT_FRAMES} (MAX_INPUT_FRAMES), got {value}")
+        if self.max_pixels < 1:
+            raise InputError(f"max_pixels must be >= 1, got {self.max_pixels}")
 
     def run_dir(self, task: str) -> Path:
         """A new, empty output folder for one run of ``task``."""
@@ -193,7 +207,7 @@ def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = 
     config = models.config
     specs = parse_prompt_lines(prompts or "")
     progress(0.0, "reading the input")
-    media = load_media(files, config.max_track_frames, config.max_upload_mb)
+    media = load_media(files, config.max_track_frames, config.max_upload_mb, max_pixels=config.max_pixels)
     for spec in specs:
         if spec.frame is not None and spec.frame >= len(media.frames):
             raise InputError(f"object {spec.obj_id} is prompted on frame {spec.frame}, but the input has "
@@ -256,7 +270,7 @@ def run_detection(models: Models, file: Any, vocabulary: str, min_score: float =
     config = models.config
     names = parse_vocabulary(vocabulary)
     progress(0.0, "reading the input")
-    media = load_media(file, config.max_detect_frames, config.max_upload_mb)
+    media = load_media(file, config.max_detect_frames, config.max_upload_mb, max_pixels=config.max_pixels)
     progress(0.05, "loading the detector")
     predictor = models.get("detection")
     predictor.set_vocabulary(names)
@@ -266,11 +280,13 @@ def run_detection(models: Models, file: Any, vocabulary: str, min_score: float =
     out = config.run_dir("detect")
     progress(0.85, "drawing")
     atomic_write_json(out / "results.json", predictor.to_coco(results, list(range(1, total + 1))))
-    drawn = [predictor.draw(f, r, min_score=min_score) for f, r in zip(media.frames, results)]
+    # frames are drawn as the encoder takes them: one drawn copy at a time, not one per frame
+    drawn = (predictor.draw(frame, result, min_score=min_score) for frame, result in zip(media.frames, results))
     write_video(out / "annotated.mp4", drawn, fps=media.fps, crf=20, preset="veryfast")
     shown = [int((r["scores"] >= min_score).sum()) for r in results]
     best = int(np.argmax(shown))
-    cv2.imwrite(str(out / "preview.png"), cv2.cvtColor(drawn[best], cv2.COLOR_RGB2BGR))
+    preview = predictor.draw(media.frames[best], results[best], min_score=min_score)
+    cv2.imwrite(str(out / "preview.png"), cv2.cvtColor(preview, cv2.COLOR_RGB2BGR))
     table = []
     for label in names + [UNKNOWN_NAME]:
         scores = [float(s) for r in results for s, lab in zip(r["scores"], r["labels"])
@@ -309,12 +325,15 @@ def run_forensics(models: Models, video: Any, progress: Progress = _no_progress)
     from vision.forensics.predictor import public_report
     from vision.forensics.report import write_report
 
+    from vision.data.video import check_video
+
     config = models.config
     path = check_file(video, VIDEO_SUFFIXES, config.max_upload_mb)
+    check_video(path, max_pixels=config.max_pixels)  # truncated, corrupt or oversized: refused before any model
     progress(0.05, "loading the detector")
     predictor = models.get("forensics")
     progress(0.2, "measuring the forensic evidence")
-    report = predictor.analyze(path)
+    report = predictor.analyze(path, max_pixels=config.max_pixels)
     progress(0.8, "writing the report")
     public = public_report(report)
     out = config.run_dir("forensics")
@@ -328,4 +347,4 @@ def run_forensics(models: Models, video: Any, progress: Progress = _no_progress)
 
 def media_preview(files: Any, config: DemoConfig) -> Media:
     """The frames the tracking tab shows for picking prompts (same limits as a run)."""
-    return load_media(files, config.max_track_frames, config.max_upload_mb)
+    return load_media(files, config.max_track_frames, config.max_upload_mb, max_pixels=config.max_pixels)

@@ -93,3 +93,73 @@ def test_a_missing_checkpoint_names_the_make_target(tmp_path):
     models = Models(DemoConfig(tracking_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
     with pytest.raises(InputError, match="run `make train-tracking`"):
         models.get("tracking")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# input limits: the demo reads uploads with the package's one reading policy and bounded decoded sizes
+
+
+def _png_claiming(path, width, height):
+    """A 100-byte PNG whose header claims ``width x height`` RGB pixels (its pixel data is missing)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+                     + chunk(b"IEND", b""))
+    return path
+
+
+def _cut_to_a_tenth(tmp_path):
+    """A 100-frame faststart mp4 cut to its first 10 % of bytes: it opens and its first 7 frames decode."""
+    full = write_video(tmp_path / "full.mp4", _frames(t=100, h=32, w=32), fps=10, preset="ultrafast")
+    cut = tmp_path / "tenth.mp4"
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size // 10])
+    return cut
+
+
+def test_uploads_over_the_working_size_are_downscaled_and_over_the_cap_refused(tmp_path):
+    from vision.data.io import MAX_WORKING_PIXELS
+
+    large = tmp_path / "large.png"
+    cv2.imwrite(str(large), np.full((1800, 2400, 3), 90, np.uint8))
+    media = load_media([large], max_frames=2, max_mb=10)
+    t, h, w, _ = media.frames.shape
+    assert t == 1 and h * w <= MAX_WORKING_PIXELS and abs(w / h - 4 / 3) < 0.01
+    assert f"2400x1800 frames are shown and processed at {w}x{h}" in media.note
+    with pytest.raises(VideoError, match=r"huge\.png: frames of 10000x10000 .* over the limit of 4096x4096"):
+        load_media([_png_claiming(tmp_path / "huge.png", 10000, 10000)], max_frames=2, max_mb=10)
+
+
+def test_a_truncated_upload_is_refused_though_only_its_first_frames_are_used(tmp_path):
+    with pytest.raises(VideoError, match=r"tenth\.mp4: .*declares 100 frames but only \d+ could be read"):
+        load_media([_cut_to_a_tenth(tmp_path)], max_frames=3, max_mb=10)
+
+
+def test_forensics_checks_the_upload_before_loading_the_model(tmp_path):
+    """/forensics refuses a truncated video or one over the pixel limit with the reader's error, before it would
+    load a model (here there is no checkpoint at all)."""
+    from demo.handlers import DemoConfig, Models, run_forensics
+
+    models = Models(DemoConfig(forensics_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
+    with pytest.raises(VideoError, match=r"tenth\.mp4: .*declares 100 frames"):
+        run_forensics(models, str(_cut_to_a_tenth(tmp_path)))
+    video = write_video(tmp_path / "v.mp4", _frames(t=3), fps=5)
+    small_cap = Models(DemoConfig(forensics_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path, max_pixels=20 * 20))
+    with pytest.raises(VideoError, match=r"v\.mp4: frames of 32x24 .* over the limit of 20x20"):
+        run_forensics(small_cap, str(video))
+
+
+def test_the_demo_frame_limits_stay_within_the_package_limit(tmp_path):
+    from demo.handlers import DemoConfig
+    from vision.data.io import MAX_INPUT_FRAMES
+
+    defaults = DemoConfig()
+    assert 1 <= defaults.max_track_frames <= MAX_INPUT_FRAMES and 1 <= defaults.max_detect_frames <= MAX_INPUT_FRAMES
+    with pytest.raises(InputError, match=f"max_detect_frames .* 1 to {MAX_INPUT_FRAMES}"):
+        DemoConfig(max_detect_frames=MAX_INPUT_FRAMES + 1)
+    with pytest.raises(InputError, match="max_track_frames"):
+        DemoConfig(max_track_frames=0)
