@@ -35,6 +35,9 @@ __all__ = [
     "validate_split",
     "safe_path",
     "rle_counts_from_string",
+    "Checker",
+    "check_rle",
+    "check_segmentation",
 ]
 
 CATEGORY_SPLITS = ("iv", "novel", "oov")
@@ -45,6 +48,9 @@ BOX_TOLERANCE_PX = 1.0
 #: malformed width or height must be refused here rather than exhaust memory later.
 MAX_IMAGE_SIDE = 1 << 15
 MAX_IMAGE_PIXELS = 1 << 28
+#: pycocotools reads each run length into a 64-bit integer, 5 bits per character: longer runs are malformed (and
+#: decoding them here would build ever larger Python integers).
+MAX_RLE_RUN_CHARS = 13
 
 
 def safe_path(root: Path, relative: Any, *, file: str, field: str) -> Path:
@@ -71,7 +77,8 @@ def rle_counts_from_string(counts: str) -> list[int]:
     """Decode the compressed COCO RLE ``counts`` string (pycocotools' LEB128-like format) into run lengths.
 
     Pure Python, so a malformed string is detected before pycocotools' C decoder could read out of bounds.
-    Raises ``ValueError`` on characters outside the alphabet or a truncated value.
+    Raises ``ValueError`` on characters outside the alphabet, a truncated value or a run length of more than
+    :data:`MAX_RLE_RUN_CHARS` characters.
     """
     runs: list[int] = []
     pos = 0
@@ -83,6 +90,8 @@ def rle_counts_from_string(counts: str) -> list[int]:
         while more:
             if pos >= n:
                 raise ValueError("truncated run length")
+            if shift >= 5 * MAX_RLE_RUN_CHARS:
+                raise ValueError(f"a run length of more than {MAX_RLE_RUN_CHARS} characters")
             code = ord(counts[pos]) - 48
             if code < 0 or code > 63:
                 raise ValueError(f"character {counts[pos]!r} is not in the RLE alphabet")
@@ -98,10 +107,11 @@ def rle_counts_from_string(counts: str) -> list[int]:
     return runs
 
 
-class _Checker:
-    """Holds the file name for messages and offers small typed checks."""
+class Checker:
+    """Holds the file name for messages and offers small typed checks (shared with the results validation of
+    :mod:`vision.evaluation.results`)."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str | None) -> None:
         self.file = file
 
     def fail(self, message: str, field: str, value: Any) -> DataError:
@@ -189,7 +199,7 @@ def validate_split(dataset: Any, root: str | Path, file: str | Path, check_files
         DataError: naming the file, the field (e.g. ``annotations[3].bbox``) and the offending value.
     """
     root = Path(root)
-    c = _Checker(str(file))
+    c = Checker(str(file))
     c.dict_(dataset, "<top level>")
     for key in ("images", "annotations", "categories"):
         if key not in dataset:
@@ -202,7 +212,7 @@ def validate_split(dataset: Any, root: str | Path, file: str | Path, check_files
     _check_info(c, dataset, categories)
 
 
-def _check_categories(c: _Checker, dataset: dict) -> dict[int, dict]:
+def _check_categories(c: Checker, dataset: dict) -> dict[int, dict]:
     categories: dict[int, dict] = {}
     first: dict[int, int] = {}
     names: dict[str, int] = {}
@@ -223,7 +233,7 @@ def _check_categories(c: _Checker, dataset: dict) -> dict[int, dict]:
     return categories
 
 
-def _check_videos(c: _Checker, dataset: dict, root: Path, check_files: bool) -> dict[int, dict]:
+def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool) -> dict[int, dict]:
     videos: dict[int, dict] = {}
     first: dict[int, int] = {}
     for i, video in enumerate(c.list_(dataset.get("videos", []), "videos")):
@@ -251,7 +261,7 @@ def _check_videos(c: _Checker, dataset: dict, root: Path, check_files: bool) -> 
     return videos
 
 
-def _check_tracks(c: _Checker, dataset: dict, videos: dict[int, dict], categories: dict[int, dict]) -> dict[int, dict]:
+def _check_tracks(c: Checker, dataset: dict, videos: dict[int, dict], categories: dict[int, dict]) -> dict[int, dict]:
     tracks: dict[int, dict] = {}
     first: dict[int, int] = {}
     for i, track in enumerate(c.list_(dataset.get("tracks", []), "tracks")):
@@ -272,13 +282,13 @@ def _check_tracks(c: _Checker, dataset: dict, videos: dict[int, dict], categorie
     return tracks
 
 
-def _check_camera(c: _Checker, camera: Any, field: str) -> None:
+def _check_camera(c: Checker, camera: Any, field: str) -> None:
     c.dict_(camera, field)
     c.matrix(c.key(camera, "K", field), f"{field}.K", 3, 3)
     c.matrix(c.key(camera, "extrinsics", field), f"{field}.extrinsics", 3, 4)
 
 
-def _check_images(c: _Checker, dataset: dict, videos: dict[int, dict], root: Path,
+def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path,
                   check_files: bool) -> dict[int, dict]:
     images: dict[int, dict] = {}
     first: dict[int, int] = {}
@@ -325,13 +335,17 @@ def _check_images(c: _Checker, dataset: dict, videos: dict[int, dict], root: Pat
     return images
 
 
-def _check_rle(c: _Checker, seg: dict, field: str, height: int, width: int) -> None:
+def check_rle(c: Checker, seg: Any, field: str, height: int, width: int) -> None:
+    """A COCO RLE ``{size, counts}`` of an image of ``height`` x ``width``: its size is that of the image, its counts
+    (a compressed string or a list of integers) are non-negative run lengths summing to exactly ``height * width``
+    (pycocotools would otherwise decode uninitialised memory or write past the mask)."""
+    c.dict_(seg, field)
     size = c.key(seg, "size", field)
     if (not isinstance(size, list) or len(size) != 2
             or any(isinstance(v, bool) or not isinstance(v, int) for v in size)):
         raise c.fail("expected [height, width] integers", f"{field}.size", size)
     if size != [height, width]:
-        raise c.fail(f"RLE size differs from its image's [height, width] = [{height}, {width}]", f"{field}.size",
+        raise c.fail(f"RLE size does not match its image's [height, width] = [{height}, {width}]", f"{field}.size",
                      size)
     counts = c.key(seg, "counts", field)
     if isinstance(counts, str):
@@ -351,9 +365,11 @@ def _check_rle(c: _Checker, seg: dict, field: str, height: int, width: int) -> N
                      counts)
 
 
-def _check_segmentation(c: _Checker, seg: Any, field: str, height: int, width: int) -> None:
+def check_segmentation(c: Checker, seg: Any, field: str, height: int, width: int) -> None:
+    """An RLE (see :func:`check_rle`) or a list of polygons whose vertices lie on the image (within
+    :data:`BOX_TOLERANCE_PX`)."""
     if isinstance(seg, dict):
-        _check_rle(c, seg, field, height, width)
+        check_rle(c, seg, field, height, width)
         return
     if isinstance(seg, list):
         for j, poly in enumerate(seg):
@@ -374,7 +390,7 @@ def _check_segmentation(c: _Checker, seg: Any, field: str, height: int, width: i
     raise c.fail(f"expected an RLE object or a list of polygons, got {type(seg).__name__}", field, seg)
 
 
-def _check_annotations(c: _Checker, dataset: dict, images: dict[int, dict], categories: dict[int, dict],
+def _check_annotations(c: Checker, dataset: dict, images: dict[int, dict], categories: dict[int, dict],
                        tracks: dict[int, dict]) -> None:
     first: dict[int, int] = {}
     track_frames: dict[tuple[int, int], int] = {}
@@ -401,7 +417,7 @@ def _check_annotations(c: _Checker, dataset: dict, images: dict[int, dict], cate
         if x < -tol or y < -tol or x + w > width + tol or y + h > height + tol:
             raise c.fail(f"bbox lies outside its {width}x{height} image (tolerance {tol:g} px)", f"{field}.bbox", bbox)
         if "segmentation" in ann:
-            _check_segmentation(c, ann["segmentation"], f"{field}.segmentation", height, width)
+            check_segmentation(c, ann["segmentation"], f"{field}.segmentation", height, width)
         if "area" in ann:
             c.number(ann["area"], f"{field}.area", minimum=0.0)
         if "iscrowd" in ann:
@@ -430,7 +446,7 @@ def _check_annotations(c: _Checker, dataset: dict, images: dict[int, dict], cate
         first[ident] = i
 
 
-def _check_info(c: _Checker, dataset: dict, categories: dict[int, dict]) -> None:
+def _check_info(c: Checker, dataset: dict, categories: dict[int, dict]) -> None:
     if "info" not in dataset:
         return
     info = c.dict_(dataset["info"], "info")
