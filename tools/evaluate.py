@@ -9,6 +9,7 @@ and one line on stderr naming the file, the field and the problem.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vision.data.io import atomic_write_json  # noqa: E402
 from vision.errors import VisionError  # noqa: E402
 from vision.evaluation.evaluate import TASKS, evaluate, format_table  # noqa: E402
+from vision.evaluation.results import load_document, validate_ground_truth  # noqa: E402
 from vision.evaluation.tracking import PROTOCOLS  # noqa: E402
 
 
@@ -25,6 +27,16 @@ def _id_list(text: str) -> list[int]:
         return [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integer ids, got {text!r}") from None
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tracking: drop the first and last frame (DAVIS semi-supervised protocol)")
     parser.add_argument("--protocol", choices=PROTOCOLS,
                         help="tracking: which frames and objects J&F scores (default vos-benchmark)")
-    parser.add_argument("--threshold", type=float,
+    parser.add_argument("--threshold", type=_finite_float,
                         help="forensics: the detector's threshold (fixed on real validation videos)")
     return parser
 
@@ -80,14 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.threshold is not None:
         options["threshold"] = args.threshold
     try:
+        split, split_file = load_document(args.split, dict, "a split must be a JSON object")
+        validate_ground_truth(split, args.task, split_file)
         metrics = evaluate(args.split, args.results, args.task, **options)
         if args.out is not None:
             atomic_write_json(args.out, metrics, indent=2)
     except (VisionError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (KeyError, TypeError, ValueError) as exc:  # malformed input that slipped past validation
-        print(f"error: malformed split or results ({type(exc).__name__}: {exc})", file=sys.stderr)
         return 2
     print(format_table(metrics))
     return 0

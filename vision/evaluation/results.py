@@ -1,27 +1,46 @@
-"""Loading and validating results files (COCO results format) against a split.
+"""Loading and validating results files (COCO results format) and the splits they are scored against.
 
 Detection: ``[{image_id, category_id, bbox: [x, y, w, h], score}]`` (+ optional ``segmentation`` RLE).
-Tracking: ``[{video_id, track_id, image_id, segmentation: RLE, score}]``.
-Every problem raises a :class:`DataError` naming the results file, the index and the field,
-e.g. ``preds.json: results[3].bbox=[1, 2]: bbox must be 4 numbers``.
+Tracking: ``[{video_id, track_id, image_id, segmentation: RLE, score[, prompt_type]}]``.
+Forensics: ``[{video_id, score[, verdict]}]``, one per labelled video of the split.
+
+Results get the same validation as splits (and share its checks, :mod:`vision.data.schema`): every number is
+finite (NaN, Infinity and numbers beyond a double's range are refused wherever they appear), every mask's counts
+decode to exactly the H x W pixels of its image, and every problem raises a :class:`DataError` naming the file,
+the entry and the field, e.g. ``preds.json: results[3].bbox=[1, 2]: bbox must be 4 finite numbers``.
+:func:`validate_ground_truth` checks the parts of a split that scoring reads, so that a malformed split is
+reported the same way before any metric is computed.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vision.errors import DataError
+from vision.data.schema import (MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, VIDEO_LABELS, Checker, check_rle,
+                                check_segmentation)
+from vision.errors import DataError, InputError
 
-__all__ = ["load_document", "load_json", "load_results", "validate_detection_results", "validate_tracking_results"]
+__all__ = ["load_document", "load_json", "load_results", "check_finite", "validate_ground_truth",
+           "validate_detection_results", "validate_tracking_results", "validate_forensics_results"]
+
+#: JSON integers with more characters than this cannot be finite doubles; they are read as floats (+-inf) and
+#: refused by :func:`check_finite`. Python would refuse more than 4300 digits with an error that names no place.
+_MAX_INT_CHARS = 400
+
+
+def _parse_int(text: str) -> int | float:
+    return float(text) if len(text) > _MAX_INT_CHARS else int(text)
 
 
 def load_json(path: str | Path) -> Any:
-    """Read a JSON file; a missing file or bad JSON raises :class:`DataError` naming the file."""
+    """Read a JSON file; a missing file, bad JSON or JSON nested too deeply to parse raises :class:`DataError`
+    naming the file."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -30,9 +49,11 @@ def load_json(path: str | Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read file ({exc})", file=path) from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         raise DataError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=path) from None
+    except RecursionError:
+        raise DataError("JSON nested too deeply to read", file=path) from None
 
 
 def load_document(value: Any, expected: type, message: str) -> tuple[Any, str | None]:
@@ -48,93 +69,278 @@ def load_document(value: Any, expected: type, message: str) -> tuple[Any, str | 
 
 
 def load_results(results: list | str | Path) -> tuple[list, str | None]:
-    """Return (results list, file name or None). A path is read as JSON; the top level must be a list."""
-    return load_document(results, list, "a results file must be a JSON list of objects")
+    """Return (results list, file name or None). A path is read as JSON; the top level must be a list and every
+    number in it finite (see :func:`check_finite`)."""
+    results, file = load_document(results, list, "a results file must be a JSON list of objects")
+    check_finite(results, file)
+    return results, file
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+def check_finite(document: Any, file: str | None, root: str = "results") -> None:
+    """Raise a :class:`DataError` naming the field (``results[3].bbox[2]``) of the first number that is NaN,
+    infinite or beyond a double's range, anywhere in ``document``."""
+    stack: list[tuple[Any, str]] = [(document, root)]
+    while stack:
+        value, field = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((v, f"{field}.{k}") for k, v in reversed(list(value.items())))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{field}[{i}]") for i, v in reversed(list(enumerate(value))))
+        elif _beyond_double(value):
+            raise DataError("numbers must be finite (NaN, Infinity and numbers beyond a double's range are "
+                            "refused)", file=file, field=field, value=value)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-        and math.isfinite(float(value))
+def _beyond_double(value: Any) -> bool:
+    if isinstance(value, (float, np.floating)):
+        return not math.isfinite(value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return abs(int(value)) > sys.float_info.max
+    return False
 
 
-def _check_entry(entry: Any, i: int, required: tuple[str, ...], file: str | None) -> None:
-    if not isinstance(entry, dict):
-        raise DataError("each result must be an object", file=file, field=f"results[{i}]", value=entry)
-    for key in required:
-        if key not in entry:
-            raise DataError(f"missing required key {key!r}", file=file, field=f"results[{i}].{key}")
-    for key in required:
-        if key != "bbox" and key != "segmentation" and key != "score" and not _is_int(entry[key]):
-            raise DataError("expected an integer id", file=file, field=f"results[{i}].{key}", value=entry[key])
-    if not _is_number(entry["score"]):
-        raise DataError("score must be a finite number", file=file, field=f"results[{i}].score", value=entry["score"])
+class _Checker(Checker):
+    """The split checks of :mod:`vision.data.schema`, also accepting NumPy scalars (results built in Python)."""
+
+    def int_(self, value: Any, field: str, minimum: int | None = None, maximum: int | None = None) -> int:
+        return super().int_(value.item() if isinstance(value, np.integer) else value, field, minimum, maximum)
+
+    def number(self, value: Any, field: str, minimum: float | None = None) -> float:
+        return super().number(value.item() if isinstance(value, (np.integer, np.floating)) else value, field,
+                              minimum)
+
+    def entry(self, value: Any, field: str, required: tuple[str, ...]) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail("each result must be an object", field, value)
+        for key in required:
+            self.key(value, key, field)
+        return value
+
+    def top_list(self, document: dict, key: str, required: bool = True) -> list:
+        if required and key not in document:
+            raise self.fail(f"missing required key {key!r}", key, sorted(map(str, document)))
+        if not required and document.get(key) is None:
+            return []
+        return self.list_(document[key], key)
+
+    def bbox(self, value: Any, field: str) -> list[float]:
+        if not (isinstance(value, (list, tuple)) and len(value) == 4
+                and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                        for v in value)):
+            raise self.fail("bbox must be 4 finite numbers [x, y, w, h]", field, value)
+        box = [self.number(v, f"{field}[{j}]") for j, v in enumerate(value)]
+        if box[2] < 0 or box[3] < 0:
+            raise self.fail("bbox width and height must be >= 0", field, value)
+        return box
 
 
-def _check_rle(rle: Any, i: int, image: dict | None, file: str | None) -> None:
-    field = f"results[{i}].segmentation"
-    if not isinstance(rle, dict) or "size" not in rle or "counts" not in rle:
-        raise DataError("segmentation must be a COCO RLE {size: [H, W], counts}", file=file, field=field, value=rle)
-    size = rle["size"]
-    if not (isinstance(size, (list, tuple)) and len(size) == 2 and all(_is_int(v) for v in size)):
-        raise DataError("RLE size must be [H, W] integers", file=file, field=f"{field}.size", value=size)
-    if not isinstance(rle["counts"], (str, list)):
-        raise DataError("RLE counts must be a string or a list of ints", file=file, field=f"{field}.counts",
-                        value=type(rle["counts"]).__name__)
-    if image is not None and "height" in image and "width" in image \
-            and [int(size[0]), int(size[1])] != [int(image["height"]), int(image["width"])]:
-        raise DataError(f"RLE size does not match the image's [height, width] = "
-                        f"[{image['height']}, {image['width']}]", file=file, field=f"{field}.size", value=size)
+# ---------------------------------------------------------------- results
 
 
 def validate_detection_results(results: list, split: dict, file: str | None = None,
-                               extra_category_ids: tuple[int, ...] = ()) -> bool:
-    """Check detection results against the split; return True when every result carries a segmentation
-    (so segm AP can be computed too). ``extra_category_ids`` are accepted besides the split's categories
-    (e.g. an ``oov`` id for rejected objects; they never match ground truth)."""
+                               extra_category_ids: tuple[int, ...] = (), split_file: str | None = None) -> bool:
+    """Check the split (:func:`validate_ground_truth`, errors naming ``split_file``) and the detection results in
+    ``file`` against it; return True when every result carries a segmentation (so segm AP can be computed too).
+    ``extra_category_ids`` are accepted besides the split's categories (e.g. an ``oov`` id for rejected objects;
+    they never match ground truth)."""
+    validate_ground_truth(split, "detection", split_file)
+    c = _Checker(file)
     images = {int(img["id"]): img for img in split.get("images", [])}
-    categories = {int(c["id"]) for c in split.get("categories", [])} | {int(c) for c in extra_category_ids}
+    categories = {int(cat["id"]) for cat in split.get("categories", [])} | {int(i) for i in extra_category_ids}
     all_segm = bool(results)
     for i, r in enumerate(results):
-        _check_entry(r, i, ("image_id", "category_id", "bbox", "score"), file)
-        if int(r["image_id"]) not in images:
-            raise DataError("image_id is not in the split", file=file, field=f"results[{i}].image_id",
-                            value=r["image_id"])
-        if int(r["category_id"]) not in categories:
-            raise DataError("category_id is not in the split's categories", file=file,
-                            field=f"results[{i}].category_id", value=r["category_id"])
-        bbox = r["bbox"]
-        if not (isinstance(bbox, (list, tuple)) and len(bbox) == 4 and all(_is_number(v) for v in bbox)):
-            raise DataError("bbox must be 4 finite numbers [x, y, w, h]", file=file, field=f"results[{i}].bbox",
-                            value=bbox)
-        if bbox[2] < 0 or bbox[3] < 0:
-            raise DataError("bbox width and height must be >= 0", file=file, field=f"results[{i}].bbox", value=bbox)
+        field = f"results[{i}]"
+        c.entry(r, field, ("image_id", "category_id", "bbox", "score"))
+        image_id = c.int_(r["image_id"], f"{field}.image_id")
+        if image_id not in images:
+            raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
+        category_id = c.int_(r["category_id"], f"{field}.category_id")
+        if category_id not in categories:
+            raise c.fail("category_id is not in the split's categories", f"{field}.category_id", category_id)
+        c.bbox(r["bbox"], f"{field}.bbox")
+        c.number(r["score"], f"{field}.score")
         if "segmentation" in r:
-            _check_rle(r["segmentation"], i, images[int(r["image_id"])], file)
+            image = images[image_id]
+            check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
         else:
             all_segm = False
     return all_segm
 
 
-def validate_tracking_results(results: list, split: dict, file: str | None = None) -> None:
-    """Check tracking results against the split: ids are integers, video_id and image_id exist, the image
-    belongs to that video, the score is a number and the segmentation an RLE of the image's size."""
+def validate_tracking_results(results: list, split: dict, file: str | None = None,
+                              split_file: str | None = None) -> None:
+    """Check the split (:func:`validate_ground_truth`, errors naming ``split_file``) and the tracking results in
+    ``file`` against it: ids are integers, video_id and image_id exist, the image belongs to that video, the score
+    is a finite number, the segmentation an RLE of exactly the image's pixels and ``prompt_type`` (optional) a
+    string."""
+    validate_ground_truth(split, "tracking", split_file)
+    c = _Checker(file)
     images = {int(img["id"]): img for img in split.get("images", [])}
-    videos = {int(v["id"]) for v in split.get("videos", [])} | \
+    videos = {int(v["id"]) for v in split.get("videos") or []} | \
         {int(img["video_id"]) for img in images.values() if img.get("video_id") is not None}
     for i, r in enumerate(results):
-        _check_entry(r, i, ("video_id", "track_id", "image_id", "segmentation", "score"), file)
-        if int(r["video_id"]) not in videos:
-            raise DataError("video_id is not in the split", file=file, field=f"results[{i}].video_id",
-                            value=r["video_id"])
-        image = images.get(int(r["image_id"]))
+        field = f"results[{i}]"
+        c.entry(r, field, ("video_id", "track_id", "image_id", "segmentation", "score"))
+        video_id = c.int_(r["video_id"], f"{field}.video_id")
+        c.int_(r["track_id"], f"{field}.track_id")
+        image_id = c.int_(r["image_id"], f"{field}.image_id")
+        c.number(r["score"], f"{field}.score")
+        if video_id not in videos:
+            raise c.fail("video_id is not in the split", f"{field}.video_id", video_id)
+        image = images.get(image_id)
         if image is None:
-            raise DataError("image_id is not in the split", file=file, field=f"results[{i}].image_id",
-                            value=r["image_id"])
-        if image.get("video_id") is None or int(image["video_id"]) != int(r["video_id"]):
-            raise DataError(f"image {r['image_id']} belongs to video {image.get('video_id')}, not to this video_id",
-                            file=file, field=f"results[{i}].video_id", value=r["video_id"])
-        _check_rle(r["segmentation"], i, image, file)
+            raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
+        if image.get("video_id") != video_id:
+            raise c.fail(f"image {image_id} belongs to video {image.get('video_id')}, not to this video_id",
+                         f"{field}.video_id", video_id)
+        check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+        if "prompt_type" in r:
+            c.str_(r["prompt_type"], f"{field}.prompt_type")
+
+
+def validate_forensics_results(results: list, split: dict, file: str | None = None,
+                               split_file: str | None = None) -> None:
+    """Check the split (:func:`validate_ground_truth`, errors naming ``split_file``) and the forensics results in
+    ``file`` against it: one result per labelled video, each with an integer video_id of a labelled video and a
+    finite score."""
+    validate_ground_truth(split, "forensics", split_file)
+    c = _Checker(file)
+    labelled = {v["id"] for v in split["videos"] if v.get("label") in VIDEO_LABELS}
+    seen: set[int] = set()
+    for i, r in enumerate(results):
+        field = f"results[{i}]"
+        c.entry(r, field, ("video_id", "score"))
+        video_id = c.int_(r["video_id"], f"{field}.video_id")
+        if video_id not in labelled:
+            raise c.fail("video_id is not a labelled video of the split", f"{field}.video_id", video_id)
+        if video_id in seen:
+            raise c.fail("duplicate result for this video", f"{field}.video_id", video_id)
+        seen.add(video_id)
+        c.number(r["score"], f"{field}.score")
+    missing = sorted(labelled - seen)
+    if missing:
+        raise c.fail(f"{len(missing)} labelled video(s) have no result", "video_id", missing[:10])
+
+
+# ---------------------------------------------------------------- the split
+
+
+def validate_ground_truth(split: Any, task: str, file: str | Path | None = None) -> None:
+    """Check what scoring ``task`` (``detection``, ``tracking`` or ``forensics``) reads from a split, with the
+    checks of :mod:`vision.data.schema`; anything else (file names, cameras, extra keys) is left alone.
+
+    - detection: ``images`` (unique integer id, width, height), ``categories`` (unique integer id), ``annotations``
+      (image_id and category_id that exist, a finite bbox with w, h >= 0, iscrowd 0/1, a finite area >= 0, a
+      segmentation of its image's size);
+    - tracking: ``images`` (also video_id, frame_index), ``videos`` and ``tracks`` (integer ids), ``annotations``
+      (image_id, track_id of a track of the image's video, at most one per track and image, RLE segmentations);
+    - forensics: ``videos`` (unique integer id, label ``real``/``generated`` when present, generator a string).
+
+    Raises:
+        DataError: naming ``file``, the entry and the field.
+    """
+    if task not in ("detection", "tracking", "forensics"):
+        raise InputError(f"unknown task {task!r}; expected detection, tracking or forensics")
+    c = _Checker(None if file is None else str(file))
+    c.dict_(split, "<top level>")
+    if task == "forensics":
+        _check_labelled_videos(c, split)
+        return
+    images = _check_gt_images(c, split)
+    if task == "detection":
+        categories = {ident for _, _, ident in _entries(c, c.top_list(split, "categories"), "categories")}
+        _check_detection_annotations(c, split, images, categories)
+    else:
+        _check_tracking_annotations(c, split, images)
+
+
+def _entries(c: _Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
+    """``(field, entry, id)`` of each object of a top-level list; a non-object, a missing or a duplicate id is
+    refused."""
+    out: list[tuple[str, dict, int]] = []
+    first: dict[int, int] = {}
+    for i, item in enumerate(items):
+        field = f"{key}[{i}]"
+        c.dict_(item, field)
+        ident = c.unique_id(first, item, field)
+        first[ident] = i
+        out.append((field, item, ident))
+    return out
+
+
+def _check_gt_images(c: _Checker, split: dict) -> dict[int, dict]:
+    images: dict[int, dict] = {}
+    for field, img, ident in _entries(c, c.top_list(split, "images"), "images"):
+        width = c.int_(c.key(img, "width", field), f"{field}.width", minimum=1, maximum=MAX_IMAGE_SIDE)
+        height = c.int_(c.key(img, "height", field), f"{field}.height", minimum=1, maximum=MAX_IMAGE_SIDE)
+        if width * height > MAX_IMAGE_PIXELS:
+            raise c.fail(f"image of {width}x{height} pixels exceeds the limit of {MAX_IMAGE_PIXELS} pixels",
+                         f"{field}.width", width)
+        if img.get("video_id") is not None:
+            c.int_(img["video_id"], f"{field}.video_id")
+        if "frame_index" in img:
+            c.int_(img["frame_index"], f"{field}.frame_index", minimum=0)
+        images[ident] = img
+    return images
+
+
+def _annotation_image(c: _Checker, ann: Any, field: str, images: dict[int, dict]) -> dict:
+    c.dict_(ann, field)
+    image_id = c.int_(c.key(ann, "image_id", field), f"{field}.image_id")
+    if image_id not in images:
+        raise c.fail("annotation points to an image id that is not in 'images'", f"{field}.image_id", image_id)
+    return images[image_id]
+
+
+def _check_detection_annotations(c: _Checker, split: dict, images: dict[int, dict], categories: set[int]) -> None:
+    for i, ann in enumerate(c.top_list(split, "annotations")):
+        field = f"annotations[{i}]"
+        image = _annotation_image(c, ann, field, images)
+        category_id = c.int_(c.key(ann, "category_id", field), f"{field}.category_id")
+        if category_id not in categories:
+            raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
+                         category_id)
+        c.bbox(c.key(ann, "bbox", field), f"{field}.bbox")
+        if "iscrowd" in ann and (ann["iscrowd"] not in (0, 1) or not isinstance(ann["iscrowd"], (int, bool))):
+            raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", ann["iscrowd"])
+        if "area" in ann:
+            c.number(ann["area"], f"{field}.area", minimum=0.0)
+        if ann.get("segmentation") not in (None, []):
+            check_segmentation(c, ann["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+
+
+def _check_tracking_annotations(c: _Checker, split: dict, images: dict[int, dict]) -> None:
+    _entries(c, c.top_list(split, "videos", required=False), "videos")
+    has_tracks = split.get("tracks") is not None
+    track_videos: dict[int, int] = {}
+    for field, track, ident in _entries(c, c.top_list(split, "tracks", required=False), "tracks"):
+        track_videos[ident] = c.int_(c.key(track, "video_id", field), f"{field}.video_id")
+    seen: dict[tuple[int, int], int] = {}
+    for i, ann in enumerate(c.top_list(split, "annotations", required=False)):
+        field = f"annotations[{i}]"
+        image = _annotation_image(c, ann, field, images)
+        if ann.get("track_id") is None:
+            continue
+        track_id = c.int_(ann["track_id"], f"{field}.track_id")
+        if has_tracks and track_id not in track_videos:
+            raise c.fail("annotation points to a track id that is not in 'tracks'", f"{field}.track_id", track_id)
+        if image.get("video_id") is None:
+            raise c.fail(f"image {image['id']} belongs to no video, so it cannot carry a track",
+                         f"{field}.track_id", track_id)
+        if has_tracks and image["video_id"] != track_videos[track_id]:
+            raise c.fail(f"track {track_id} belongs to video {track_videos[track_id]} but image {image['id']} to "
+                         f"video {image['video_id']}", f"{field}.track_id", track_id)
+        if (track_id, image["id"]) in seen:
+            raise c.fail(f"track {track_id} has two annotations on image {image['id']} "
+                         f"(first: annotations[{seen[(track_id, image['id'])]}])", f"{field}.track_id", track_id)
+        seen[(track_id, image["id"])] = i
+        if ann.get("segmentation"):
+            check_rle(c, ann["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+
+
+def _check_labelled_videos(c: _Checker, split: dict) -> None:
+    for field, video, _ in _entries(c, c.top_list(split, "videos"), "videos"):
+        if "label" in video:
+            c.choice(video["label"], f"{field}.label", VIDEO_LABELS)
+        if video.get("generator") is not None:
+            c.str_(video["generator"], f"{field}.generator")
