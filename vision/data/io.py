@@ -153,7 +153,7 @@ def read_image(path: str | Path, size: tuple[int, int] | None = None,
     image = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if image is None:
         raise VideoError("cannot read image (corrupt or unsupported format)", file=path)
-    return resize_frame(cv2.cvtColor(image, cv2.COLOR_BGR2RGB), size)
+    return resize_frame(cv2.cvtColor(image, cv2.COLOR_BGR2RGB, dst=image), size)  # in place: no second copy
 
 
 def resize_frame(frame: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
