@@ -1,0 +1,140 @@
+"""Peak memory of ``tools/predict.py`` on large images: is it bounded by the input limits, not by the input?
+
+    python benchmarks/bench_input_memory.py [--before REV] [--sizes 640x480 4000x4000 10000x10000]
+                                            [--tasks detection tracking forensics]
+
+Writes one PNG per size (a smooth colour pattern, so a 10000x10000 file is a few MB, like a photo's PNG), builds a
+checkpoint with random weights for each task (the tests' way: the task's LightningModule, its hyper-parameters and
+state dict; accuracy does not matter here, only what is decoded and drawn), and runs ``tools/predict.py`` on each
+image in its own process. The table gives each run's peak resident memory (``ru_maxrss`` of that child, from
+``os.wait4``) and its exit status: 0 ran, 2 refused with a one-line error (printed under the table). An image over
+MAX_INPUT_PIXELS is also run with ``--max-pixels`` raised to its size (column "cap raised"): what the working size
+alone bounds once the user lets such a frame be decoded.
+
+``--before REV`` also runs the ``tools/predict.py`` of git revision ``REV`` (extracted with ``git archive`` into a
+temporary folder, so its own ``vision`` package is imported) beside the working tree's, e.g. the commit before
+the input limits of vision/data/io.py. The limits themselves: frames over MAX_INPUT_PIXELS are refused from the
+header, frames over MAX_WORKING_PIXELS are drawn downscaled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import cv2  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from vision.data.io import MAX_INPUT_PIXELS  # noqa: E402
+
+# tracking keeps every mask (presence threshold 0): an untrained tracker's masks are what is drawn and exported
+TASK_ARGS = {"detection": ["--vocabulary", "mug,chair"],
+             "tracking": ["--points", "100,100", "--presence-threshold", "0"], "forensics": []}
+
+
+def write_png(path: Path, width: int, height: int) -> Path:
+    """A smooth colour pattern, written row block by row block into one array (uint8, 3 bytes a pixel)."""
+    image = np.empty((height, width, 3), np.uint8)
+    xs = np.arange(width, dtype=np.float32)
+    for y0 in range(0, height, 1024):
+        ys = np.arange(y0, min(y0 + 1024, height), dtype=np.float32)[:, None]
+        image[y0:y0 + len(ys), :, 0] = (127 + 120 * np.sin(xs / 97.0) * np.cos(ys / 131.0)).astype(np.uint8)
+        image[y0:y0 + len(ys), :, 1] = ((xs[None] + ys) / (width + height) * 255).astype(np.uint8)
+        image[y0:y0 + len(ys), :, 2] = (127 + 120 * np.cos((xs[None] - ys) / 211.0)).astype(np.uint8)
+    if not cv2.imwrite(str(path), image):
+        raise SystemExit(f"could not write {path}")
+    return path
+
+
+def random_checkpoint(task: str, path: Path) -> Path:
+    """A checkpoint of ``task`` with random weights in the layout tools/train.py writes."""
+    torch.manual_seed(0)
+    if task == "detection":
+        from vision.detection.lightning import OOVDetModule
+
+        module = OOVDetModule()
+    elif task == "tracking":
+        from vision.tracking.lightning import TrackingModule
+
+        module = TrackingModule(text_encoder=None)
+    else:
+        from vision.forensics.lightning import ForensicsModule
+
+        module = ForensicsModule()
+    torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
+    return path
+
+
+def peak_rss(command: list[str]) -> tuple[float, int, str]:
+    """Run ``command``; return (its peak resident memory in GiB, exit status, last stderr line)."""
+    with tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        err.seek(0)
+        lines = [line for line in err.read().decode(errors="replace").splitlines() if line.startswith("error:")]
+    code = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss / 2 ** 20, code, lines[-1] if lines else ""  # ru_maxrss is in KiB on Linux
+
+
+def extract(revision: str, into: Path) -> Path:
+    """The files of git ``revision`` in ``into`` (``git archive``)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", help="also run tools/predict.py of this git revision")
+    parser.add_argument("--sizes", nargs="+", default=["640x480", "4000x4000", "10000x10000"])
+    parser.add_argument("--tasks", nargs="+", default=list(TASK_ARGS), choices=list(TASK_ARGS))
+    args = parser.parse_args(argv)
+    sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes]
+    with tempfile.TemporaryDirectory(prefix="bench_input_memory_") as tmp:
+        tmp = Path(tmp)
+        trees = {"now": ROOT}
+        if args.before:
+            trees[args.before] = extract(args.before, Path(tempfile.mkdtemp(dir=tmp)))
+        runs = [(name, tree, []) for name, tree in trees.items()]
+        if any(w * h > MAX_INPUT_PIXELS for w, h in sizes):
+            runs.insert(1, ("now, cap raised", ROOT, ["--max-pixels"]))
+        images = {(w, h): write_png(tmp / f"{w}x{h}.png", w, h) for w, h in sizes}
+        ckpts = {task: random_checkpoint(task, tmp / f"{task}.ckpt") for task in args.tasks}
+        rows, errors = [], []
+        for task in args.tasks:
+            for (w, h), image in images.items():
+                cells = []
+                for name, tree, extra in runs:
+                    if extra and w * h <= MAX_INPUT_PIXELS:
+                        cells.append("-")
+                        continue
+                    command = [sys.executable, str(tree / "tools" / "predict.py"), str(image), "--task", task,
+                               "--ckpt", str(ckpts[task]), "--out", str(tmp / "out"), *TASK_ARGS[task]]
+                    command += [*extra, str(w * h)] if extra else []
+                    gib, code, error = peak_rss(command)
+                    cells.append(f"{gib:7.2f} GiB (exit {code})")
+                    if error:
+                        errors.append(f"{name}, {task}, {w}x{h}: {error.replace(str(tmp) + '/', '')}")
+                    print(f"  {task} {w}x{h} [{name}]: {gib:.2f} GiB, exit {code}", file=sys.stderr, flush=True)
+                mb = image.stat().st_size / 1e6
+                rows.append(f"| {task:<9} | {w}x{h} ({mb:.1f} MB) | " + " | ".join(cells) + " |")
+    header = "| task      | PNG | " + " | ".join(f"peak RSS, {name}" for name, _, _ in runs) + " |"
+    print(header)
+    print("|" + "|".join("---" for _ in range(header.count("|") - 1)) + "|")
+    print("\n".join(rows))
+    for line in errors:
+        print(f"  {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
