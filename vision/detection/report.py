@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from vision.data.coco import load_split
 from vision.detection.predictor import UNKNOWN_CATEGORY_ID, DetectorPredictor
-from vision.errors import DataError
+from vision.errors import DataError, VisionError
 from vision.evaluation.openset import evaluate_openset
 
 __all__ = ["evaluate_checkpoint", "format_openset", "main"]
@@ -61,8 +62,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", default=None, help="also write the metrics here")
     parser.add_argument("--unknown-category-id", type=int, default=UNKNOWN_CATEGORY_ID)
     args = parser.parse_args(argv)
-    metrics = evaluate_checkpoint(args.checkpoint, args.split, args.results,
-                                  unknown_category_id=args.unknown_category_id)
+    try:
+        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.results,
+                                      unknown_category_id=args.unknown_category_id)
+    except VisionError as exc:  # a missing or corrupt checkpoint or split: one line, like the other entry points
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(format_openset(metrics))
     if args.json:
         Path(args.json).write_text(json.dumps(metrics, indent=1, sort_keys=True))

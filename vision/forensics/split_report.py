@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from vision.data.coco import read_json
+from vision.errors import VisionError
 from vision.evaluation.forensics import METRICS, evaluate_forensics
 from vision.forensics.predictor import ForensicsPredictor, predict_split
 
@@ -53,7 +55,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     args = parser.parse_args(argv)
     out: dict[str, dict[str, Any]] = {}
     for split in args.split:
-        metrics = evaluate_checkpoint(args.checkpoint, split)
+        try:
+            metrics = evaluate_checkpoint(args.checkpoint, split)
+        except VisionError as exc:  # a missing or corrupt checkpoint or split: one line, like the other entry points
+            print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+            raise SystemExit(2) from None
         out[Path(split).stem] = metrics
         print(format_forensics(metrics, Path(split).stem))
         print()

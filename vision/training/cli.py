@@ -24,8 +24,9 @@ from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
 
+from vision.errors import VisionError
 from vision.training.callbacks import FiniteLossGuard, RandomStateCheckpoint
-from vision.training.checkpoint_io import AtomicCheckpointIO
+from vision.training.checkpoint_io import AtomicCheckpointIO, load_checkpoint
 
 __all__ = ["VisionCLI", "main"]
 
@@ -49,6 +50,16 @@ class VisionCLI(LightningCLI):
         )
 
 
+    def _parse_ckpt_path(self) -> None:
+        """Lightning reads ``--ckpt_path`` here with a bare ``torch.load``; an unreadable checkpoint is reported as
+        :func:`load_checkpoint` reports it (a :class:`DataError` naming the file). A missing one is skipped here and
+        refused by :class:`AtomicCheckpointIO` when ``fit`` restores it."""
+        try:
+            super()._parse_ckpt_path()
+        except Exception:
+            load_checkpoint(self.config[self.config["subcommand"]]["ckpt_path"])
+            raise
+
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         """Add :class:`AtomicCheckpointIO` unless the config already names a checkpoint I/O plugin."""
         plugins = self._get(self.config_init, "trainer.plugins", default=None) or []
@@ -59,11 +70,31 @@ class VisionCLI(LightningCLI):
 
 
 def main(argv: Sequence[str] | None = None) -> VisionCLI:
-    """Run the CLI; ``fit`` is the default subcommand so ``train.py --config X.yaml`` trains."""
+    """Run the CLI; ``fit`` is the default subcommand so ``train.py --config X.yaml`` trains. Bad input (a
+    :class:`VisionError`, e.g. a missing or corrupt checkpoint) prints one ``error:`` line and exits with status 2."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in _SUBCOMMANDS and args[0] not in {"-h", "--help"}:
         args = ["fit", *args]
-    if argv is None:  # LightningCLI reads sys.argv itself; passing args too would make it warn
-        sys.argv[1:] = args
-        return VisionCLI()
-    return VisionCLI(args=args)
+    try:
+        if argv is None:  # LightningCLI reads sys.argv itself; passing args too would make it warn
+            sys.argv[1:] = args
+            return VisionCLI()
+        return VisionCLI(args=args)
+    except Exception as exc:
+        error = _vision_error(exc)
+        if error is None:
+            raise
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _vision_error(exc: BaseException | None) -> VisionError | None:
+    """The :class:`VisionError` behind ``exc``, if any (jsonargparse wraps an error raised by a model's
+    ``__init__``, e.g. a bad ``geometry_checkpoint``, in its own ValueError)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, VisionError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
