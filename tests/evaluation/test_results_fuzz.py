@@ -7,7 +7,6 @@ import copy
 import json
 import math
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
