@@ -18,7 +18,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vision.data.io import atomic_write_json  # noqa: E402
 from vision.errors import VisionError  # noqa: E402
 from vision.evaluation.evaluate import TASKS, evaluate, format_table  # noqa: E402
-from vision.evaluation.results import load_document, validate_ground_truth  # noqa: E402
 from vision.evaluation.tracking import PROTOCOLS  # noqa: E402
 
 
@@ -92,8 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     elif args.threshold is not None:
         options["threshold"] = args.threshold
     try:
-        split, split_file = load_document(args.split, dict, "a split must be a JSON object")
-        validate_ground_truth(split, args.task, split_file)
         metrics = evaluate(args.split, args.results, args.task, **options)
         if args.out is not None:
             atomic_write_json(args.out, metrics, indent=2)

@@ -21,6 +21,10 @@ Tasks:
   per generator and macro-averaged (see :func:`vision.evaluation.forensics.evaluate_forensics`). Options:
   ``threshold`` (the detector's, fixed on real validation videos), ``pass_rate``, ``fpr``.
 
+Before scoring, the parts of the split a task reads and every result are validated
+(:mod:`vision.evaluation.results`): any problem is a :class:`~vision.errors.DataError` naming the file, the entry
+and the field, never a wrong figure.
+
 All figures are on the 0-1 scale.
 """
 
@@ -33,7 +37,7 @@ from typing import Any
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import coco_ap, coco_ground_truth
 from vision.evaluation.results import (load_document, load_results, validate_detection_results,
-                                       validate_tracking_results)
+                                       validate_forensics_results, validate_tracking_results)
 from vision.evaluation.openset import evaluate_openset
 from vision.evaluation.tracking3d import evaluate_tracking_task
 
@@ -70,12 +74,12 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     results, results_file = load_results(results)
 
     if task == "detection":
-        coco_gt = coco_ground_truth(gt, file=split_file)
         unknown_id = options.get("unknown_category_id")
         if "openset_convention" in options and unknown_id is None:
             raise InputError("openset_convention applies to the open-set figures: give unknown_category_id too")
         extra = tuple(options.get("extra_category_ids", ())) + ((int(unknown_id),) if unknown_id is not None else ())
-        with_segm = validate_detection_results(results, gt, results_file, extra)
+        with_segm = validate_detection_results(results, gt, results_file, extra, split_file=split_file)
+        coco_gt = coco_ground_truth(gt, file=split_file)
         category_ids = options.get("category_ids")
         metrics: dict[str, Any] = dict(coco_ap(coco_gt, results, "bbox", category_ids=category_ids))
         if with_segm:
@@ -91,9 +95,10 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     if task == "forensics":  # imported here: scikit-learn takes seconds to import and only this task needs it
         from vision.evaluation.forensics import evaluate_forensics
 
+        validate_forensics_results(results, gt, results_file, split_file=split_file)
         return evaluate_forensics(gt, results, results_file=results_file, gt_file=split_file, **options)
 
-    validate_tracking_results(results, gt, results_file)
+    validate_tracking_results(results, gt, results_file, split_file=split_file)
     return evaluate_tracking_task(gt, results, results_file=results_file, gt_file=split_file, **options)
 
 
