@@ -65,3 +65,18 @@ def test_leftovers_of_a_killed_write_are_removed_by_the_next_write(tmp_path):
     io.save_checkpoint({"global_step": 2}, path)
     assert [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]
     assert io.load_checkpoint(path)["global_step"] == 2
+
+
+def test_an_unsafe_pickle_is_refused_in_one_line_without_advice_to_unpickle_it(tmp_path):
+    class Payload:
+        def __reduce__(self):
+            return (print, ("this must never run",))
+
+    path = tmp_path / "unsafe.ckpt"
+    torch.save({"state_dict": {}, "extra": Payload()}, path)
+    with pytest.raises(DataError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message
+    assert "GLOBAL" in message and "print" in message  # names what was refused
+    assert "weights_only=False" not in message and "weights_only` set to `False" not in message

@@ -28,7 +28,19 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict:
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for corrupt or unsafe files
-        raise DataError(f"cannot read checkpoint ({type(exc).__name__}: {exc})", file=path) from exc
+        raise DataError(f"cannot read checkpoint ({_one_line(exc)})", file=path) from exc
+
+
+def _one_line(exc: Exception) -> str:
+    """torch's reason in one line; for a refused pickle only the offending global, not torch's advice to load
+    the file with ``weights_only=False`` (which would run whatever code it holds)."""
+    text = str(exc)
+    if "Weights only load failed" in text:
+        reason = next((line.strip() for line in text.splitlines() if "WeightsUnpickler error" in line), "")
+        reason = reason.split(" was not an allowed global")[0]
+        return ("the file holds more than tensors and plain data, and only weights are loaded"
+                + (f"; {reason}" if reason else ""))
+    return f"{type(exc).__name__}: {' '.join(text.split())}"
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
