@@ -127,3 +127,17 @@ def split_dict(split_path) -> dict:
     import json
 
     return copy.deepcopy(json.loads(split_path.read_text()))
+
+
+def png_claiming(path: Path, width: int, height: int) -> Path:
+    """A 100-byte PNG whose header claims ``width x height`` RGB pixels (its pixel data is missing)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+                     + chunk(b"IEND", b""))
+    return path

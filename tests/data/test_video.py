@@ -13,6 +13,7 @@ import pytest
 
 from vision.data.video import (VideoInfo, iter_frames, probe_video, read_frames_from_paths, read_video,
                                write_video)
+from tests.data.conftest import png_claiming
 from vision.errors import DataError, InputError, VideoError
 
 
@@ -242,26 +243,12 @@ def test_read_frames_from_paths(tmp_path: Path) -> None:
         read_frames_from_paths(str(paths[0]))
 
 
-def _png_claiming(path: Path, width: int, height: int) -> Path:
-    """A 100-byte PNG whose header claims ``width x height`` RGB pixels (its pixel data is missing)."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
-                     + chunk(b"IEND", b""))
-    return path
-
-
 def test_frames_over_the_pixel_limit_are_refused_from_the_header(tmp_path: Path) -> None:
     from vision.data.io import MAX_INPUT_PIXELS
 
     assert MAX_INPUT_PIXELS == 4096 * 4096
     # the header alone says 10000 x 10000: the size is named, so nothing was decoded (there are no pixels to decode)
-    huge = _png_claiming(tmp_path / "huge.png", 10000, 10000)
+    huge = png_claiming(tmp_path / "huge.png", 10000, 10000)
     with pytest.raises(VideoError, match=r"huge\.png: frames of 10000x10000 .* over the limit of 4096x4096 .*"
                                          r"--max-pixels"):
         read_frames_from_paths([huge])

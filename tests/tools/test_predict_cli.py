@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.data.conftest import png_claiming
 from vision.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,20 +118,6 @@ def _task_args(task: str, checkpoints: dict[str, Path]) -> list[str]:
     return ["--task", task, "--ckpt", str(checkpoints[task]), *extra]
 
 
-def _png_claiming(path: Path, width: int, height: int) -> Path:
-    """A 100-byte PNG whose header claims ``width x height`` RGB pixels (its pixel data is missing)."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
-                     + chunk(b"IEND", b""))
-    return path
-
-
 @pytest.mark.parametrize("task", ["detection", "tracking", "forensics"])
 def test_a_truncated_video_is_refused_by_every_task(task, checkpoints, tmp_path, capsys):
     """The first 10 % of a faststart mp4 opens and its first frames decode; every task refuses it with one line
@@ -151,7 +138,7 @@ def test_a_truncated_video_is_refused_by_every_task(task, checkpoints, tmp_path,
 def test_an_image_over_the_pixel_cap_is_refused_from_its_header(task, checkpoints, tmp_path, capsys):
     """A 10000 x 10000 PNG is refused before anything is decoded: one line naming the file, its size, the cap
     and the flag that raises it."""
-    huge = _png_claiming(tmp_path / "huge.png", 10000, 10000)
+    huge = png_claiming(tmp_path / "huge.png", 10000, 10000)
     assert predict_cli.main([str(huge), *_task_args(task, checkpoints), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
