@@ -13,9 +13,14 @@ class _Thing:
     """An arbitrary class: a weights_only load must refuse to unpickle it."""
 
 
+def _ckpt(step: int) -> dict:
+    """The smallest dict Lightning would write as a checkpoint."""
+    return {"global_step": step, "state_dict": {}, "pytorch-lightning_version": "2.6.6"}
+
+
 def test_atomic_save_and_weights_only_load(tmp_path):
     io = AtomicCheckpointIO()
-    ckpt = {"state_dict": {"w": torch.arange(6.0).view(2, 3)}, "global_step": 7, "name": "x"}
+    ckpt = {**_ckpt(7), "state_dict": {"w": torch.arange(6.0).view(2, 3)}, "name": "x"}
     path = tmp_path / "sub" / "last.ckpt"
     io.save_checkpoint(ckpt, path)
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
@@ -27,14 +32,14 @@ def test_atomic_save_and_weights_only_load(tmp_path):
 def test_failed_write_keeps_previous_checkpoint(tmp_path):
     io = AtomicCheckpointIO()
     path = tmp_path / "last.ckpt"
-    io.save_checkpoint({"global_step": 1}, path)
+    io.save_checkpoint(_ckpt(1), path)
 
     class Unpicklable:
         def __reduce__(self):
             raise pickle.PicklingError("boom")
 
     with pytest.raises(Exception):
-        io.save_checkpoint({"global_step": 2, "bad": Unpicklable()}, path)
+        io.save_checkpoint({**_ckpt(2), "bad": Unpicklable()}, path)
     assert io.load_checkpoint(path)["global_step"] == 1
     assert [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]
 
@@ -60,9 +65,9 @@ def test_check_finite_names_the_terms():
 def test_leftovers_of_a_killed_write_are_removed_by_the_next_write(tmp_path):
     io = AtomicCheckpointIO()
     path = tmp_path / "last.ckpt"
-    io.save_checkpoint({"global_step": 1}, path)
+    io.save_checkpoint(_ckpt(1), path)
     (tmp_path / ".last.ckpt.abc123.tmp").write_bytes(b"partial")  # what a SIGKILL mid-write leaves
-    io.save_checkpoint({"global_step": 2}, path)
+    io.save_checkpoint(_ckpt(2), path)
     assert [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]
     assert io.load_checkpoint(path)["global_step"] == 2
 
@@ -80,3 +85,12 @@ def test_an_unsafe_pickle_is_refused_in_one_line_without_advice_to_unpickle_it(t
     assert "\n" not in message and str(path) in message
     assert "GLOBAL" in message and "print" in message  # names what was refused
     assert "weights_only=False" not in message and "weights_only` set to `False" not in message
+
+
+def test_resume_refuses_a_file_that_is_not_a_lightning_checkpoint(tmp_path):
+    path = tmp_path / "weights.pt"
+    torch.save({"weight": torch.zeros(2)}, path)
+    with pytest.raises(DataError, match="not a checkpoint written by Lightning training") as info:
+        AtomicCheckpointIO().load_checkpoint(path)
+    assert str(path) in str(info.value)
+    assert load_checkpoint(path)["weight"].shape == (2,)  # plain reads of weights files still work

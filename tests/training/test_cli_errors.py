@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import yaml
 
 from vision.data.synthetic import write_split
@@ -19,10 +20,20 @@ from vision.data.synthetic import write_split
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def bad_checkpoint(folder: Path, kind: str) -> Path:
+def bad_checkpoint(folder: Path, kind: str, hyper_parameters: dict | None = None) -> Path:
+    """``garbage``: random bytes; ``missing``: no file; ``mismatched``: a readable checkpoint whose weights fit no
+    model of ours (a tensor of every prefix the loaders look for, all of the wrong shape); ``foreign``: a bare state
+    dict, not a Lightning checkpoint."""
     path = folder / f"{kind}.ckpt"
     if kind == "garbage":
         path.write_bytes(np.random.default_rng(0).bytes(512))
+    elif kind == "mismatched":
+        state = {f"{prefix}aggregator.camera_token": torch.zeros(3) for prefix in ("model.", "model.backbone.")}
+        state["detector.net.0.weight"] = torch.zeros(3)
+        torch.save({"state_dict": state, "hyper_parameters": hyper_parameters or {}, "global_step": 0,
+                    "pytorch-lightning_version": "2.6.6"}, path)
+    elif kind == "foreign":
+        torch.save({"weight": torch.zeros(3)}, path)
     return path
 
 
@@ -51,7 +62,7 @@ def tracking_config(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("kind", ["garbage", "missing"])
+@pytest.mark.parametrize("kind", ["garbage", "missing", "mismatched", "foreign"])
 @pytest.mark.parametrize("option", ["--ckpt_path", "--model.init_args.geometry_checkpoint"])
 def test_train_refuses_a_bad_checkpoint_in_one_line(tmp_path, tracking_config, option, kind):
     ckpt = bad_checkpoint(tmp_path, kind)
@@ -61,26 +72,26 @@ def test_train_refuses_a_bad_checkpoint_in_one_line(tmp_path, tracking_config, o
     assert_one_error_line(proc.returncode, proc.stderr, ckpt)
 
 
-@pytest.mark.parametrize("kind", ["garbage", "missing"])
+@pytest.mark.parametrize("kind", ["garbage", "missing", "mismatched"])
 def test_detection_report_refuses_a_bad_checkpoint_in_one_line(tmp_path, capsys, kind):
     from vision.detection.report import main
 
     split = tmp_path / "split.json"
     split.write_text(json.dumps({"images": [], "annotations": [], "categories": [{"id": 1, "name": "cube"}],
                                  "info": {"vocabulary": ["cube"]}}))
-    ckpt = bad_checkpoint(tmp_path, kind)
+    ckpt = bad_checkpoint(tmp_path, kind, {"image_size": 64, "class_names": ["cube"]})
     with pytest.raises(SystemExit) as info:
         main(["--checkpoint", str(ckpt), "--split", str(split)])
     assert_one_error_line(info.value.code, capsys.readouterr().err, ckpt)
 
 
-@pytest.mark.parametrize("kind", ["garbage", "missing"])
+@pytest.mark.parametrize("kind", ["garbage", "missing", "mismatched"])
 def test_forensics_split_report_refuses_a_bad_checkpoint_in_one_line(tmp_path, capsys, kind):
     from vision.forensics.split_report import main
 
     split = tmp_path / "split.json"
     split.write_text(json.dumps({"images": [], "annotations": [], "categories": [], "videos": []}))
-    ckpt = bad_checkpoint(tmp_path, kind)
+    ckpt = bad_checkpoint(tmp_path, kind, {"tools": ["spectrum"], "hidden": 8})
     with pytest.raises(SystemExit) as info:
         main(["--checkpoint", str(ckpt), "--split", str(split)])
     assert_one_error_line(info.value.code, capsys.readouterr().err, ckpt)

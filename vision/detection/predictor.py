@@ -164,7 +164,7 @@ class DetectorPredictor:
                         **kwargs: Any) -> "DetectorPredictor":
         """Load an :class:`OOVDetModule` checkpoint; ``vocabulary`` defaults to the training vocabulary (with its
         category ids). ``kwargs`` go to the constructor (e.g. ``unknown_category_id``, ``encoder``)."""
-        from vision.training.checkpoint_io import load_checkpoint
+        from vision.training.checkpoint_io import load_checkpoint, load_weights
 
         ckpt = load_checkpoint(path)
         hp = ckpt.get("hyper_parameters") or {}
@@ -175,7 +175,7 @@ class DetectorPredictor:
                             if hp.get("oov_class", True) else 0, temperature=hp.get("temperature", 0.05),
                             score_threshold=hp.get("score_threshold", 0.05))
         state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
-        model.load_state_dict(state)
+        load_weights(model, state, path)
         if device is not None:
             model = model.to(torch.device(device))
         if vocabulary is None:

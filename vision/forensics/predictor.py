@@ -28,7 +28,7 @@ from vision.forensics.model import ForensicDetector, feature_matrix
 from vision.forensics.report import write_report
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
-from vision.training.checkpoint_io import load_checkpoint
+from vision.training.checkpoint_io import load_checkpoint, load_weights
 
 __all__ = ["ForensicsPredictor", "analyze_to_report", "predict_split", "public_report"]
 
@@ -64,10 +64,7 @@ class ForensicsPredictor:
         tools = list(hp["tools"])
         detector = ForensicDetector(feature_names(build_tools(tools)), hidden=int(hp.get("hidden", 64)))
         own = {k[len("detector."):]: v for k, v in state.items() if k.startswith("detector.")}
-        try:
-            detector.load_state_dict(own)
-        except RuntimeError as exc:
-            raise DataError(f"checkpoint does not fit the detector: {exc}", file=path) from exc
+        load_weights(detector, own, path)
         rel = state.get("reliability")
         reliability = {t: float(r) for t, r in zip(tools, rel.tolist())} if rel is not None else {}
         return cls(detector, tools, reliability, size=int(hp.get("size", 64)), max_frames=int(hp.get("max_frames", 16)))

@@ -26,7 +26,7 @@ from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.losses import tracking_losses
 from vision.tracking.model import G2TAM
 from vision.tracking.sampling import PROMPT_TYPES, sample_prompts, simulate_memory
-from vision.training.checkpoint_io import load_checkpoint
+from vision.training.checkpoint_io import load_checkpoint, load_weights
 from vision.training.geometry import geometry_losses
 from vision.training.optim import warmup_cosine
 
@@ -66,10 +66,10 @@ def load_geometry_weights(model: G2TAM | MemoryBankTracker, path: str) -> None:
     if not backbone_sd:
         raise InputError(f"{path}: no 'model.*' keys; is this a GeometryModule checkpoint?")
     if isinstance(model, G2TAM):
-        model.backbone.load_state_dict(backbone_sd, strict=True)
+        load_weights(model.backbone, backbone_sd, path)
     else:
         own = model.backbone.state_dict()
-        model.backbone.load_state_dict({k: v for k, v in backbone_sd.items() if k in own}, strict=True)
+        load_weights(model.backbone, {k: v for k, v in backbone_sd.items() if k in own}, path)
 
 
 class TrackingModule(L.LightningModule):

@@ -35,14 +35,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from vision.data.io import MAX_INPUT_PIXELS, image_size
-from vision.errors import DataError, InputError
+from vision.errors import InputError
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import G2TAM, select_best_mask
 from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, POSITIVE, Prompts
@@ -174,7 +174,7 @@ class TrackerPredictor:
     def from_checkpoint(cls, path: str | Path, image_size: int | None = None, **kwargs: Any) -> "TrackerPredictor":
         """Build from a :class:`~vision.tracking.lightning.TrackingModule` checkpoint (``weights_only=True``)."""
         from vision.tracking.lightning import build_tracker
-        from vision.training.checkpoint_io import load_checkpoint
+        from vision.training.checkpoint_io import load_checkpoint, load_weights
 
         ckpt = load_checkpoint(path)
         hp = dict(ckpt.get("hyper_parameters", {}))
@@ -185,12 +185,7 @@ class TrackerPredictor:
                               memory_size=hp.get("memory_size", 4),
                               **{k: hp.get(k, True) for k in ("click_maps", "proximity_maps", "hires_maps")})
         sd = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
-        try:
-            model.load_state_dict(sd, strict=True)
-        except RuntimeError as exc:
-            first = str(exc).strip().splitlines()[0]
-            raise DataError(f"the checkpoint's weights do not fit this version of the tracker ({first}); "
-                            "retrain it (make train-tracking after deleting runs/tracking)", file=path) from None
+        load_weights(model, sd, path, hint="retrain it (make train-tracking after deleting runs/tracking)")
         kwargs.setdefault("text_encoder", hp.get("text_encoder") or "minilm")
         predictor = cls(model, **kwargs)
         predictor.image_size = size

@@ -17,7 +17,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from vision.data.io import atomic_write_bytes
 from vision.errors import DataError
 
-__all__ = ["AtomicCheckpointIO", "load_checkpoint"]
+__all__ = ["AtomicCheckpointIO", "first_mismatch", "load_checkpoint", "load_weights"]
 
 
 def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict:
@@ -43,6 +43,25 @@ def _one_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {' '.join(text.split())}"
 
 
+def load_weights(module: torch.nn.Module, state_dict: dict[str, Any], file: str | Path, strict: bool = True,
+                 hint: str = "") -> None:
+    """``module.load_state_dict(state_dict)``; weights that do not fit (missing or unexpected keys, other shapes) are a
+    :class:`DataError` naming the checkpoint ``file`` and the first mismatch, in one line (then ``hint``)."""
+    try:
+        module.load_state_dict(state_dict, strict=strict)
+    except RuntimeError as exc:
+        raise DataError(f"the checkpoint's weights do not fit this {type(module).__name__} "
+                        f"({first_mismatch(exc)}){'; ' + hint if hint else ''}", file=file) from None
+
+
+def first_mismatch(exc: RuntimeError) -> str:
+    """The first line of detail of torch's ``load_state_dict`` error (missing / unexpected keys, a shape), at most
+    300 characters."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = " ".join(lines[1:2] or lines[:1])
+    return detail if len(detail) <= 300 else detail[:297] + "..."
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Lightning checkpoint I/O plugin: atomic writes, ``weights_only=True`` reads."""
 
@@ -57,4 +76,12 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             stale.unlink(missing_ok=True)
 
     def load_checkpoint(self, path: str | Path, map_location: Any = None, weights_only: bool | None = None) -> dict:
-        return load_checkpoint(path, map_location=map_location or "cpu")
+        """Lightning's resume read: also refuses a file that is not a Lightning training checkpoint (a bare state
+        dict, released weights) with a :class:`DataError` naming it, before Lightning indexes missing keys."""
+        checkpoint = load_checkpoint(path, map_location=map_location or "cpu")
+        missing = [k for k in ("state_dict", "pytorch-lightning_version") if k not in checkpoint]
+        if missing:
+            raise DataError(f"not a checkpoint written by Lightning training (no {' or '.join(map(repr, missing))}); "
+                            "--ckpt_path resumes a run of tools/train.py, weights go in through the model's options",
+                            file=path)
+        return checkpoint

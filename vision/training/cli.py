@@ -24,9 +24,9 @@ from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
 
-from vision.errors import VisionError
+from vision.errors import DataError, VisionError
 from vision.training.callbacks import FiniteLossGuard, RandomStateCheckpoint
-from vision.training.checkpoint_io import AtomicCheckpointIO, load_checkpoint
+from vision.training.checkpoint_io import AtomicCheckpointIO, first_mismatch, load_checkpoint
 
 __all__ = ["VisionCLI", "main"]
 
@@ -81,11 +81,21 @@ def main(argv: Sequence[str] | None = None) -> VisionCLI:
             return VisionCLI()
         return VisionCLI(args=args)
     except Exception as exc:
-        error = _vision_error(exc)
+        error = _vision_error(exc) or _weights_error(exc, args)
         if error is None:
             raise
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _weights_error(exc: BaseException, args: Sequence[str]) -> DataError | None:
+    """A resumed checkpoint whose weights do not fit the model: Lightning loads them itself and raises torch's
+    multi-line RuntimeError; say it in one line, naming the checkpoint and the first mismatch."""
+    if not isinstance(exc, RuntimeError) or "Error(s) in loading state_dict" not in str(exc):
+        return None
+    path = _option(args, "--ckpt_path")
+    return DataError(f"the checkpoint's weights do not fit the model ({first_mismatch(exc)})",
+                     file=path, field=None if path else "ckpt_path")
 
 
 def _vision_error(exc: BaseException | None) -> VisionError | None:
@@ -97,4 +107,14 @@ def _vision_error(exc: BaseException | None) -> VisionError | None:
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _option(args: Sequence[str], name: str) -> str | None:
+    """The value of ``name`` on the command line (``name VALUE`` or ``name=VALUE``), or None."""
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
     return None

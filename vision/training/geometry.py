@@ -23,7 +23,7 @@ from vision.geometry.losses import camera_loss, depth_loss, normalize_scene, poi
 from vision.geometry.matching import MatchProjection, correspondence_loss, patch_correspondences
 from vision.errors import DataError
 from vision.geometry.model import GeometryBackbone, create_backbone
-from vision.training.checkpoint_io import load_checkpoint
+from vision.training.checkpoint_io import load_checkpoint, load_weights
 from vision.training.optim import decay_param_groups, warmup_cosine
 
 __all__ = ["GeometryModule", "geometry_losses"]
@@ -98,7 +98,7 @@ class GeometryModule(L.LightningModule):
         known = inspect.signature(cls.__init__).parameters
         hparams = {k: v for k, v in ckpt["hyper_parameters"].items() if k in known}
         module = cls(**hparams)
-        module.load_state_dict(ckpt["state_dict"])
+        load_weights(module, ckpt["state_dict"], path)
         return module
 
     def forward(self, images: torch.Tensor) -> dict[str, Any]:
