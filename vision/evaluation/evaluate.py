@@ -37,7 +37,7 @@ from typing import Any
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import coco_ap, coco_ground_truth
 from vision.evaluation.results import (load_document, load_results, validate_detection_results,
-                                       validate_forensics_results, validate_tracking_results)
+                                       validate_tracking_results)
 from vision.evaluation.openset import evaluate_openset
 from vision.evaluation.tracking3d import evaluate_tracking_task
 
@@ -95,7 +95,6 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     if task == "forensics":  # imported here: scikit-learn takes seconds to import and only this task needs it
         from vision.evaluation.forensics import evaluate_forensics
 
-        validate_forensics_results(results, gt, results_file, split_file=split_file)
         return evaluate_forensics(gt, results, results_file=results_file, gt_file=split_file, **options)
 
     validate_tracking_results(results, gt, results_file, split_file=split_file)

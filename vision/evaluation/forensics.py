@@ -21,13 +21,13 @@ videos raises :class:`DataError` (AUC, AP, EER and TPR are undefined with one cl
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
 from vision.errors import DataError, InputError
+from vision.evaluation.results import validate_forensics_results
 
 __all__ = ["evaluate_forensics", "binary_metrics", "equal_error_rate", "tpr_at_fpr", "threshold_from_real"]
 
@@ -101,7 +101,8 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
                        fpr: float = 0.05, results_file: str | None = None, gt_file: str | None = None) -> dict:
     """Score forensic ``results`` against the labelled videos of ``gt`` (see the module docstring).
 
-    Every labelled video needs exactly one result with a finite ``score``; results for unknown video ids, a
+    The split and the results are validated first (:func:`vision.evaluation.results.validate_forensics_results`):
+    every labelled video needs exactly one result with a finite ``score``; results for unknown video ids, a
     missing or non-finite score, or duplicates raise :class:`DataError` naming the file, index and field.
 
     A split whose labelled videos are all real or all generated raises :class:`DataError` naming the missing class.
@@ -109,34 +110,11 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
     Returns a flat dict: overall metrics, ``threshold``, ``threshold_source``, ``num_real``, ``num_generated``,
     ``<generator>/<metric>`` and ``macro/<metric>`` (keys in :data:`METRICS`).
     """
-    if not isinstance(gt, dict) or not isinstance(gt.get("videos"), list):
-        raise DataError("ground truth must be a split dict with a 'videos' list", file=gt_file, field="videos")
-    if not isinstance(results, list):
-        raise DataError("results must be a list of {video_id, score}", file=results_file)
-    labelled = {int(v["id"]): v for v in gt["videos"] if isinstance(v, dict) and v.get("label") in ("real", "generated")}
+    validate_forensics_results(results, gt, results_file, split_file=gt_file)
+    labelled = {int(v["id"]): v for v in gt["videos"] if v.get("label") in ("real", "generated")}
     if not labelled:
         raise DataError("no video carries a label 'real' or 'generated'", file=gt_file, field="videos")
-    scores: dict[int, float] = {}
-    for i, entry in enumerate(results):
-        if not isinstance(entry, dict):
-            raise DataError("each result must be an object", file=results_file, field=f"results[{i}]", value=entry)
-        vid = entry.get("video_id")
-        if isinstance(vid, bool) or not isinstance(vid, (int, np.integer)) or int(vid) not in labelled:
-            raise DataError("video_id is not a labelled video of the split", file=results_file,
-                            field=f"results[{i}].video_id", value=vid)
-        score = entry.get("score")
-        if isinstance(score, bool) or not isinstance(score, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(float(score)):
-            raise DataError("score must be a finite number", file=results_file, field=f"results[{i}].score",
-                            value=score)
-        if int(vid) in scores:
-            raise DataError("duplicate result for this video", file=results_file, field=f"results[{i}].video_id",
-                            value=vid)
-        scores[int(vid)] = float(score)
-    missing = sorted(set(labelled) - set(scores))
-    if missing:
-        raise DataError(f"{len(missing)} labelled video(s) have no result", file=results_file,
-                        field="video_id", value=missing[:10])
+    scores = {int(r["video_id"]): float(r["score"]) for r in results}
     for label in ("real", "generated"):
         if not any(v["label"] == label for v in labelled.values()):
             raise DataError(f"no '{label}' video among the {len(labelled)} labelled videos: AUC, AP, EER and "
