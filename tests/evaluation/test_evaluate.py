@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.evaluation.conftest import make_detection_case
+from tests.evaluation.conftest import evaluate_cli, make_detection_case
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import COCO_STAT_KEYS, coco_ap
 from vision.evaluation.evaluate import evaluate, format_table
@@ -130,11 +130,7 @@ def test_format_table():
 
 def test_tracking_on_a_split_without_cameras_through_the_cli(tmp_path, capsys):
     """A plain COCO-video split (no cameras, no depth) scores J&F; 3D IoU is left out, not an error."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-    from evaluate import main
+    main = evaluate_cli.main
 
     split, results = _tracking_case()
     assert not any("camera" in img or "depth_file" in img for img in split["images"])
@@ -152,11 +148,7 @@ def test_tracking_on_a_split_without_cameras_through_the_cli(tmp_path, capsys):
 
 
 def test_tracking_protocol_option(tmp_path):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-    from evaluate import main
+    main = evaluate_cli.main
 
     split, results = _tracking_case()
     davis = evaluate(split, results, "tracking", protocol="davis2017")

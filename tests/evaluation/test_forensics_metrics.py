@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
+from tests.evaluation.conftest import evaluate_cli
 from vision.errors import DataError, InputError
 from vision.evaluation.forensics import equal_error_rate, evaluate_forensics, tpr_at_fpr
 
@@ -102,8 +102,7 @@ def test_one_class_only_is_an_error_that_names_the_missing_class(tmp_path: Path,
     with pytest.raises(DataError, match="no 'real' video"):
         evaluate_forensics(gt, results, threshold=0.5, gt_file="split.json")
     # what a user of tools/evaluate.py sees: one line on stderr, exit status 2
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-    from evaluate import main
+    main = evaluate_cli.main
 
     (tmp_path / "split.json").write_text(json.dumps(gt))
     (tmp_path / "res.json").write_text(json.dumps(results))

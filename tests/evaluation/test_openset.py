@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from tests.evaluation.conftest import evaluate_cli
 from vision.errors import DataError, InputError
 from vision.evaluation.openset import box_iou_xywh, evaluate_openset, unknown_recall, voc07_ap, wilderness_impact
 
@@ -194,8 +195,6 @@ def test_opendet2_wi_keeps_known_classes_without_ground_truth(gt, results):
 
 def test_the_one_entry_point_passes_the_convention(gt, results, tmp_path):
     import json
-    import sys
-    from pathlib import Path
 
     from vision.evaluation.evaluate import evaluate
 
@@ -204,8 +203,7 @@ def test_the_one_entry_point_passes_the_convention(gt, results, tmp_path):
     assert metrics["AP_U"] == pytest.approx(6 / 11) and metrics["openset_convention"] == "opendet2"
     with pytest.raises(InputError, match="unknown_category_id"):
         evaluate(gt, results, "detection", openset_convention="opendet2")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-    from evaluate import main
+    main = evaluate_cli.main
 
     (tmp_path / "split.json").write_text(json.dumps(gt))
     (tmp_path / "res.json").write_text(json.dumps(results))

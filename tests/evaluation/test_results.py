@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import faulthandler
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -17,15 +16,12 @@ import pytest
 from _pytest.faulthandler import fault_handler_stderr_fd_key
 
 from tests.evaluation.conftest import label_sequence, make_detection_case
+from tests.evaluation.conftest import evaluate_cli
 from tests.evaluation.test_tracking import _results_from_labels, _video_split_from_labels
 from vision.errors import DataError
 from vision.evaluation.evaluate import evaluate
 from vision.evaluation.results import load_results, validate_forensics_results, validate_ground_truth
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("evaluate_cli", ROOT / "tools" / "evaluate.py")
-evaluate_cli = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(evaluate_cli)
 
 
 @pytest.fixture(autouse=True)
