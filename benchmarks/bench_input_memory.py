@@ -27,14 +27,12 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-import cv2  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import cv2
+import numpy as np
+import torch
 
-from vision.data.io import MAX_INPUT_PIXELS  # noqa: E402
+from vision.data.io import MAX_INPUT_PIXELS
 
 # tracking keeps every mask (presence threshold 0): an untrained tracker's masks are what is drawn and exported
 TASK_ARGS = {"detection": ["--vocabulary", "mug,chair"],

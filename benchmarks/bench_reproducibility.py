@@ -31,10 +31,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
+import torch
 
 
 def _child(args: argparse.Namespace) -> None:

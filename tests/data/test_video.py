@@ -11,9 +11,9 @@ import cv2
 import numpy as np
 import pytest
 
+from tests.data.conftest import png_claiming
 from vision.data.video import (VideoInfo, iter_frames, probe_video, read_frames_from_paths, read_video,
                                write_video)
-from tests.data.conftest import png_claiming
 from vision.errors import DataError, InputError, VideoError
 
 
