@@ -10,7 +10,7 @@ import torch
 
 from tests.data.conftest import H, W, depth_of
 from vision.data.coco import load_split
-from vision.data.datamodule import DetectionDataModule, ForensicsDataModule, MultiViewDataModule
+from vision.data.datamodule import DetectionDataModule, MultiViewDataModule
 from vision.data.datasets import (
     DetectionImageDataset,
     LabelledVideoDataset,
@@ -213,14 +213,6 @@ def test_detection_datamodule(split_path):
     assert set(cats.tolist()) == {1}
     val = next(iter(dm.val_dataloader()))
     assert val["images"].shape == (3, 3, H, W) and len(val["targets"]) == 3
-
-
-def test_forensics_datamodule(split_path):
-    dm = ForensicsDataModule(str(split_path), str(split_path), batch_size=4)
-    dm.setup("fit")
-    batch = next(iter(dm.val_dataloader()))
-    assert batch["label"].tolist() == [0, 1]
-    assert sorted(next(iter(dm.train_dataloader()))["label"].tolist()) == [0, 1]
 
 
 def test_datamodules_with_augmentation_resize_to_image_size(split_path):

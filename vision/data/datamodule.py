@@ -20,20 +20,21 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from vision.data.coco import Split, load_split
+from vision.data.coco import load_split
 from vision.data.datasets import (
     DetectionImageDataset,
     KeyedConcatDataset,
-    LabelledVideoDataset,
     MultiViewClipDataset,
     collate_clips,
     collate_detection,
-    collate_videos,
 )
 from vision.data.sampler import ResumableSampler
 from vision.errors import InputError
 
-__all__ = ["ResumableDataModule", "MultiViewDataModule", "DetectionDataModule", "ForensicsDataModule"]
+__all__ = ["ResumableDataModule", "MultiViewDataModule", "DetectionDataModule", "EVAL_STAGES"]
+
+#: Lightning stages that read an evaluation split; ``fit`` validates on ``val_split``.
+EVAL_STAGES = ("validate", "test", "predict")
 
 
 def _positive(name: str, value: int, minimum: int = 1) -> None:
@@ -44,7 +45,9 @@ def _positive(name: str, value: int, minimum: int = 1) -> None:
 class ResumableDataModule(L.LightningDataModule):
     """A LightningDataModule whose training data is reproducible from the run's seed and resumes mid-epoch.
 
-    Subclasses build their loaders with :meth:`train_loader` and :meth:`eval_loader`. The datamodule's
+    Subclasses build their loaders with :meth:`train_loader` and :meth:`eval_loader`, and keep the paths of their
+    evaluation splits in ``val_split``, ``test_split`` and ``predict_split`` (the latter two default to the one before
+    them); :meth:`split_path` says which split a stage reads, so a task scores its results against that split. The datamodule's
     ``state_dict`` (saved by Lightning in every checkpoint) is ``{"epoch", "batches"}``: the epoch and the number
     of training batches this rank's loop has taken in it; ``load_state_dict`` makes the next training loader start
     right after them.
@@ -54,6 +57,19 @@ class ResumableDataModule(L.LightningDataModule):
         super().__init__()
         self._epoch, self._batches = 0, 0
         self._resume_from: dict[str, int] | None = None
+
+    val_split: str
+    test_split: str | None = None
+    predict_split: str | None = None
+
+    def split_path(self, stage: str) -> str:
+        """The split file a Lightning stage evaluates on: ``validate`` (and ``fit``'s validation) ``val_split``,
+        ``test`` ``test_split``, ``predict`` ``predict_split``, each defaulting to the one before."""
+        if stage == "predict" and self.predict_split:
+            return self.predict_split
+        if stage in ("test", "predict") and self.test_split:
+            return self.test_split
+        return self.val_split
 
     @staticmethod
     def _seed() -> int:
@@ -107,6 +123,13 @@ class ResumableDataModule(L.LightningDataModule):
         self._resume_from = {"epoch": epoch, "batches": batches}
 
 
+def _eval_stages(stage: str | None) -> tuple[str, ...]:
+    """The evaluation stages a ``setup(stage)`` prepares (``fit`` validates; None: all)."""
+    if stage is None:
+        return EVAL_STAGES
+    return ("validate",) if stage == "fit" else (stage,) if stage in EVAL_STAGES else ()
+
+
 class MultiViewDataModule(ResumableDataModule):
     """Multi-view clips for geometry and tracking (batches from :func:`vision.data.datasets.collate_clips`:
     ``images`` float [B, S, 3, H, W] in [0, 1], cameras OpenCV camera-from-world, instance ids 0 = background).
@@ -114,6 +137,7 @@ class MultiViewDataModule(ResumableDataModule):
     Args:
         train_split / val_split: paths of split JSON files; ``train_split`` may be a list of paths (their clips are
             concatenated, e.g. a ``video`` and an ``unordered`` split).
+        test_split / predict_split: the splits of ``test`` and ``predict`` (default: ``val_split``).
         views: S, images per clip.
         batch_size / num_workers: DataLoader settings.
         image_size: target size handed to ``build_multiview_transform``; None keeps native sizes, no augmentation.
@@ -124,7 +148,7 @@ class MultiViewDataModule(ResumableDataModule):
 
     def __init__(self, train_split: str | Sequence[str], val_split: str, views: int = 4, batch_size: int = 1,
                  num_workers: int = 0, image_size: int | None = None, augment: bool = True, stride: int = 1,
-                 random_window: bool = True) -> None:
+                 random_window: bool = True, test_split: str | None = None, predict_split: str | None = None) -> None:
         super().__init__()
         if isinstance(train_split, str):
             train_split = [train_split]
@@ -139,11 +163,12 @@ class MultiViewDataModule(ResumableDataModule):
             _positive("image_size", image_size)
         self.save_hyperparameters()
         self.train_split, self.val_split = train_split, val_split
+        self.test_split, self.predict_split = test_split, predict_split
         self.views, self.stride = views, stride
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment, self.random_window = image_size, augment, random_window
         self.train_dataset: MultiViewClipDataset | KeyedConcatDataset | None = None
-        self.val_dataset: MultiViewClipDataset | None = None
+        self.eval_datasets: dict[str, MultiViewClipDataset] = {}
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
         if self.image_size is None:
@@ -159,9 +184,21 @@ class MultiViewDataModule(ResumableDataModule):
             parts = [MultiViewClipDataset(load_split(path), self.views, self.stride, transform=train_tf,
                                           random_window=self.random_window) for path in self.train_split]
             self.train_dataset = parts[0] if len(parts) == 1 else KeyedConcatDataset(parts)
-        if stage in (None, "fit", "validate") and self.val_dataset is None:
-            self.val_dataset = MultiViewClipDataset(load_split(self.val_split), self.views, self.stride,
-                                                    transform=val_tf, random_window=False)
+        for which in _eval_stages(stage):
+            path = self.split_path(which)
+            if path not in self.eval_datasets:
+                self.eval_datasets[path] = MultiViewClipDataset(load_split(path), self.views, self.stride,
+                                                                transform=val_tf, random_window=False)
+
+    @property
+    def val_dataset(self) -> MultiViewClipDataset:
+        return self.eval_dataset("validate")
+
+    def eval_dataset(self, stage: str) -> MultiViewClipDataset:
+        """The clips of the split ``stage`` evaluates on (enumerated windows, no augmentation)."""
+        if self.split_path(stage) not in self.eval_datasets:
+            self.setup(stage)
+        return self.eval_datasets[self.split_path(stage)]
 
     def train_dataloader(self) -> DataLoader:
         if self.train_dataset is None:
@@ -169,9 +206,13 @@ class MultiViewDataModule(ResumableDataModule):
         return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, collate_clips)
 
     def val_dataloader(self) -> DataLoader:
-        if self.val_dataset is None:
-            self.setup("validate")
-        return self.eval_loader(self.val_dataset, self.batch_size, self.num_workers, collate_clips)
+        return self.eval_loader(self.eval_dataset("validate"), self.batch_size, self.num_workers, collate_clips)
+
+    def test_dataloader(self) -> DataLoader:
+        return self.eval_loader(self.eval_dataset("test"), self.batch_size, self.num_workers, collate_clips)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self.eval_loader(self.eval_dataset("predict"), self.batch_size, self.num_workers, collate_clips)
 
 
 class DetectionDataModule(ResumableDataModule):
@@ -184,11 +225,13 @@ class DetectionDataModule(ResumableDataModule):
         augment: random augmentation of training images (when ``image_size`` is given).
         train_category_splits: training keeps only annotations of categories whose ``split`` is listed (a category
             without ``split`` counts as ``"iv"``); None keeps all. Validation always keeps all annotations.
+        test_split / predict_split: the splits of ``test`` and ``predict`` (default: ``val_split``).
     """
 
     def __init__(self, train_split: str, val_split: str, batch_size: int = 2, num_workers: int = 0,
                  image_size: int | None = None, augment: bool = True,
-                 train_category_splits: list[str] | None = None) -> None:
+                 train_category_splits: list[str] | None = None, test_split: str | None = None,
+                 predict_split: str | None = None) -> None:
         super().__init__()
         _positive("batch_size", batch_size)
         _positive("num_workers", num_workers, minimum=0)
@@ -196,12 +239,12 @@ class DetectionDataModule(ResumableDataModule):
             _positive("image_size", image_size)
         self.save_hyperparameters()
         self.train_split, self.val_split = train_split, val_split
+        self.test_split, self.predict_split = test_split, predict_split
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment = image_size, augment
         self.train_category_splits = list(train_category_splits) if train_category_splits is not None else None
         self.train_dataset: DetectionImageDataset | None = None
-        self.val_dataset: DetectionImageDataset | None = None
-        self.val_split_data: Split | None = None
+        self.eval_datasets: dict[str, DetectionImageDataset] = {}
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
         if self.image_size is None:
@@ -219,9 +262,20 @@ class DetectionDataModule(ResumableDataModule):
             if self.train_category_splits is not None:
                 categories = split.category_ids(self.train_category_splits)
             self.train_dataset = DetectionImageDataset(split, transform=train_tf, categories=categories)
-        if stage in (None, "fit", "validate", "test") and self.val_dataset is None:
-            self.val_split_data = load_split(self.val_split)
-            self.val_dataset = DetectionImageDataset(self.val_split_data, transform=val_tf)
+        for which in _eval_stages(stage):
+            path = self.split_path(which)
+            if path not in self.eval_datasets:
+                self.eval_datasets[path] = DetectionImageDataset(load_split(path), transform=val_tf)
+
+    @property
+    def val_dataset(self) -> DetectionImageDataset:
+        return self.eval_dataset("validate")
+
+    def eval_dataset(self, stage: str) -> DetectionImageDataset:
+        """The images of the split ``stage`` evaluates on (all annotations, no augmentation)."""
+        if self.split_path(stage) not in self.eval_datasets:
+            self.setup(stage)
+        return self.eval_datasets[self.split_path(stage)]
 
     def train_dataloader(self) -> DataLoader:
         if self.train_dataset is None:
@@ -229,43 +283,10 @@ class DetectionDataModule(ResumableDataModule):
         return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, collate_detection)
 
     def val_dataloader(self) -> DataLoader:
-        if self.val_dataset is None:
-            self.setup("validate")
-        return self.eval_loader(self.val_dataset, self.batch_size, self.num_workers, collate_detection)
+        return self.eval_loader(self.eval_dataset("validate"), self.batch_size, self.num_workers, collate_detection)
 
+    def test_dataloader(self) -> DataLoader:
+        return self.eval_loader(self.eval_dataset("test"), self.batch_size, self.num_workers, collate_detection)
 
-class ForensicsDataModule(ResumableDataModule):
-    """Labelled videos (real = 0, generated = 1) for forensic detection (batches from
-    :func:`vision.data.datasets.collate_videos`: paths, labels, generators, video ids; decoding is the model's).
-
-    Args:
-        train_split / val_split: paths of split JSON files.
-        batch_size / num_workers: DataLoader settings.
-    """
-
-    def __init__(self, train_split: str, val_split: str, batch_size: int = 4, num_workers: int = 0) -> None:
-        super().__init__()
-        _positive("batch_size", batch_size)
-        _positive("num_workers", num_workers, minimum=0)
-        self.save_hyperparameters()
-        self.train_split, self.val_split = train_split, val_split
-        self.batch_size, self.num_workers = batch_size, num_workers
-        self.train_dataset: LabelledVideoDataset | None = None
-        self.val_dataset: LabelledVideoDataset | None = None
-
-    def setup(self, stage: str | None = None) -> None:
-        if stage in (None, "fit") and self.train_dataset is None:
-            self.train_dataset = LabelledVideoDataset(load_split(self.train_split))
-        if stage in (None, "fit", "validate", "test") and self.val_dataset is None:
-            self.val_dataset = LabelledVideoDataset(load_split(self.val_split))
-
-    def train_dataloader(self) -> DataLoader:
-        if self.train_dataset is None:
-            self.setup("fit")
-        return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, collate_videos,
-                                 with_seeds=False)
-
-    def val_dataloader(self) -> DataLoader:
-        if self.val_dataset is None:
-            self.setup("validate")
-        return self.eval_loader(self.val_dataset, self.batch_size, self.num_workers, collate_videos)
+    def predict_dataloader(self) -> DataLoader:
+        return self.eval_loader(self.eval_dataset("predict"), self.batch_size, self.num_workers, collate_detection)

@@ -28,7 +28,12 @@ import torch
 from vision.errors import InputError
 from vision.rng import preserved_rng_state
 
+#: Width of the default text encoder's embeddings (all-MiniLM-L6-v2): the text width every task's model uses
+#: unless its config says otherwise.
+TEXT_DIM = 384
+
 __all__ = [
+    "TEXT_DIM",
     "TextEncoder",
     "MiniLMTextEncoder",
     "TEXT_ENCODERS",
@@ -100,7 +105,7 @@ class MiniLMTextEncoder:
         ``encoder(texts: list[str]) -> torch.FloatTensor [N, 384]`` on ``device``, unit L2 norm, no grad.
     """
 
-    dim: int = 384
+    dim: int = TEXT_DIM
 
     def __init__(self, device: str | torch.device | None = None, batch_size: int = 1,
                  max_cache_size: int = 100_000) -> None:

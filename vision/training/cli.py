@@ -5,7 +5,14 @@
 - YAML configs name the LightningModule and LightningDataModule by class path; any field can be overridden on the
   command line (``--model.init_args.lr 1e-3``).
 - The resolved config is written to the run folder (``config.yaml`` beside the logs).
-- Checkpoints: the configs keep the best (by ``val/loss``) and the last one; every write is atomic
+- ``fit`` validates with the task's own metric (``val/AP50``, ``val/J&F``, ``val/AUC``, ``val/abs_rel``, ... gathered
+  across ranks, :mod:`vision.training.collect`); ``test --config C --ckpt_path P`` prints the test split's table;
+  ``predict --config C --ckpt_path P [--results out.json]`` writes one merged COCO-format results file
+  (:class:`~vision.training.writer.ResultsWriter`; default ``<default_root_dir>/predictions.json``) that
+  ``tools/evaluate.py`` scores to the same figures.
+- Values that must agree between ``model:`` and ``data:`` are linked, not repeated: the data's ``image_size``
+  (and, for forensics, ``tools`` and ``max_frames``) come from the model's ``config``.
+- Checkpoints: the configs keep the best (by the task metric) and the last one; every write is atomic
   (:class:`~vision.training.checkpoint_io.AtomicCheckpointIO`) and reads use ``weights_only=True``.
 - Resume with ``--ckpt_path path/to/last.ckpt``: step count, optimizer and scheduler state, the random state and
   the data position continue exactly; on the CPU the resumed run ends with the weights of an uninterrupted one, bit
@@ -18,7 +25,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI
@@ -27,10 +34,15 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from vision.errors import DataError, VisionError
 from vision.training.callbacks import FiniteLossGuard, RandomStateCheckpoint
 from vision.training.checkpoint_io import AtomicCheckpointIO, first_mismatch, load_checkpoint
+from vision.training.writer import ResultsWriter
 
-__all__ = ["VisionCLI", "main"]
+__all__ = ["VisionCLI", "main", "LINKS"]
 
 _SUBCOMMANDS = {"fit", "validate", "test", "predict"}
+
+#: ``model.init_args.config.<field>`` -> ``data.init_args.<field>``: set once, in the model's config. A link whose
+#: source or target a task's classes do not have is skipped for that task.
+LINKS: tuple[str, ...] = ("image_size", "tools", "max_frames")
 
 
 class VisionCLI(LightningCLI):
@@ -44,11 +56,23 @@ class VisionCLI(LightningCLI):
             subclass_mode_model=True,
             subclass_mode_data=True,
             save_config_kwargs={"overwrite": True},
-            trainer_defaults={"callbacks": [FiniteLossGuard(), RandomStateCheckpoint()]},
+            trainer_defaults={"callbacks": [FiniteLossGuard(), RandomStateCheckpoint(), ResultsWriter()]},
             args=args,
             run=run,
         )
 
+    def add_arguments_to_parser(self, parser: Any) -> None:
+        for name in LINKS:
+            parser.link_arguments(f"model.init_args.config.{name}", f"data.init_args.{name}", apply_on="parse")
+        parser.add_argument("--results", type=Optional[str], default=None,
+                            help="predict: the merged COCO-format results file to write "
+                                 "(default <trainer.default_root_dir>/predictions.json)")
+
+    def before_predict(self) -> None:
+        results = self.config.get("predict", {}).get("results") if self.subcommand == "predict" else None
+        for callback in self.trainer.callbacks:
+            if isinstance(callback, ResultsWriter) and results:
+                callback.output = results
 
     def _parse_ckpt_path(self) -> None:
         """Lightning reads ``--ckpt_path`` here with a bare ``torch.load``; an unreadable checkpoint is reported as

@@ -1,0 +1,118 @@
+"""Reading checkpoints (``torch.load(weights_only=True)``) and the typed configs that rebuild a task's model.
+
+Every task defines one dataclass config (a subclass of :class:`TaskConfig`), one ``build_model(config)`` and one
+``load(checkpoint)`` in ``vision/<task>/task.py``; its LightningModule stores the config in the checkpoint's
+hyper-parameters as a plain dict under ``"config"`` (so ``weights_only=True`` reads it) and its weights under a
+prefix (``"model."``). :func:`read_task_checkpoint` is the one reader of that layout. Inference code imports this
+module, never :mod:`vision.training`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from vision.errors import DataError, InputError
+
+__all__ = ["TaskConfig", "load_checkpoint", "load_weights", "first_mismatch", "read_task_checkpoint"]
+
+C = TypeVar("C", bound="TaskConfig")
+
+
+@dataclasses.dataclass
+class TaskConfig:
+    """Base of the tasks' model configs: a dataclass of plain values (str, int, float, bool, lists of them).
+
+    ``to_dict()`` is what a checkpoint stores; ``from_value`` accepts a config, a mapping (a checkpoint's or a YAML
+    file's) or None (the defaults), and names an unknown field instead of ignoring it.
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_value(cls: type[C], value: C | Mapping[str, Any] | None, file: str | Path | None = None) -> C:
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, Mapping):
+            raise InputError(f"a {cls.__name__} must be a mapping of its fields, got {type(value).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            message = f"unknown {cls.__name__} field(s) {unknown}; known: {sorted(names)}"
+            if file is not None:
+                raise DataError(message, file=file, field="hyper_parameters.config")
+            raise InputError(message)
+        return cls(**dict(value))
+
+    def replace(self: C, **changes: Any) -> C:
+        """A copy with ``changes`` applied (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+
+def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict:
+    """Read a checkpoint with ``torch.load(weights_only=True)``; a missing or unreadable file is a ``DataError``."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("checkpoint file not found", file=path)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many types for corrupt or unsafe files
+        raise DataError(f"cannot read checkpoint ({_one_line(exc)})", file=path) from exc
+
+
+def _one_line(exc: Exception) -> str:
+    """torch's reason in one line; for a refused pickle only the offending global, not torch's advice to load
+    the file with ``weights_only=False`` (which would run whatever code it holds)."""
+    text = str(exc)
+    if "Weights only load failed" in text:
+        reason = next((line.strip() for line in text.splitlines() if "WeightsUnpickler error" in line), "")
+        reason = reason.split(" was not an allowed global")[0]
+        return ("the file holds more than tensors and plain data, and only weights are loaded"
+                + (f"; {reason}" if reason else ""))
+    return f"{type(exc).__name__}: {' '.join(text.split())}"
+
+
+def load_weights(module: torch.nn.Module, state_dict: dict[str, Any], file: str | Path, strict: bool = True,
+                 hint: str = "") -> None:
+    """``module.load_state_dict(state_dict)``; weights that do not fit (missing or unexpected keys, other shapes) are a
+    :class:`DataError` naming the checkpoint ``file`` and the first mismatch, in one line (then ``hint``)."""
+    try:
+        module.load_state_dict(state_dict, strict=strict)
+    except RuntimeError as exc:
+        raise DataError(f"the checkpoint's weights do not fit this {type(module).__name__} "
+                        f"({first_mismatch(exc)}){'; ' + hint if hint else ''}", file=file) from None
+
+
+def first_mismatch(exc: RuntimeError) -> str:
+    """The first line of detail of torch's ``load_state_dict`` error (missing / unexpected keys, a shape), at most
+    300 characters."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = " ".join(lines[1:2] or lines[:1])
+    return detail if len(detail) <= 300 else detail[:297] + "..."
+
+
+def read_task_checkpoint(path: str | Path, config_cls: type[C], prefix: str = "model.",
+                         map_location: Any = "cpu") -> tuple[C, dict[str, torch.Tensor], dict]:
+    """Read a task's Lightning checkpoint: ``(config, weights under prefix with the prefix removed, checkpoint)``.
+
+    The config comes from ``hyper_parameters["config"]``; a checkpoint without one, or without weights under
+    ``prefix``, is a :class:`DataError` naming the file (and saying which task's checkpoint was expected).
+    """
+    checkpoint = load_checkpoint(path, map_location=map_location)
+    task = config_cls.__name__.removesuffix("Config").lower() or config_cls.__name__
+    hparams = checkpoint.get("hyper_parameters")
+    state = checkpoint.get("state_dict")
+    if not isinstance(hparams, Mapping) or not isinstance(hparams.get("config"), Mapping):
+        raise DataError(f"not a {task} checkpoint of this version (no hyper_parameters.config); retrain it with "
+                        "tools/train.py", file=path, field="hyper_parameters.config")
+    weights = {k[len(prefix):]: v for k, v in (state or {}).items() if k.startswith(prefix)}
+    if not weights:
+        raise DataError(f"not a {task} checkpoint (no weights under {prefix!r})", file=path, field="state_dict")
+    return config_cls.from_value(hparams["config"], file=path), weights, checkpoint
