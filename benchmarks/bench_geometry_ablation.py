@@ -30,8 +30,9 @@ import torch  # noqa: E402
 from benchmarks.curves import format_curves  # noqa: E402
 from vision.data.datamodule import MultiViewDataModule  # noqa: E402
 from vision.geometry.model import create_backbone  # noqa: E402
-from vision.training.geometry import GeometryModule, geometry_losses  # noqa: E402
-from vision.training.geometry_eval import evaluate_geometry  # noqa: E402
+from vision.geometry.lightning import GeometryModule
+from vision.geometry.losses import geometry_losses  # noqa: E402
+from vision.geometry.evaluation import evaluate_geometry  # noqa: E402
 from vision.training.optim import warmup_cosine  # noqa: E402
 
 VARIANTS = ("conv", "convstem", "conv+augment", "conv+match")

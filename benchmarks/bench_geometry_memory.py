@@ -29,7 +29,7 @@ from vision.data.coco import load_split  # noqa: E402
 from vision.data.datasets import MultiViewClipDataset, collate_clips  # noqa: E402
 from vision.data.transforms import build_multiview_transform  # noqa: E402
 from vision.geometry.losses import normalize_scene  # noqa: E402
-from vision.training.geometry import GeometryModule  # noqa: E402
+from vision.geometry.lightning import GeometryModule  # noqa: E402
 
 RADII = (0.0125, 0.025, 0.05, 0.1)  # around the scales of SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS
 MIN_PIXELS = 5

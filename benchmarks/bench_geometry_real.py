@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vision.evaluation.geometry import depth_metrics  # noqa: E402
-from vision.training.geometry import GeometryModule  # noqa: E402
+from vision.geometry.lightning import GeometryModule  # noqa: E402
 
 FOCAL, BASELINE_MM, DOFFS = 994.978, 193.001, 31.086
 

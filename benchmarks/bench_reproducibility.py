@@ -43,7 +43,7 @@ def _child(args: argparse.Namespace) -> None:
     from vision.data.datamodule import MultiViewDataModule
     from vision.training.callbacks import RandomStateCheckpoint
     from vision.training.checkpoint_io import AtomicCheckpointIO
-    from vision.training.geometry import GeometryModule
+    from vision.geometry.lightning import GeometryModule
 
     class Kill(L.Callback):
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):

@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vision.data.io import atomic_write_json  # noqa: E402
 from vision.errors import VisionError  # noqa: E402
-from vision.training.geometry import GeometryModule  # noqa: E402
-from vision.training.geometry_eval import evaluate_geometry, format_geometry_table  # noqa: E402
+from vision.geometry.lightning import GeometryModule  # noqa: E402
+from vision.geometry.evaluation import evaluate_geometry, format_geometry_table  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,7 +46,7 @@ def _data(root: Path) -> dict[str, dict]:
     tools = ["spectrum", "residual", "temporal"]
     return {
         "geometry": {
-            "model": {"class_path": "vision.training.geometry.GeometryModule",
+            "model": {"class_path": "vision.geometry.lightning.GeometryModule",
                       "init_args": {"size": "tiny", "image_size": 32, "warmup_steps": 2, "match_weight": 1.0}},
             "data": {"class_path": "vision.data.datamodule.MultiViewDataModule", "init_args": multiview},
         },

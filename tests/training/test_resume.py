@@ -31,7 +31,7 @@ def _config(tmp: Path, train: Path, val: Path, max_steps: int, probe: Path) -> P
                 {"class_path": "tests.training.resume_probe.RecordTrainStart", "init_args": {"path": str(probe)}},
             ],
         },
-        "model": {"class_path": "vision.training.geometry.GeometryModule",
+        "model": {"class_path": "vision.geometry.lightning.GeometryModule",
                   "init_args": {"size": "tiny", "image_size": 32, "warmup_steps": 5}},
         "data": {"class_path": "vision.data.datamodule.MultiViewDataModule",
                  "init_args": {"train_split": str(train), "val_split": str(val), "views": 2, "batch_size": 1,

@@ -3,14 +3,14 @@
 Batches: :class:`vision.data.datamodule.MultiViewDataModule` (``collate_clips``). Each step draws prompts with
 :func:`vision.tracking.sampling.sample_prompts` (types and views at random; optional negative text prompts).
 
-- ``architecture="g2tam"``: loss = ``geometry_weight`` * geometry losses (:func:`vision.training.geometry.
+- ``architecture="g2tam"``: loss = ``geometry_weight`` * geometry losses (:func:`vision.geometry.losses.
   geometry_losses`: cameras, depth, points) + focal x20 + dice + IoU L1 + presence BCE; the mask head reads the
   same backbone pass, so training is end to end. With ``memory_prob`` > 0 some object slots also carry a 3D
   memory (:func:`vision.tracking.sampling.simulate_memory`), as the predictor's windows and second pass give.
 - ``architecture="memory_bank"``: :class:`~vision.tracking.baseline.MemoryBankTracker` with the same mask losses,
   prompts, optimiser and schedule (no geometry losses: it has no geometry heads).
 
-``geometry_checkpoint``: a Lightning checkpoint of :class:`vision.training.geometry.GeometryModule` (keys
+``geometry_checkpoint``: a Lightning checkpoint of :class:`vision.geometry.lightning.GeometryModule` (keys
 ``model.*``) loaded into the backbone before training (for the control, only the aggregator weights).
 """
 
@@ -27,7 +27,7 @@ from vision.tracking.losses import tracking_losses
 from vision.tracking.model import G2TAM
 from vision.tracking.sampling import PROMPT_TYPES, sample_prompts, simulate_memory
 from vision.training.checkpoint_io import load_checkpoint, load_weights
-from vision.training.geometry import geometry_losses
+from vision.geometry.losses import geometry_losses
 from vision.training.optim import warmup_cosine
 
 __all__ = ["TrackingModule", "build_tracker", "load_geometry_weights", "NEGATIVE_NAMES"]

@@ -8,8 +8,9 @@ from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
 from vision.data.synthetic import write_split
 from vision.data.transforms import build_multiview_transform
-from vision.training.geometry import GeometryModule, geometry_losses
-from vision.training.geometry_eval import evaluate_geometry
+from vision.geometry.lightning import GeometryModule
+from vision.geometry.losses import geometry_losses
+from vision.geometry.evaluation import evaluate_geometry
 
 
 def test_tiny_backbone_fits_the_poses_and_depth_of_two_clips(tmp_path):

@@ -5,8 +5,9 @@ import torch
 
 from vision.data.datamodule import MultiViewDataModule
 from vision.data.synthetic import write_split
-from vision.training.geometry import GeometryModule, geometry_losses
-from vision.training.geometry_eval import evaluate_geometry
+from vision.geometry.lightning import GeometryModule
+from vision.geometry.losses import geometry_losses
+from vision.geometry.evaluation import evaluate_geometry
 
 
 def test_match_loss_trains_the_projection_and_adds_a_match_pose_row(tmp_path):

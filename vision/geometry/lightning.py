@@ -19,50 +19,14 @@ from typing import Any
 import lightning as L
 import torch
 
-from vision.geometry.losses import camera_loss, depth_loss, normalize_scene, point_loss
-from vision.geometry.matching import MatchProjection, correspondence_loss, patch_correspondences
+from vision.geometry.losses import geometry_losses
+from vision.geometry.matching import MatchProjection
 from vision.errors import DataError
 from vision.geometry.model import GeometryBackbone, create_backbone
 from vision.training.checkpoint_io import load_checkpoint, load_weights
 from vision.training.optim import decay_param_groups, warmup_cosine
 
-__all__ = ["GeometryModule", "geometry_losses"]
-
-
-def geometry_losses(model: GeometryBackbone, batch: dict[str, Any], camera_weight: float = 5.0,
-                    depth_weight: float = 1.0, point_weight: float = 1.0, match: MatchProjection | None = None,
-                    match_weight: float = 0.0) -> tuple[dict[str, torch.Tensor], dict]:
-    """Run ``model`` on a batch and return ``(losses, predictions)``; ``losses["loss"]`` is the weighted total.
-    ``match`` projects the last aggregator layer's patch tokens for the correspondence loss (used when
-    ``match_weight`` > 0)."""
-    images = batch["images"]
-    valid = batch["valid_depth"] & (batch["depth"] > 0)
-    gt = normalize_scene(batch["extrinsics"], batch["intrinsics"], batch["depth"], None, valid)
-    pred = model(images)
-    hw = (images.shape[-2], images.shape[-1])
-    losses: dict[str, torch.Tensor] = {}
-    total = images.new_zeros(())
-    if "pose_enc_list" in pred:
-        cam_valid = batch["has_camera"][:, None].expand(-1, images.shape[1])
-        cam = camera_loss(pred["pose_enc_list"], gt.extrinsics, gt.intrinsics, hw, valid=cam_valid)
-        losses.update({"loss_camera": cam["loss"], "loss_camera_t": cam["loss_t"], "loss_camera_r": cam["loss_r"]})
-        total = total + camera_weight * cam["loss"]
-    if "depth" in pred:
-        dep = depth_loss(pred["depth"], pred["depth_conf"], gt.depth, valid)
-        losses.update({"loss_depth": dep["loss"], "loss_depth_grad": dep["loss_grad"]})
-        total = total + depth_weight * dep["loss"]
-    if "world_points" in pred:
-        pts = point_loss(pred["world_points"], pred["world_points_conf"], gt.world_points, valid)
-        losses.update({"loss_points": pts["loss"]})
-        total = total + point_weight * pts["loss"]
-    if match is not None and match_weight > 0:
-        target = patch_correspondences(gt.depth, valid, gt.extrinsics, gt.intrinsics, model.patch_size)
-        features = match(pred["tokens"][-1][:, :, pred["patch_start_idx"]:])
-        cor = correspondence_loss(features, target)
-        losses.update({"loss_match": cor["loss"], "match_accuracy": cor["accuracy"]})
-        total = total + match_weight * cor["loss"]
-    losses["loss"] = total
-    return losses, pred
+__all__ = ["GeometryModule"]
 
 
 class GeometryModule(L.LightningModule):
