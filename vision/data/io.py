@@ -30,7 +30,8 @@ import numpy as np
 from vision.errors import DataError, InputError, VideoError
 
 __all__ = ["atomic_write_bytes", "atomic_write_json", "resolve_inside", "MAX_INPUT_PIXELS", "MAX_WORKING_PIXELS",
-           "MAX_INPUT_FRAMES", "check_pixels", "fit_within", "image_size", "read_image", "resize_frame"]
+           "MAX_INPUT_FRAMES", "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "check_pixels", "fit_within", "image_size",
+           "read_image", "resize_frame"]
 
 #: A frame with more pixels (4096 x 4096 = 16.8 MP) is refused from its header, before decoding.
 MAX_INPUT_PIXELS = 4096 * 4096
@@ -38,6 +39,12 @@ MAX_INPUT_PIXELS = 4096 * 4096
 MAX_WORKING_PIXELS = 1280 * 720
 #: Frames used per request (the first ones) by tools/predict.py and, at most, by the demo.
 MAX_INPUT_FRAMES = 1000
+
+#: Image files accepted as input (lower-case suffixes) by tools/predict.py, the demo and :func:`read_image` (Pillow
+#: reads their headers, OpenCV decodes them; TIFF included).
+IMAGE_SUFFIXES: tuple[str, ...] = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
+#: Video files accepted as input (lower-case suffixes) by tools/predict.py, the demo and the dataset converters.
+VIDEO_SUFFIXES: tuple[str, ...] = (".mp4", ".mov", ".m4v", ".avi", ".mkv", ".webm")
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

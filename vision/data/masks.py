@@ -5,17 +5,21 @@ from __future__ import annotations
 import numpy as np
 from pycocotools import mask as mask_utils
 
-__all__ = ["encode_mask", "decode_rle", "rle_area", "rle_to_bbox", "mask_to_bbox"]
+__all__ = ["encode_mask", "decode_rle", "rle_area", "mask_to_bbox"]
+
+
+def _fortran_uint8(mask: np.ndarray, caller: str) -> np.ndarray:
+    """``mask`` as the Fortran-ordered uint8 [H, W] array pycocotools encodes; refuses other shapes."""
+    m = np.asfortranarray(np.asarray(mask, dtype=np.uint8))
+    if m.ndim != 2:
+        raise ValueError(f"{caller} expects a 2-D mask [H, W], got shape {m.shape}")
+    return m
 
 
 def encode_mask(mask: np.ndarray) -> dict:
     """Binary mask [H, W] (bool or 0/1) -> COCO RLE ``{"size": [H, W], "counts": str}``."""
-    m = np.asfortranarray(np.asarray(mask, dtype=np.uint8))
-    if m.ndim != 2:
-        raise ValueError(f"encode_mask expects a 2-D mask [H, W], got shape {m.shape}")
-    rle = mask_utils.encode(m)
-    rle["counts"] = rle["counts"].decode("ascii")
-    return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": rle["counts"]}
+    rle = mask_utils.encode(_fortran_uint8(mask, "encode_mask"))
+    return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": rle["counts"].decode("ascii")}
 
 
 def _as_pycoco(rle: dict) -> dict:
@@ -36,15 +40,9 @@ def rle_area(rle: dict) -> int:
     return int(mask_utils.area(_as_pycoco(rle)))
 
 
-def rle_to_bbox(rle: dict) -> list[float]:
-    """Tight XYWH box (COCO convention, pixels) of an RLE; [0, 0, 0, 0] when empty."""
-    return [float(v) for v in mask_utils.toBbox(_as_pycoco(rle))]
-
-
 def mask_to_bbox(mask: np.ndarray) -> list[float]:
-    """Tight XYWH box of a binary mask: x0, y0 of the first pixel and width/height in whole pixels."""
-    ys, xs = np.nonzero(mask)
-    if len(xs) == 0:
-        return [0.0, 0.0, 0.0, 0.0]
-    x0, y0 = int(xs.min()), int(ys.min())
-    return [float(x0), float(y0), float(xs.max() - x0 + 1), float(ys.max() - y0 + 1)]
+    """Tight COCO box ``[x, y, w, h]`` (floats, pixels) of a binary mask [H, W], computed by
+    ``pycocotools.mask.toBbox``: x, y of the top-left foreground pixel, w and h counting whole pixels (a single
+    pixel at (3, 5) gives ``[3, 5, 1, 1]``). An empty mask gives ``[0.0, 0.0, 0.0, 0.0]``."""
+    rle = mask_utils.encode(_fortran_uint8(mask, "mask_to_bbox"))
+    return [float(v) for v in mask_utils.toBbox(rle)]

@@ -165,10 +165,6 @@ class MiniLMTextEncoder:
             self._cache.popitem(last=False)
         return out
 
-    def clear_cache(self) -> None:
-        """Forget every cached embedding."""
-        self._cache.clear()
-
 
 TEXT_ENCODERS: dict[str, Callable[..., TextEncoder]] = {
     "minilm": MiniLMTextEncoder,
