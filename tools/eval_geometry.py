@@ -9,9 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vision.data.io import atomic_write_json  # noqa: E402
 from vision.errors import VisionError  # noqa: E402

@@ -1,105 +1,13 @@
-"""Evaluate a results file against a split.
+#!/usr/bin/env python
+"""Score a results file against a split: ``python tools/evaluate.py --split S.json --results R.json --task T``.
 
-    python tools/evaluate.py --split SPLIT.json --results RESULTS.json --task detection|tracking|forensics [--out METRICS.json]
-
-Prints a table of metrics and, with ``--out``, writes them as JSON (atomically). Bad input exits with status 2
-and one line on stderr naming the file, the field and the problem.
+The same as the console script ``vision-evaluate`` (:mod:`vision.cli.evaluate`); the package must be installed
+(``make setup`` or ``pip install -e .``).
 """
 
-from __future__ import annotations
-
-import argparse
-import math
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from vision.data.io import atomic_write_json  # noqa: E402
-from vision.errors import VisionError  # noqa: E402
-from vision.evaluation.evaluate import TASKS, evaluate, format_table  # noqa: E402
-from vision.evaluation.tracking import PROTOCOLS  # noqa: E402
-
-
-def _id_list(text: str) -> list[int]:
-    try:
-        return [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integer ids, got {text!r}") from None
-
-
-def _finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description="Score COCO-format results against a split.")
-    parser.add_argument("--split", required=True, type=Path, help="the split's COCO JSON (ground truth)")
-    parser.add_argument("--results", required=True, type=Path, help="the results JSON (a list)")
-    parser.add_argument("--task", required=True, choices=TASKS)
-    parser.add_argument("--out", type=Path, help="write the metrics here as JSON")
-    parser.add_argument("--category-ids", type=_id_list, help="detection: restrict AP to these ids (IV mAP)")
-    parser.add_argument("--extra-category-ids", type=_id_list,
-                        help="detection: ids accepted in results besides the split's (e.g. oov)")
-    parser.add_argument("--unknown-category-id", type=int,
-                        help="detection: the id of rejected (OOV) detections; adds the open-set metrics")
-    parser.add_argument("--openset-convention", choices=("coco", "opendet2"),
-                        help="detection: how AP_U and WI are computed (default coco; opendet2: OpenDet2's evaluator)")
-    parser.add_argument("--prompted-image-ids", type=_id_list, help="tracking: views to exclude (prompted)")
-    parser.add_argument("--skip-first-and-last", action="store_true",
-                        help="tracking: drop the first and last frame (DAVIS semi-supervised protocol)")
-    parser.add_argument("--protocol", choices=PROTOCOLS,
-                        help="tracking: which frames and objects J&F scores (default vos-benchmark)")
-    parser.add_argument("--threshold", type=_finite_float,
-                        help="forensics: the detector's threshold (fixed on real validation videos)")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    detection_flags = (args.category_ids is not None or args.extra_category_ids is not None
-                       or args.unknown_category_id is not None or args.openset_convention is not None)
-    tracking_flags = args.prompted_image_ids is not None or args.skip_first_and_last or args.protocol is not None
-    forensics_flags = args.threshold is not None
-    if ((args.task != "detection" and detection_flags) or (args.task != "tracking" and tracking_flags)
-            or (args.task != "forensics" and forensics_flags)):
-        parser.error(f"an option given does not apply to --task {args.task}")
-    options: dict = {}
-    if args.task == "detection":
-        if args.category_ids is not None:
-            options["category_ids"] = args.category_ids
-        if args.extra_category_ids is not None:
-            options["extra_category_ids"] = args.extra_category_ids
-        if args.unknown_category_id is not None:
-            options["unknown_category_id"] = args.unknown_category_id
-        if args.openset_convention is not None:
-            options["openset_convention"] = args.openset_convention
-    elif args.task == "tracking":
-        if args.prompted_image_ids is not None:
-            options["prompted_image_ids"] = args.prompted_image_ids
-        options["skip_first_and_last"] = args.skip_first_and_last
-        if args.protocol is not None:
-            options["protocol"] = args.protocol
-        options["split_root"] = str(args.split.resolve().parent)
-    elif args.threshold is not None:
-        options["threshold"] = args.threshold
-    try:
-        metrics = evaluate(args.split, args.results, args.task, **options)
-        if args.out is not None:
-            atomic_write_json(args.out, metrics, indent=2)
-    except (VisionError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(format_table(metrics))
-    return 0
-
+from vision.cli.evaluate import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,6 +1,6 @@
-"""tools/predict.py: clear one-line errors for bad paths and prompts (exit status 2, no stack trace)."""
+"""vision-predict (vision.cli.predict, tools/predict.py): clear one-line errors for bad paths and prompts (exit
+status 2, no stack trace), input limits, and end-to-end runs."""
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -8,12 +8,8 @@ import numpy as np
 import pytest
 
 from tests.data.conftest import png_claiming
+from vision.cli import predict as predict_cli
 from vision.errors import InputError
-
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("predict_cli", ROOT / "tools" / "predict.py")
-predict_cli = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(predict_cli)
 
 
 def test_missing_checkpoint_and_input(tmp_path, capsys):
