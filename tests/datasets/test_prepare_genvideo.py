@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +10,7 @@ import pytest
 from vision.data.coco import load_split
 from vision.data.video import write_video
 from vision.errors import DataError
-
-_SPEC = importlib.util.spec_from_file_location(
-    "prepare_genvideo", Path(__file__).resolve().parents[2] / "datasets" / "prepare_genvideo.py")
-prepare_genvideo = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(prepare_genvideo)
+from vision.prepare import genvideo as prepare_genvideo
 
 
 @pytest.fixture()
@@ -59,3 +54,11 @@ def test_holdout_generator_goes_to_test(layout: Path, tmp_path: Path) -> None:
 def test_bad_layout_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="real/"):
         prepare_genvideo.scan(tmp_path)
+
+
+def test_the_cli_converts_and_reports_a_bad_layout_in_one_line(layout: Path, tmp_path: Path, capsys) -> None:
+    assert prepare_genvideo.main([str(layout), "--out", str(tmp_path / "out"), "--test", "0.3"]) == 0
+    assert "train:" in capsys.readouterr().out and (tmp_path / "out" / "train.json").is_file()
+    assert prepare_genvideo.main([str(tmp_path / "empty"), "--out", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "real/" in err[0]

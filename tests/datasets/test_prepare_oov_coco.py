@@ -1,15 +1,11 @@
-import importlib.util
+"""vision.prepare.oov_coco (vision-prepare-oov-coco): open-set splits from a COCO file by category lists."""
+
 import json
-from pathlib import Path
 
 import pytest
 
 from vision.errors import DataError
-
-_PATH = Path(__file__).resolve().parents[2] / "datasets" / "prepare_oov_coco.py"
-_spec = importlib.util.spec_from_file_location("prepare_oov_coco", _PATH)
-prep = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(prep)
+from vision.prepare import oov_coco as prep
 
 
 @pytest.fixture()
@@ -47,8 +43,9 @@ def test_train_mode_drops_non_iv_annotations_and_novel_images(coco, tmp_path):
     # the CLI writes a valid split
     src = tmp_path / "instances.json"
     src.write_text(json.dumps(coco))
-    path = prep.main(["--annotations", str(src), "--iv", "person,airplane", "--novel", "bear", "--mode", "train",
-                      "--out", str(tmp_path / "oov_train.json")])
+    path = tmp_path / "oov_train.json"
+    assert prep.main(["--annotations", str(src), "--iv", "person,airplane", "--novel", "bear", "--mode", "train",
+                      "--out", str(path)]) == 0
     assert json.loads(path.read_text())["info"]["open_set_mode"] == "train"
 
 
@@ -61,3 +58,15 @@ def test_errors(coco):
         prep.prepare_oov_split(coco, ["person"], mode="val")
     with pytest.raises(DataError, match="no IV"):
         prep.prepare_oov_split(coco, [])
+
+
+def test_the_cli_reports_bad_input_in_one_line(coco, tmp_path, capsys):
+    """An unknown category or a missing annotations file: exit status 2, one ``error:`` line naming it."""
+    src = tmp_path / "instances.json"
+    src.write_text(json.dumps(coco))
+    assert prep.main(["--annotations", str(src), "--iv", "person,zebra", "--out", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "zebra" in err[0]
+    missing = tmp_path / "nope.json"
+    assert prep.main(["--annotations", str(missing), "--iv", "voc", "--out", str(tmp_path / "o.json")]) == 2
+    assert "nope.json" in capsys.readouterr().err
