@@ -29,6 +29,9 @@ class TaskConfig:
 
     ``to_dict()`` is what a checkpoint stores; ``from_value`` accepts a config, a mapping (a checkpoint's or a YAML
     file's) or None (the defaults), and names an unknown field instead of ignoring it.
+
+    A LightningModule takes it as ``config: XConfig = XConfig()`` (not ``XConfig | None``: LightningCLI can link
+    ``model.init_args.config.<field>`` to the data only when the argument's type is the dataclass itself).
     """
 
     def to_dict(self) -> dict[str, Any]:
@@ -39,7 +42,7 @@ class TaskConfig:
         if value is None:
             return cls()
         if isinstance(value, cls):
-            return value
+            return dataclasses.replace(value)  # a copy: a signature's default instance is never shared
         if not isinstance(value, Mapping):
             raise InputError(f"a {cls.__name__} must be a mapping of its fields, got {type(value).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
