@@ -232,3 +232,16 @@ def test_datamodules_with_augmentation_resize_to_image_size(split_path):
     assert max(dbatch["images"].shape[-2:]) == 8 and len(dbatch["targets"]) == 3
     for target in dbatch["targets"]:
         assert target["boxes"].shape[0] == target["masks"].shape[0] == target["category_ids"].shape[0]
+
+
+def test_test_and_predict_splits_default_to_the_one_before(split_path):
+    other = split_path.parent / "other.json"  # beside it: the split names its files relative to its folder
+    other.write_text(split_path.read_text())
+    dm = MultiViewDataModule(str(split_path), str(split_path), views=2)
+    assert dm.split_path("validate") == dm.split_path("test") == dm.split_path("predict") == str(split_path)
+    dm = DetectionDataModule(str(split_path), str(split_path), test_split=str(other))
+    assert dm.split_path("validate") == str(split_path)
+    assert dm.split_path("test") == dm.split_path("predict") == str(other)
+    assert len(dm.eval_dataset("test")) == len(dm.eval_dataset("validate"))
+    batch = next(iter(dm.predict_dataloader()))
+    assert batch["images"].shape[0] == 2
