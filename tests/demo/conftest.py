@@ -36,7 +36,7 @@ def demo_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
 
 @pytest.fixture(scope="session")
 def demo_examples(tmp_path_factory: pytest.TempPathFactory):
-    from demo.examples import prepare_examples
+    from vision.demo.examples import prepare_examples
 
     return prepare_examples(tmp_path_factory.mktemp("demo_examples"))
 
@@ -50,7 +50,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def demo_url(demo_checkpoints: dict[str, Path], demo_examples) -> str:
     """The URL of the demo app launched in this process (closed at the end of the session)."""
-    from demo import app as demo_app
+    from vision.demo import app as demo_app
 
     args = demo_app.parse_args(["--port", str(_free_port()), "--examples-dir", str(demo_examples.folder),
                                 "--tracking-ckpt", str(demo_checkpoints["tracking"]),

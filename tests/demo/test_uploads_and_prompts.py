@@ -4,10 +4,10 @@ import cv2
 import numpy as np
 import pytest
 
-from demo.graph import draw_evidence_graph
-from demo.handlers import click_prompt, draw_prompts, parse_vocabulary
-from demo.uploads import check_file, load_media
 from vision.data.video import write_video
+from vision.demo.graph import draw_evidence_graph
+from vision.demo.handlers import click_prompt, draw_prompts, parse_vocabulary
+from vision.demo.uploads import check_file, load_media
 from vision.errors import InputError, VideoError
 from vision.tracking.export import object_colour
 
@@ -32,6 +32,17 @@ def test_upload_checks_name_the_problem(tmp_path):
     video = write_video(tmp_path / "v.mp4", _frames())
     with pytest.raises(InputError, match="either one video or a set of images"):
         load_media([video, video], 10, 10)
+
+
+def test_images_of_every_accepted_kind_load_tiff_included(tmp_path):
+    """The demo accepts the image kinds of vision.data.io.IMAGE_SUFFIXES, the same as tools/predict.py."""
+    frames = _frames(t=2)
+    paths = [tmp_path / "a.tif", tmp_path / "b.png"]
+    for path, frame in zip(paths, frames):
+        assert cv2.imwrite(str(path), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+    media = load_media([str(p) for p in paths], max_frames=10, max_mb=10)
+    assert not media.is_video and media.name == "a.tif"
+    np.testing.assert_array_equal(media.frames, frames)
 
 
 def test_frame_caps_are_reported(tmp_path):
@@ -88,7 +99,7 @@ def test_evidence_graph_picture():
 
 
 def test_a_missing_checkpoint_names_the_make_target(tmp_path):
-    from demo.handlers import DemoConfig, Models
+    from vision.demo.handlers import DemoConfig, Models
 
     models = Models(DemoConfig(tracking_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
     with pytest.raises(InputError, match="run `make train-tracking`"):
@@ -142,7 +153,7 @@ def test_a_truncated_upload_is_refused_though_only_its_first_frames_are_used(tmp
 def test_forensics_checks_the_upload_before_loading_the_model(tmp_path):
     """/forensics refuses a truncated video or one over the pixel limit with the reader's error, before it would
     load a model (here there is no checkpoint at all)."""
-    from demo.handlers import DemoConfig, Models, run_forensics
+    from vision.demo.handlers import DemoConfig, Models, run_forensics
 
     models = Models(DemoConfig(forensics_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
     with pytest.raises(VideoError, match=r"tenth\.mp4: .*declares 100 frames"):
@@ -154,7 +165,7 @@ def test_forensics_checks_the_upload_before_loading_the_model(tmp_path):
 
 
 def test_the_demo_frame_limits_stay_within_the_package_limit(tmp_path):
-    from demo.handlers import DemoConfig
+    from vision.demo.handlers import DemoConfig
     from vision.data.io import MAX_INPUT_FRAMES
 
     defaults = DemoConfig()

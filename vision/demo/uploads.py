@@ -19,13 +19,11 @@ from typing import Sequence
 
 import numpy as np
 
-from vision.data.io import MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, check_pixels, fit_within, image_size
+from vision.data.io import (IMAGE_SUFFIXES, MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, VIDEO_SUFFIXES, check_pixels,
+                            fit_within, image_size)
 from vision.errors import InputError, VideoError
 
-__all__ = ["VIDEO_SUFFIXES", "IMAGE_SUFFIXES", "Media", "check_file", "load_media"]
-
-VIDEO_SUFFIXES = (".mp4", ".mov", ".m4v", ".avi", ".mkv", ".webm")
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+__all__ = ["Media", "check_file", "load_media"]
 
 
 @dataclass

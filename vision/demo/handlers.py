@@ -19,16 +19,15 @@ from typing import Any, Callable
 import cv2
 import numpy as np
 
-from demo.uploads import VIDEO_SUFFIXES, Media, check_file, load_media
-from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS
+from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS, VIDEO_SUFFIXES
+from vision.demo.uploads import Media, check_file, load_media
 from vision.errors import InputError
 from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
 
 __all__ = ["DemoConfig", "Models", "TrackResult", "DetectResult", "ForensicsResult", "draw_prompts", "click_prompt",
-           "run_tracking", "run_detection", "run_forensics", "ROOT"]
+           "run_tracking", "run_detection", "run_forensics"]
 
-ROOT = Path(__file__).resolve().parents[1]
 Progress = Callable[[float, str], None]
 
 
@@ -40,25 +39,26 @@ def _no_progress(fraction: float, description: str) -> None:
 class DemoConfig:
     """Checkpoints, limits and folders of the demo.
 
-    ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: the ``make train`` runs);
+    ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: the ``make train`` runs, relative to
+    the working directory like every path here);
     ``max_upload_mb``: largest accepted file (its bytes, not its decoded size); ``max_track_frames`` /
     ``max_detect_frames``: frames used of a video (the first ones), at most
     :data:`~vision.data.io.MAX_INPUT_FRAMES`; ``max_pixels``: frames with more pixels are refused before decoding
     (default :data:`~vision.data.io.MAX_INPUT_PIXELS`; frames over :data:`~vision.data.io.MAX_WORKING_PIXELS` are
-    downscaled, see :mod:`demo.uploads`); ``presence_threshold``: the tracker empties an object's mask in a frame
+    downscaled, see :mod:`vision.demo.uploads`); ``presence_threshold``: the tracker empties an object's mask in a frame
     where its presence probability is lower; ``work_dir``: where run outputs go; ``examples_dir``: the example
     cache."""
 
-    tracking_ckpt: Path = ROOT / "runs/tracking/tiny/checkpoints/last.ckpt"
-    detection_ckpt: Path = ROOT / "runs/detection/tiny/checkpoints/last.ckpt"
-    forensics_ckpt: Path = ROOT / "runs/forensics/tiny/checkpoints/last.ckpt"
+    tracking_ckpt: Path = Path("runs/tracking/tiny/checkpoints/last.ckpt")
+    detection_ckpt: Path = Path("runs/detection/tiny/checkpoints/last.ckpt")
+    forensics_ckpt: Path = Path("runs/forensics/tiny/checkpoints/last.ckpt")
     max_upload_mb: float = 200.0
     max_track_frames: int = 64
     max_detect_frames: int = 300
     max_pixels: int = MAX_INPUT_PIXELS
     presence_threshold: float = 0.5
     work_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "vision-demo")
-    examples_dir: Path = ROOT / "demo/examples"
+    examples_dir: Path = Path("demo/examples")
 
     def __post_init__(self) -> None:
         for name in ("max_track_frames", "max_detect_frames"):
@@ -321,7 +321,7 @@ class ForensicsResult:
 @_one_run_at_a_time("forensics")
 def run_forensics(models: Models, video: Any, progress: Progress = _no_progress) -> ForensicsResult:
     """Analyse one uploaded video and write its report and evidence graph."""
-    from demo.graph import draw_evidence_graph
+    from vision.demo.graph import draw_evidence_graph
     from vision.forensics.predictor import public_report
     from vision.forensics.report import write_report
 
