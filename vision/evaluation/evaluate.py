@@ -20,6 +20,13 @@ Tasks:
 - ``"forensics"``: AUC, AP, ACC at a threshold fixed on real videos, real-class accuracy, EER, TPR at 5% FPR,
   per generator and macro-averaged (see :func:`vision.evaluation.forensics.evaluate_forensics`). Options:
   ``threshold`` (the detector's, fixed on real validation videos), ``pass_rate``, ``fpr``.
+- ``"geometry"``: depth AbsRel / delta<1.25 (median-scaled per image), relative pose RRA@k / RTA@k / AUC@30 over
+  the pairs of each clip, Chamfer of the point maps, and the baselines' rows ``constant_depth/*``,
+  ``identity_pose/*`` (and ``match_pose/*`` when the results carry ``match_extrinsics``); see
+  :func:`vision.evaluation.geometry.evaluate_geometry_results`. Results: one entry per image of each predicted
+  clip, ``{image_id, clip, extrinsics, depth, world_points[, match_extrinsics]}``
+  (:func:`vision.evaluation.results.validate_geometry_results`). The split's depth files are read from
+  ``split_root`` (default: the split file's folder). Options: ``split_root``, ``max_points``, ``seed``.
 
 Before scoring, the parts of the split a task reads and every result are validated
 (:mod:`vision.evaluation.results`): any problem is a :class:`~vision.errors.DataError` naming the file, the entry
@@ -36,6 +43,7 @@ from typing import Any
 
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import coco_ap, coco_ground_truth
+from vision.evaluation.geometry import evaluate_geometry_results
 from vision.evaluation.results import (load_document, load_results, validate_detection_results,
                                        validate_tracking_results)
 from vision.evaluation.openset import evaluate_openset
@@ -43,13 +51,14 @@ from vision.evaluation.tracking3d import evaluate_tracking_task
 
 __all__ = ["TASKS", "evaluate", "format_table"]
 
-TASKS: tuple[str, ...] = ("detection", "tracking", "forensics")
+TASKS: tuple[str, ...] = ("detection", "tracking", "forensics", "geometry")
 
 _OPTIONS = {
     "detection": {"category_ids", "extra_category_ids", "unknown_category_id", "openset_convention"},
     "tracking": {"protocol", "prompted_image_ids", "skip_first_and_last", "match_iou", "allow_unknown_tracks",
                  "tolerance", "split_root", "voxel_size", "presence_threshold"},
     "forensics": {"threshold", "pass_rate", "fpr"},
+    "geometry": {"split_root", "max_points", "seed"},
 }
 
 
@@ -96,6 +105,9 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
         from vision.evaluation.forensics import evaluate_forensics
 
         return evaluate_forensics(gt, results, results_file=results_file, gt_file=split_file, **options)
+
+    if task == "geometry":
+        return evaluate_geometry_results(gt, results, results_file=results_file, gt_file=split_file, **options)
 
     validate_tracking_results(results, gt, results_file, split_file=split_file)
     return evaluate_tracking_task(gt, results, results_file=results_file, gt_file=split_file, **options)

@@ -1,11 +1,35 @@
 """Geometry metrics: depth (AbsRel, delta < 1.25), relative camera pose (RRA, RTA, AUC@30) and point maps
-(accuracy, completeness, Chamfer after similarity alignment).
+(accuracy, completeness, Chamfer after similarity alignment), and the geometry task's score of a results file.
 
 Conventions: depth maps ``[H, W]`` (or ``[S, H, W]`` for a sequence) in metres; cameras are OpenCV
 camera-from-world extrinsics ``[N, 3, 4]`` (x_cam = R x_world + t); point sets ``[N, 3]``.
+
+The task's score (:func:`evaluate_geometry_results`, ``vision.evaluation.evaluate(split, results, "geometry")``)
+reads results of the format of :func:`vision.evaluation.results.validate_geometry_results` (one entry per image of
+each predicted clip: cameras, depth and world points). For each clip, in the order of its image ids, the split's
+depth and cameras are resized to the predictions' H x W exactly as the evaluation loader does (the multi-view eval
+transform: a plain resize), and:
+
+- depth: AbsRel and delta<1.25 with median scaling per image over the valid pixels (:func:`depth_metrics`), per
+  clip, then averaged over clips weighted by their images; baseline ``constant_depth``: a constant map (after
+  median scaling every pixel gets the image's median GT depth);
+- cameras: relative rotation / translation-direction errors over the pairs i < j of each clip, pooled over clips:
+  ``RRA@k``, ``RTA@k`` (k = 5, 15, 30) and ``AUC@30``; baseline ``identity_pose``: identity cameras for every view;
+  with ``match_extrinsics`` in the results, the same for those cameras (``match_pose``);
+- point maps: ``chamfer`` after a Umeyama similarity alignment, in units of the normalised GT scene (in view 0's
+  camera frame, mean point norm 1: :func:`vision.geometry.losses.normalize_scene`), on at most ``max_points``
+  valid pixels per clip drawn by one generator seeded with ``seed`` over the clips in order.
+
+The metrics come back flat: the model's unprefixed (``abs_rel``, ``delta_1.25``, ``AUC@30``, ``RRA@15``,
+``RTA@15``, ``chamfer``, ...), each baseline's prefixed by its row (``constant_depth/abs_rel``,
+``identity_pose/AUC@30``, ``match_pose/AUC@30``), plus ``clips`` and ``images``; :func:`format_geometry_table`
+prints them as one row per method.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -16,7 +40,11 @@ from vision.geometry.matching import umeyama_batch
 
 __all__ = [
     "depth_metrics", "relative_pose_errors", "pose_auc", "pose_metrics", "umeyama", "chamfer_metrics",
+    "evaluate_geometry_results", "format_geometry_table", "GEOMETRY_ROWS",
 ]
+
+#: The rows of the geometry table besides the model's, in order; their metrics are prefixed ``"<row>/"``.
+GEOMETRY_ROWS = ("constant_depth", "identity_pose", "match_pose")
 
 
 def _depth_errors(pred: np.ndarray, gt: np.ndarray) -> tuple[float, float]:
@@ -201,3 +229,109 @@ def chamfer_metrics(pred_points: np.ndarray, gt_points: np.ndarray, *, align: bo
     accuracy = float(np.mean(cKDTree(g).query(p)[0]))
     completeness = float(np.mean(cKDTree(p).query(g)[0]))
     return {"accuracy": accuracy, "completeness": completeness, "chamfer": (accuracy + completeness) / 2}
+
+
+def _pose_summary(rot: np.ndarray, trans: np.ndarray) -> dict[str, float]:
+    out = {"AUC@30": pose_auc(rot, trans, 30)}
+    for k in (5, 15, 30):
+        out[f"RRA@{k}"] = float(np.mean(rot < k))
+        out[f"RTA@{k}"] = float(np.mean(trans < k))
+    return out
+
+
+def _depth_summary(rows: list[tuple[dict, int]]) -> dict[str, float]:
+    """Per-clip depth metrics weighted by the clip's number of images."""
+    n = sum(count for _, count in rows)
+    return {k: float(sum(row[k] * count for row, count in rows) / max(n, 1)) for k in ("abs_rel", "delta_1.25")}
+
+
+def _clip_ground_truth(split: Any, clip: tuple[int, ...], side: int) -> dict[str, np.ndarray]:
+    """The split's depth ``[S, side, side]``, valid mask, intrinsics and extrinsics of a clip, resized as the
+    evaluation loader resizes them (:func:`vision.data.transforms.build_multiview_transform`, eval)."""
+    from vision.data.transforms import build_multiview_transform
+
+    images = [split.images[i] for i in clip]
+    depth = np.stack([split.depth(img) for img in images]).astype(np.float32)
+    cameras = [split.camera(img) for img in images]
+    sample = {"images": np.zeros(depth.shape + (3,), np.uint8), "depth": depth, "valid_depth": depth > 0,
+              "intrinsics": np.stack([k for k, _ in cameras]).astype(np.float32),
+              "extrinsics": np.stack([e for _, e in cameras]).astype(np.float32)}
+    out = build_multiview_transform(side, train=False)(sample)
+    out["valid_depth"] = np.asarray(out["valid_depth"], bool) & (out["depth"] > 0)
+    return out
+
+
+def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path | None = None,
+                              results_file: str | None = None, gt_file: str | None = None, max_points: int = 4000,
+                              seed: int = 0) -> dict[str, float | int]:
+    """Score geometry results against a split (see the module docstring for the metrics and their names).
+
+    Args:
+        gt: the split dict; split_root: the folder its file names are relative to (default: ``gt_file``'s).
+        results: the results list (format: :func:`vision.evaluation.results.validate_geometry_results`).
+        results_file, gt_file: names for messages. max_points, seed: Chamfer's subsample per clip.
+    """
+    import torch
+
+    from vision.data.coco import Split
+    from vision.evaluation.results import validate_geometry_results
+    from vision.geometry.losses import normalize_scene
+
+    clips = validate_geometry_results(results, gt, results_file, split_file=gt_file)
+    if split_root is None:
+        if gt_file is None:
+            raise InputError("geometry scoring reads the split's depth files: give split_root with a split dict")
+        split_root = Path(gt_file).parent
+    split = Split.from_dict(gt, split_root, check_files=False, file=gt_file)
+    rng = np.random.default_rng(seed)
+    depth_rows, const_rows, chamfers = [], [], []
+    errors: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"model": [], "identity_pose": [], "match_pose": []}
+    for clip in sorted(clips):
+        entries = clips[clip]
+        views = len(clip)
+        pred_depth = np.stack([e["depth"] for e in entries])
+        truth = _clip_ground_truth(split, clip, pred_depth.shape[-1])
+        gt_depth, valid, gt_extr = truth["depth"], truth["valid_depth"], truth["extrinsics"]
+        depth_rows.append((depth_metrics(pred_depth, gt_depth, valid=valid, max_depth=1e6), views))
+        const_rows.append((depth_metrics(np.ones_like(gt_depth), gt_depth, valid=valid, max_depth=1e6), views))
+        errors["model"].append(relative_pose_errors(np.stack([e["extrinsics"] for e in entries]), gt_extr))
+        identity = np.tile(np.eye(3, 4), (views, 1, 1))
+        errors["identity_pose"].append(relative_pose_errors(identity, gt_extr))
+        if "match_extrinsics" in entries[0]:
+            errors["match_pose"].append(relative_pose_errors(np.stack([e["match_extrinsics"] for e in entries]),
+                                                             gt_extr))
+        norm = normalize_scene(torch.from_numpy(gt_extr)[None], torch.from_numpy(truth["intrinsics"])[None],
+                               torch.from_numpy(gt_depth)[None], None, torch.from_numpy(valid)[None])
+        gt_points = norm.world_points[0].numpy()[valid]
+        pred_points = np.stack([e["world_points"] for e in entries])[valid]
+        if len(gt_points) >= 3:
+            pick = rng.choice(len(gt_points), size=min(max_points, len(gt_points)), replace=False)
+            chamfers.append(chamfer_metrics(pred_points[pick], gt_points[pick])["chamfer"])
+
+    def pooled(name: str) -> dict[str, float]:
+        return _pose_summary(np.concatenate([r for r, _ in errors[name]]), np.concatenate([t for _, t in errors[name]]))
+
+    metrics: dict[str, float | int] = {**_depth_summary(depth_rows), **pooled("model"),
+                                       "chamfer": float(np.mean(chamfers)) if chamfers else float("nan"),
+                                       "clips": len(clips), "images": sum(len(clip) for clip in clips)}
+    metrics.update({f"constant_depth/{k}": v for k, v in _depth_summary(const_rows).items()})
+    metrics.update({f"identity_pose/{k}": v for k, v in pooled("identity_pose").items()})
+    if errors["match_pose"]:
+        metrics.update({f"match_pose/{k}": v for k, v in pooled("match_pose").items()})
+    return metrics
+
+
+def format_geometry_table(metrics: dict[str, Any]) -> str:
+    """The metrics of :func:`evaluate_geometry_results` as a fixed-width table: one row per method (``model`` and
+    each row of :data:`GEOMETRY_ROWS` present), one column per metric (``-`` where a method has none)."""
+    cols = ["abs_rel", "delta_1.25", "AUC@30", "RRA@15", "RTA@15", "chamfer"]
+    rows = {"model": {k: v for k, v in metrics.items() if "/" not in k}}
+    for name in GEOMETRY_ROWS:
+        row = {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith(f"{name}/")}
+        if row:
+            rows[name] = row
+    lines = [f"{'method':<16}" + "".join(f"{c:>12}" for c in cols)]
+    for name, row in rows.items():
+        cells = "".join(f"{row[c]:>12.4f}" if c in row else f"{'-':>12}" for c in cols)
+        lines.append(f"{name:<16}{cells}")
+    return "\n".join(lines)

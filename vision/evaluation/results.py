@@ -3,6 +3,8 @@
 Detection: ``[{image_id, category_id, bbox: [x, y, w, h], score}]`` (+ optional ``segmentation`` RLE).
 Tracking: ``[{video_id, track_id, image_id, segmentation: RLE, score[, prompt_type]}]``.
 Forensics: ``[{video_id, score[, verdict]}]``, one per labelled video of the split.
+Geometry: one entry per image of each predicted clip (see :func:`validate_geometry_results`):
+``[{image_id, clip: [image ids], extrinsics: 3x4, depth: array, world_points: array[, match_extrinsics: 3x4]}]`` with dense maps as :func:`encode_array` objects.
 
 Results get the same validation as splits (and share its checks, :mod:`vision.data.schema`): every number is
 finite (NaN, Infinity and numbers beyond a double's range are refused wherever they appear), every mask's counts
@@ -14,6 +16,8 @@ reported the same way before any metric is computed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import sys
@@ -27,7 +31,8 @@ from vision.data.schema import (MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, VIDEO_LABELS, 
 from vision.errors import DataError, InputError
 
 __all__ = ["load_document", "load_json", "load_results", "check_finite", "validate_ground_truth",
-           "validate_detection_results", "validate_tracking_results", "validate_forensics_results"]
+           "validate_detection_results", "validate_tracking_results", "validate_forensics_results",
+           "validate_geometry_results", "encode_array", "decode_array"]
 
 #: JSON integers with more characters than this cannot be finite doubles; they are read as floats (+-inf) and
 #: refused by :func:`check_finite`. Python would refuse more than 4300 digits with an error that names no place.
@@ -222,6 +227,122 @@ def validate_forensics_results(results: list, split: dict, file: str | None = No
         raise c.fail(f"{len(missing)} labelled video(s) have no result", "video_id", missing[:10])
 
 
+def encode_array(array: Any) -> dict:
+    """A dense float map as a results-file object: ``{"size": [d0, d1, ...], "float32": base64}``, the values as
+    little-endian float32 in C order (exact for float32 predictions; 4/3 x 4 bytes per value)."""
+    values = np.ascontiguousarray(np.asarray(array, dtype="<f4"))
+    return {"size": [int(d) for d in values.shape], "float32": base64.b64encode(values.tobytes()).decode("ascii")}
+
+
+def decode_array(value: Any, field: str, file: str | None = None, size: tuple[int, ...] | None = None) -> np.ndarray:
+    """The float32 array of an :func:`encode_array` object; a wrong layout, a ``size`` other than the one
+    expected (None: any), a byte count that does not match it, or a NaN / infinite value is a :class:`DataError`
+    naming ``file`` and ``field``."""
+    c = _Checker(file)
+    c.dict_(value, field)
+    dims = c.list_(c.key(value, "size", field), f"{field}.size")
+    dims = tuple(c.int_(d, f"{field}.size[{i}]", minimum=1, maximum=MAX_IMAGE_SIDE) for i, d in enumerate(dims))
+    if size is not None and dims != tuple(size):
+        raise c.fail(f"expected size {list(size)}", f"{field}.size", list(dims))
+    text = c.str_(c.key(value, "float32", field), f"{field}.float32")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise c.fail("not base64 text", f"{field}.float32", text) from None
+    count = math.prod(dims)
+    if len(raw) != 4 * count:
+        raise c.fail(f"{len(raw)} bytes do not hold the {count} float32 values of size {list(dims)}",
+                     f"{field}.float32", text)
+    array = np.frombuffer(raw, dtype="<f4").reshape(dims).astype(np.float32)
+    if not np.isfinite(array).all():
+        raise c.fail(f"{int((~np.isfinite(array)).sum())} value(s) are NaN or infinite", f"{field}.float32", text)
+    return array
+
+
+def validate_geometry_results(results: list, split: dict, file: str | None = None,
+                              split_file: str | None = None) -> dict[tuple[int, ...], list[dict]]:
+    """Check the split (:func:`validate_ground_truth`, errors naming ``split_file``) and the geometry results in
+    ``file`` against it; return the clips: ``{clip image ids: [decoded entry per view, in clip order]}``.
+
+    Each result is one image of one clip of S >= 2 views of the split:
+
+    - ``image_id``: the image; ``clip``: the clip's image ids in view order, all of one video of the split, each
+      with a ``camera`` (``K``, ``extrinsics``) and a ``depth_file``; every image of a clip has exactly one result
+      that names the same clip;
+    - ``extrinsics`` (3x4, OpenCV camera-from-world, the world being view 0's camera): the predicted camera;
+    - ``depth``: predicted z-depth ``[H, W]`` (any scale: it is median-scaled per image), H = W the side the
+      split's images are resized to for scoring; ``world_points``: predicted points ``[H, W, 3]`` in view 0's
+      camera frame; both :func:`encode_array` objects;
+    - ``match_extrinsics`` (optional, 3x4): the camera registered from learned matches; every result carries it or
+      none does.
+
+    The decoded entries carry ``depth`` and ``world_points`` as float32 arrays and the cameras as float64 arrays.
+    """
+    validate_ground_truth(split, "geometry", split_file)
+    c = _Checker(file)
+    g = _Checker(split_file)
+    images = {int(img["id"]): img for img in split.get("images", [])}
+    if not results:
+        raise c.fail("no results: a geometry results file holds one entry per image of each clip", "results", [])
+    clips: dict[tuple[int, ...], dict[int, dict]] = {}
+    first: dict[tuple[tuple[int, ...], int], int] = {}
+    with_match: bool | None = None
+    side: int | None = None
+    for i, r in enumerate(results):
+        field = f"results[{i}]"
+        c.entry(r, field, ("image_id", "clip", "extrinsics", "depth", "world_points"))
+        image_id = c.int_(r["image_id"], f"{field}.image_id")
+        clip = tuple(c.int_(v, f"{field}.clip[{j}]") for j, v in enumerate(c.list_(r["clip"], f"{field}.clip")))
+        if len(clip) < 2 or len(set(clip)) != len(clip):
+            raise c.fail("a clip is a list of at least 2 distinct image ids", f"{field}.clip", list(clip))
+        if image_id not in clip:
+            raise c.fail(f"image_id {image_id} is not one of its clip's images", f"{field}.clip", list(clip))
+        for j, member in enumerate(clip):
+            if member not in images:
+                raise c.fail("image id is not in the split", f"{field}.clip[{j}]", member)
+        videos = {images[m].get("video_id") for m in clip}
+        if len(videos) != 1 or None in videos:
+            raise c.fail("the images of a clip must belong to one video of the split (one world frame)",
+                         f"{field}.clip", list(clip))
+        if (clip, image_id) in first:
+            raise c.fail(f"duplicate result for this image of this clip (first: results[{first[clip, image_id]}])",
+                         f"{field}.image_id", image_id)
+        first[clip, image_id] = i
+        entry = {"image_id": image_id, "clip": clip,
+                 "extrinsics": np.asarray(c.matrix(r["extrinsics"], f"{field}.extrinsics", 3, 4), np.float64)}
+        has_match = "match_extrinsics" in r
+        if with_match is not None and has_match != with_match:
+            raise c.fail("match_extrinsics must be given in every result or in none", f"{field}.match_extrinsics",
+                         "present" if has_match else "absent")
+        with_match = has_match
+        if has_match:
+            entry["match_extrinsics"] = np.asarray(c.matrix(r["match_extrinsics"], f"{field}.match_extrinsics", 3, 4),
+                                                   np.float64)
+        depth = decode_array(r["depth"], f"{field}.depth", file)
+        if depth.ndim != 2 or depth.shape[0] != depth.shape[1]:
+            raise c.fail("depth must be a square [H, W] map (the split's images are resized to H x W to score it)",
+                         f"{field}.depth.size", list(depth.shape))
+        if side is not None and depth.shape[0] != side:
+            raise c.fail(f"every depth map must have the same size (results[0]: {side} x {side})",
+                         f"{field}.depth.size", list(depth.shape))
+        side = depth.shape[0]
+        entry["depth"] = depth
+        entry["world_points"] = decode_array(r["world_points"], f"{field}.world_points", file, size=(side, side, 3))
+        clips.setdefault(clip, {})[image_id] = entry
+    for clip, entries in clips.items():
+        missing = [m for m in clip if m not in entries]
+        if missing:
+            raise c.fail(f"clip {list(clip)} has no result for image(s) {missing}", "clip", list(clip))
+        for m in clip:
+            image = images[m]
+            field = f"images[id={m}]"
+            camera = g.dict_(g.key(image, "camera", field), f"{field}.camera")
+            g.matrix(g.key(camera, "K", f"{field}.camera"), f"{field}.camera.K", 3, 3)
+            g.matrix(g.key(camera, "extrinsics", f"{field}.camera"), f"{field}.camera.extrinsics", 3, 4)
+            g.str_(g.key(image, "depth_file", field), f"{field}.depth_file", nonempty=True)
+    return {clip: [entries[m] for m in clip] for clip, entries in clips.items()}
+
+
 # ---------------------------------------------------------------- the split
 
 
@@ -234,19 +355,24 @@ def validate_ground_truth(split: Any, task: str, file: str | Path | None = None)
       segmentation of its image's size);
     - tracking: ``images`` (also video_id, frame_index), ``videos`` and ``tracks`` (integer ids), ``annotations``
       (image_id, track_id of a track of the image's video, at most one per track and image, RLE segmentations);
-    - forensics: ``videos`` (unique integer id, label ``real``/``generated`` when present, generator a string).
+    - forensics: ``videos`` (unique integer id, label ``real``/``generated`` when present, generator a string);
+    - geometry: ``images`` (as for detection, plus video_id, frame_index) and ``videos`` (integer ids); the cameras
+      and depth files of the images a result uses are checked by :func:`validate_geometry_results`.
 
     Raises:
         DataError: naming ``file``, the entry and the field.
     """
-    if task not in ("detection", "tracking", "forensics"):
-        raise InputError(f"unknown task {task!r}; expected detection, tracking or forensics")
+    if task not in ("detection", "tracking", "forensics", "geometry"):
+        raise InputError(f"unknown task {task!r}; expected detection, tracking, forensics or geometry")
     c = _Checker(None if file is None else str(file))
     c.dict_(split, "<top level>")
     if task == "forensics":
         _check_labelled_videos(c, split)
         return
     images = _check_gt_images(c, split)
+    if task == "geometry":
+        _entries(c, c.top_list(split, "videos", required=False), "videos")
+        return
     if task == "detection":
         categories = {ident for _, _, ident in _entries(c, c.top_list(split, "categories"), "categories")}
         _check_detection_annotations(c, split, images, categories)

@@ -1,90 +1,122 @@
-"""LightningModule that trains the shared geometry backbone (cameras, depth, world points) on multi-view clips.
+"""LightningModule that trains the geometry model (cameras, depth, world points) on multi-view clips, and scores it.
 
 Batches come from :class:`vision.data.datamodule.MultiViewDataModule`: ``images`` float [B, S, 3, H, W] in [0, 1],
 ``depth`` [B, S, H, W] metres (0 = invalid), ``valid_depth``, ``intrinsics`` [B, S, 3, 3], ``extrinsics``
-[B, S, 3, 4] (OpenCV camera-from-world). Ground truth is normalised as VGGT does: moved into camera 0's frame and
-divided by the mean norm of the valid 3D points (:func:`vision.geometry.losses.normalize_scene`).
+[B, S, 3, 4] (OpenCV camera-from-world), ``image_ids`` [B, S]. Ground truth is normalised as VGGT does: moved into
+camera 0's frame and divided by the mean norm of the valid 3D points (:func:`vision.geometry.losses.normalize_scene`).
 
 Loss = ``camera_weight`` * camera loss (summed over refinement iterations) + ``depth_weight`` * depth loss
 + ``point_weight`` * point loss (+ ``match_weight`` * the cross-view patch correspondence loss of
-:mod:`vision.geometry.matching` when it is > 0). Every term is logged under ``train/`` and ``val/``.
+:mod:`vision.geometry.matching`, which needs the matching projection: ``GeometryConfig.match_dim``). Every term is
+logged under ``train/`` and ``val/``.
+
+The task metric: ``validation_step`` / ``test_step`` collect each clip's results
+(:func:`vision.geometry.evaluation.clip_results`) keyed by the clip's image ids; at the end of the epoch they are
+gathered from every rank (one copy per clip) and scored against the stage's split with
+``vision.evaluation.evaluate(split, results, "geometry")``, logged as ``val/abs_rel``, ``val/delta_1.25``,
+``val/AUC@30``, ``val/RRA@15``, ``val/chamfer``, ``val/constant_depth/abs_rel``, ``val/match_pose/AUC@30``, ...
+(``test/...`` in ``test``, which also prints the table on rank 0). ``predict_step`` returns the same results for
+:class:`~vision.training.writer.ResultsWriter`. The collectors hold only per-rank state of the running epoch and are
+emptied by every gather, so nothing of them lives in a checkpoint.
 """
 
 from __future__ import annotations
 
-import inspect
-from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
 
+from vision.errors import InputError
+from vision.evaluation.evaluate import evaluate
+from vision.evaluation.geometry import format_geometry_table
+from vision.geometry.evaluation import clip_results
 from vision.geometry.losses import geometry_losses
-from vision.geometry.matching import MatchProjection
-from vision.errors import DataError
-from vision.geometry.model import GeometryBackbone, create_backbone
-from vision.training.checkpoint_io import load_checkpoint, load_weights
+from vision.geometry.task import GeometryConfig, build_model
+from vision.training.collect import KeyedResults, log_metrics
 from vision.training.optim import decay_param_groups, warmup_cosine
 
 __all__ = ["GeometryModule"]
 
+_STAGES = {"val": "validate", "test": "test"}
+
 
 class GeometryModule(L.LightningModule):
-    """Train a :class:`GeometryBackbone` built by :func:`create_backbone`.
+    """Train a geometry model built by :func:`vision.geometry.task.build_model` from ``config``.
 
     Args:
-        size: backbone size name (``tiny``, ``base``, ``vggt_1b``).
-        image_size: training resolution (square); must be a multiple of the patch size.
-        patch_embed_weights: optional local file of patch-embed weights (timm / DINOv2); never downloaded.
-        use_checkpoint: gradient checkpointing in the aggregator.
+        config: the model (:class:`~vision.geometry.task.GeometryConfig`, a mapping of its fields, or None for the
+            defaults).
         lr, weight_decay, warmup_steps: AdamW with linear warm-up then cosine decay over the run.
         camera_weight, depth_weight, point_weight: loss weights (VGGT: camera 5, depth 1, points 1).
-        match_weight: weight of the cross-view patch correspondence loss (0: off, and no projection is built);
-            match_dim: width of its matching features.
+        match_weight: weight of the cross-view patch correspondence loss (0: off; > 0 needs ``config.match_dim``).
     """
 
-    def __init__(self, size: str = "tiny", image_size: int = 64, patch_embed_weights: str | None = None,
-                 use_checkpoint: bool = False, lr: float = 1e-3, weight_decay: float = 0.05,
+    def __init__(self, config: GeometryConfig | None = None, lr: float = 1e-3, weight_decay: float = 0.05,
                  warmup_steps: int = 100, camera_weight: float = 5.0, depth_weight: float = 1.0,
-                 point_weight: float = 1.0, match_weight: float = 0.0, match_dim: int = 64) -> None:
+                 point_weight: float = 1.0, match_weight: float = 0.0) -> None:
         super().__init__()
-        self.save_hyperparameters()
-        self.model = create_backbone(size, img_size=image_size, patch_embed_weights=patch_embed_weights,
-                                     use_checkpoint=use_checkpoint)
-        self.match = MatchProjection(2 * self.model.embed_dim, match_dim) if match_weight > 0 else None
-
-    @classmethod
-    def from_checkpoint(cls, path: str | Path, map_location: Any = "cpu") -> "GeometryModule":
-        """Rebuild the module from a Lightning checkpoint read with ``weights_only=True``."""
-        ckpt = load_checkpoint(path, map_location=map_location)
-        if "state_dict" not in ckpt or "hyper_parameters" not in ckpt:
-            raise DataError("not a GeometryModule checkpoint (no state_dict / hyper_parameters)", file=path)
-        known = inspect.signature(cls.__init__).parameters
-        hparams = {k: v for k, v in ckpt["hyper_parameters"].items() if k in known}
-        module = cls(**hparams)
-        load_weights(module, ckpt["state_dict"], path)
-        return module
+        config = GeometryConfig.from_value(config)
+        if match_weight > 0 and config.match_dim is None:
+            raise InputError(f"match_weight={match_weight} trains the matching projection: set config.match_dim "
+                             "(e.g. 64)")
+        self.save_hyperparameters(ignore=["config"])
+        self.hparams["config"] = config.to_dict()
+        self.config = config
+        self.model = build_model(config)
+        self.collectors = {stage: KeyedResults() for stage in _STAGES}
 
     def forward(self, images: torch.Tensor) -> dict[str, Any]:
         return self.model(images)
 
-    def _step(self, batch: dict[str, Any], stage: str) -> dict[str, torch.Tensor]:
-        losses, _ = geometry_losses(self.model, batch, self.hparams.camera_weight, self.hparams.depth_weight,
-                                    self.hparams.point_weight, self.match, self.hparams.match_weight)
+    def _losses(self, batch: dict[str, Any], stage: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        losses, outputs = geometry_losses(self.model.backbone, batch, self.hparams.camera_weight,
+                                          self.hparams.depth_weight, self.hparams.point_weight, self.model.match,
+                                          self.hparams.match_weight)
         bs = batch["images"].shape[0]
         self.log(f"{stage}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=stage != "train")
         self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs,
                       sync_dist=stage != "train")
-        return losses
+        return losses, outputs
 
-    def training_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, torch.Tensor]:
-        return self._step(batch, "train")
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
+        return self._losses(batch, "train")[0]["loss"]
+
+    def _evaluation_step(self, batch: dict[str, Any], stage: str) -> None:
+        _, outputs = self._losses(batch, stage)
+        for key, results in clip_results(self.model, outputs, batch["image_ids"]):
+            self.collectors[stage].add(key, results)
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
-        self._step(batch, "val")
+        self._evaluation_step(batch, "val")
+
+    def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        self._evaluation_step(batch, "test")
+
+    def predict_step(self, batch: dict[str, Any], batch_idx: int,
+                     dataloader_idx: int = 0) -> list[tuple[tuple[int, ...], list[dict]]]:
+        return clip_results(self.model, self.model(batch["images"]), batch["image_ids"])
+
+    def _score(self, stage: str) -> dict[str, Any] | None:
+        """Gather the epoch's results from every rank (all ranks call this), score them against the stage's
+        split and log the figures; None during the sanity check (the results are dropped)."""
+        results = self.collectors[stage].gather()
+        if self.trainer.sanity_checking or not results:
+            return None
+        metrics = evaluate(self.trainer.datamodule.split_path(_STAGES[stage]), results, "geometry")
+        log_metrics(self, stage, metrics)
+        return metrics
+
+    def on_validation_epoch_end(self) -> None:
+        self._score("val")
+
+    def on_test_epoch_end(self) -> None:
+        metrics = self._score("test")
+        if metrics is not None and self.trainer.is_global_zero:
+            print(format_geometry_table(metrics))
 
     def param_groups(self) -> list[dict[str, Any]]:
-        """AdamW groups over the backbone (and the matching projection): weight decay except on 1-d tensors,
+        """AdamW groups over the model (backbone and matching projection): weight decay except on 1-d tensors,
         camera / register tokens and position embeddings."""
         return decay_param_groups(self.named_parameters(), self.hparams.weight_decay,
                                   lambda name, p: "token" in name or "pos_embed" in name)

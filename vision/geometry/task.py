@@ -1,0 +1,133 @@
+"""The geometry task's one definition: its config, the model it builds and the reader of its checkpoints.
+
+- :class:`GeometryConfig`: the fields that define the model (backbone size, input size, patch embedding, the
+  optional matching projection); ``GeometryModule`` stores ``config.to_dict()`` in its checkpoints under
+  ``hyper_parameters["config"]``.
+- :func:`build_model`: a :class:`GeometryModel`, the backbone (:class:`~vision.geometry.model.GeometryBackbone`)
+  and, when ``match_dim`` is set, the matching projection (:class:`~vision.geometry.matching.MatchProjection`) that
+  the ``match_pose`` evaluation reads. Its weights sit in a checkpoint under ``model.backbone.*`` and
+  ``model.match.*``.
+- :func:`load`: ``(model, config)`` from a checkpoint (``torch.load(weights_only=True)``).
+- :func:`load_backbone_weights`: the backbone's state dict alone (keys ``aggregator.*``, ``camera_head.*``,
+  ``depth_head.*``, ``point_head.*``), for the tasks that start from a trained geometry backbone.
+
+Inference code imports this module; it does not import :mod:`vision.training`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
+from vision.errors import DataError, InputError
+from vision.geometry.matching import MatchProjection
+from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_backbone
+
+__all__ = ["GeometryConfig", "GeometryModel", "build_model", "load", "load_backbone_weights"]
+
+
+@dataclasses.dataclass
+class GeometryConfig(TaskConfig):
+    """What defines a geometry model.
+
+    Args:
+        size: backbone size, a key of :data:`vision.geometry.model.BACKBONE_CONFIGS` (``tiny``, ``base``,
+            ``vggt_1b``).
+        image_size: side of the square input (training and evaluation resolution, linked to the datamodule's
+            ``image_size``); a multiple of the patch size.
+        patch_embed: patch embedding (``conv``, ``convstem`` or a timm ViT name); None: the size's own.
+        patch_embed_weights: optional local file of patch-embed weights (timm / DINOv2) used when the model is
+            first built; never downloaded, and not read again by :func:`load` (the checkpoint holds the weights).
+        use_checkpoint: gradient checkpointing of the aggregator's blocks while training.
+        match_dim: width of the matching projection of the aggregator's last patch tokens (trained by the
+            correspondence loss; the evaluation registers cameras from its matches, the ``match_pose`` row);
+            None: no projection.
+    """
+
+    size: str = "tiny"
+    image_size: int = 64
+    patch_embed: str | None = None
+    patch_embed_weights: str | None = None
+    use_checkpoint: bool = False
+    match_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.size not in BACKBONE_CONFIGS:
+            raise InputError(f"GeometryConfig.size must be one of {sorted(BACKBONE_CONFIGS)}, got {self.size!r}")
+        if isinstance(self.image_size, bool) or not isinstance(self.image_size, int) or self.image_size < 1:
+            raise InputError(f"GeometryConfig.image_size must be a positive integer, got {self.image_size!r}")
+        if self.match_dim is not None and (isinstance(self.match_dim, bool) or not isinstance(self.match_dim, int)
+                                           or self.match_dim < 1):
+            raise InputError(f"GeometryConfig.match_dim must be a positive integer or None, got {self.match_dim!r}")
+
+
+class GeometryModel(nn.Module):
+    """The geometry backbone and its optional matching projection.
+
+    ``forward(images)`` is the backbone's (see :mod:`vision.geometry.model`: ``images`` ``[B, S, 3, H, W]`` in
+    [0, 1] -> ``extrinsics [B, S, 3, 4]``, ``intrinsics``, ``depth [B, S, H, W, 1]``, ``world_points``, ``tokens``
+    ...). :meth:`match_features` projects the last aggregator layer's patch tokens to unit-norm matching features
+    ``[B, S, P, match_dim]``.
+    """
+
+    def __init__(self, backbone: GeometryBackbone, match: MatchProjection | None = None) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.match = match
+
+    @property
+    def patch_size(self) -> int:
+        return self.backbone.patch_size
+
+    def forward(self, images: Any) -> dict[str, Any]:
+        return self.backbone(images)
+
+    def match_features(self, outputs: dict[str, Any]) -> torch.Tensor:
+        """``[B, S, P, match_dim]`` from the outputs of :meth:`forward`; an :class:`InputError` without a projection."""
+        if self.match is None:
+            raise InputError("this geometry model has no matching projection (GeometryConfig.match_dim is None)")
+        return self.match(outputs["tokens"][-1][:, :, outputs["patch_start_idx"]:])
+
+
+def build_model(config: GeometryConfig | dict | None = None) -> GeometryModel:
+    """A freshly initialised :class:`GeometryModel` for ``config`` (a :class:`GeometryConfig`, a mapping of its
+    fields or None for the defaults)."""
+    config = GeometryConfig.from_value(config)
+    overrides: dict[str, Any] = {"img_size": config.image_size, "patch_embed_weights": config.patch_embed_weights,
+                                 "use_checkpoint": config.use_checkpoint}
+    if config.patch_embed is not None:
+        overrides["patch_embed"] = config.patch_embed
+    backbone = create_backbone(config.size, **overrides)
+    if config.image_size % backbone.patch_size:
+        raise InputError(f"GeometryConfig.image_size={config.image_size} is not a multiple of the "
+                         f"{config.size} backbone's patch size {backbone.patch_size}")
+    match = MatchProjection(2 * backbone.embed_dim, config.match_dim) if config.match_dim is not None else None
+    return GeometryModel(backbone, match)
+
+
+def load(checkpoint: str | Path, map_location: Any = "cpu") -> tuple[GeometryModel, GeometryConfig]:
+    """``(model in eval mode, config)`` from a ``GeometryModule`` checkpoint. The model is built without
+    ``patch_embed_weights`` (the checkpoint's weights replace them); a checkpoint of another task or layout, or
+    weights that do not fit, is a :class:`DataError` naming the file."""
+    config, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=map_location)
+    model = build_model(config.replace(patch_embed_weights=None))
+    load_weights(model, weights, checkpoint)
+    return model.eval(), config
+
+
+def load_backbone_weights(checkpoint: str | Path, map_location: Any = "cpu") -> dict[str, torch.Tensor]:
+    """The geometry backbone's state dict from a ``GeometryModule`` checkpoint (keys of
+    :class:`~vision.geometry.model.GeometryBackbone`: ``aggregator.*``, ``camera_head.*``, ``depth_head.*``,
+    ``point_head.*``), for ``GeometryBackbone.load_state_dict``; a checkpoint without them is a
+    :class:`DataError` naming the file."""
+    _, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=map_location)
+    backbone = {k[len("backbone."):]: v for k, v in weights.items() if k.startswith("backbone.")}
+    if not backbone:
+        raise DataError("not a geometry checkpoint of this version (no weights under 'model.backbone.')",
+                        file=checkpoint, field="state_dict")
+    return backbone
