@@ -7,11 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
 from tests.evaluation.conftest import evaluate_cli
 from vision.errors import DataError, InputError
-from vision.evaluation.forensics import equal_error_rate, evaluate_forensics, tpr_at_fpr
+from vision.evaluation.forensics import (
+    equal_error_rate,
+    evaluate_forensics,
+    format_forensics,
+    threshold_from_real,
+    tpr_at_fpr,
+)
 
 
 def _split(labels: list[str], gens: list[str | None]) -> dict:
@@ -148,3 +155,49 @@ def test_the_one_entry_point_scores_forensics() -> None:
     metrics = evaluate(gt, results, "forensics", threshold=0.5)
     assert metrics["AUC"] == pytest.approx(0.75)
     assert metrics == evaluate_forensics(gt, results, threshold=0.5)
+
+
+def test_threshold_from_real_passes_the_share_and_every_tie_with_the_quantile() -> None:
+    scores = np.linspace(0, 1, 101)
+    for dtype in (np.float64, np.float32):
+        threshold = threshold_from_real(scores, 0.95, dtype=dtype)
+        assert (scores < threshold).mean() == pytest.approx(96 / 101)  # the quantile (scores[95]) itself passes
+        assert scores[95] < threshold < scores[96] and float(np.asarray(threshold, dtype)) == threshold  # exactly representable
+    with pytest.raises(InputError, match="no real"):
+        threshold_from_real(np.array([]))
+    with pytest.raises(InputError, match="pass_rate"):
+        threshold_from_real(scores, 1.5)
+    with pytest.raises(InputError, match="finite"):
+        threshold_from_real(np.array([0.1, np.nan]))
+
+
+def test_a_float32_threshold_is_rounded_up_so_scores_equal_to_the_quantile_still_pass() -> None:
+    """The edge: a quantile that float32 rounds *down*. Stored in a float32 buffer as nearest-rounding would store
+    it, the real videos scoring exactly the quantile would be called generated; threshold_from_real rounds up."""
+    q = 0.7
+    assert float(np.float32(q)) < q  # the nearest float32 lies below 0.7
+    real = np.array([0.1, q, q, q])  # the 95% quantile ("higher") is q, which three real videos score
+    threshold = threshold_from_real(real, 0.95, dtype=np.float32)
+    stored = float(torch.tensor(threshold, dtype=torch.float32))  # what a checkpoint's buffer gives back
+    assert stored == threshold
+    assert (real < stored).all()
+    assert not (real < float(np.float32(np.quantile(real, 0.95, method="higher")))).all()  # nearest rounding fails
+    # float32 scores (the detector's probabilities) tied with the threshold's quantile pass too; the next float32
+    # above them does not
+    p = np.float32(0.3)
+    assert threshold_from_real(np.array([p, p]), dtype=np.float32) == float(np.nextafter(p, np.float32(1)))
+    # and at the threshold itself a video counts as generated
+    gt = _split(["real", "generated"], [None, "A"])
+    metrics = evaluate_forensics(gt, [{"video_id": 1, "score": q}, {"video_id": 2, "score": threshold}],
+                                 threshold=threshold)
+    assert metrics["real_acc"] == 1.0 and metrics["fake_acc"] == 1.0
+
+
+def test_format_forensics_prints_every_generator_and_the_full_threshold() -> None:
+    gt = _split(["real", "real", "generated", "generated"], [None, None, "A", "B"])
+    results = [{"video_id": i, "score": s} for i, s in zip(range(1, 5), (0.1, 0.2, 0.3, 0.9))]
+    metrics = evaluate_forensics(gt, results, threshold=0.25000001)
+    table = format_forensics(metrics, "val")
+    rows = [line.split()[0] for line in table.splitlines()]
+    assert rows[0] == "val" and {"A", "B", "macro", "all"} <= set(rows)
+    assert "threshold 0.25000001 fixed on real validation videos" in table

@@ -79,19 +79,21 @@ def make_tiny_split(root: Path) -> dict[str, Path]:
     return {"train": _write(root, "train", train), "val": _write(root, "val", val), "root": root}
 
 
-def train_tiny_checkpoint(tiny_split: dict[str, Path], out: Path, epochs: int = 20) -> Path:
-    """Train a ForensicsModule on ``tiny_split`` for ``epochs`` and save ``out/last.ckpt`` (also used by the demo
-    tests)."""
+def train_tiny_checkpoint(tiny_split: dict[str, Path], out: Path, epochs: int = 20,
+                          tools: list[str] | None = None) -> Path:
+    """Train a ForensicsModule on ``tiny_split`` for ``epochs`` (validating, and so calibrating, at the end) and
+    save ``out/last.ckpt`` (also used by the demo tests). ``tools``: default every tool."""
     import lightning as L
 
     from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
+    from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig
     from vision.training.checkpoint_io import AtomicCheckpointIO
 
     torch.manual_seed(0)
-    tools = ["spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry"]
-    dm = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=tools, size=SIZE,
-                                   max_frames=FRAMES, cache_dir=str(out / "cache"), batch_size=8)
-    model = ForensicsModule(tools=tools, hidden=16, lr=1e-2, size=SIZE, max_frames=FRAMES)
+    config = ForensicsConfig(tools=list(tools or DEFAULT_TOOLS), hidden=16, image_size=SIZE, max_frames=FRAMES)
+    dm = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=config.tools,
+                                   image_size=SIZE, max_frames=FRAMES, cache_dir=str(out / "cache"), batch_size=8)
+    model = ForensicsModule(config=config, lr=1e-2)
     trainer = L.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False,
                         check_val_every_n_epoch=min(5, epochs),

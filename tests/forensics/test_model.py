@@ -8,7 +8,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from vision.errors import InputError
-from vision.forensics.model import ForensicDetector, feature_matrix, fit_detector, fit_platt, real_threshold
+from vision.forensics.model import ForensicDetector, calibrate, feature_matrix, fit_platt, training_loss
 
 
 def test_fit_platt_recovers_a_known_scale_and_offset() -> None:
@@ -21,21 +21,10 @@ def test_fit_platt_recovers_a_known_scale_and_offset() -> None:
     assert fit_platt(np.zeros(3), np.zeros(3)) == (1.0, 0.0)  # one class: no calibration
 
 
-def test_real_threshold_passes_the_requested_share() -> None:
-    scores = np.linspace(0, 1, 101)
-    thr = real_threshold(scores, 0.95)
-    assert (scores < thr).mean() == pytest.approx(0.96, abs=0.011)
-    assert (scores < thr).mean() >= 0.95
-    with pytest.raises(InputError):
-        real_threshold(np.array([]))
-    with pytest.raises(InputError):
-        real_threshold(scores, 1.5)
-
-
 def test_feature_matrix_and_missing_values() -> None:
     x = feature_matrix([{"a": 1.0}, {"a": 2.0, "b": 3.0}], ["a", "b"])
     assert x.shape == (2, 2) and np.isnan(x[0, 1]) and x[1, 1] == 3.0
-    det = ForensicDetector(["a", "b"], hidden=8)
+    det = ForensicDetector(["a", "b"], hidden=8, dropout=0.1)
     det.set_normalisation(np.array([[0.0, 1.0], [2.0, 3.0]], np.float32))
     prepared = det.prepare(torch.as_tensor(x))
     assert prepared.shape == (2, 4)
@@ -45,7 +34,8 @@ def test_feature_matrix_and_missing_values() -> None:
         det(torch.zeros(2, 3))
 
 
-def test_fit_detector_separates_and_calibrates() -> None:
+def test_training_and_calibration_separate_and_pass_the_real_share() -> None:
+    torch.manual_seed(0)
     rng = np.random.default_rng(1)
     n = 120
     y = np.repeat([0, 1], n // 2)
@@ -54,11 +44,40 @@ def test_fit_detector_separates_and_calibrates() -> None:
     x[rng.uniform(size=n) < 0.1, 2] = np.nan
     vx = rng.normal(0, 1, (n, 3)).astype(np.float32)
     vx[:, 0] += 2.0 * y
-    det = fit_detector(x, y, vx, y, ["f0", "f1", "f2"], epochs=150)
+    det = ForensicDetector(["a.f0", "a.f1", "b.f2"], hidden=16, dropout=0.1)
+    assert det.tools == ["a", "b"] and det.reliability.tolist() == [0.5, 0.5]
+    det.set_normalisation(x)
+    det.set_reference(x, y)
+    opt = torch.optim.AdamW(det.parameters(), lr=3e-3)
+    for _ in range(150):
+        loss = training_loss(det, torch.as_tensor(x), torch.as_tensor(y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    det.train()
+    calibrate(det, vx, y)
+    assert det.training  # calibrate leaves the mode as it found it
     assert float(det.anom_std) > 0 and float(det.platt_a) > 0
     with torch.no_grad():
-        p = det.probability(torch.as_tensor(vx)).numpy()
+        p = det.eval().probability(torch.as_tensor(vx)).numpy()
     assert roc_auc_score(y, p) > 0.85
     assert (p[y == 0] < float(det.threshold)).mean() >= 0.95
+    reliability = det.tool_reliability()
+    assert reliability["a"] == pytest.approx(max(roc_auc_score(y, vx[:, 0]), 1 - roc_auc_score(y, vx[:, 0])))
+    assert 0.5 <= reliability["b"] < reliability["a"]
     ref = det.reference()
-    assert ref["f0"]["sign"] == 1.0 and ref["f0"]["std"] > 0
+    assert ref["a.f0"]["sign"] == 1.0 and ref["a.f0"]["std"] > 0
+
+
+def test_a_threshold_read_back_from_its_float32_buffer_passes_ties_with_the_quantile() -> None:
+    """Real probabilities equal to the 95% quantile stay below the stored threshold (the buffer is float32)."""
+    det = ForensicDetector(["a.f0"], hidden=4, dropout=0.0)
+    with torch.no_grad():  # a constant model: every video gets the same probability
+        for p in det.net.parameters():
+            p.zero_()
+    vx = np.zeros((40, 1), np.float32)
+    y = np.repeat([0, 1], 20)
+    calibrate(det, vx, y)
+    p = det.probability(torch.as_tensor(vx)).detach()
+    assert det.threshold.dtype == torch.float32 and bool((p < det.threshold).all())
+    assert float(det.threshold) == float(np.nextafter(np.float32(p[0]), np.float32(1)))

@@ -14,6 +14,7 @@ from vision.data.video import read_video, write_video
 from vision.errors import DataError, VideoError
 from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
 from vision.forensics.predictor import ForensicsPredictor, analyze_to_report
+from vision.forensics.task import ForensicsConfig, load
 from vision.training.checkpoint_io import load_checkpoint
 
 VERDICTS = {"generated", "real", "insufficient evidence"}
@@ -21,32 +22,42 @@ VERDICTS = {"generated", "real", "insufficient evidence"}
 
 def test_training_loss_falls(tiny_split: dict[str, Path], tmp_path: Path) -> None:
     torch.manual_seed(0)
-    tools = ["spectrum", "npr", "temporal"]
-    dm = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=tools, size=SIZE,
-                                   max_frames=FRAMES, cache_dir=str(tmp_path))
-    model = ForensicsModule(tools=tools, hidden=16, lr=1e-2)
-    x, y = dm.load("train")
-    model.detector.set_normalisation(x)
-    batch = (torch.as_tensor(x), torch.as_tensor(y, dtype=torch.float32))
+    config = ForensicsConfig(tools=["spectrum", "npr", "temporal"], hidden=16, image_size=SIZE, max_frames=FRAMES)
+    dm = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=config.tools,
+                                   image_size=SIZE, max_frames=FRAMES, cache_dir=str(tmp_path))
+    model = ForensicsModule(config=config, lr=1e-2)
+    x, y = dm.train_features()
+    model.model.set_normalisation(x)
+    batch = {"features": torch.as_tensor(x), "label": torch.as_tensor(y, dtype=torch.float32)}
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    first = float(model.training_step(batch, 0)["loss"])
+    first = float(model.training_step(batch, 0))
     for _ in range(30):
-        loss = model.training_step(batch, 0)["loss"]
+        loss = model.training_step(batch, 0)
         opt.zero_grad()
         loss.backward()
         opt.step()
-    assert float(model.training_step(batch, 0)["loss"]) < 0.7 * first
-    # the cache is reused: a second load reads the same rows
-    dm2 = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=tools, size=SIZE,
-                                    max_frames=FRAMES, cache_dir=str(tmp_path))
-    np.testing.assert_allclose(dm2.load("train")[0], x)
+    assert float(model.training_step(batch, 0)) < 0.7 * first
+    # each tool's features are cached: a second datamodule, and one over a subset of the tools, read the same rows
+    dm2 = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=config.tools,
+                                    image_size=SIZE, max_frames=FRAMES, cache_dir=str(tmp_path))
+    np.testing.assert_array_equal(dm2.train_features()[0], x)
+    one = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=["npr"],
+                                    image_size=SIZE, max_frames=FRAMES, cache_dir=str(tmp_path))
+    columns = [dm.names.index(name) for name in one.names]
+    np.testing.assert_array_equal(one.train_features()[0], x[:, columns])
+    assert len(list(tmp_path.glob("train_*.json"))) == 3  # one cache file per tool
 
 
-def test_checkpoint_holds_calibration(trained_checkpoint: Path) -> None:
+def test_checkpoint_holds_calibration_and_reliability(trained_checkpoint: Path) -> None:
     ckpt = load_checkpoint(trained_checkpoint)
     state = ckpt["state_dict"]
-    assert float(state["detector.platt_a"]) > 0 and 0 < float(state["detector.threshold"]) <= 1.0 + 1e-6
-    assert state["reliability"].shape == (7,) and float(state["reliability"].min()) >= 0.5
+    assert float(state["model.platt_a"]) > 0 and 0 < float(state["model.threshold"]) <= 1.0 + 1e-6
+    assert state["model.reliability"].shape == (7,) and float(state["model.reliability"].min()) >= 0.5
+    detector, config = load(trained_checkpoint)
+    assert config.image_size == SIZE and config.max_frames == FRAMES and config.hidden == 16
+    predictor = ForensicsPredictor.from_checkpoint(trained_checkpoint)
+    assert predictor.reliability == detector.tool_reliability() and set(predictor.reliability) == set(config.tools)
+    assert float(predictor.detector.threshold) == float(state["model.threshold"])
 
 
 def test_predictor_on_files_and_frames(trained_checkpoint: Path, tiny_split: dict[str, Path]) -> None:

@@ -29,7 +29,8 @@ from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 from vision.errors import DataError, InputError
 from vision.evaluation.results import validate_forensics_results
 
-__all__ = ["evaluate_forensics", "binary_metrics", "equal_error_rate", "tpr_at_fpr", "threshold_from_real"]
+__all__ = ["evaluate_forensics", "binary_metrics", "equal_error_rate", "tpr_at_fpr", "threshold_from_real",
+           "format_forensics", "METRICS"]
 
 METRICS = ("AUC", "AP", "ACC", "real_acc", "fake_acc", "EER", "TPR@5%FPR")
 
@@ -69,12 +70,31 @@ def tpr_at_fpr(labels: np.ndarray, scores: np.ndarray, fpr_max: float = 0.05) ->
     return float(tpr[i] + t * (tpr[i + 1] - tpr[i]))
 
 
-def threshold_from_real(real_scores: np.ndarray, pass_rate: float = 0.95) -> float:
-    """The smallest threshold above the ``pass_rate`` quantile (method "higher") of real scores."""
-    real_scores = np.asarray(real_scores, np.float64)
+def threshold_from_real(real_scores: np.ndarray, pass_rate: float = 0.95, dtype: type = np.float64) -> float:
+    """The real-calibrated threshold: the smallest value representable in ``dtype`` strictly above the ``pass_rate``
+    quantile (method ``"higher"``: one of the scores) of the real scores ``[N]``.
+
+    A video is called generated when ``score >= threshold``, so every real score at or below that quantile (a share
+    of at least ``pass_rate``) passes, ties with the quantile included. ``dtype=np.float32`` gives the threshold to
+    store in a float32 buffer: rounded *up* to the next float32, so reading the buffer back never lets it fall to
+    or below the quantile (a nearest-float32 rounding could, turning those real videos into generated ones). The
+    returned Python float is exactly representable in ``dtype``.
+
+    Raises:
+        InputError: no real score, a non-finite one, or ``pass_rate`` outside (0, 1).
+    """
+    real_scores = np.asarray(real_scores, np.float64).ravel()
     if real_scores.size == 0:
         raise InputError("no real videos to set a threshold on")
-    return float(np.nextafter(np.quantile(real_scores, pass_rate, method="higher"), np.inf))
+    if not np.isfinite(real_scores).all():
+        raise InputError("real scores for the threshold must be finite")
+    if not 0.0 < pass_rate < 1.0:
+        raise InputError(f"pass_rate must be in (0, 1); got {pass_rate}")
+    quantile = np.quantile(real_scores, pass_rate, method="higher")
+    threshold = np.asarray(quantile, dtype=dtype)[()]
+    if float(threshold) <= quantile:
+        threshold = np.nextafter(threshold, np.asarray(np.inf, dtype=dtype))
+    return float(threshold)
 
 
 def binary_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float, fpr_max: float = 0.05) -> dict:
@@ -139,3 +159,19 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
     for metric in METRICS:  # every generator's subset holds all the real videos: both classes
         out[f"macro/{metric}"] = float(np.mean([per[n][metric] for n in names]))
     return out
+
+
+def format_forensics(metrics: dict[str, Any], title: str) -> str:
+    """The fixed-width table of :func:`evaluate_forensics`'s ``metrics``: one row per generator, ``macro`` and
+    ``all``, the class counts and the threshold (in full, as ``tools/evaluate.py --threshold`` takes it)."""
+    rows = sorted({key.split("/")[0] for key in metrics if "/" in key} - {"macro"}) + ["macro"]
+    header = f"{title:14s}" + "".join(f"{c:>11s}" for c in METRICS)
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        lines.append(f"{row:14s}" + "".join(f"{metrics.get(f'{row}/{c}', float('nan')):11.3f}" for c in METRICS))
+    lines.append(f"{'all':14s}" + "".join(f"{metrics.get(c, float('nan')):11.3f}" for c in METRICS))
+    source = "fixed on real validation videos" if metrics.get("threshold_source") == "given" else \
+        "set on this split's real videos"
+    lines.append(f"({metrics['num_real']} real, {metrics['num_generated']} generated videos; "
+                 f"threshold {metrics['threshold']!r} {source})")
+    return "\n".join(lines)

@@ -1,7 +1,7 @@
 """Loading clips for analysis and extracting tool features, with an on-disk cache for training.
 
 A clip for the detector is the first ``max_frames`` frames of a video, resized so that the shorter side is
-``size`` and centre-cropped to ``size x size`` (the training clips of ``datasets/prepare_aigv.py`` are square).
+``size`` (the config's ``image_size``) and centre-cropped to ``size x size`` (the training clips of ``datasets/prepare_aigv.py`` are square).
 """
 
 from __future__ import annotations
@@ -83,34 +83,56 @@ def clip_features(clip: Clip, tools: Sequence[ForensicTool],
     return features, results
 
 
-def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: int = 64, max_frames: int = 16,
+def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: int, max_frames: int,
                    cache_dir: str | Path | None = None) -> tuple[list[dict[str, float]], np.ndarray, list[dict]]:
-    """Features of every labelled video of a split: (feature dicts, labels ``int [N]`` 1 = generated, the
-    video entries). Cached as JSON in ``cache_dir`` keyed by the split file's content, tools, size, frames."""
+    """Features of every labelled video of a split (:class:`~vision.data.datasets.LabelledVideoDataset`, in video id
+    order): (feature dicts, nan = not measured; labels ``int64 [N]``, 1 = generated; the videos as
+    ``{video_id, generator, source}``).
+
+    With ``cache_dir``, each tool's features are cached in their own JSON file, keyed by the split file's content,
+    the tool and its feature names, ``size`` and ``max_frames``; only the tools without a cache are run (each video
+    decoded once for all of them), so any subset of cached tools is read without decoding.
+    """
     from vision.data.coco import load_split
     from vision.data.datasets import LabelledVideoDataset
 
     split = load_split(split_file)
     dataset = LabelledVideoDataset(split)
-    key_src = Path(split_file).read_bytes() + json.dumps([[t.name, list(t.feature_names)] for t in tools]).encode() \
-        + f"{size}:{max_frames}".encode()
-    key = hashlib.sha1(key_src).hexdigest()[:16]
-    cache = Path(cache_dir) / f"{Path(split_file).stem}_{key}.json" if cache_dir is not None else None
-    if cache is not None and cache.is_file():
-        data = json.loads(cache.read_text())
-        rows = [{k: (float("nan") if v is None else float(v)) for k, v in r.items()} for r in data["features"]]
-        return rows, np.asarray(data["labels"], np.int64), data["videos"]
-    rows, labels, videos = [], [], []
-    for i in range(len(dataset)):
-        sample = dataset[i]
-        clip = load_clip(sample["video_path"], size=size, max_frames=max_frames)
-        features, _ = clip_features(clip, tools)
-        rows.append({k: (v if np.isfinite(v) else None) for k, v in features.items()})
-        labels.append(int(sample["label"]))
-        video = split.videos[sample["video_id"]]
-        videos.append({"video_id": int(sample["video_id"]), "generator": video.get("generator"),
-                       "source": video.get("source")})
-    if cache is not None:
-        atomic_write_json(cache, {"features": rows, "labels": labels, "videos": videos})
-    rows = [{k: (float("nan") if v is None else v) for k, v in r.items()} for r in rows]
-    return rows, np.asarray(labels, np.int64), videos
+    samples = [dataset[i] for i in range(len(dataset))]
+    labels = np.asarray([int(s["label"]) for s in samples], np.int64)
+    videos = [{"video_id": int(s["video_id"]), "generator": split.videos[s["video_id"]].get("generator"),
+               "source": split.videos[s["video_id"]].get("source")} for s in samples]
+    content = Path(split_file).read_bytes()
+    per_tool: dict[str, list[dict[str, float | None]]] = {}
+    missing: list[ForensicTool] = []
+    for tool in tools:
+        path = _cache_path(cache_dir, split_file, content, tool, size, max_frames)
+        if path is not None and path.is_file():
+            per_tool[tool.name] = json.loads(path.read_text())["features"]
+        else:
+            missing.append(tool)
+    if missing:
+        fresh: dict[str, list[dict[str, float | None]]] = {tool.name: [] for tool in missing}
+        for sample in samples:
+            clip = load_clip(sample["video_path"], size=size, max_frames=max_frames)
+            for name, result in run_tools(clip, missing).items():
+                fresh[name].append({k: (float(v) if np.isfinite(v) else None) for k, v in result.features.items()})
+        for tool in missing:
+            path = _cache_path(cache_dir, split_file, content, tool, size, max_frames)
+            if path is not None:
+                atomic_write_json(path, {"tool": tool.name, "video_ids": [v["video_id"] for v in videos],
+                                         "features": fresh[tool.name]})
+        per_tool.update(fresh)
+    rows: list[dict[str, float]] = [{} for _ in samples]
+    for tool in tools:
+        for row, features in zip(rows, per_tool[tool.name]):
+            row.update({k: (float("nan") if v is None else float(v)) for k, v in features.items()})
+    return rows, labels, videos
+
+
+def _cache_path(cache_dir: str | Path | None, split_file: str | Path, content: bytes, tool: ForensicTool, size: int,
+                max_frames: int) -> Path | None:
+    if cache_dir is None:
+        return None
+    key_src = content + json.dumps([tool.name, list(tool.feature_names), size, max_frames]).encode()
+    return Path(cache_dir) / f"{Path(split_file).stem}_{tool.name}_{hashlib.sha1(key_src).hexdigest()[:16]}.json"

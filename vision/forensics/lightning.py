@@ -1,159 +1,264 @@
-"""Training the forensic detector with Lightning: features are extracted once per split (cached), then an MLP
-trains on them; every validation epoch re-fits the calibration (logit / real-anomaly standardisation, Platt scaling)
-and the real-calibrated threshold, which are
-buffers of the detector and so live in the checkpoint.
+"""Training, validating, testing and predicting the forensic detector with Lightning.
 
-``python tools/train.py --config configs/forensics/tiny.yaml``
+``python tools/train.py [fit|validate|test|predict] --config configs/forensics/tiny.yaml [--ckpt_path P]``
+
+Tool features are extracted once per split (cached per tool, :func:`vision.forensics.features.split_features`); an
+MLP trains on them. The detector's standardisation and real reference come from the training features (the whole
+training split, on every rank). Every validation epoch gathers the validation features of all ranks (one row per
+video), re-fits the calibration (logit / real-anomaly standardisation, Platt scaling), the real-calibrated
+threshold and the per-tool reliability on them, identically on every rank, then scores the calibrated
+probabilities with :func:`vision.evaluation.evaluate` (``val/AUC``, ``val/AP``, ``val/EER``, ``val/TPR@5%FPR``,
+``val/ACC``, ``val/real_acc``, per generator and ``val/macro/...``). Those buffers belong to the detector, so the
+checkpoint written after that validation (ModelCheckpoint saves at the end of validation, after this module's
+epoch-end hook) holds the calibration that produced the logged figures. ``test`` scores the test split at the
+checkpoint's own threshold and prints the table; ``predict`` returns ``(video_id, [{video_id, score, verdict}])``
+pairs for :class:`vision.training.writer.ResultsWriter`.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 import lightning as L
 import numpy as np
 import torch
-import torch.nn.functional as F
-from sklearn.metrics import roc_auc_score
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Dataset
 
-from vision.data.datamodule import ResumableDataModule
-from vision.errors import DataError
+from vision.data.coco import read_json
+from vision.data.datamodule import EVAL_STAGES, ResumableDataModule
+from vision.errors import DataError, InputError
+from vision.evaluation.evaluate import evaluate
+from vision.evaluation.forensics import format_forensics
 from vision.forensics.features import split_features
-from vision.forensics.model import ForensicDetector, calibrate, feature_matrix
+from vision.forensics.model import calibrate, feature_matrix, training_loss
+from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, build_model
 from vision.forensics.tools import build_tools, feature_names
+from vision.training.collect import KeyedResults, gather_unique, log_metrics
 
-__all__ = ["ForensicFeatureDataModule", "ForensicsModule", "DEFAULT_TOOLS", "tool_reliability"]
+__all__ = ["ForensicFeatureDataModule", "ForensicsModule", "FeatureDataset", "results_of"]
 
-DEFAULT_TOOLS = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry")
+class FeatureDataset(Dataset):
+    """Rows of a feature matrix: ``{"features": float32 [F] (nan = not measured), "label": float32 [] (1 =
+    generated), "video_id": int64 []}``; batches stack them to ``[B, F]``, ``[B]``, ``[B]``."""
 
+    def __init__(self, features: np.ndarray, labels: np.ndarray, video_ids: Sequence[int]) -> None:
+        if not len(features) == len(labels) == len(video_ids):
+            raise InputError(f"features, labels and video ids differ in length: {len(features)}, {len(labels)}, "
+                             f"{len(video_ids)}")
+        self.features = torch.as_tensor(np.asarray(features, np.float32))
+        self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.float32)
+        self.video_ids = torch.as_tensor(np.asarray(video_ids, np.int64))
 
-def tool_reliability(x: np.ndarray, y: np.ndarray, names: Sequence[str]) -> dict[str, float]:
-    """Per tool, the best single-feature AUC (orientation-free, ``max(auc, 1 - auc)``) on ``x [N, F]``;
-    0.5 when it cannot be measured (one class, or no finite values)."""
-    best: dict[str, float] = {}
-    for j, name in enumerate(names):
-        tool = name.split(".")[0]
-        col = x[:, j]
-        ok = np.isfinite(col)
-        auc = 0.5
-        if ok.sum() >= 4 and len(np.unique(y[ok])) == 2:
-            a = float(roc_auc_score(y[ok], col[ok]))
-            auc = max(a, 1.0 - a)
-        best[tool] = max(best.get(tool, 0.5), auc)
-    return best
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {"features": self.features[index], "label": self.labels[index], "video_id": self.video_ids[index]}
 
 
 class ForensicFeatureDataModule(ResumableDataModule):
-    """Tool features of two splits as tensors: batches ``(features float [B, F] (nan = missing), label [B])``.
+    """Tool features of labelled-video splits (batches: see :class:`FeatureDataset`).
 
     Args:
-        train_split / val_split: split JSON files with labelled videos.
-        tools: tool names (see :data:`vision.forensics.tools.TOOL_NAMES`).
-        size / max_frames: clip policy of :func:`vision.forensics.features.load_clip`.
-        cache_dir: feature cache folder (None: no cache). batch_size: training batch size.
+        train_split / val_split: split JSON files with labelled videos (both classes needed).
+        test_split / predict_split: the splits of ``test`` and ``predict`` (default: the one before).
+        tools / image_size / max_frames: the feature list and clip policy; the CLI links them from the model's
+            ``config`` (do not set them in ``data:``).
+        cache_dir: feature cache folder (None: no cache).
+        batch_size: training batch size (validation, test and prediction read their whole split in one batch).
+        exclude_generators: videos of these generators are left out of the training and validation splits
+            (leave-one-generator-out; test and predict splits keep every video).
     """
 
-    def __init__(self, train_split: str, val_split: str, tools: Sequence[str] = DEFAULT_TOOLS, size: int = 64,
-                 max_frames: int = 16, cache_dir: str | None = None, batch_size: int = 64) -> None:
+    def __init__(self, train_split: str, val_split: str, tools: Sequence[str] = DEFAULT_TOOLS,
+                 image_size: int = ForensicsConfig.image_size, max_frames: int = ForensicsConfig.max_frames,
+                 cache_dir: str | None = None, batch_size: int = 64, test_split: str | None = None,
+                 predict_split: str | None = None, exclude_generators: Sequence[str] = ()) -> None:
         super().__init__()
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InputError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         self.save_hyperparameters()
-        self.tool_objects = build_tools(list(tools))
+        self.train_split, self.val_split = train_split, val_split
+        self.test_split, self.predict_split = test_split, predict_split
+        self.tools, self.image_size, self.max_frames = list(tools), image_size, max_frames
+        self.cache_dir, self.batch_size = cache_dir, batch_size
+        self.exclude_generators = set(exclude_generators)
+        self.tool_objects = build_tools(self.tools)
         self.names = feature_names(self.tool_objects)
-        self.arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._arrays: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, list[dict]]] = {}
 
-    def load(self, which: str) -> tuple[np.ndarray, np.ndarray]:
-        """Features ``float32 [N, F]`` (nan = missing) and labels ``int64 [N]`` of ``"train"`` or ``"val"``."""
-        if which not in self.arrays:
-            split = self.hparams.train_split if which == "train" else self.hparams.val_split
-            rows, labels, _ = split_features(split, self.tool_objects, self.hparams.size, self.hparams.max_frames,
-                                             self.hparams.cache_dir)
-            if len(np.unique(labels)) < 2:
-                raise DataError("a forensic split needs both real and generated videos", file=split,
-                                field="videos[].label", value=sorted(set(labels.tolist())))
-            self.arrays[which] = (feature_matrix(rows, self.names), labels)
-        return self.arrays[which]
+    def features(self, split: str, exclude: bool = False) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+        """``(features float32 [N, F] (nan = missing), labels int64 [N], videos [{video_id, generator, source}])``
+        of a split file's labelled videos, without ``exclude_generators`` when ``exclude``."""
+        if (split, exclude) not in self._arrays:
+            rows, labels, videos = split_features(split, self.tool_objects, self.image_size, self.max_frames,
+                                                  self.cache_dir)
+            x = feature_matrix(rows, self.names)
+            if exclude and self.exclude_generators:
+                keep = np.array([v["generator"] not in self.exclude_generators for v in videos], bool)
+                x, labels, videos = x[keep], labels[keep], [v for v, k in zip(videos, keep) if k]
+            self._arrays[(split, exclude)] = (x, labels, videos)
+        return self._arrays[(split, exclude)]
+
+    def train_features(self) -> tuple[np.ndarray, np.ndarray]:
+        """The training split's ``(features [N, F], labels [N])``; both classes required."""
+        x, y, _ = self.features(self.train_split, exclude=True)
+        if len(np.unique(y)) < 2:
+            raise DataError("a forensic training split needs both real and generated videos",
+                            file=self.train_split, field="videos[].label", value=sorted(set(y.tolist())))
+        return x, y
+
+    def eval_dataset(self, stage: str) -> FeatureDataset:
+        """The labelled videos of the split ``stage`` (``validate``, ``test``, ``predict``) reads."""
+        if stage not in EVAL_STAGES:
+            raise InputError(f"stage must be one of {EVAL_STAGES}, got {stage!r}")
+        x, y, videos = self.features(self.split_path(stage), exclude=stage == "validate")
+        return FeatureDataset(x, y, [v["video_id"] for v in videos])
 
     def setup(self, stage: str | None = None) -> None:
-        self.load("train")
-        self.load("val")
-
-    def _dataset(self, which: str) -> TensorDataset:
-        x, y = self.load(which)
-        return TensorDataset(torch.as_tensor(x), torch.as_tensor(y, dtype=torch.float32))
+        if stage in (None, "fit"):
+            self.train_features()
 
     def train_dataloader(self) -> DataLoader:
-        return self.train_loader(self._dataset("train"), self.hparams.batch_size, 0, None, with_seeds=False)
+        x, y = self.train_features()
+        ids = [v["video_id"] for v in self.features(self.train_split, exclude=True)[2]]
+        return self.train_loader(FeatureDataset(x, y, ids), self.batch_size, 0, None, with_seeds=False)
+
+    def _eval_loader(self, stage: str) -> DataLoader:
+        dataset = self.eval_dataset(stage)
+        return self.eval_loader(dataset, len(dataset), 0, None)
 
     def val_dataloader(self) -> DataLoader:
-        dataset = self._dataset("val")
-        return self.eval_loader(dataset, len(dataset), 0, None)
+        return self._eval_loader("validate")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval_loader("test")
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._eval_loader("predict")
+
+
+def results_of(video_ids: Sequence[int], probabilities: Sequence[float], threshold: float) -> list[dict]:
+    """Results ``[{video_id, score, verdict}]``: score = calibrated probability of generated, verdict
+    ``generated`` when ``score >= threshold`` else ``real``."""
+    return [{"video_id": int(v), "score": float(p), "verdict": "generated" if float(p) >= threshold else "real"}
+            for v, p in zip(video_ids, probabilities)]
 
 
 class ForensicsModule(L.LightningModule):
-    """The detector's LightningModule.
+    """The detector's LightningModule (``self.model``: :func:`vision.forensics.task.build_model` of ``config``).
 
     Args:
-        tools: tool names; they fix the feature list (and must match the datamodule's).
-        hidden: MLP width. lr / weight_decay: AdamW. pass_rate: share of real validation videos below the
-            threshold. size / max_frames: the clip policy, stored for the predictor.
+        config: the model (:class:`ForensicsConfig`, or a mapping of its fields; None: the defaults).
+        lr / weight_decay: AdamW. pass_rate: the share of real validation videos below the threshold.
     """
 
-    def __init__(self, tools: Sequence[str] = DEFAULT_TOOLS, hidden: int = 32, lr: float = 3e-3,
-                 weight_decay: float = 5e-2, pass_rate: float = 0.95, size: int = 64, max_frames: int = 16) -> None:
+    def __init__(self, config: ForensicsConfig | None = None, lr: float = 3e-3, weight_decay: float = 5e-2,
+                 pass_rate: float = 0.95) -> None:
         super().__init__()
-        self.save_hyperparameters()
-        self.names = feature_names(build_tools(list(tools)))
-        self.detector = ForensicDetector(self.names, hidden=hidden)
-        self.register_buffer("reliability", torch.full((len(tools),), 0.5))
-        self._val: list[tuple[torch.Tensor, torch.Tensor]] = []
-        self._fitted_stats = False
+        config = ForensicsConfig.from_value(config)
+        if not 0.0 < pass_rate < 1.0:
+            raise InputError(f"pass_rate must be in (0, 1), got {pass_rate!r}")
+        self.save_hyperparameters(ignore=["config"])
+        self.hparams["config"] = config.to_dict()
+        self.config = config
+        self.model = build_model(config)
+        self._collected = KeyedResults()
+        self._val_rows: list[tuple[int, tuple[list[float], int]]] = []
 
     def setup(self, stage: str | None = None) -> None:
-        """Standardisation and the real reference come from the training features (once, before training)."""
-        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
-        if stage == "fit" and dm is not None and not self._fitted_stats:
-            x, y = dm.load("train")
-            if list(dm.names) != self.names:
-                raise DataError("datamodule tools differ from the model's", field="data.init_args.tools",
-                                value=list(dm.hparams.tools))
-            self.detector.set_normalisation(x)
-            self.detector.set_reference(x, y)
-            self._fitted_stats = True
+        """Before training: the standardisation and the real reference from the whole training split (the same on
+        every rank; a resumed run then restores the checkpoint's, which are the same)."""
+        datamodule = self.trainer.datamodule if self._trainer is not None else None
+        if stage != "fit" or datamodule is None:
+            return
+        if list(getattr(datamodule, "names", [])) != self.model.feature_names:
+            raise DataError("the datamodule's tools differ from the model's", field="data.init_args.tools",
+                            value=list(getattr(datamodule, "tools", [])))
+        x, y = datamodule.train_features()
+        self.model.set_normalisation(x)
+        self.model.set_reference(x, y)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return self.detector(features)
+        """Raw features ``[B, F]`` -> calibrated probability of generated ``[B]``."""
+        return self.model.probability(features)
 
-    def _loss(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        x, y = batch
-        pos = y.mean().clamp(0.05, 0.95)
-        weight = torch.where(y > 0.5, 0.5 / pos, 0.5 / (1 - pos))
-        return F.binary_cross_entropy_with_logits(self.detector(x), y, weight=weight)
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = training_loss(self.model, batch["features"], batch["label"])
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["label"]))
+        return loss
 
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> dict[str, torch.Tensor]:
-        loss = self._loss(batch)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch[1]))
-        return {"loss": loss}
-
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        loss = self._loss(batch)
-        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch[1]))
-        self._val.append((batch[0].detach().cpu(), batch[1].detach().cpu()))
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        loss = training_loss(self.model, batch["features"], batch["label"])
+        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["label"]), sync_dist=True)
+        rows = batch["features"].detach().cpu().tolist()
+        for video_id, row, label in zip(batch["video_id"].tolist(), rows, batch["label"].tolist()):
+            self._val_rows.append((int(video_id), (int(video_id), row, int(label))))
 
     def on_validation_epoch_end(self) -> None:
-        if not self._val:
+        """Gather every rank's validation rows (one per video, in video id order; a collective), re-fit the
+        calibration, threshold and reliability on them (identical on every rank), score and log ``val/...``.
+        Lightning's sanity check only empties the rows (the model is not calibrated on it)."""
+        rows, self._val_rows = self._val_rows, []
+        gathered = gather_unique(rows)
+        if self.trainer.sanity_checking or not gathered:
             return
-        x = torch.cat([v[0] for v in self._val]).numpy()
-        y = torch.cat([v[1] for v in self._val]).numpy().astype(np.int64)
-        self._val.clear()
-        calibrate(self.detector, x, y, self.hparams.pass_rate)
+        ids = [video_id for video_id, _, _ in gathered]
+        x = np.asarray([row for _, row, _ in gathered], np.float32).reshape(len(gathered), -1)
+        y = np.asarray([label for _, _, label in gathered], np.int64)
+        calibrate(self.model, x, y, self.hparams.pass_rate)
+        self._broadcast_calibration()
         with torch.no_grad():
-            probs = self.detector.probability(torch.as_tensor(x)).numpy()
-        if len(np.unique(y)) == 2:
-            self.log("val/auc", float(roc_auc_score(y, probs)))
-            self.log("val/real_acc", float((probs[y == 0] < float(self.detector.threshold)).mean()))
-        rel = tool_reliability(x, y, self.names)
-        self.reliability.copy_(torch.tensor([rel.get(t, 0.5) for t in self.hparams.tools]))
+            probabilities = self.model.probability(torch.as_tensor(x, device=self.model.threshold.device))
+        results = results_of(ids, probabilities.cpu().tolist(), float(self.model.threshold))
+        log_metrics(self, "val", self._evaluate("validate", results))
+
+    def _broadcast_calibration(self) -> None:
+        """Every rank re-fits the calibration on the same gathered rows; rank 0's buffers are then broadcast so the
+        ranks hold them bit for bit (a kernel that differs between devices cannot make them drift)."""
+        if self.trainer.world_size <= 1:
+            return
+        values = self.trainer.strategy.broadcast({name: b.detach().cpu() for name, b in self.model.named_buffers()},
+                                                 src=0)
+        with torch.no_grad():
+            for name, buffer in self.model.named_buffers():
+                buffer.copy_(values[name].to(buffer.device))
+
+    def _evaluate(self, stage: str, results: list[dict]) -> dict[str, Any]:
+        """:func:`vision.evaluation.evaluate` of ``results`` against the split of ``stage`` at the detector's
+        threshold (without the videos of excluded generators when validating)."""
+        datamodule = self.trainer.datamodule
+        path = datamodule.split_path(stage)
+        split: Any = path
+        excluded = getattr(datamodule, "exclude_generators", set())
+        if stage == "validate" and excluded:
+            gt = read_json(path)
+            split = dict(gt, videos=[v for v in gt["videos"] if v.get("generator") not in excluded])
+        return evaluate(split, results, "forensics", threshold=float(self.model.threshold))
+
+    def _split_name(self, stage: str) -> str:
+        return Path(self.trainer.datamodule.split_path(stage)).stem
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        threshold = float(self.model.threshold)
+        probabilities = self.model.probability(batch["features"]).cpu().tolist()
+        for result in results_of(batch["video_id"].tolist(), probabilities, threshold):
+            self._collected.add(result["video_id"], [result])
+
+    def on_test_epoch_end(self) -> None:
+        results = self._collected.gather()
+        metrics = self._evaluate("test", results)
+        log_metrics(self, "test", metrics)
+        if self.trainer.is_global_zero:
+            print(format_forensics(metrics, self._split_name("test")))
+
+    def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> list[tuple[int, list[dict]]]:
+        """``[(video_id, [{video_id, score, verdict}])]`` for :class:`vision.training.writer.ResultsWriter`."""
+        probabilities = self.model.probability(batch["features"]).cpu().tolist()
+        results = results_of(batch["video_id"].tolist(), probabilities, float(self.model.threshold))
+        return [(r["video_id"], [r]) for r in results]
 
     def configure_optimizers(self) -> Any:
-        return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        return torch.optim.AdamW(self.model.parameters(), lr=self.hparams.lr,
+                                 weight_decay=self.hparams.weight_decay)

@@ -11,7 +11,10 @@ logit by its std, ``A`` by the mean and std over *real* validation videos), so a
 generator still scores high when it is unlike real video.
 Calibration: Platt scaling ``p = sigmoid(a * s + b)`` with ``a, b`` fitted on validation videos by NLL.
 Threshold: on calibrated probabilities of *real* validation videos, so that ``pass_rate`` of them (95%) are
-below it; a video is called generated when ``p >= threshold``.
+below it; a video is called generated when ``p >= threshold``
+(:func:`vision.evaluation.forensics.threshold_from_real`, rounded up to float32, the buffer's type).
+Reliability: per tool, the best single-feature validation AUC (the evidence graph weighs tools by it).
+All of these are buffers of :class:`ForensicDetector`, so a checkpoint of it holds everything inference needs.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from vision.errors import InputError
+from sklearn.metrics import roc_auc_score
 
-__all__ = ["ForensicDetector", "feature_matrix", "fit_platt", "real_threshold", "fit_detector", "calibrate"]
+from vision.errors import InputError
+from vision.evaluation.forensics import threshold_from_real
+
+__all__ = ["ForensicDetector", "feature_matrix", "fit_platt", "calibrate", "tool_reliability", "training_loss"]
 
 
 def feature_matrix(rows: Sequence[dict[str, float]], names: Sequence[str]) -> np.ndarray:
@@ -42,16 +48,23 @@ def feature_matrix(rows: Sequence[dict[str, float]], names: Sequence[str]) -> np
 class ForensicDetector(nn.Module):
     """MLP over standardised tool features (see the module docstring).
 
+    Args:
+        feature_names: ``tool.feature`` names, the columns of the input (see :func:`vision.forensics.tools.feature_names`);
+            the tools are their prefixes, in order of first appearance.
+        hidden / dropout: MLP width and dropout (defaults: :class:`vision.forensics.task.ForensicsConfig`).
+
     Buffers (saved in checkpoints): ``feat_mean`` / ``feat_std`` ``[F]``, ``logit_scale``, ``anom_mean``,
-    ``anom_std``, ``platt_a``, ``platt_b``, ``threshold`` (calibrated-probability threshold) ``[]``, and
-    ``ref_mean`` / ``ref_std`` / ``ref_sign`` ``[F]`` (the real-video reference, also used for evidence items).
+    ``anom_std``, ``platt_a``, ``platt_b``, ``threshold`` (calibrated-probability threshold) ``[]``,
+    ``ref_mean`` / ``ref_std`` / ``ref_sign`` ``[F]`` (the real-video reference, also used for evidence items) and
+    ``reliability`` ``[T]`` (per tool of :attr:`tools`, its best single-feature validation AUC; 0.5 = unknown).
     """
 
-    def __init__(self, feature_names: Sequence[str], hidden: int = 64, dropout: float = 0.1) -> None:
+    def __init__(self, feature_names: Sequence[str], hidden: int, dropout: float) -> None:
         super().__init__()
         if not feature_names:
             raise InputError("ForensicDetector needs at least one feature name")
         self.feature_names = list(feature_names)
+        self.tools = list(dict.fromkeys(name.split(".")[0] for name in self.feature_names))
         n = len(self.feature_names)
         self.net = nn.Sequential(nn.Linear(2 * n, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, hidden),
                                  nn.GELU(), nn.Linear(hidden, 1))
@@ -59,7 +72,8 @@ class ForensicDetector(nn.Module):
                             ("ref_std", torch.ones(n)), ("ref_sign", torch.zeros(n)),
                             ("logit_scale", torch.tensor(1.0)), ("anom_mean", torch.tensor(0.0)),
                             ("anom_std", torch.tensor(1.0)), ("platt_a", torch.tensor(1.0)),
-                            ("platt_b", torch.tensor(0.0)), ("threshold", torch.tensor(0.5))):
+                            ("platt_b", torch.tensor(0.0)), ("threshold", torch.tensor(0.5)),
+                            ("reliability", torch.full((len(self.tools),), 0.5))):
             self.register_buffer(name, value)
 
     def set_normalisation(self, features: np.ndarray) -> None:
@@ -86,6 +100,10 @@ class ForensicDetector(nn.Module):
         """The reference as ``{feature: {"mean", "std", "sign"}}`` (the tools' evidence format)."""
         return {name: {"mean": float(self.ref_mean[j]), "std": float(self.ref_std[j]),
                        "sign": float(self.ref_sign[j])} for j, name in enumerate(self.feature_names)}
+
+    def tool_reliability(self) -> dict[str, float]:
+        """``{tool: reliability}`` (the ``reliability`` buffer by tool name)."""
+        return {tool: float(r) for tool, r in zip(self.tools, self.reliability.tolist())}
 
     def prepare(self, features: torch.Tensor) -> torch.Tensor:
         """Raw ``[B, F]`` -> network input ``[B, 2F]`` (standardised, clipped to +-8, nan -> 0, mask)."""
@@ -137,58 +155,56 @@ def fit_platt(scores: np.ndarray, labels: np.ndarray, iterations: int = 200) -> 
     return max(float(a), 0.05), float(b)
 
 
-def real_threshold(real_scores: np.ndarray, pass_rate: float = 0.95) -> float:
-    """Score threshold such that a share ``pass_rate`` of real videos scores *below* it (the 95% quantile)."""
-    real_scores = np.asarray(real_scores, np.float64)
-    if real_scores.size == 0:
-        raise InputError("real_threshold needs at least one real validation score")
-    if not 0.0 < pass_rate < 1.0:
-        raise InputError(f"pass_rate must be in (0, 1); got {pass_rate}")
-    # the next float32 above the quantile: thresholds live in float32 buffers and must stay strictly above it
-    return float(np.nextafter(np.float32(np.quantile(real_scores, pass_rate, method="higher")), np.float32(np.inf)))
+def training_loss(model: ForensicDetector, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Class-balanced binary cross-entropy of ``model(features [B, F])`` against ``labels [B]`` (1 = generated):
+    each class weighs half, with the batch's share of generated videos clamped to [0.05, 0.95]."""
+    labels = labels.to(features.dtype)
+    pos = labels.mean().clamp(0.05, 0.95)
+    weight = torch.where(labels > 0.5, 0.5 / pos, 0.5 / (1 - pos))
+    return F.binary_cross_entropy_with_logits(model(features), labels, weight=weight)
 
 
-def fit_detector(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
-                 feature_names: Sequence[str], epochs: int = 150, lr: float = 3e-3, hidden: int = 32,
-                 weight_decay: float = 5e-2, pass_rate: float = 0.95, seed: int = 0) -> ForensicDetector:
-    """Train, calibrate and threshold a detector with a plain full-batch loop (the benchmark's path; the
-    Lightning module does the same steps). Classes are balanced by loss weights."""
-    torch.manual_seed(seed)
-    model = ForensicDetector(feature_names, hidden=hidden)
-    model.set_normalisation(train_x)
-    model.set_reference(train_x, train_y)
-    x = torch.as_tensor(train_x, dtype=torch.float32)
-    y = torch.as_tensor(train_y, dtype=torch.float32)
-    pos = float(y.mean().clamp(0.05, 0.95))
-    weights = torch.where(y > 0.5, 0.5 / pos, 0.5 / (1 - pos))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    model.train()
-    for _ in range(epochs):
-        loss = F.binary_cross_entropy_with_logits(model(x), y, weight=weights)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
-    calibrate(model, val_x, val_y, pass_rate)
-    return model
+def tool_reliability(x: np.ndarray, y: np.ndarray, names: Sequence[str]) -> dict[str, float]:
+    """Per tool, the best single-feature AUC (orientation-free, ``max(auc, 1 - auc)``) on ``x [N, F]`` (columns
+    ``names``, ``tool.feature``) with labels ``y [N]``; 0.5 when it cannot be measured (one class, or fewer than
+    4 finite values)."""
+    best: dict[str, float] = {}
+    for j, name in enumerate(names):
+        tool = name.split(".")[0]
+        col = x[:, j]
+        ok = np.isfinite(col)
+        auc = 0.5
+        if ok.sum() >= 4 and len(np.unique(y[ok])) == 2:
+            a = float(roc_auc_score(y[ok], col[ok]))
+            auc = max(a, 1.0 - a)
+        best[tool] = max(best.get(tool, 0.5), auc)
+    return best
 
 
 @torch.no_grad()
 def calibrate(model: ForensicDetector, val_x: np.ndarray, val_y: np.ndarray, pass_rate: float = 0.95) -> None:
-    """On validation videos: standardise the logit and the real-anomaly term, fit Platt scaling, and fix the
-    threshold so that ``pass_rate`` of the real ones are below it."""
-    x = torch.as_tensor(val_x, dtype=torch.float32)
+    """On validation videos ``val_x [N, F]`` (labels ``val_y [N]``): standardise the logit and the real-anomaly
+    term, fit Platt scaling, fix the threshold so that ``pass_rate`` of the real ones are below it, and measure each
+    tool's reliability. Runs in float32 on the model's device; the buffers are a deterministic function of
+    (weights, ``val_x``, ``val_y``), so every rank given the same gathered rows computes the same ones."""
+    device = model.threshold.device
+    x = torch.as_tensor(val_x, dtype=torch.float32, device=device)
     val_y = np.asarray(val_y)
-    logits = model(x).numpy()
+    was_training = model.training
+    model.eval()
+    logits = model(x).cpu().numpy()
     model.logit_scale.fill_(float(max(logits.std(), 1e-3)) if logits.size > 1 else 1.0)
-    anomaly = model.anomaly(x).numpy()
+    anomaly = model.anomaly(x).cpu().numpy()
     real_anomaly = anomaly[val_y == 0] if (val_y == 0).sum() >= 2 else anomaly
     model.anom_mean.fill_(float(real_anomaly.mean()))
     model.anom_std.fill_(float(max(real_anomaly.std(), 1e-3)) if real_anomaly.size > 1 else 1.0)
-    scores = model.decision_score(x).numpy()
+    scores = model.decision_score(x).cpu().numpy()
     a, b = fit_platt(scores, val_y)
     model.platt_a.fill_(a)
     model.platt_b.fill_(b)
-    probs = model.probability(x).numpy()
+    probs = model.probability(x).cpu().numpy()
     if (val_y == 0).any():
-        model.threshold.fill_(real_threshold(probs[val_y == 0], pass_rate))
+        model.threshold.fill_(threshold_from_real(probs[val_y == 0], pass_rate, dtype=np.float32))
+    reliability = tool_reliability(np.asarray(val_x, np.float32), val_y, model.feature_names)
+    model.reliability.copy_(torch.tensor([reliability.get(t, 0.5) for t in model.tools], dtype=torch.float32))
+    model.train(was_training)

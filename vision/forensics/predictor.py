@@ -21,53 +21,44 @@ import numpy as np
 import torch
 
 from vision.data.io import MAX_INPUT_PIXELS
-from vision.errors import DataError, InputError
+from vision.errors import InputError
 from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate, plan_tools
 from vision.forensics.features import clip_features, frames_to_clip, load_clip
 from vision.forensics.model import ForensicDetector, feature_matrix
 from vision.forensics.report import write_report
+from vision.forensics.task import ForensicsConfig, load
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
-from vision.training.checkpoint_io import load_checkpoint, load_weights
 
-__all__ = ["ForensicsPredictor", "analyze_to_report", "predict_split", "public_report"]
+__all__ = ["ForensicsPredictor", "analyze_to_report", "public_report"]
 
 
 class ForensicsPredictor:
-    """A calibrated detector + the tool set it was trained on + per-tool reliability.
+    """A calibrated detector + the tool set it was trained on + per-tool reliability (the detector's buffer).
 
     Args:
-        detector: a trained :class:`ForensicDetector` (its buffers hold normalisation, reference, calibration
-            and threshold).
-        tools: tool names in training order. reliability: tool -> validation AUC of its best feature.
-        size / max_frames: the clip policy used in training.
+        detector: a trained :class:`ForensicDetector` (its buffers hold normalisation, reference, calibration,
+            threshold and reliability).
+        config: its :class:`ForensicsConfig` (tools in training order, the clip policy ``image_size`` and
+            ``max_frames``).
     """
 
-    def __init__(self, detector: ForensicDetector, tools: Sequence[str], reliability: dict[str, float] | None = None,
-                 size: int = 64, max_frames: int = 16) -> None:
-        self.tools = build_tools(list(tools))
+    def __init__(self, detector: ForensicDetector, config: ForensicsConfig) -> None:
+        self.config = config
+        self.tools = build_tools(config.tools)
         if feature_names(self.tools) != detector.feature_names:
-            raise InputError("the detector's feature names do not match the tools")
+            raise InputError("the detector's feature names do not match the config's tools")
         self.detector = detector.eval()
-        self.tool_names = list(tools)
-        self.reliability = dict(reliability or {})
-        self.size, self.max_frames = size, max_frames
+        self.tool_names = list(config.tools)
+        self.reliability = detector.tool_reliability()
+        self.size, self.max_frames = config.image_size, config.max_frames
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path) -> "ForensicsPredictor":
-        """Load a Lightning checkpoint of :class:`vision.forensics.lightning.ForensicsModule`."""
-        ckpt = load_checkpoint(path)
-        hp = ckpt.get("hyper_parameters")
-        state = ckpt.get("state_dict")
-        if not isinstance(hp, dict) or not isinstance(state, dict) or "tools" not in hp:
-            raise DataError("not a forensics checkpoint (no hyper_parameters.tools / state_dict)", file=path)
-        tools = list(hp["tools"])
-        detector = ForensicDetector(feature_names(build_tools(tools)), hidden=int(hp.get("hidden", 64)))
-        own = {k[len("detector."):]: v for k, v in state.items() if k.startswith("detector.")}
-        load_weights(detector, own, path)
-        rel = state.get("reliability")
-        reliability = {t: float(r) for t, r in zip(tools, rel.tolist())} if rel is not None else {}
-        return cls(detector, tools, reliability, size=int(hp.get("size", 64)), max_frames=int(hp.get("max_frames", 16)))
+    def from_checkpoint(cls, path: str | Path, map_location: Any = "cpu") -> "ForensicsPredictor":
+        """Load a checkpoint of :class:`vision.forensics.lightning.ForensicsModule` (through
+        :func:`vision.forensics.task.load`; a missing, unreadable or foreign file is a ``DataError`` naming it)."""
+        detector, config = load(path, map_location=map_location)
+        return cls(detector, config)
 
     def make_clip(self, video: str | Path | np.ndarray, fps: float = 25.0,
                   max_pixels: int | None = MAX_INPUT_PIXELS) -> Clip:
@@ -96,7 +87,8 @@ class ForensicsPredictor:
         applicable = [name for name, r in results.items() if r.applicable]
         probability = None
         if applicable and not props["frozen"] and clip.num_frames >= 2:
-            x = torch.as_tensor(feature_matrix([features], self.detector.feature_names))
+            x = torch.as_tensor(feature_matrix([features], self.detector.feature_names),
+                                device=self.detector.threshold.device)
             probability = float(self.detector.probability(x)[0])
         weighed = [p["tool"] for p in plan if p["weigh"] and results[p["tool"]].applicable]
         for p in plan:  # a tool may find out while measuring that it cannot apply
@@ -147,21 +139,3 @@ def analyze_to_report(ckpt: str | Path, video: str | Path | np.ndarray, out_dir:
     report = predictor.analyze(video, max_pixels=max_pixels)
     paths = write_report(public_report(report), report["_clip"], report["_extras"], out_dir)
     return {"verdict": report["verdict"]["verdict"], "probability": report["verdict"]["probability"], **paths}
-
-
-def predict_split(ckpt: str | Path | ForensicsPredictor, split_file: str | Path) -> list[dict[str, Any]]:
-    """Score every labelled video of a split with a checkpoint path or an already loaded predictor: results
-    ``[{video_id, score, verdict}]`` for :func:`vision.evaluation.forensics.evaluate_forensics` (score =
-    calibrated probability of generated; a clip that cannot be scored gets 0.5 and its verdict says why)."""
-    from vision.data.coco import load_split
-    from vision.data.datasets import LabelledVideoDataset
-
-    predictor = ckpt if isinstance(ckpt, ForensicsPredictor) else ForensicsPredictor.from_checkpoint(ckpt)
-    dataset = LabelledVideoDataset(load_split(split_file))
-    results = []
-    for i in range(len(dataset)):
-        sample = dataset[i]
-        verdict = predictor.analyze(sample["video_path"])["verdict"]
-        score = 0.5 if verdict["probability"] is None else float(verdict["probability"])
-        results.append({"video_id": int(sample["video_id"]), "score": score, "verdict": verdict["verdict"]})
-    return results
