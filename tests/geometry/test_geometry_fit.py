@@ -8,9 +8,9 @@ from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
 from vision.data.synthetic import write_split
 from vision.data.transforms import build_multiview_transform
+from vision.geometry.evaluation import evaluate_geometry
 from vision.geometry.lightning import GeometryModule
 from vision.geometry.losses import geometry_losses
-from vision.geometry.evaluation import evaluate_geometry
 
 
 def test_tiny_backbone_fits_the_poses_and_depth_of_two_clips(tmp_path):
@@ -18,17 +18,17 @@ def test_tiny_backbone_fits_the_poses_and_depth_of_two_clips(tmp_path):
     split = write_split(tmp_path, "fit", scenes=2, views=4, size=32, mode="unordered", seed=3, threads=1)
     dataset = MultiViewClipDataset(load_split(split), 4, transform=build_multiview_transform(32, train=False))
     batch = collate_clips([dataset[0], dataset[1]])
-    module = GeometryModule(size="tiny", image_size=32)
+    module = GeometryModule(config={"size": "tiny", "image_size": 32})
     optimiser = torch.optim.AdamW(module.parameters(), lr=1e-3, weight_decay=0.0)
-    before = evaluate_geometry(module.model, split, views=4, image_size=32)["model"]
+    before = evaluate_geometry(module.model, split, views=4, image_size=32)
     module.train()
     for _ in range(100):
-        losses, _ = geometry_losses(module.model, batch)
+        losses, _ = geometry_losses(module.model.backbone, batch)
         losses["loss"].backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimiser.step()
         optimiser.zero_grad()
-    after = evaluate_geometry(module.model, split, views=4, image_size=32)["model"]
+    after = evaluate_geometry(module.model, split, views=4, image_size=32)
     assert before["clips"] == after["clips"] == 2
     assert after["AUC@30"] > 0.5 > before["AUC@30"] + 0.3
     assert after["abs_rel"] < 0.5 * before["abs_rel"]

@@ -1,0 +1,109 @@
+"""Geometry results: scoring them reproduces the figures computed straight from the evaluation loader's batches
+(ground truth resized with the model's input), and every malformed entry is a DataError naming file, entry and
+field."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from vision.data.coco import load_split
+from vision.data.datasets import MultiViewClipDataset, collate_clips
+from vision.data.synthetic import write_split
+from vision.data.transforms import build_multiview_transform
+from vision.errors import DataError
+from vision.evaluation.evaluate import evaluate
+from vision.evaluation.geometry import depth_metrics, format_geometry_table, pose_metrics
+from vision.evaluation.results import decode_array, encode_array
+from vision.geometry.evaluation import clip_results
+from vision.geometry.task import GeometryConfig, build_model
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """A 48-px split scored at 32 px by an untrained model: (split path, results, per-clip batches, outputs)."""
+    tmp = tmp_path_factory.mktemp("geometry_results")
+    split = write_split(tmp, "val", scenes=2, views=6, size=48, mode="unordered", seed=4, threads=1)
+    torch.manual_seed(0)
+    model = build_model(GeometryConfig(image_size=32)).eval()
+    dataset = MultiViewClipDataset(load_split(split), 3, transform=build_multiview_transform(32, train=False))
+    batches, outputs, results = [], [], []
+    with torch.no_grad():
+        for index in range(len(dataset)):
+            batch = collate_clips([dataset[index]])
+            out = model(batch["images"])
+            batches.append(batch)
+            outputs.append(out)
+            results += [r for _, rs in clip_results(model, out, batch["image_ids"]) for r in rs]
+    return split, results, batches, outputs
+
+
+def test_scores_equal_the_figures_of_the_loader_batches(scored):
+    split, results, batches, outputs = scored
+    metrics = evaluate(split, results, "geometry")
+    assert metrics["clips"] == len(batches) == 4 and metrics["images"] == 12
+    rows, rot_pairs = [], []
+    for batch, out in zip(batches, outputs):
+        gt = batch["depth"][0].numpy()
+        valid = batch["valid_depth"][0].numpy() & (gt > 0)
+        rows.append(depth_metrics(out["depth"][0, ..., 0].numpy(), gt, valid=valid, max_depth=1e6))
+        rot_pairs.append(pose_metrics(out["extrinsics"][0].numpy(), batch["extrinsics"][0].numpy())["RRA@30"])
+    # every clip has 3 views, so the clip-weighted mean is the plain mean
+    assert metrics["abs_rel"] == pytest.approx(np.mean([r["abs_rel"] for r in rows]), rel=1e-12)
+    assert metrics["delta_1.25"] == pytest.approx(np.mean([r["delta_1.25"] for r in rows]), rel=1e-12)
+    assert metrics["RRA@30"] == pytest.approx(np.mean(rot_pairs), rel=1e-12)  # 3 pairs per clip
+    assert "match_pose/AUC@30" not in metrics and 0.0 <= metrics["identity_pose/AUC@30"] <= 1.0
+    table = format_geometry_table(metrics).splitlines()
+    assert [line.split()[0] for line in table] == ["method", "model", "constant_depth", "identity_pose"]
+
+
+def test_array_encoding_round_trips_exactly():
+    values = np.random.default_rng(0).normal(size=(4, 5, 3)).astype(np.float32)
+    encoded = json.loads(json.dumps(encode_array(values)))
+    assert np.array_equal(decode_array(encoded, "x"), values)
+
+
+def _broken(results: list, index: int, **changes) -> list:
+    copy = [dict(r) for r in results]
+    copy[index].update(changes)
+    return [r for r in copy if r is not None]
+
+
+@pytest.mark.parametrize("change, field, message", [
+    (lambda rs: _broken(rs, 0, image_id=10_000), "results[0].clip", "is not one of its clip's images"),
+    (lambda rs: _broken(rs, 0, clip=[rs[0]["image_id"]]), "results[0].clip", "at least 2"),
+    (lambda rs: rs[1:], "clip", "has no result for image"),
+    (lambda rs: rs + [rs[0]], "results[12].image_id", "duplicate result"),
+    (lambda rs: _broken(rs, 2, extrinsics=[[1, 0, 0]]), "results[2].extrinsics", "3x4 matrix"),
+    (lambda rs: _broken(rs, 1, depth={"size": [32, 32], "float32": "not base64!"}), "results[1].depth.float32",
+     "base64"),
+    (lambda rs: _broken(rs, 1, depth=encode_array(np.ones((32, 30)))), "results[1].depth.size", "square"),
+    (lambda rs: _broken(rs, 1, depth=encode_array(np.full((32, 32), np.nan))), "results[1].depth.float32",
+     "NaN or infinite"),
+    (lambda rs: _broken(rs, 1, world_points=encode_array(np.ones((32, 32)))), "results[1].world_points.size",
+     "expected size"),
+    (lambda rs: _broken(rs, 3, match_extrinsics=np.eye(3, 4).tolist()), "results[3].match_extrinsics",
+     "every result or in none"),
+])
+def test_malformed_results_name_file_entry_and_field(scored, tmp_path, change, field, message):
+    split, results, _, _ = scored
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(change(results)))
+    with pytest.raises(DataError, match=message) as info:
+        evaluate(split, path, "geometry")
+    assert info.value.file == str(path) and info.value.field == field
+
+
+def test_a_split_image_without_camera_is_named(scored, tmp_path):
+    split, results, _, _ = scored
+    gt = json.loads(split.read_text())
+    image = next(img for img in gt["images"] if img["id"] == results[0]["image_id"])
+    del image["camera"]
+    path = tmp_path / "split.json"
+    path.write_text(json.dumps(gt))
+    with pytest.raises(DataError, match="camera") as info:
+        evaluate(path, results, "geometry", split_root=str(split.parent))
+    assert info.value.file == str(path) and info.value.field == f"images[id={image['id']}].camera"
