@@ -12,7 +12,8 @@ MAX_INPUT_PIXELS is also run with ``--max-pixels`` raised to its size (column "c
 alone bounds once the user lets such a frame be decoded.
 
 ``--before REV`` also runs the ``tools/predict.py`` of git revision ``REV`` (extracted with ``git archive`` into a
-temporary folder, so its own ``vision`` package is imported) beside the working tree's, e.g. the commit before
+temporary folder; its folder leads ``PYTHONPATH`` so its own ``vision`` package is imported, not the installed
+one) beside the working tree's, e.g. the commit before
 the input limits of vision/data/io.py. The limits themselves: frames over MAX_INPUT_PIXELS are refused from the
 header, frames over MAX_WORKING_PIXELS are drawn downscaled.
 """
@@ -72,10 +73,12 @@ def random_checkpoint(task: str, path: Path) -> Path:
     return path
 
 
-def peak_rss(command: list[str]) -> tuple[float, int, str]:
-    """Run ``command``; return (its peak resident memory in GiB, exit status, last stderr line)."""
+def peak_rss(command: list[str], tree: Path) -> tuple[float, int, str]:
+    """Run ``command`` with the ``vision`` package of ``tree`` first on ``PYTHONPATH``; return (its peak resident
+    memory in GiB, exit status, last stderr line)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH")) if p))
     with tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         err.seek(0)
         lines = [line for line in err.read().decode(errors="replace").splitlines() if line.startswith("error:")]
@@ -118,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                     command = [sys.executable, str(tree / "tools" / "predict.py"), str(image), "--task", task,
                                "--ckpt", str(ckpts[task]), "--out", str(tmp / "out"), *TASK_ARGS[task]]
                     command += [*extra, str(w * h)] if extra else []
-                    gib, code, error = peak_rss(command)
+                    gib, code, error = peak_rss(command, tree)
                     cells.append(f"{gib:7.2f} GiB (exit {code})")
                     if error:
                         errors.append(f"{name}, {task}, {w}x{h}: {error.replace(str(tmp) + '/', '')}")

@@ -23,9 +23,6 @@ import argparse  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vision.data.synthetic import generate_scene, scene_seed, write_split  # noqa: E402
 
