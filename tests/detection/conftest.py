@@ -8,13 +8,15 @@ import zlib
 import pytest
 import torch
 
+from vision.text import TEXT_DIM
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 class FakeTextEncoder:
     """Deterministic unit rows from a hash of each text; counts how many texts it encoded."""
 
-    dim = 384
+    dim = TEXT_DIM
 
     def __init__(self) -> None:
         self.num_encoded = 0
@@ -44,7 +46,7 @@ def oov_splits(tmp_path_factory):
 
 
 #: Small OOVDet settings for the tests: every mechanism on from the first step.
-SMALL = dict(channels=32, queue_size=64, samples_per_class=64, synthesis_start=0.0, mining_start=0.0,
+SMALL = dict(config={"channels": 32}, queue_size=64, samples_per_class=64, synthesis_start=0.0, mining_start=0.0,
              mining_min_objectness=0.0, lr=2e-3, warmup_steps=1)
 
 
@@ -56,6 +58,7 @@ def tiny_module(splits, encoder, **kwargs):
     train = load_split(splits["train"])
     names, ids = train.vocabulary(("iv",)), train.category_ids(("iv",))
     module = OOVDetModule(**{**SMALL, **kwargs})
+    module.text_encoder = encoder  # the evaluated splits' vocabularies too
     module.set_vocabulary(names, ids, text_embeddings=encoder([f"a {n}" for n in names]))
     return module
 

@@ -1,9 +1,11 @@
 import pytest
 import torch
 
-from vision.detection.model import UNKNOWN_LABEL, OOVDetector, OpenVocabClassifier
+from vision.detection.model import UNKNOWN_LABEL, OpenVocabClassifier
+from vision.detection.task import DetectionConfig, build_model
 from vision.errors import InputError
 from vision.geometry.model import create_backbone
+from vision.text import TEXT_DIM
 
 torch.set_num_threads(1)
 
@@ -11,7 +13,7 @@ torch.set_num_threads(1)
 @pytest.fixture(scope="module")
 def detector():
     torch.manual_seed(0)
-    return OOVDetector("tiny", image_size=64, channels=32, score_threshold=0.0)
+    return build_model(DetectionConfig(image_size=64, channels=32, score_threshold=0.0))
 
 
 def test_forward_shapes_and_boxes(detector):
@@ -21,7 +23,7 @@ def test_forward_shapes_and_boxes(detector):
     assert out["objectness"].shape == (2, n)
     assert out["boxes"].shape == (2, n, 4)
     assert out["features"].shape == (2, n, 32)
-    assert out["embeddings"].shape == (2, n, 384)
+    assert out["embeddings"].shape == (2, n, TEXT_DIM)
     assert torch.allclose(out["embeddings"].norm(dim=-1), torch.ones(2, n), atol=1e-5)
     # every box contains its location centre (ltrb >= 0)
     pts = out["points"][None]
@@ -38,7 +40,7 @@ def test_wrong_inputs(detector):
     with pytest.raises(InputError, match="multiple of the patch size"):
         detector(torch.rand(1, 3, 60, 64))
     with pytest.raises(InputError, match="feature_layers"):
-        OOVDetector("tiny", image_size=64, feature_layers=(7,))
+        build_model(DetectionConfig(image_size=64, feature_layers=[7]))
 
 
 def test_classifier_columns():
@@ -51,13 +53,13 @@ def test_classifier_columns():
     assert logits.shape == (2, 4)  # 2 classes + background + OOV
     assert torch.allclose(logits[0], torch.tensor([2.0, 0, 0, 0]))
     assert torch.allclose(logits[1], torch.tensor([0.0, 0, 0, 2.0]))  # OOV = max over prompts / tau
-    closed = OpenVocabClassifier(embed_dim=4, num_oov_prompts=0)
+    closed = OpenVocabClassifier(embed_dim=4, num_oov_prompts=0, temperature=0.5)
     assert closed(emb, text).shape == (2, 3)
 
 
 def test_postprocess_labels_unknown(detector):
     out = detector(torch.rand(1, 3, 64, 64))
-    text = torch.nn.functional.normalize(torch.randn(3, 384), dim=-1)
+    text = torch.nn.functional.normalize(torch.randn(3, TEXT_DIM), dim=-1)
     # make the OOV prompt identical to every embedding direction's mean so that some locations pick OOV
     with torch.no_grad():
         detector.classifier.oov_prompts.copy_(out["embeddings"][0].mean(0, keepdim=True))

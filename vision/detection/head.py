@@ -11,7 +11,7 @@ patch maps of a few aggregator layers, projects them to ``channels`` and builds 
 - ``boxes``: distances (left, top, right, bottom) in pixels, ``softplus(x) * stride * scale_level``, turned into
   XYXY pixel boxes around the location centre;
 - ``features``: the embedding branch's ``[C]`` feature (the input of the projection; gradient attribution reads it);
-- ``embeddings``: the L2-normalised ``[D]`` region embedding in the text space (``D = 384`` for MiniLM).
+- ``embeddings``: the L2-normalised ``[D]`` region embedding in the text space (``D`` = :data:`vision.text.TEXT_DIM`).
 
 All outputs are flattened over levels in the order (level, y, x): ``N = sum_l H_l W_l`` locations.
 """
@@ -75,7 +75,7 @@ class DenseDetectionHead(nn.Module):
         num_levels: number of pyramid levels (one learnable box scale each).
     """
 
-    def __init__(self, channels: int, embed_dim: int = 384, tower_depth: int = 2, num_levels: int = 3) -> None:
+    def __init__(self, channels: int, embed_dim: int, tower_depth: int, num_levels: int) -> None:
         super().__init__()
         self.box_tower = nn.Sequential(*[_conv_block(channels, channels) for _ in range(tower_depth)])
         self.embed_tower = nn.Sequential(*[_conv_block(channels, channels) for _ in range(tower_depth)])

@@ -1,8 +1,11 @@
-"""LightningModule that trains the OOV detector with the three OOVDet mechanisms switched by config.
+"""LightningModule that trains the OOV detector with the three OOVDet mechanisms switched by arguments.
 
-Batches come from :class:`vision.data.datamodule.DetectionDataModule` (``images`` float [B, 3, H, W] in [0, 1],
-``targets`` with ``boxes`` XYXY px and ``category_ids``). Annotations whose category is not in the training
-vocabulary are ignored (the OOV split carries none in training anyway).
+The detector is defined by a :class:`~vision.detection.task.DetectionConfig` (``config``; built with
+:func:`~vision.detection.task.build_model`, stored in the checkpoint as ``hyper_parameters["config"]``); the other
+arguments are training settings. Batches come from :class:`vision.data.datamodule.DetectionDataModule` (``images``
+float [B, 3, H, W] in [0, 1] at the config's ``image_size``, ``targets`` with ``boxes`` XYXY px and
+``category_ids``). Annotations whose category is not in the training vocabulary are ignored by the losses (the OOV
+split carries none in training anyway).
 
 Loss = objectness focal + ``box_weight`` GIoU + open-vocabulary cross entropy, plus
 - ``synthesis``: ``synthesis_weight`` * CE(virtual outliers -> OOV column), from ``synthesis_start`` (fraction of
@@ -11,16 +14,32 @@ Loss = objectness focal + ``box_weight`` GIoU + open-vocabulary cross entropy, p
   unmatched regions labelled OOV (:mod:`vision.detection.attribution`);
 - ``kde_prior``: ``kde_weight`` * KDE density of OOV embeddings (mined regions + OOV prompts) under the queued IV
   embeddings (:mod:`vision.detection.kde`).
-``oov_class=False`` is the closed-vocabulary baseline (no OOV column; every mechanism must be off).
+``config.oov_class=False`` is the closed-vocabulary baseline (no OOV column; every mechanism must be off).
 
-The training vocabulary (``class_names`` / ``category_ids``) comes from the config or, when absent, from the
+The training vocabulary (``class_names`` / ``category_ids``) comes from the arguments or, when absent, from the
 datamodule's training split (categories with ``split: iv``); it is stored in the checkpoint's hyper-parameters.
+
+Evaluation (the task metric inside the loop): ``validation_step`` / ``test_step`` / ``predict_step`` detect with the
+vocabulary the evaluated split gives (``info.vocabulary``: iv + novel names on the synthetic OOV splits; novel names
+are zero-shot) and turn the detections into COCO results in the split's image pixels exactly as
+:class:`~vision.detection.predictor.DetectorPredictor` writes them (:func:`~vision.detection.predictor.label_detections`,
+:func:`~vision.detection.predictor.coco_results`; OOV-rejected boxes under
+:data:`~vision.detection.predictor.UNKNOWN_CATEGORY_ID`), keyed by image id. At the end of the epoch the results of
+every rank are gathered (:class:`~vision.training.collect.KeyedResults`) and scored once with
+:func:`vision.evaluation.evaluate` (COCO AP over the vocabulary, and the open-set figures: ``IV_AP50``,
+``U-Recall``, ``WI``, ``A-OSE``, ``H-mean``, ``novel_AP50``), logged as ``val/<name>`` / ``test/<name>``; ``test``
+also prints :func:`format_openset`'s table. ``predict_step`` returns ``(image_id, results)`` pairs for
+:class:`~vision.training.writer.ResultsWriter`.
+
+Under DDP the OOV bank is synchronised: the embeddings and labels every rank queues in a step are gathered
+(in rank order) before :meth:`ClassGaussianBank.push`, so every rank holds the same bank, and the checkpoint (written
+by rank 0) holds it too. The text tables are derived from the vocabularies and identical on every rank.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from typing import Any
 
 import lightning as L
 import torch
@@ -29,43 +48,80 @@ import torch.nn.functional as F
 from vision.detection.attribution import attribution_evidence, dirichlet_uncertainty, mine_pseudo_oov
 from vision.detection.kde import low_density_penalty
 from vision.detection.losses import assign_targets, detection_losses
-from vision.detection.model import OOVDetector
 from vision.detection.oov_synthesis import ClassGaussianBank
-from vision.detection.vocabulary import DEFAULT_TEMPLATE, check_vocabulary, encode_vocabulary
-from vision.errors import InputError
+from vision.detection.predictor import UNKNOWN_CATEGORY_ID, coco_results, label_detections
+from vision.detection.task import DetectionConfig, build_model
+from vision.detection.vocabulary import check_vocabulary, encode_vocabulary
+from vision.errors import DataError, InputError
+from vision.evaluation.evaluate import evaluate
+from vision.training.collect import KeyedResults, log_metrics
 from vision.training.optim import decay_param_groups, warmup_cosine
 
-__all__ = ["OOVDetModule"]
+__all__ = ["OOVDetModule", "format_openset", "OPENSET_ORDER"]
+
+#: The open-set figures :func:`format_openset` prints, in order.
+OPENSET_ORDER = ("IV_AP", "IV_AP50", "novel_AP50", "U-Recall", "AP_U", "WI", "A-OSE", "H-mean")
+
+#: Lightning stage -> the prefix its figures are logged under.
+_PREFIX = {"validate": "val", "test": "test"}
+
+
+def format_openset(metrics: dict[str, Any]) -> str:
+    """A two-column table of :data:`OPENSET_ORDER`; AP / recall figures x100, WI x100 (already), A-OSE a count;
+    ``-1`` = undefined."""
+    lines = [f"{'metric':12s}{'value':>10s}"]
+    for key in OPENSET_ORDER:
+        value = float(metrics[key])
+        shown = value if key in ("WI", "A-OSE") or value < 0 else 100 * value
+        lines.append(f"{key:12s}{shown:10.1f}")
+    lines.append(f"(H-mean: {metrics['hmean_definition']}; -1 = undefined)")
+    return "\n".join(lines)
 
 
 class OOVDetModule(L.LightningModule):
-    """Train an :class:`OOVDetector`. See the module docstring for the loss; the arguments mirror it."""
+    """Train an :class:`~vision.detection.model.OOVDetector`. See the module docstring for the loss and the
+    evaluation; the arguments mirror it.
 
-    def __init__(self, size: str = "tiny", image_size: int = 64, feature_layers: Sequence[int] = (1, -1),
-                 channels: int = 96, temperature: float = 0.05, num_oov_prompts: int = 1, oov_class: bool = True,
-                 class_names: list[str] | None = None, category_ids: list[int] | None = None,
-                 prompt_template: str = DEFAULT_TEMPLATE, geometry_checkpoint: str | None = None,
+    Args:
+        config: the detector (:class:`DetectionConfig`, a mapping of its fields, or None for the defaults).
+        class_names / category_ids: the training vocabulary (None: the training split's iv categories).
+        geometry_checkpoint: a GeometryModule checkpoint whose ``model.aggregator.*`` weights initialise the
+            backbone.
+        synthesis, synthesis_start, synthesis_weight, queue_size, samples_per_class, keep_per_class: the virtual
+            outlier synthesis and its bank (``queue_size`` embeddings per class).
+        mining, mining_start, mining_fraction, mining_min_objectness, mining_topk: attribution mining.
+        kde_prior, kde_weight, kde_reference: the KDE low-density prior.
+        box_weight: weight of the GIoU loss. lr, weight_decay, warmup_steps: AdamW with warm-up + cosine.
+        flip: random horizontal flips of training batches.
+    """
+
+    def __init__(self, config: DetectionConfig | None = None, class_names: list[str] | None = None,
+                 category_ids: list[int] | None = None, geometry_checkpoint: str | None = None,
                  synthesis: bool = True, synthesis_start: float = 0.5, synthesis_weight: float = 0.1,
                  queue_size: int = 1000, samples_per_class: int = 1000, keep_per_class: int = 2,
                  mining: bool = True, mining_start: float = 0.3, mining_fraction: float = 0.5,
                  mining_min_objectness: float = 0.1, mining_topk: int = 3,
                  kde_prior: bool = True, kde_weight: float = 0.1, kde_reference: int = 512,
                  box_weight: float = 2.0, lr: float = 1e-3, weight_decay: float = 0.05, warmup_steps: int = 50,
-                 flip: bool = True, score_threshold: float = 0.05) -> None:
+                 flip: bool = True) -> None:
         super().__init__()
-        if not oov_class and (synthesis or mining or kde_prior):
-            raise InputError("oov_class=False (closed-vocabulary baseline) needs synthesis, mining and kde_prior "
-                             "all set to false")
-        self.save_hyperparameters()
-        self.model = OOVDetector(size, image_size, feature_layers, channels, num_oov_prompts=num_oov_prompts
-                                 if oov_class else 0, temperature=temperature, score_threshold=score_threshold)
+        config = DetectionConfig.from_value(config)
+        if not config.oov_class and (synthesis or mining or kde_prior):
+            raise InputError("config.oov_class=False (closed-vocabulary baseline) needs synthesis, mining and "
+                             "kde_prior all set to false")
+        self.save_hyperparameters(ignore=["config"])
+        self.hparams["config"] = config.to_dict()
+        self.config = config
+        self.model = build_model(config)
         if geometry_checkpoint:
-            from vision.training.checkpoint_io import load_checkpoint
-
-            self.model.load_geometry_checkpoint(load_checkpoint(geometry_checkpoint)["state_dict"])
-        self.register_buffer("text_embeddings", torch.zeros(0, 384), persistent=False)
+            self.model.load_geometry_checkpoint(_geometry_weights(geometry_checkpoint))
+        self.register_buffer("text_embeddings", torch.zeros(0, config.embed_dim), persistent=False)
         self.bank: ClassGaussianBank | None = None
         self._cat_to_index: dict[int, int] = {}
+        #: the text encoder of the vocabularies (None: the shared MiniLM); not saved.
+        self.text_encoder: Any = None
+        self._eval_vocabularies: dict[str, tuple[list[str], list[int], torch.Tensor]] = {}
+        self._collectors = {stage: KeyedResults() for stage in _PREFIX}
         if class_names is not None:
             self.set_vocabulary(class_names, category_ids)
 
@@ -78,14 +134,15 @@ class OOVDetModule(L.LightningModule):
         if len(ids) != len(names) or len(set(ids)) != len(ids):
             raise InputError(f"category_ids {ids} must be {len(names)} distinct ids, one per class name")
         if text_embeddings is None:
-            text_embeddings = encode_vocabulary(names, self.hparams.prompt_template)
-        if text_embeddings.shape[0] != len(names):
-            raise InputError(f"text_embeddings has {text_embeddings.shape[0]} rows for {len(names)} classes")
+            text_embeddings = encode_vocabulary(names, self.config.prompt_template, self.text_encoder)
+        if tuple(text_embeddings.shape) != (len(names), self.config.embed_dim):
+            raise InputError(f"text_embeddings has shape {tuple(text_embeddings.shape)}, expected "
+                             f"({len(names)}, {self.config.embed_dim}) (classes, config.embed_dim)")
         self.hparams["class_names"] = names
         self.hparams["category_ids"] = ids
         self._cat_to_index = {c: i for i, c in enumerate(ids)}
         self.text_embeddings = F.normalize(text_embeddings.float(), dim=-1).to(self.device)
-        self.bank = ClassGaussianBank(len(names), text_embeddings.shape[1], self.hparams.queue_size)
+        self.bank = ClassGaussianBank(len(names), self.config.embed_dim, self.hparams.queue_size)
 
     def setup(self, stage: str) -> None:
         if self.text_embeddings.shape[0] > 0:
@@ -97,6 +154,23 @@ class OOVDetModule(L.LightningModule):
         split = dm.train_dataset.split
         self.set_vocabulary(split.vocabulary(("iv",)), split.category_ids(("iv",)))
 
+    def eval_vocabulary(self, stage: str) -> tuple[list[str], list[int], torch.Tensor]:
+        """The vocabulary the split of ``stage`` (``validate``, ``test``, ``predict``) gives the detector:
+        ``(names, category ids, unit text rows [K, D] on the module's device)``, encoded once per split."""
+        path = self.trainer.datamodule.split_path(stage)
+        if path not in self._eval_vocabularies:
+            split = self.trainer.datamodule.eval_dataset(stage).split
+            names = split.given_vocabulary()
+            by_name = {c["name"]: int(cid) for cid, c in split.categories.items()}
+            missing = [n for n in names if n not in by_name]
+            if missing:
+                raise DataError("info.vocabulary names a category the split does not define", file=split.file,
+                                field="info.vocabulary", value=missing)
+            text = encode_vocabulary(names, self.config.prompt_template, self.text_encoder)
+            self._eval_vocabularies[path] = (names, [by_name[n] for n in names], text)
+        names, ids, text = self._eval_vocabularies[path]
+        return names, ids, text.to(self.device)
+
     # ------------------------------------------------------------------ checkpoint
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """The OOV bank's queues are training state outside the parameters: they go into the checkpoint."""
@@ -104,6 +178,10 @@ class OOVDetModule(L.LightningModule):
             checkpoint["oov_bank"] = self.bank.state_dict()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        saved = (checkpoint.get("hyper_parameters") or {}).get("class_names")
+        if saved is not None and self.bank is not None and list(saved) != self.hparams["class_names"]:
+            raise InputError(f"the checkpoint was trained with the vocabulary {list(saved)}, this module has "
+                             f"{self.hparams['class_names']}")
         if "oov_bank" not in checkpoint:
             return
         if self.bank is None:  # the vocabulary is set in setup(), which a resumed fit runs before this hook
@@ -131,6 +209,14 @@ class OOVDetModule(L.LightningModule):
 
     def compute_losses(self, batch: dict[str, Any], train: bool) -> dict[str, torch.Tensor]:
         """All loss terms for a batch (``loss`` = weighted total); the mechanisms run only when ``train``."""
+        return self._forward_losses(batch, train)[0]
+
+    def _forward_losses(self, batch: dict[str, Any], train: bool
+                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """``(losses, the detector's outputs)`` for a batch (outputs of the flipped images when ``train`` flipped
+        them)."""
+        if self.text_embeddings.shape[0] == 0:
+            raise InputError("no training vocabulary: give model.class_names or train with a DetectionDataModule")
         hp = self.hparams
         images = batch["images"].to(self.device)
         flip = bool(train and hp.flip and random.random() < 0.5)
@@ -146,7 +232,7 @@ class OOVDetModule(L.LightningModule):
         progress = self._progress()
         stats: dict[str, torch.Tensor] = {}
         if train and hp.mining and progress >= hp.mining_start:
-            evidence = attribution_evidence(out["features"], self.model.head.project, text, hp.temperature)
+            evidence = attribution_evidence(out["features"], self.model.head.project, text, self.config.temperature)
             uncertainty = dirichlet_uncertainty(evidence)
             labels, mined = mine_pseudo_oov(uncertainty, out["objectness"], out["boxes"], labels, gt_boxes, k,
                                             fraction=hp.mining_fraction, min_objectness=hp.mining_min_objectness,
@@ -157,8 +243,8 @@ class OOVDetModule(L.LightningModule):
         losses = detection_losses(out["objectness"], out["boxes"], logits, labels, box_targets, k)
         total = losses["loss_objectness"] + hp.box_weight * losses["loss_box"] + losses["loss_cls"]
         positive = labels < k
-        if train and self.bank is not None and positive.any() and (hp.synthesis or hp.kde_prior):
-            self.bank.push(out["embeddings"][positive].detach(), labels[positive])
+        if train and self.bank is not None and (hp.synthesis or hp.kde_prior):
+            self._push_bank(out["embeddings"][positive].detach(), labels[positive])
         if train and hp.synthesis and progress >= hp.synthesis_start and self.bank.ready_classes().numel() > 0:
             outliers, _ = self.bank.synthesize(hp.samples_per_class, hp.keep_per_class)
             outlier_logits = self.model.classify(F.normalize(outliers.to(self.device), dim=-1), text)
@@ -172,8 +258,30 @@ class OOVDetModule(L.LightningModule):
             total = total + hp.kde_weight * losses["loss_kde"]
         losses["loss"] = total
         losses.update(stats)
-        return losses
+        return losses, out
 
+    def _push_bank(self, embeddings: torch.Tensor, labels: torch.Tensor) -> None:
+        """Queue this step's positive embeddings ``[M, D]`` with their class indices ``[M]``; under DDP the rows of
+        every rank, in rank order, so that every rank's bank stays the same (a collective: every rank calls it in
+        every training step)."""
+        world = int(self.trainer.world_size) if self._trainer is not None else 1
+        if world > 1:
+            counts = self.all_gather(torch.tensor([labels.numel()], device=self.device)).reshape(world)
+            most = int(counts.max())
+            if most == 0:
+                return
+            padded = embeddings.new_zeros(most, embeddings.shape[1])
+            padded[: labels.numel()] = embeddings
+            padded_labels = labels.new_zeros(most)
+            padded_labels[: labels.numel()] = labels
+            every = self.all_gather(padded).reshape(world, most, -1)
+            every_labels = self.all_gather(padded_labels).reshape(world, most)
+            embeddings = torch.cat([every[r, : int(counts[r])] for r in range(world)])
+            labels = torch.cat([every_labels[r, : int(counts[r])] for r in range(world)])
+        if labels.numel() > 0:
+            self.bank.push(embeddings, labels)
+
+    # ------------------------------------------------------------------ steps
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, torch.Tensor]:
         losses = self.compute_losses(batch, train=True)
         bs = batch["images"].shape[0]
@@ -181,14 +289,79 @@ class OOVDetModule(L.LightningModule):
         self.log_dict({f"train/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs)
         return losses
 
-    def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
-        losses = self.compute_losses(batch, train=False)
+    def detect(self, outputs: dict[str, torch.Tensor], batch: dict[str, Any], stage: str) -> list[tuple[int, list]]:
+        """``(image_id, COCO results)`` per image of ``batch`` from the detector's ``outputs``, with the vocabulary
+        of the split ``stage`` evaluates (:meth:`eval_vocabulary`), boxes scaled from the model input
+        (``batch["image_sizes"]``) to the split's image size (its ``width`` / ``height``)."""
+        names, ids, text = self.eval_vocabulary(stage)
+        split = self.trainer.datamodule.eval_dataset(stage).split
+        sizes = [(int(h), int(w)) for h, w in batch["image_sizes"].tolist()]
+        detections = self.model.postprocess(outputs, text, sizes)
+        pairs = []
+        for image_id, (h, w), det in zip(batch["image_ids"].tolist(), sizes, detections):
+            image = split.images[int(image_id)]
+            result = label_detections(det, names, ids, UNKNOWN_CATEGORY_ID,
+                                      (float(image["width"]) / w, float(image["height"]) / h))
+            pairs.append((int(image_id), coco_results([result], [int(image_id)])))
+        return pairs
+
+    def _evaluation_step(self, batch: dict[str, Any], stage: str) -> None:
+        losses, outputs = self._forward_losses(batch, train=False)
+        prefix = _PREFIX[stage]
         bs = batch["images"].shape[0]
-        self.log("val/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=True)
-        self.log_dict({f"val/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs, sync_dist=True)
+        self.log(f"{prefix}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=True)
+        self.log_dict({f"{prefix}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs, sync_dist=True)
+        for image_id, results in self.detect(outputs, batch, stage):
+            self._collectors[stage].add(image_id, results)
+
+    def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        self._evaluation_step(batch, "validate")
+
+    def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        self._evaluation_step(batch, "test")
+
+    def predict_step(self, batch: dict[str, Any], batch_idx: int) -> list[tuple[int, list]]:
+        return self.detect(self.model(batch["images"].to(self.device)), batch, "predict")
+
+    def score(self, stage: str, results: list[dict]) -> dict[str, Any]:
+        """:func:`vision.evaluation.evaluate` of COCO ``results`` on the split of ``stage``, over the vocabulary that
+        split gives, with the open-set figures (OOV detections under :data:`UNKNOWN_CATEGORY_ID`)."""
+        _, ids, _ = self.eval_vocabulary(stage)
+        return evaluate(self.trainer.datamodule.split_path(stage), results, "detection", category_ids=ids,
+                        unknown_category_id=UNKNOWN_CATEGORY_ID)
+
+    def _end_of_evaluation(self, stage: str) -> dict[str, Any] | None:
+        results = self._collectors[stage].gather()  # a collective: every rank, also in the sanity check
+        if self.trainer.sanity_checking:
+            return None
+        metrics = self.score(stage, results)
+        log_metrics(self, _PREFIX[stage], metrics)
+        return metrics
+
+    def on_validation_epoch_end(self) -> None:
+        self._end_of_evaluation("validate")
+
+    def on_test_epoch_end(self) -> None:
+        metrics = self._end_of_evaluation("test")
+        if metrics is not None and self.trainer.is_global_zero:
+            names, _, _ = self.eval_vocabulary("test")
+            print(f"OOVDet on {self.trainer.datamodule.split_path('test')} (vocabulary: {', '.join(names)}; "
+                  f"{metrics['num_unknown_gt']} unknown objects)")
+            print(format_openset(metrics))
 
     def configure_optimizers(self) -> dict[str, Any]:
         groups = decay_param_groups(self.model.named_parameters(), self.hparams.weight_decay,
                                     lambda name, p: "token" in name or "oov_prompts" in name)
         opt = torch.optim.AdamW(groups, lr=self.hparams.lr)
         return warmup_cosine(opt, self.hparams.lr, self.hparams.warmup_steps, self.trainer.estimated_stepping_batches)
+
+
+def _geometry_weights(path: str) -> dict[str, torch.Tensor]:
+    """The ``state_dict`` of a GeometryModule checkpoint (read with ``weights_only=True``; its ``model.aggregator.*``
+    keys initialise the backbone)."""
+    from vision.checkpoint import load_checkpoint
+
+    state = load_checkpoint(path).get("state_dict")
+    if not isinstance(state, dict):
+        raise DataError("not a Lightning checkpoint (no state_dict)", file=path, field="state_dict")
+    return state

@@ -36,11 +36,11 @@ class OpenVocabClassifier(nn.Module):
     """Cosine classifier against a text table, a zero background vector and learnable OOV prompt vectors.
 
     Args:
-        embed_dim: ``D``. num_oov_prompts: ``M`` OOV prompt vectors (0 = no OOV column).
-        temperature: ``tau``.
+        embed_dim: ``D`` (the text space's, :data:`vision.text.TEXT_DIM`). num_oov_prompts: ``M`` OOV prompt
+        vectors (0 = no OOV column). temperature: ``tau``.
     """
 
-    def __init__(self, embed_dim: int = 384, num_oov_prompts: int = 1, temperature: float = 0.05) -> None:
+    def __init__(self, embed_dim: int, num_oov_prompts: int, temperature: float) -> None:
         super().__init__()
         if temperature <= 0:
             raise InputError(f"temperature must be > 0, got {temperature}")
@@ -67,20 +67,20 @@ class OpenVocabClassifier(nn.Module):
 
 
 class OOVDetector(nn.Module):
-    """The detector.
+    """The detector. Build it with :func:`vision.detection.task.build_model` (the defaults of every argument are
+    :class:`~vision.detection.task.DetectionConfig`'s).
 
     Args:
         size: backbone size (:func:`vision.geometry.model.create_backbone`); image_size: its ``img_size``.
         feature_layers: aggregator layers whose patch maps feed the pyramid (negative = from the end).
-        channels: pyramid / head width. embed_dim: text space dimension.
+        channels: pyramid / head width. embed_dim: text space dimension (:data:`vision.text.TEXT_DIM`).
         num_oov_prompts: OOV prompt vectors (0 = closed-vocabulary baseline). temperature: cosine temperature.
         score_threshold, nms_iou, max_detections, pre_nms_topk: inference settings.
     """
 
-    def __init__(self, size: str = "tiny", image_size: int = 64, feature_layers: Sequence[int] = (1, -1),
-                 channels: int = 96, embed_dim: int = 384, num_oov_prompts: int = 1, temperature: float = 0.05,
-                 score_threshold: float = 0.05, nms_iou: float = 0.5, max_detections: int = 100,
-                 pre_nms_topk: int = 1000) -> None:
+    def __init__(self, *, size: str, image_size: int, feature_layers: Sequence[int], channels: int, embed_dim: int,
+                 num_oov_prompts: int, temperature: float, score_threshold: float, nms_iou: float,
+                 max_detections: int, pre_nms_topk: int) -> None:
         super().__init__()
         self.backbone = create_backbone(size, img_size=image_size, enable_camera=False, enable_depth=False,
                                         enable_points=False)
@@ -91,7 +91,7 @@ class OOVDetector(nn.Module):
         patch = self.backbone.patch_size
         self.strides = [patch / 2.0, float(patch), patch * 2.0]
         self.pyramid = FeaturePyramid(2 * self.backbone.embed_dim, len(self.feature_layers), channels)
-        self.head = DenseDetectionHead(channels, embed_dim, num_levels=3)
+        self.head = DenseDetectionHead(channels, embed_dim, tower_depth=2, num_levels=3)
         self.classifier = OpenVocabClassifier(embed_dim, num_oov_prompts, temperature)
         self.score_threshold = float(score_threshold)
         self.nms_iou = float(nms_iou)

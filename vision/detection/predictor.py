@@ -34,7 +34,7 @@ from vision.detection.model import UNKNOWN_LABEL, OOVDetector
 from vision.detection.vocabulary import DEFAULT_TEMPLATE, check_vocabulary, encode_vocabulary
 from vision.errors import InputError
 
-__all__ = ["DetectorPredictor", "UNKNOWN_CATEGORY_ID", "UNKNOWN_NAME"]
+__all__ = ["DetectorPredictor", "UNKNOWN_CATEGORY_ID", "UNKNOWN_NAME", "coco_results", "label_detections"]
 
 #: COCO category id written for OOV ("unknown") detections.
 UNKNOWN_CATEGORY_ID = 1000
@@ -134,6 +134,38 @@ def _batches(items: Iterable[Scaled], size: int) -> Iterator[list[Scaled]]:
         yield batch
 
 
+def label_detections(detections: dict[str, torch.Tensor], vocabulary: Sequence[str], category_ids: Sequence[int],
+                     unknown_category_id: int, scale: tuple[float, float] = (1.0, 1.0)) -> dict[str, Any]:
+    """One image's :meth:`OOVDetector.postprocess` output (boxes XYXY in model-input pixels, labels indexing
+    ``vocabulary`` or :data:`UNKNOWN_LABEL`) -> the predictor's result: ``{"boxes" float32 [n, 4] XYXY multiplied by
+    ``scale`` (x, y), "scores" float32 [n], "label_ids" int64 [n] (-1 = unknown), "labels" list[str] (``"unknown"``
+    for OOV), "category_ids" int64 [n] (``unknown_category_id`` for OOV)}``. The one conversion of the predictor and
+    of :class:`~vision.detection.lightning.OOVDetModule`'s evaluation steps."""
+    factors = torch.tensor([scale[0], scale[1], scale[0], scale[1]], device=detections["boxes"].device)
+    label_ids = detections["labels"].cpu().numpy().astype(np.int64)
+    return {
+        "boxes": (detections["boxes"] * factors).cpu().numpy().astype(np.float32),
+        "scores": detections["scores"].cpu().numpy().astype(np.float32),
+        "label_ids": label_ids,
+        "labels": [UNKNOWN_NAME if i == UNKNOWN_LABEL else vocabulary[i] for i in label_ids],
+        "category_ids": np.asarray([unknown_category_id if i == UNKNOWN_LABEL else category_ids[i]
+                                    for i in label_ids], np.int64),
+    }
+
+
+def coco_results(results: Sequence[dict[str, Any]], image_ids: Sequence[int]) -> list[dict[str, Any]]:
+    """Per-image results (:func:`label_detections`) -> COCO detection results ``[{image_id, category_id,
+    bbox XYWH px (rounded to 1e-3), score (rounded to 1e-5)}]``, OOV detections under their unknown category id."""
+    out = []
+    for image_id, res in zip(image_ids, results):
+        for box, score, cid in zip(res["boxes"], res["scores"], res["category_ids"]):
+            x0, y0, x1, y1 = (float(v) for v in box)
+            out.append({"image_id": int(image_id), "category_id": int(cid),
+                        "bbox": [round(x0, 3), round(y0, 3), round(x1 - x0, 3), round(y1 - y0, 3)],
+                        "score": round(float(score), 5)})
+    return out
+
+
 class DetectorPredictor:
     """Inference wrapper around :class:`OOVDetector` with a (changeable) vocabulary.
 
@@ -162,29 +194,21 @@ class DetectorPredictor:
     def from_checkpoint(cls, path: str | Path, vocabulary: Sequence[str] | None = None,
                         category_ids: Sequence[int] | None = None, device: str | torch.device | None = None,
                         **kwargs: Any) -> "DetectorPredictor":
-        """Load an :class:`OOVDetModule` checkpoint; ``vocabulary`` defaults to the training vocabulary (with its
-        category ids). ``kwargs`` go to the constructor (e.g. ``unknown_category_id``, ``encoder``)."""
-        from vision.training.checkpoint_io import load_checkpoint, load_weights
+        """Load an :class:`OOVDetModule` checkpoint (:func:`vision.detection.task.load_with_vocabulary`);
+        ``vocabulary`` defaults to the training vocabulary (with its category ids). ``kwargs`` go to the constructor
+        (e.g. ``unknown_category_id``, ``encoder``); the prompt template is the checkpoint's config's unless given."""
+        from vision.detection.task import load_with_vocabulary
 
-        ckpt = load_checkpoint(path)
-        hp = ckpt.get("hyper_parameters") or {}
-        if "state_dict" not in ckpt or "image_size" not in hp:
-            raise InputError(f"{path}: not an OOVDetModule checkpoint (no state_dict / hyper_parameters)")
-        model = OOVDetector(hp.get("size", "tiny"), hp["image_size"], hp.get("feature_layers", (1, -1)),
-                            hp.get("channels", 96), num_oov_prompts=hp.get("num_oov_prompts", 1)
-                            if hp.get("oov_class", True) else 0, temperature=hp.get("temperature", 0.05),
-                            score_threshold=hp.get("score_threshold", 0.05))
-        state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
-        load_weights(model, state, path)
+        model, config, trained = load_with_vocabulary(path)
         if device is not None:
             model = model.to(torch.device(device))
         if vocabulary is None:
-            vocabulary = hp.get("class_names")
-            if vocabulary is None:
+            if trained is None:
                 raise InputError(f"{path}: the checkpoint stores no training vocabulary; pass vocabulary=[...]")
-            category_ids = hp.get("category_ids") if category_ids is None else category_ids
-        kwargs.setdefault("prompt_template", hp.get("prompt_template", DEFAULT_TEMPLATE))
-        return cls(model, vocabulary, hp["image_size"], category_ids=category_ids, **kwargs)
+            vocabulary = trained.class_names
+            category_ids = trained.category_ids if category_ids is None else category_ids
+        kwargs.setdefault("prompt_template", config.prompt_template)
+        return cls(model, vocabulary, config.image_size, category_ids=category_ids, **kwargs)
 
     def set_vocabulary(self, vocabulary: Sequence[str], category_ids: Sequence[int] | None = None) -> None:
         """Change the vocabulary (checked: non-empty, distinct non-empty strings); embeddings are cached."""
@@ -206,20 +230,8 @@ class DetectorPredictor:
         images = torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
         outputs = self.model(images)
         dets = self.model.postprocess(outputs, self.text, [(size, size)] * len(frames))
-        out = []
-        for frame, det in zip(frames, dets):
-            h, w = frame.shape[:2]
-            scale = torch.tensor([w / size, h / size, w / size, h / size], device=det["boxes"].device)
-            label_ids = det["labels"].cpu().numpy().astype(np.int64)
-            out.append({
-                "boxes": (det["boxes"] * scale).cpu().numpy().astype(np.float32),
-                "scores": det["scores"].cpu().numpy().astype(np.float32),
-                "label_ids": label_ids,
-                "labels": [UNKNOWN_NAME if i == UNKNOWN_LABEL else self.vocabulary[i] for i in label_ids],
-                "category_ids": np.asarray([self.unknown_category_id if i == UNKNOWN_LABEL else self.category_ids[i]
-                                            for i in label_ids], np.int64),
-            })
-        return out
+        return [label_detections(det, self.vocabulary, self.category_ids, self.unknown_category_id,
+                                 (frame.shape[1] / size, frame.shape[0] / size)) for frame, det in zip(frames, dets)]
 
     def _detections(self, frames: Iterable[Scaled],
                     progress: Callable[[int], None] | None) -> Iterator[tuple[np.ndarray, dict[str, Any], tuple]]:
@@ -290,15 +302,8 @@ class DetectorPredictor:
         return results
 
     def to_coco(self, results: list[dict[str, Any]], image_ids: Sequence[int]) -> list[dict[str, Any]]:
-        """COCO results ``[{image_id, category_id, bbox XYWH, score}]`` (unknown -> ``unknown_category_id``)."""
-        out = []
-        for image_id, res in zip(image_ids, results):
-            for box, score, cid in zip(res["boxes"], res["scores"], res["category_ids"]):
-                x0, y0, x1, y1 = (float(v) for v in box)
-                out.append({"image_id": int(image_id), "category_id": int(cid),
-                            "bbox": [round(x0, 3), round(y0, 3), round(x1 - x0, 3), round(y1 - y0, 3)],
-                            "score": round(float(score), 5)})
-        return out
+        """COCO results of per-frame results (:func:`coco_results`)."""
+        return coco_results(results, image_ids)
 
     def draw(self, frame: np.ndarray, result: dict[str, Any], min_score: float = 0.3) -> np.ndarray:
         """``frame`` uint8 [H, W, 3] RGB with the detections drawn; detections under ``min_score`` are left out.

@@ -1,0 +1,112 @@
+"""The one definition of the OOV detector: its config, how to build it, how to load it from a checkpoint.
+
+:class:`DetectionConfig` holds every field that defines an :class:`~vision.detection.model.OOVDetector` (and the
+prompt template its text table is built with), with the one copy of their defaults. :class:`OOVDetModule`
+(``vision.detection.lightning``) stores it in its checkpoints as ``hyper_parameters["config"]`` (a plain dict) and
+the detector's weights under ``model.``; :func:`load` rebuilds the detector from such a checkpoint
+(``torch.load(weights_only=True)``). The predictor, the benchmarks and the demo build and load through here.
+
+The training vocabulary (``class_names`` / ``category_ids``) is not part of the config: the detector itself is
+vocabulary-free (its text table is an input), and the vocabulary is fixed by the training data, possibly only when
+training starts. It is stored beside the config in the checkpoint's hyper-parameters and read by
+:func:`load_with_vocabulary` (the predictor's default vocabulary).
+
+This module is inference code: it never imports :mod:`vision.training`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
+from vision.detection.model import OOVDetector
+from vision.detection.vocabulary import DEFAULT_TEMPLATE
+from vision.errors import DataError
+from vision.text import TEXT_DIM
+
+__all__ = ["DetectionConfig", "TrainingVocabulary", "build_model", "load", "load_with_vocabulary"]
+
+
+@dataclasses.dataclass
+class DetectionConfig(TaskConfig):
+    """What defines an OOV detector.
+
+    Args:
+        size: backbone size (:func:`vision.geometry.model.create_backbone`: ``tiny``, ``small``, ``base``).
+        image_size: the square model input side in pixels (a multiple of the patch size); the data's
+            ``image_size`` is linked to it by the CLI.
+        feature_layers: aggregator layers whose patch maps feed the pyramid (negative = from the end).
+        channels: pyramid / head width.
+        embed_dim: region embedding dimension ``D``, the text encoder's (:data:`vision.text.TEXT_DIM`).
+        temperature: cosine-classifier temperature ``tau``.
+        num_oov_prompts: learnable OOV prompt vectors ``M`` (used when ``oov_class``).
+        oov_class: False builds the closed-vocabulary baseline (no OOV column, no prompts).
+        score_threshold: detections at or under this score are dropped before NMS.
+        nms_iou: class-aware NMS IoU. max_detections: per image, after NMS. pre_nms_topk: boxes kept before NMS.
+        prompt_template: text prompt per class name (``template.format(name)``), for the text table.
+    """
+
+    size: str = "tiny"
+    image_size: int = 64
+    feature_layers: list[int] = dataclasses.field(default_factory=lambda: [1, -1])
+    channels: int = 96
+    embed_dim: int = TEXT_DIM
+    temperature: float = 0.05
+    num_oov_prompts: int = 1
+    oov_class: bool = True
+    score_threshold: float = 0.05
+    nms_iou: float = 0.5
+    max_detections: int = 100
+    pre_nms_topk: int = 1000
+    prompt_template: str = DEFAULT_TEMPLATE
+
+    def __post_init__(self) -> None:
+        self.feature_layers = [int(i) for i in self.feature_layers]
+
+
+def build_model(config: DetectionConfig | dict | None = None) -> OOVDetector:
+    """A freshly initialised :class:`OOVDetector` for ``config`` (a config, a mapping of its fields, or None for
+    the defaults)."""
+    config = DetectionConfig.from_value(config)
+    return OOVDetector(
+        size=config.size, image_size=config.image_size, feature_layers=config.feature_layers,
+        channels=config.channels, embed_dim=config.embed_dim,
+        num_oov_prompts=config.num_oov_prompts if config.oov_class else 0, temperature=config.temperature,
+        score_threshold=config.score_threshold, nms_iou=config.nms_iou, max_detections=config.max_detections,
+        pre_nms_topk=config.pre_nms_topk)
+
+
+class TrainingVocabulary(NamedTuple):
+    """The class names a checkpoint was trained with and their COCO category ids (one per name)."""
+
+    class_names: list[str]
+    category_ids: list[int]
+
+
+def load_with_vocabulary(checkpoint: str | Path, map_location: Any = "cpu"
+                         ) -> tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]:
+    """:func:`load`, plus the training vocabulary stored in the checkpoint (None when it holds none, e.g. a module
+    saved before it saw its training data)."""
+    config, weights, ckpt = read_task_checkpoint(checkpoint, DetectionConfig, prefix="model.",
+                                                 map_location=map_location)
+    model = build_model(config)
+    load_weights(model, weights, checkpoint)
+    model.eval()
+    hparams = ckpt["hyper_parameters"]
+    names, ids = hparams.get("class_names"), hparams.get("category_ids")
+    if names is None:
+        return model, config, None
+    if not isinstance(names, list) or not isinstance(ids, list) or len(ids) != len(names):
+        raise DataError("the training vocabulary must be a list of names with one category id each", file=checkpoint,
+                        field="hyper_parameters.category_ids", value=ids)
+    return model, config, TrainingVocabulary([str(n) for n in names], [int(i) for i in ids])
+
+
+def load(checkpoint: str | Path, map_location: Any = "cpu") -> tuple[OOVDetector, DetectionConfig]:
+    """The detector of an :class:`~vision.detection.lightning.OOVDetModule` checkpoint (read with
+    ``weights_only=True``, in eval mode, on ``map_location``) and its config. A file that is missing, unreadable,
+    not a detection checkpoint, or whose weights do not fit the config is a :class:`DataError` naming it."""
+    model, config, _ = load_with_vocabulary(checkpoint, map_location)
+    return model, config
