@@ -60,7 +60,7 @@ def train_tiny_checkpoint(root, text_encoder: str | None = None, steps: int = 30
     ds = MultiViewClipDataset(load_split(split), views=4)
     loader = torch.utils.data.DataLoader([collate_clips([ds[0], ds[1]])], batch_size=None)
     torch.manual_seed(0)
-    module = TrackingModule(image_size=32, dim=32, text_encoder=text_encoder, max_objects=2, lr=2e-3,
+    module = TrackingModule(config={"image_size": 32, "dim": 32, "text_encoder": text_encoder}, max_objects=2, lr=2e-3,
                             warmup_steps=1)
     trainer = L.Trainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, limit_val_batches=0, accelerator="cpu")

@@ -14,10 +14,13 @@ from vision.tracking.model import G2TAM
 from vision.tracking.predictor import TrackerPredictor
 from vision.tracking.prompts import Prompts
 from vision.tracking.sampling import sample_prompts, simulate_memory
+from vision.text import TEXT_DIM
+
+TINY = {"image_size": 32, "dim": 32, "text_encoder": None}
 
 
 def _prompts(n: int = 3) -> Prompts:
-    p = Prompts.empty(1, n, (32, 32), num_points=2, num_memory=2, text_dim=384, memory_dim=32)
+    p = Prompts.empty(1, n, (32, 32), num_points=2, num_memory=2, text_dim=TEXT_DIM, memory_dim=32)
     p.valid[:] = True
     p.view[0, 0], p.points[0, 0, 0], p.labels[0, 0, 0] = 1, torch.tensor([5.0, 6.0]), 1
     p.view[0, 1] = 0
@@ -77,7 +80,7 @@ def test_sample_prompts_types(clip_batch):
 
 def test_training_steps_reduce_loss_and_checkpoint_roundtrip(clip_batch, tmp_path):
     torch.manual_seed(0)
-    module = TrackingModule(image_size=32, dim=32, text_encoder=None, max_objects=2, lr=2e-3, warmup_steps=1)
+    module = TrackingModule(config=TINY, max_objects=2, lr=2e-3, warmup_steps=1)
     opt = torch.optim.AdamW(module.model.parameters(), lr=2e-3)
     losses = []
     for _ in range(8):
@@ -104,13 +107,19 @@ def test_training_steps_reduce_loss_and_checkpoint_roundtrip(clip_batch, tmp_pat
     with pytest.raises(DataError, match="retrain") as info:
         TrackerPredictor.from_checkpoint(tmp_path / "old.ckpt", text_encoder=None)
     assert "old.ckpt" in str(info.value)
+    # a checkpoint of the earlier layout (no hyper_parameters.config): one error naming the file and the field
+    del ckpt["hyper_parameters"]["config"]
+    torch.save(ckpt, tmp_path / "older.ckpt")
+    with pytest.raises(DataError, match="hyper_parameters.config") as info:
+        TrackerPredictor.from_checkpoint(tmp_path / "older.ckpt", text_encoder=None)
+    assert "older.ckpt" in str(info.value)
 
 
 def test_dense_prompt_switches_reach_the_model():
-    off = TrackingModule(image_size=32, dim=32, text_encoder=None, click_maps=False, proximity_maps=False)
+    off = TrackingModule(config={**TINY, "click_maps": False, "proximity_maps": False})
     assert not off.model.prompt_encoder.click_maps and not off.model.spatial_encoder.proximity
-    control = TrackingModule(architecture="memory_bank", image_size=32, dim=32, text_encoder=None,
-                             click_maps=False, proximity_maps=True)
+    control = TrackingModule(config={**TINY, "architecture": "memory_bank", "click_maps": False,
+                                     "proximity_maps": True})
     assert not control.model.prompt_encoder.click_maps
     prompts = _prompts()
     images = torch.rand(1, 3, 3, 32, 32)
@@ -134,7 +143,7 @@ def _fixed_step(module: TrackingModule, batch: dict) -> torch.Tensor:
 
 
 def test_memory_bank_module_step(clip_batch):
-    module = TrackingModule(architecture="memory_bank", image_size=32, dim=32, text_encoder=None, max_objects=2)
+    module = TrackingModule(config={**TINY, "architecture": "memory_bank"}, max_objects=2)
     module.log = lambda *a, **k: None
     module.log_dict = lambda *a, **k: None
     losses = module._step(clip_batch, "train")
@@ -173,12 +182,11 @@ def test_simulate_memory_lifts_a_visible_mask_through_the_point_maps(clip_batch)
 
 def test_memory_training_step_reaches_the_memory_tokens(clip_batch):
     torch.manual_seed(0)
-    module = TrackingModule(image_size=32, dim=32, text_encoder=None, max_objects=2, memory_prob=1.0,
-                            memory_points=16)
+    module = TrackingModule(config=TINY, max_objects=2, memory_prob=1.0, memory_points=16)
     loss = module.training_step(clip_batch, 0)["loss"]
     loss.backward()
     assert module.model.spatial_encoder.memory_embed.grad.abs().sum() > 0
-    off = TrackingModule(image_size=32, dim=32, text_encoder=None, max_objects=2)
+    off = TrackingModule(config=TINY, max_objects=2)
     off.training_step(clip_batch, 0)["loss"].backward()
     assert off.model.spatial_encoder.memory_embed.grad is None or off.model.spatial_encoder.memory_embed.grad.abs().sum() == 0
 

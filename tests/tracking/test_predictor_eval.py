@@ -14,7 +14,7 @@ from vision.data.coco import load_split
 from vision.data.masks import encode_mask
 from vision.errors import InputError
 from vision.evaluation.tracking3d import evaluate_tracking_task, instance_iou_3d, presence_accuracy
-from vision.tracking.inference import central_point, track_split
+from vision.tracking.inference import central_point, prompt_video, score_tracking, track_split, video_frames
 from vision.tracking.model import G2TAM
 from vision.tracking.predictor import TrackerPredictor
 from vision.tracking.splits import long_occlusion_split
@@ -139,12 +139,33 @@ def test_real_video_end_to_end(predictor, tmp_path):
 
 def test_track_split_and_evaluation_on_synthetic(predictor, unordered_split):
     split = load_split(unordered_split)
-    results, prompted, gt = track_split(predictor, split, "point")
-    assert results and all(r["prompt_type"] == "point" for r in results)
-    metrics = evaluate_tracking_task(gt, results, prompted_image_ids={"point": prompted},
-                                     split_root=os.path.dirname(unordered_split))
-    for key in ("J&F", "point/J&F", "presence_accuracy", "point/iou3d"):
+    results = track_split(predictor, split, ["point", "box"])
+    assert results and {r["prompt_type"] for r in results} == {"point", "box"}
+    # every track of every video is prompted, so every one has a result on every frame of its video, per type
+    frames = sum(len(split.images_by_video[int(t["video_id"])]) for t in split.tracks.values())
+    assert len(results) == 2 * frames
+    metrics = score_tracking(unordered_split, results)
+    for key in ("J&F", "point/J&F", "box/J&F", "presence_accuracy", "point/iou3d"):
         assert 0.0 <= metrics[key] <= 1.0
+    assert metrics["num_tracks"] == 2 * len(split.tracks)
+
+
+def test_protocol_prompts_each_track_on_its_first_visible_view(predictor, video_split):
+    split = load_split(video_split)
+    video_id = sorted(split.videos)[0]
+    frames = video_frames(split, video_id)
+    state = predictor.init_state(np.stack([split.load_image(im) for im in frames]))
+    prompted = prompt_video(predictor, state, split, video_id, frames, "point")
+    assert prompted
+    for tid in prompted:
+        visible = [v for v, im in enumerate(frames) for a in split.annotations_by_image[im["id"]]
+                   if a.get("track_id") == tid and split.annotation_mask(a).any()]
+        view = state.prompts[tid].view
+        assert view == visible[0]
+        mask = next(split.annotation_mask(a) for a in split.annotations_by_image[frames[view]["id"]]
+                    if a.get("track_id") == tid)
+        x, y = state.prompts[tid].points[0] * [state.width / predictor.image_size, state.height / predictor.image_size]
+        assert mask[int(round(y)), int(round(x))]
 
 
 def _gt_from_split(path):

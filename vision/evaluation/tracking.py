@@ -236,7 +236,34 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
     if protocol not in PROTOCOLS:
         raise InputError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
     _check_ground_truth(gt, gt_file)
-    prompted = {int(i) for i in prompted_image_ids}
+    images_by_video, image_by_id = _index_images(gt)
+    track_video = _ground_truth_tracks(gt, image_by_id)
+    gt_rle = _ground_truth_masks(gt)
+    pred_rle, pred_tracks_by_video = _predicted_masks(results, track_video, allow_unknown_tracks, results_file)
+    video = _VideoFrames(images_by_video, {int(i) for i in prompted_image_ids},
+                         skip_first_and_last and protocol == "vos-benchmark")
+    masks = _Masks(gt_rle, pred_rle, gt_file, results_file)
+
+    per_track, total_frames = _score_tracks(track_video, video, masks, protocol, tolerance)
+    metrics: dict[str, Any] = {}
+    for key in ("J", "F", "J_recall", "J_decay", "F_recall", "F_decay"):
+        metrics[key] = float(np.mean([t[key] for t in per_track])) if per_track else 0.0
+    metrics["J&F"] = (metrics["J"] + metrics["F"]) / 2
+
+    matched_ious, n_gt_tracks = _matched_track_ious(track_video, pred_tracks_by_video, video, masks, protocol,
+                                                    match_iou)
+    metrics["matched_mIoU"] = float(np.mean(matched_ious)) if matched_ious else 0.0
+    metrics["match_recall"] = len(matched_ious) / n_gt_tracks if n_gt_tracks else 0.0
+    metrics["mIoU"] = float(np.sum(matched_ious)) / n_gt_tracks if n_gt_tracks else 0.0
+    metrics["num_tracks"] = len(per_track)
+    metrics["num_frames"] = total_frames
+    metrics["protocol"] = protocol
+    metrics["per_track"] = per_track
+    return metrics
+
+
+def _index_images(gt: dict) -> tuple[dict[int, list[dict]], dict[int, dict]]:
+    """(video id -> its images in ``frame_index`` order (ties by id), image id -> image)."""
     images_by_video: dict[int, list[dict]] = defaultdict(list)
     image_by_id: dict[int, dict] = {}
     for img in gt.get("images", []):
@@ -245,7 +272,11 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
             images_by_video[int(img["video_id"])].append(img)
     for vid in images_by_video:
         images_by_video[vid].sort(key=lambda im: (im.get("frame_index", 0), im["id"]))
+    return images_by_video, image_by_id
 
+
+def _ground_truth_tracks(gt: dict, image_by_id: dict[int, dict]) -> dict[int, int]:
+    """track id -> video id, from the split's ``tracks`` (or, without that list, from its annotations)."""
     tracks = gt.get("tracks")
     if tracks is None:  # derive tracks from the annotations when the split has no "tracks" list
         seen: dict[int, int] = {}
@@ -254,14 +285,23 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
             if video_id is not None:
                 seen.setdefault(int(ann["track_id"]), int(video_id))
         tracks = [{"id": t, "video_id": v} for t, v in sorted(seen.items())]
-    track_video = {int(t["id"]): int(t["video_id"]) for t in tracks}
+    return {int(t["id"]): int(t["video_id"]) for t in tracks}
 
-    gt_rle: dict[tuple[int, int], tuple[dict, str]] = {}  # (track_id, image_id) -> (RLE, field)
+
+def _ground_truth_masks(gt: dict) -> dict[tuple[int, int], tuple[dict, str]]:
+    """(track_id, image_id) -> (RLE, field) of every tracked annotation with a segmentation."""
+    gt_rle: dict[tuple[int, int], tuple[dict, str]] = {}
     for i, ann in enumerate(gt.get("annotations", [])):
         if ann.get("track_id") is None or not ann.get("segmentation"):
             continue
         gt_rle[(int(ann["track_id"]), int(ann["image_id"]))] = (ann["segmentation"], f"annotations[{i}]")
+    return gt_rle
 
+
+def _predicted_masks(results: list[dict], track_video: dict[int, int], allow_unknown_tracks: bool,
+                     results_file: str | None) -> tuple[dict[tuple[int, int], tuple[dict, str]], dict[int, set[int]]]:
+    """(track_id, image_id) -> (RLE, field) of every result, and video id -> its predicted track ids; duplicates,
+    a track in another video than its ground truth's, and unknown tracks (unless allowed) are errors."""
     pred_rle: dict[tuple[int, int], tuple[dict, str]] = {}
     pred_tracks_by_video: dict[int, set[int]] = defaultdict(set)
     for i, r in enumerate(results):
@@ -280,13 +320,29 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
                             field=f"{field}.track_id", value=key[0])
         pred_rle[key] = (r["segmentation"], field)
         pred_tracks_by_video[vid].add(key[0])
+    return pred_rle, pred_tracks_by_video
 
-    def frames_of(video_id: int) -> list[dict]:
-        """The video's frames after removing prompted views and, where the protocol says so, the first and last."""
-        frames = [im for im in images_by_video.get(video_id, []) if int(im["id"]) not in prompted]
-        return frames[1:-1] if skip_first_and_last and protocol == "vos-benchmark" else frames
 
-    def mask_of(table: dict, key: tuple[int, int], img: dict, file: str | None) -> np.ndarray:
+class _VideoFrames:
+    """The frames a video is evaluated on: its images less the prompted views and, when ``skip_first_and_last``,
+    the first and the last of those."""
+
+    def __init__(self, images_by_video: dict[int, list[dict]], prompted: set[int], skip_first_and_last: bool) -> None:
+        self.images_by_video, self.prompted, self.skip = images_by_video, prompted, skip_first_and_last
+
+    def __call__(self, video_id: int) -> list[dict]:
+        frames = [im for im in self.images_by_video.get(video_id, []) if int(im["id"]) not in self.prompted]
+        return frames[1:-1] if self.skip else frames
+
+
+class _Masks:
+    """Decoded masks of ground truth and results; a missing entry is an empty mask of the image's size."""
+
+    def __init__(self, gt_rle: dict, pred_rle: dict, gt_file: str | None, results_file: str | None) -> None:
+        self.tables = {"gt": (gt_rle, gt_file), "pred": (pred_rle, results_file)}
+
+    def __call__(self, which: str, key: tuple[int, int], img: dict) -> np.ndarray:
+        table, file = self.tables[which]
         h, w = int(img["height"]), int(img["width"])
         entry = table.get(key)
         if entry is None:
@@ -294,12 +350,16 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
         rle, field = entry
         return _rle_mask(rle, h, w, file, f"{field}.segmentation")
 
+
+def _score_tracks(track_video: dict[int, int], video: _VideoFrames, masks: _Masks, protocol: str,
+                  tolerance: float) -> tuple[list[dict], int]:
+    """J and F of every ground-truth track the protocol scores: (per-track records, scored track-frames)."""
     per_track = []
     total_frames = 0
     for track_id, video_id in sorted(track_video.items()):
-        frames = frames_of(video_id)
-        preds = [mask_of(pred_rle, (track_id, int(im["id"])), im, results_file) for im in frames]
-        gts = [mask_of(gt_rle, (track_id, int(im["id"])), im, gt_file) for im in frames]
+        frames = video(video_id)
+        preds = [masks("pred", (track_id, int(im["id"])), im) for im in frames]
+        gts = [masks("gt", (track_id, int(im["id"])), im) for im in frames]
         scored = _scored_range(protocol, [bool(g.any()) for g in gts], [bool(p.any()) for p in preds])
         if not scored:
             continue
@@ -308,13 +368,13 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
         per_track.append({"track_id": track_id, "video_id": video_id, "num_frames": len(scored),
                           "first_frame_index": frames[scored[0]].get("frame_index"),
                           **{k: v for k, v in scores.items() if not k.endswith("per_frame")}})
+    return per_track, total_frames
 
-    metrics: dict[str, Any] = {}
-    for key in ("J", "F", "J_recall", "J_decay", "F_recall", "F_decay"):
-        metrics[key] = float(np.mean([t[key] for t in per_track])) if per_track else 0.0
-    metrics["J&F"] = (metrics["J"] + metrics["F"]) / 2
 
-    # Hungarian matching on spatio-temporal IoU, per video.
+def _matched_track_ious(track_video: dict[int, int], pred_tracks_by_video: dict[int, set[int]],
+                        video: _VideoFrames, masks: _Masks, protocol: str,
+                        match_iou: float) -> tuple[list[float], int]:
+    """Hungarian matching on spatio-temporal IoU, per video: (IoUs of the matched pairs, ground-truth tracks)."""
     matched_ious: list[float] = []
     n_gt_tracks = 0
     for video_id in sorted(set(track_video.values()) | set(pred_tracks_by_video)):
@@ -323,7 +383,7 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
         n_gt_tracks += len(gt_ids)
         if not gt_ids or not pr_ids:
             continue
-        frames = frames_of(video_id)
+        frames = video(video_id)
         if protocol == "davis2017":
             frames = frames[1:-1]
         inter = np.zeros((len(pr_ids), len(gt_ids)))
@@ -331,8 +391,8 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
         gt_area = np.zeros(len(gt_ids))
         for im in frames:
             iid = int(im["id"])
-            p = np.stack([mask_of(pred_rle, (t, iid), im, results_file).ravel() for t in pr_ids]).astype(np.float32)
-            g = np.stack([mask_of(gt_rle, (t, iid), im, gt_file).ravel() for t in gt_ids]).astype(np.float32)
+            p = np.stack([masks("pred", (t, iid), im).ravel() for t in pr_ids]).astype(np.float32)
+            g = np.stack([masks("gt", (t, iid), im).ravel() for t in gt_ids]).astype(np.float32)
             inter += p @ g.T
             pr_area += p.sum(axis=1)
             gt_area += g.sum(axis=1)
@@ -340,11 +400,4 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
         iou = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
         rows, cols = linear_sum_assignment(iou, maximize=True)
         matched_ious.extend(float(iou[r, c]) for r, c in zip(rows, cols) if iou[r, c] >= match_iou)
-    metrics["matched_mIoU"] = float(np.mean(matched_ious)) if matched_ious else 0.0
-    metrics["match_recall"] = len(matched_ious) / n_gt_tracks if n_gt_tracks else 0.0
-    metrics["mIoU"] = float(np.sum(matched_ious)) / n_gt_tracks if n_gt_tracks else 0.0
-    metrics["num_tracks"] = len(per_track)
-    metrics["num_frames"] = total_frames
-    metrics["protocol"] = protocol
-    metrics["per_track"] = per_track
-    return metrics
+    return matched_ious, n_gt_tracks

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vision.geometry.model import GeometryBackbone, create_backbone
+from vision.text import TEXT_DIM
 from vision.tracking.decoder import MaskDecoder
 from vision.tracking.layers import Attention, LayerNorm2d
 from vision.tracking.model import select_best_mask
@@ -66,7 +67,7 @@ class MemoryBankTracker(nn.Module):
     """
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
-                 decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, memory_size: int = 4,
+                 decoder_depth: int = 2, num_heads: int = 4, text_dim: int = TEXT_DIM, memory_size: int = 4,
                  memory_layers: int = 2, feature_layer: int = -1,
                  backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
                  hires_maps: bool = True) -> None:

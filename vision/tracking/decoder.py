@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vision.tracking.layers import MLP, Attention, LayerNorm2d
+from vision.tracking.layers import Attention, LayerNorm2d, Mlp
 
 __all__ = ["TwoWayBlock", "TwoWayTransformer", "MaskDecoder"]
 
@@ -91,9 +91,9 @@ class MaskDecoder(nn.Module):
         self.map_channels = map_channels
         self.map_proj = (nn.Sequential(nn.Conv2d(map_channels, c8, 3, padding=1), nn.GELU(),
                                        nn.Conv2d(c8, c8, 3, padding=1)) if map_channels > 0 else None)
-        self.hypernets = nn.ModuleList(MLP(dim, dim, c8, 3) for _ in range(num_masks))
-        self.iou_head = MLP(dim, dim, num_masks, 3)
-        self.presence_head = MLP(dim, dim, 1, 3)
+        self.hypernets = nn.ModuleList(Mlp(dim, dim, c8, 3) for _ in range(num_masks))
+        self.iou_head = Mlp(dim, dim, num_masks, 3)
+        self.presence_head = Mlp(dim, dim, 1, 3)
 
     def encode_hires(self, rgb: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
         """Stride-2 features of images ``[V, 3, H, W]`` in [0, 1] -> ``[V, D // 8, 4gh, 4gw]`` (resized to

@@ -1,17 +1,28 @@
-"""Run a :class:`TrackerPredictor` over a COCO-format split and write COCO-video tracking results.
+"""The tracking evaluation protocol: prompt every object of a video once, propagate, write COCO-video results.
 
-Protocol (used by the benchmark and ``make train``): in every video the prompt view is the first frame (by
-``frame_index``); every track visible there is prompted with one prompt of the requested type drawn from its
-ground-truth mask (point: the mask pixel closest to the mask's centroid; box: the mask's bounding box; mask: the
-mask); text prompts use the track's caption and prompt every track of the video, with no prompted view.
-Results carry ``prompt_type``; the returned ground truth keeps only the prompted tracks.
+One protocol for the training loop's validation / test / predict (:class:`~vision.tracking.lightning.
+TrackingModule`), ``benchmarks/bench_tracking.py`` and anyone scoring a tracker on a split:
+
+- Each video (or image set) is tracked whole, its frames in ``frame_index`` order, by a :class:`TrackerPredictor`
+  built by :func:`protocol_predictor` (windows of :data:`WINDOW_SIZE` views, :data:`MAX_ANCHORS` anchor).
+- Every track of the video is prompted once with one prompt of the requested type drawn from its ground truth on
+  its first visible view (the first frame where its mask is non-empty): ``point``, the mask pixel nearest the mask's
+  centroid (:func:`central_point`); ``box``, the mask's bounding box; ``mask``, the mask. A ``text`` prompt is the
+  track's caption (else its category name), with no view, for every track of the video. Tracks never visible get
+  no visual prompt (and are not scored).
+- Results: one per (prompted track, frame): ``{video_id, track_id, image_id, segmentation (RLE at the image's
+  size), score (presence probability), prompt_type}``. Nothing is random and nothing depends on which other videos
+  are tracked alongside, so the figure does not depend on batches or ranks.
+- Scoring (:func:`score_tracking`): ``vision.evaluation.evaluate(split, results, "tracking")`` with the split's
+  folder as ``split_root`` (3D IoU where the split has cameras and depth), the vos-benchmark protocol over every
+  frame, prompted frames included; figures per prompt type (``point/J&F``...) and their mean (``J&F``). It is what
+  ``tools/evaluate.py --task tracking --split S --results R`` computes for the same results file.
 """
 
 from __future__ import annotations
 
-import copy
-from collections import defaultdict
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -21,7 +32,11 @@ from vision.errors import InputError
 from vision.tracking.predictor import TrackerPredictor
 from vision.tracking.sampling import PROMPT_TYPES
 
-__all__ = ["track_split", "central_point"]
+__all__ = ["WINDOW_SIZE", "MAX_ANCHORS", "central_point", "protocol_predictor", "video_frames", "prompt_video",
+           "track_video", "track_split", "score_tracking"]
+
+#: views per predictor window and prompted views kept in every window, in the protocol
+WINDOW_SIZE, MAX_ANCHORS = 8, 1
 
 
 def central_point(mask: np.ndarray) -> tuple[float, float]:
@@ -32,71 +47,80 @@ def central_point(mask: np.ndarray) -> tuple[float, float]:
     return float(xs[i]), float(ys[i])
 
 
-def track_split(predictor: TrackerPredictor, split: Split, prompt_type: str,
-                max_videos: int | None = None) -> tuple[list[dict], list[int], dict]:
-    """Prompt and propagate every video of ``split``.
+def protocol_predictor(model: Any, text_encoder: Callable | str | None, refine: bool = True,
+                       presence_threshold: float = 0.5, device: Any = None) -> TrackerPredictor:
+    """The predictor of the protocol over ``model`` (a G2TAM or the control; ``refine``: G2TAM's second pass)."""
+    return TrackerPredictor(model, text_encoder=text_encoder, window_size=WINDOW_SIZE, max_anchors=MAX_ANCHORS,
+                            refine=refine, presence_threshold=presence_threshold, device=device)
 
-    Returns ``(results, prompted_image_ids, gt)``: COCO-video results tagged with ``prompt_type``, the ids of the
-    prompted views, and a copy of the split's dict restricted to the prompted tracks (and their videos).
-    """
-    if prompt_type not in PROMPT_TYPES:
-        raise InputError(f"prompt_type must be one of {PROMPT_TYPES}, got {prompt_type!r}")
-    data = split.dataset
-    images_by_video: dict[int, list[dict]] = defaultdict(list)
-    for img in data["images"]:
-        if img.get("video_id") is not None:
-            images_by_video[int(img["video_id"])].append(img)
-    anns = defaultdict(dict)
-    for a in data["annotations"]:
-        if a.get("track_id") is not None:
-            anns[int(a["image_id"])][int(a["track_id"])] = a
-    tracks_by_video: dict[int, list[dict]] = defaultdict(list)
-    for t in data.get("tracks", []):
-        tracks_by_video[int(t["video_id"])].append(t)
-    results: list[dict] = []
-    prompted_ids: list[int] = []
-    kept_tracks: set[int] = set()
-    videos = sorted(images_by_video)[: max_videos] if max_videos else sorted(images_by_video)
-    for vid in videos:
-        frames = sorted(images_by_video[vid], key=lambda im: (im.get("frame_index", 0), im["id"]))
-        pixels = np.stack([split.load_image(im) for im in frames])
-        state = predictor.init_state(pixels, ordered=True)
-        first = frames[0]
-        for t in tracks_by_video[vid]:
-            tid = int(t["id"])
-            if prompt_type == "text":
-                predictor.add_prompt(state, None, tid, text=t.get("caption") or "object")
-                kept_tracks.add(tid)
-                continue
-            ann = anns[int(first["id"])].get(tid)
-            if ann is None:
-                continue
-            mask = split.annotation_mask(ann)
-            if not mask.any():
+
+def video_frames(split: Split, video_id: int) -> list[dict]:
+    """The image dicts of one video in ``frame_index`` order (ties by image id)."""
+    if video_id not in split.images_by_video:
+        raise InputError(f"video {video_id} is not in split {split.file}")
+    return sorted(split.images_by_video[video_id], key=lambda im: (im.get("frame_index", 0), im["id"]))
+
+
+def prompt_video(predictor: TrackerPredictor, state: Any, split: Split, video_id: int, frames: list[dict],
+                 prompt_type: str) -> list[int]:
+    """Add the protocol's prompt of ``prompt_type`` for every track of the video to ``state``; the prompted ids."""
+    tracks = sorted(t for t, track in split.tracks.items() if int(track["video_id"]) == video_id)
+    prompted = []
+    for tid in tracks:
+        if prompt_type == "text":
+            track = split.tracks[tid]
+            caption = track.get("caption") or split.categories[track["category_id"]]["name"]
+            predictor.add_prompt(state, None, tid, text=caption)
+            prompted.append(tid)
+            continue
+        for view, img in enumerate(frames):
+            ann = next((a for a in split.annotations_by_image[img["id"]] if a.get("track_id") == tid), None)
+            mask = split.annotation_mask(ann) if ann is not None else None
+            if mask is None or not mask.any():
                 continue
             if prompt_type == "point":
-                predictor.add_prompt(state, 0, tid, points=[central_point(mask)], labels=[1])
+                predictor.add_prompt(state, view, tid, points=[central_point(mask)], labels=[1])
             elif prompt_type == "box":
                 ys, xs = np.nonzero(mask)
-                predictor.add_prompt(state, 0, tid, box=[xs.min(), ys.min(), xs.max() + 1, ys.max() + 1])
+                predictor.add_prompt(state, view, tid, box=[xs.min(), ys.min(), xs.max() + 1, ys.max() + 1])
             else:
-                predictor.add_prompt(state, 0, tid, mask=mask)
-            kept_tracks.add(tid)
-        if not state.prompts:
-            continue
-        if prompt_type != "text":
-            prompted_ids.append(int(first["id"]))
-        for view, obj_ids, masks, scores in predictor.propagate(state):
-            img = frames[view]
-            for oid, m, sc in zip(obj_ids, masks, scores):
-                results.append({"video_id": vid, "track_id": int(oid), "image_id": int(img["id"]),
-                                "segmentation": encode_mask(m), "score": float(sc), "prompt_type": prompt_type})
-    gt = copy.deepcopy(data)
-    gt["tracks"] = [t for t in gt.get("tracks", []) if int(t["id"]) in kept_tracks]
-    gt["annotations"] = [a for a in gt["annotations"] if a.get("track_id") is None or int(a["track_id"]) in kept_tracks]
-    keep_videos = {int(t["video_id"]) for t in gt["tracks"]}
-    gt["videos"] = [v for v in gt.get("videos", []) if int(v["id"]) in keep_videos]
-    gt["images"] = [im for im in gt["images"] if im.get("video_id") is not None and int(im["video_id"]) in keep_videos]
-    kept_images = {int(im["id"]) for im in gt["images"]}
-    gt["annotations"] = [a for a in gt["annotations"] if int(a["image_id"]) in kept_images]
-    return results, prompted_ids, gt
+                predictor.add_prompt(state, view, tid, mask=mask)
+            prompted.append(tid)
+            break
+    return prompted
+
+
+def track_video(predictor: TrackerPredictor, split: Split, video_id: int, prompt_type: str) -> list[dict]:
+    """The protocol's results for one video and one prompt type (see the module docstring); [] when no track of
+    the video gets a prompt."""
+    if prompt_type not in PROMPT_TYPES:
+        raise InputError(f"prompt_type must be one of {PROMPT_TYPES}, got {prompt_type!r}")
+    frames = video_frames(split, video_id)
+    if not frames:
+        return []
+    state = predictor.init_state(np.stack([split.load_image(im) for im in frames]), ordered=True)
+    if not prompt_video(predictor, state, split, video_id, frames, prompt_type):
+        return []
+    results = []
+    for view, obj_ids, masks, scores in predictor.propagate(state):
+        img = frames[view]
+        for oid, mask, score in zip(obj_ids, masks, scores):
+            results.append({"video_id": int(video_id), "track_id": int(oid), "image_id": int(img["id"]),
+                            "segmentation": encode_mask(mask), "score": float(score), "prompt_type": prompt_type})
+    return results
+
+
+def track_split(predictor: TrackerPredictor, split: Split, prompt_types: Sequence[str],
+                max_videos: int | None = None) -> list[dict]:
+    """The protocol's results for every video of ``split`` (the first ``max_videos``) and every prompt type."""
+    videos = sorted(split.videos)[:max_videos] if max_videos else sorted(split.videos)
+    return [r for kind in prompt_types for vid in videos for r in track_video(predictor, split, vid, kind)]
+
+
+def score_tracking(split: str | Path, results: list[dict]) -> dict[str, Any]:
+    """Score the protocol's ``results`` against the split file ``split``: the figures of
+    ``tools/evaluate.py --task tracking --split SPLIT`` (see the module docstring)."""
+    from vision.evaluation.evaluate import evaluate
+
+    return evaluate(split, results, "tracking", split_root=str(Path(split).resolve().parent),
+                    skip_first_and_last=False)

@@ -1,4 +1,4 @@
-"""Small building blocks shared by the tracking modules: MLP, LayerNorm2d, random Fourier features, attention."""
+"""Small building blocks shared by the tracking modules: Mlp, LayerNorm2d, random Fourier features, attention."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MLP", "LayerNorm2d", "FourierFeatures", "Attention"]
+__all__ = ["Mlp", "LayerNorm2d", "FourierFeatures", "Attention"]
 
 
-class MLP(nn.Module):
-    """``num_layers`` linear layers with ReLU between them: ``[..., in_dim] -> [..., out_dim]``."""
+class Mlp(nn.Module):
+    """SAM's multi-layer perceptron: ``num_layers`` linear layers with ReLU between them, ``[..., in_dim] ->
+    [..., out_dim]`` (not the two-layer GELU ``Mlp`` of :mod:`vision.geometry.layers`, which the transformer blocks
+    use)."""
 
     def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int) -> None:
         super().__init__()

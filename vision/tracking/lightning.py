@@ -1,7 +1,8 @@
-"""LightningModule training G2TAM (or the memory-bank control) on multi-view clips with random prompts.
+"""LightningModule training G2TAM (or the memory-bank control) on multi-view clips with random prompts, and scoring
+it with the task's metric inside the loop.
 
-Batches: :class:`vision.data.datamodule.MultiViewDataModule` (``collate_clips``). Each step draws prompts with
-:func:`vision.tracking.sampling.sample_prompts` (types and views at random; optional negative text prompts).
+Batches: :class:`vision.data.datamodule.MultiViewDataModule` (``collate_clips``). Each training step draws prompts
+with :func:`vision.tracking.sampling.sample_prompts` (types and views at random; optional negative text prompts).
 
 - ``architecture="g2tam"``: loss = ``geometry_weight`` * geometry losses (:func:`vision.geometry.losses.
   geometry_losses`: cameras, depth, points) + focal x20 + dice + IoU L1 + presence BCE; the mask head reads the
@@ -10,8 +11,22 @@ Batches: :class:`vision.data.datamodule.MultiViewDataModule` (``collate_clips``)
 - ``architecture="memory_bank"``: :class:`~vision.tracking.baseline.MemoryBankTracker` with the same mask losses,
   prompts, optimiser and schedule (no geometry losses: it has no geometry heads).
 
-``geometry_checkpoint``: a Lightning checkpoint of :class:`vision.geometry.lightning.GeometryModule` (keys
-``model.*``) loaded into the backbone before training (for the control, only the aggregator weights).
+Validation, test and predict follow the protocol of :mod:`vision.tracking.inference` (the one
+``benchmarks/bench_tracking.py`` reports): every video of the stage's split is tracked whole by the predictor,
+each track prompted once on its first visible view, for each of ``eval_prompt_types``. A batch's clip starts the
+video's tracking when it is the video's first window (later windows of the same video add nothing), so each video is
+tracked once whatever the batches and ranks. The COCO-video results are collected per (video, prompt type) in a
+:class:`~vision.training.collect.KeyedResults`, gathered across ranks at the end of the epoch and scored with
+:func:`vision.tracking.inference.score_tracking` against ``datamodule.split_path(stage)``: ``val/J&F`` (the mean
+over prompt types), ``val/point/J&F``..., presence accuracy and, on splits with cameras and depth, 3D IoU. ``val/loss``
+(random prompts with a fixed seed on each clip) is logged too. ``test`` prints the table; ``predict_step`` returns
+the ``(key, results)`` pairs that :class:`~vision.training.writer.ResultsWriter` merges into one results file.
+
+``geometry_checkpoint``: a geometry checkpoint (weights under ``model.``) loaded into the backbone before training
+(for the control, only the aggregator weights), :func:`vision.tracking.task.load_geometry_weights`.
+
+Per-rank state: the text-embedding cache (``embed_text``) is filled on each rank from the same deterministic
+encoder; it holds no training state.
 """
 
 from __future__ import annotations
@@ -21,18 +36,23 @@ from typing import Any, Sequence
 import lightning as L
 import torch
 
-from vision.errors import InputError
-from vision.tracking.baseline import MemoryBankTracker
+from vision.errors import DataError, InputError
+from vision.geometry.losses import geometry_losses
+from vision.tracking.inference import protocol_predictor, score_tracking, track_video, video_frames
 from vision.tracking.losses import tracking_losses
 from vision.tracking.model import G2TAM
 from vision.tracking.sampling import PROMPT_TYPES, sample_prompts, simulate_memory
-from vision.training.checkpoint_io import load_checkpoint, load_weights
-from vision.geometry.losses import geometry_losses
+from vision.tracking.task import TrackingConfig, build_model, load_geometry_weights
+from vision.training.collect import KeyedResults, log_metrics
 from vision.training.optim import warmup_cosine
 
-__all__ = ["TrackingModule", "build_tracker", "load_geometry_weights", "NEGATIVE_NAMES"]
+__all__ = ["TrackingModule", "NEGATIVE_NAMES", "EVAL_PROMPT_TYPES"]
 
-ARCHITECTURES = ("g2tam", "memory_bank")
+#: the prompt types validation and test report (the figures of benchmarks/bench_tracking.py)
+EVAL_PROMPT_TYPES: tuple[str, ...] = ("point", "box", "text")
+
+#: the Lightning stage whose split each evaluation loop scores
+_STAGES = {"val": "validate", "test": "test", "predict": "predict"}
 
 
 def _negative_names() -> tuple[str, ...]:
@@ -44,75 +64,52 @@ def _negative_names() -> tuple[str, ...]:
 NEGATIVE_NAMES: tuple[str, ...] = _negative_names()
 
 
-def build_tracker(architecture: str, **kwargs: Any) -> G2TAM | MemoryBankTracker:
-    """``"g2tam"`` -> :class:`G2TAM`, ``"memory_bank"`` -> :class:`MemoryBankTracker` (same keyword arguments;
-    ``memory_size`` only for the latter, ``proximity_maps`` only for the former)."""
-    if architecture == "g2tam":
-        kwargs.pop("memory_size", None)
-        return G2TAM(**kwargs)
-    if architecture == "memory_bank":
-        kwargs.pop("proximity_maps", None)
-        return MemoryBankTracker(**kwargs)
-    raise InputError(f"unknown architecture {architecture!r}; expected one of {ARCHITECTURES}")
-
-
-def load_geometry_weights(model: G2TAM | MemoryBankTracker, path: str) -> None:
-    """Load a GeometryModule checkpoint (``state_dict`` keys ``model.*``) into ``model.backbone``.
-
-    G2TAM loads every key strictly; the control loads the keys its backbone has (the aggregator)."""
-    state = load_checkpoint(path)
-    sd = state.get("state_dict", state)
-    backbone_sd = {k[len("model."):]: v for k, v in sd.items() if k.startswith("model.")}
-    if not backbone_sd:
-        raise InputError(f"{path}: no 'model.*' keys; is this a GeometryModule checkpoint?")
-    if isinstance(model, G2TAM):
-        load_weights(model.backbone, backbone_sd, path)
-    else:
-        own = model.backbone.state_dict()
-        load_weights(model.backbone, {k: v for k, v in backbone_sd.items() if k in own}, path)
-
-
 class TrackingModule(L.LightningModule):
-    """Train a tracker end to end with prompts sampled at random over types and views.
+    """Train a tracker end to end with prompts sampled at random over types and views; validate, test and predict
+    with the tracking protocol (module docstring).
 
     Args:
-        architecture: ``g2tam`` or ``memory_bank``. size / image_size / dim / num_masks / decoder_depth /
-            num_heads / memory_size: model sizes. geometry_checkpoint: optional GeometryModule checkpoint path.
-        click_maps / proximity_maps / hires_maps: dense prompt maps (see :class:`G2TAM`; the control has no
-            proximity maps).
-        text_encoder: name for :func:`vision.text.get_text_encoder` (``None`` disables text prompts).
+        config: the model (:class:`~vision.tracking.task.TrackingConfig`, a mapping of its fields, or None for the
+            defaults). geometry_checkpoint: optional geometry checkpoint the backbone starts from.
         max_objects: object slots per clip. prompt_types / type_weights: sampled prompt types.
         negative_text: probability of an extra absent-category text prompt per clip.
         lr, backbone_lr_scale, weight_decay, warmup_steps: AdamW (backbone lr = lr * scale), warm-up + cosine.
         geometry_weight, focal_weight, dice_weight, iou_weight, presence_weight: loss weights.
         memory_prob / memory_points: chance that an object slot carries a simulated 3D memory of that many points
             (G2TAM only; 0 disables it).
+        eval_prompt_types: the prompt types validation / test / predict track every video with (``text`` is
+            dropped without a text encoder). refine: the predictor's second pass (G2TAM) in evaluation.
     """
 
-    def __init__(self, architecture: str = "g2tam", size: str = "tiny", image_size: int = 64, dim: int = 64,
-                 num_masks: int = 3, decoder_depth: int = 2, num_heads: int = 4, memory_size: int = 4,
-                 geometry_checkpoint: str | None = None, text_encoder: str | None = "minilm",
+    def __init__(self, config: TrackingConfig | None = None, geometry_checkpoint: str | None = None,
                  max_objects: int = 4, prompt_types: Sequence[str] = PROMPT_TYPES,
                  type_weights: Sequence[float] | None = None, negative_text: float = 0.2, lr: float = 5e-4,
                  backbone_lr_scale: float = 0.2, weight_decay: float = 0.01, warmup_steps: int = 50,
                  geometry_weight: float = 1.0, focal_weight: float = 20.0, dice_weight: float = 1.0,
-                 iou_weight: float = 1.0, presence_weight: float = 1.0, click_maps: bool = True,
-                 proximity_maps: bool = True, hires_maps: bool = True, memory_prob: float = 0.0,
-                 memory_points: int = 64) -> None:
+                 iou_weight: float = 1.0, presence_weight: float = 1.0, memory_prob: float = 0.0,
+                 memory_points: int = 64, eval_prompt_types: Sequence[str] = EVAL_PROMPT_TYPES,
+                 refine: bool = True) -> None:
         super().__init__()
-        self.save_hyperparameters()
-        prompt_types = tuple(prompt_types)
-        if text_encoder is None:
+        config = TrackingConfig.from_value(config)
+        self.save_hyperparameters(ignore=["config"])
+        self.hparams["config"] = config.to_dict()
+        self.config = config
+        prompt_types, eval_types = tuple(prompt_types), tuple(eval_prompt_types)
+        for name, types in (("prompt_types", prompt_types), ("eval_prompt_types", eval_types)):
+            unknown = [t for t in types if t not in PROMPT_TYPES]
+            if unknown or not types:
+                raise InputError(f"TrackingModule.{name} must be a non-empty list of {PROMPT_TYPES}, got {list(types)}")
+        if config.text_encoder is None:
             prompt_types = tuple(t for t in prompt_types if t != "text")
+            eval_types = tuple(t for t in eval_types if t != "text")
             negative_text = 0.0
-        self.prompt_types, self.negative_text = prompt_types, negative_text
-        self.model = build_tracker(architecture, backbone=size, image_size=image_size, dim=dim, num_masks=num_masks,
-                                   decoder_depth=decoder_depth, num_heads=num_heads, memory_size=memory_size,
-                                   click_maps=click_maps, proximity_maps=proximity_maps, hires_maps=hires_maps)
+        self.prompt_types, self.eval_prompt_types, self.negative_text = prompt_types, eval_types, negative_text
+        self.model = build_model(config)
         if geometry_checkpoint:
             load_geometry_weights(self.model, geometry_checkpoint)
         self._text_encoder = None
         self._text_cache: dict[str, torch.Tensor] = {}
+        self._results = KeyedResults()
 
     def embed_text(self, texts: list[str]) -> torch.Tensor:
         """Cached TextEncoder embeddings ``[len(texts), text_dim]`` (CPU float32)."""
@@ -121,7 +118,7 @@ class TrackingModule(L.LightningModule):
             if self._text_encoder is None:
                 from vision.text import get_text_encoder
 
-                self._text_encoder = get_text_encoder(self.hparams.text_encoder)
+                self._text_encoder = get_text_encoder(self.config.text_encoder)
             for t, e in zip(missing, self._text_encoder(missing)):
                 self._text_cache[t] = e.detach().float().cpu()
         return torch.stack([self._text_cache[t] for t in texts])
@@ -135,7 +132,7 @@ class TrackingModule(L.LightningModule):
             generator = torch.Generator().manual_seed(1234)
         sampled = sample_prompts(batch, max_objects=self.hparams.max_objects, types=self.prompt_types,
                                  type_weights=self.hparams.type_weights,
-                                 embed_text=self.embed_text if self.hparams.text_encoder else None,
+                                 embed_text=self.embed_text if self.config.text_encoder else None,
                                  negative_text=self.negative_text, negative_names=NEGATIVE_NAMES,
                                  text_dim=self.model.text_dim, memory_dim=self.model.dim, generator=generator)
         prompts = sampled.prompts.to(self.device)
@@ -161,8 +158,9 @@ class TrackingModule(L.LightningModule):
             total = total + self.hparams.geometry_weight * losses["loss_geometry"]
         losses["loss"] = total
         bs = batch["images"].shape[0]
-        self.log(f"{stage}/loss", total, prog_bar=True, batch_size=bs)
-        self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs)
+        sync = stage != "train"  # validation losses: the mean over ranks
+        self.log(f"{stage}/loss", total, prog_bar=True, batch_size=bs, sync_dist=sync)
+        self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs, sync_dist=sync)
         return losses
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, torch.Tensor]:
@@ -170,6 +168,67 @@ class TrackingModule(L.LightningModule):
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         self._step(batch, "val")
+        for key, results in self._track_batch(batch, "val"):
+            self._results.add(key, results)
+
+    def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        for key, results in self._track_batch(batch, "test"):
+            self._results.add(key, results)
+
+    def predict_step(self, batch: dict[str, Any], batch_idx: int) -> list[tuple[tuple[int, str], list[dict]]]:
+        """``[((video_id, prompt_type), results)]`` for the videos this batch starts (see the module docstring)."""
+        return self._track_batch(batch, "predict")
+
+    def on_validation_epoch_start(self) -> None:
+        self._results = KeyedResults()
+
+    def on_test_epoch_start(self) -> None:
+        self._results = KeyedResults()
+
+    def on_validation_epoch_end(self) -> None:
+        self._score("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._score("test")
+
+    def _eval_dataset(self, stage: str) -> Any:
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if datamodule is None or not hasattr(datamodule, "eval_dataset"):
+            raise InputError("TrackingModule evaluates on a MultiViewDataModule's split (trainer.validate / test / "
+                             "predict with datamodule=...); it got no datamodule")
+        return datamodule.eval_dataset(_STAGES[stage])
+
+    def _track_batch(self, batch: dict[str, Any], stage: str) -> list[tuple[tuple[int, str], list[dict]]]:
+        """Track whole every video whose first window is in ``batch``, with each of ``eval_prompt_types``."""
+        split = self._eval_dataset(stage).split
+        predictor = protocol_predictor(self.model, self.embed_text if self.config.text_encoder else None,
+                                       refine=self.hparams.refine, device=self.device)
+        out = []
+        for video_id, image_ids in zip(batch["video_id"].tolist(), batch["image_ids"].tolist()):
+            if image_ids[0] != video_frames(split, video_id)[0]["id"]:
+                continue
+            for kind in self.eval_prompt_types:
+                out.append(((int(video_id), kind), track_video(predictor, split, video_id, kind)))
+        return out
+
+    def _score(self, stage: str) -> None:
+        results = self._results.gather()  # a collective: every rank calls it, also during the sanity check
+        if self.trainer.sanity_checking:
+            return
+        dataset = self._eval_dataset(stage)
+        untracked = sorted(set(dataset.split.videos) - set(dataset.videos))
+        if untracked:
+            raise DataError(f"videos {untracked[:10]} have fewer frames than the datamodule's views: the tracking "
+                            "evaluation tracks whole videos from their first clip, so lower data.views",
+                            file=dataset.split.file, field="videos")
+        split_path = self.trainer.datamodule.split_path(_STAGES[stage])
+        metrics = score_tracking(split_path, results)
+        log_metrics(self, stage, metrics)
+        if stage == "test" and self.trainer.is_global_zero:
+            from vision.evaluation.evaluate import format_table
+
+            print(f"\ntracking, {split_path} (prompt types {', '.join(self.eval_prompt_types)}):")
+            print(format_table(metrics))
 
     def configure_optimizers(self) -> dict[str, Any]:
         groups: dict[tuple[bool, bool], list] = {}

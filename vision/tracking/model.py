@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vision.geometry.model import GeometryBackbone, create_backbone
+from vision.text import TEXT_DIM
 from vision.tracking.decoder import MaskDecoder
 from vision.tracking.layers import LayerNorm2d
 from vision.tracking.prompts import PromptEncoder, Prompts
@@ -39,7 +40,7 @@ class G2TAM(nn.Module):
         image_size: input size (square, multiple of the patch size) the backbone is built for.
         dim: width of view features, prompt tokens and the decoder.
         num_masks: mask hypotheses per object. decoder_depth / num_heads: two-way transformer.
-        text_dim: TextEncoder width (MiniLM: 384). mask_points: 3D points per mask prompt.
+        text_dim: TextEncoder width (``vision.text.TEXT_DIM`` for MiniLM). mask_points: 3D points per mask prompt.
         feature_layer: aggregator layer used for the view features.
         backbone_overrides: extra :func:`create_backbone` arguments.
         click_maps: dense click / box maps on the prompted view (:class:`PromptEncoder`).
@@ -49,7 +50,7 @@ class G2TAM(nn.Module):
     """
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
-                 decoder_depth: int = 2, num_heads: int = 4, text_dim: int = 384, mask_points: int = 8,
+                 decoder_depth: int = 2, num_heads: int = 4, text_dim: int = TEXT_DIM, mask_points: int = 8,
                  feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
                  proximity_maps: bool = True, hires_maps: bool = True,
                  proximity_sigmas: Sequence[float] = SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS) -> None:

@@ -45,7 +45,7 @@ from vision.data.io import MAX_INPUT_PIXELS, image_size
 from vision.errors import InputError
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import G2TAM, select_best_mask
-from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, POSITIVE, Prompts
+from vision.tracking.prompts import NEGATIVE, POSITIVE, Prompts, box_to_points
 
 __all__ = ["TrackerPredictor", "TrackerState", "ObjectPrompt"]
 
@@ -172,24 +172,15 @@ class TrackerPredictor:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, image_size: int | None = None, **kwargs: Any) -> "TrackerPredictor":
-        """Build from a :class:`~vision.tracking.lightning.TrackingModule` checkpoint (``weights_only=True``)."""
-        from vision.tracking.lightning import build_tracker
-        from vision.training.checkpoint_io import load_checkpoint, load_weights
+        """Build from a :class:`~vision.tracking.lightning.TrackingModule` checkpoint through
+        :func:`vision.tracking.task.load` (``weights_only=True``); ``image_size`` rebuilds the model for another
+        input size; the text encoder defaults to the checkpoint's (``config.text_encoder``); other keyword
+        arguments go to the constructor."""
+        from vision.tracking.task import load
 
-        ckpt = load_checkpoint(path)
-        hp = dict(ckpt.get("hyper_parameters", {}))
-        size = image_size or int(hp.get("image_size", 64))
-        model = build_tracker(hp.get("architecture", "g2tam"), backbone=hp.get("size", "tiny"), image_size=size,
-                              dim=hp.get("dim", 64), num_masks=hp.get("num_masks", 3),
-                              decoder_depth=hp.get("decoder_depth", 2), num_heads=hp.get("num_heads", 4),
-                              memory_size=hp.get("memory_size", 4),
-                              **{k: hp.get(k, True) for k in ("click_maps", "proximity_maps", "hires_maps")})
-        sd = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
-        load_weights(model, sd, path, hint="retrain it (make train-tracking after deleting runs/tracking)")
-        kwargs.setdefault("text_encoder", hp.get("text_encoder") or "minilm")
-        predictor = cls(model, **kwargs)
-        predictor.image_size = size
-        return predictor
+        model, config = load(path, image_size=image_size)
+        kwargs.setdefault("text_encoder", config.text_encoder)
+        return cls(model, **kwargs)
 
     # ------------------------------------------------------------------ state
 
@@ -312,8 +303,9 @@ class TrackerPredictor:
                 raise InputError(f"box {b.tolist()} is empty: need x1 > x0 and y1 > y0")
             if b[0] < 0 or b[1] < 0 or b[2] > state.width or b[3] > state.height:
                 raise InputError(f"box {b.tolist()} is off the image (width {state.width}, height {state.height})")
-            pts.append(np.array([[b[0] * sx, b[1] * sy], [b[2] * sx, b[3] * sy]]))
-            lbs.append(np.array([BOX_TL, BOX_BR]))
+            corners, corner_labels = box_to_points(torch.tensor(b * [sx, sy, sx, sy]))
+            pts.append(corners.numpy())
+            lbs.append(corner_labels.numpy())
         if pts:
             prompt.points = np.concatenate(pts).astype(np.float32)
             prompt.labels = np.concatenate(lbs).astype(np.int64)
@@ -354,8 +346,8 @@ class TrackerPredictor:
                        memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> Prompts:
         s = self._size()
         k = max([len(state.prompts[o].points) if state.prompts[o].points is not None else 0 for o in obj_ids] + [1])
-        text_dim = getattr(self.model, "text_dim", 384)
-        p = Prompts.empty(1, len(obj_ids), (s, s), num_points=k, num_memory=self.memory_points, text_dim=text_dim,
+        p = Prompts.empty(1, len(obj_ids), (s, s), num_points=k, num_memory=self.memory_points,
+                          text_dim=self.model.text_dim,
                           memory_dim=self.model.dim)
         for j, o in enumerate(obj_ids):
             pr = state.prompts[o]

@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vision.tracking.layers import MLP, FourierFeatures, LayerNorm2d
+from vision.text import TEXT_DIM
+from vision.tracking.layers import FourierFeatures, LayerNorm2d, Mlp
 
 __all__ = ["PAD", "NEGATIVE", "POSITIVE", "BOX_TL", "BOX_BR", "Prompts", "PromptEncoder", "box_to_points"]
 
@@ -50,7 +51,7 @@ class Prompts:
 
     @staticmethod
     def empty(batch: int, num_objects: int, image_hw: tuple[int, int], num_points: int = 1,
-              num_memory: int = 1, text_dim: int = 384, memory_dim: int = 1,
+              num_memory: int = 1, text_dim: int = TEXT_DIM, memory_dim: int = 1,
               device: torch.device | str | None = None) -> "Prompts":
         """All-padding prompts (no slot valid) of the given sizes, to be filled in."""
         b, n = batch, num_objects
@@ -94,7 +95,8 @@ class PromptEncoder(nn.Module):
     - text: a text-encoder embedding ``[..., text_dim]`` projected to ``[..., dim]`` by an MLP.
 
     Args:
-        dim: token width. text_dim: the TextEncoder's width (MiniLM: 384). mask_channels: conv stack width.
+        dim: token width. text_dim: the TextEncoder's width (``vision.text.TEXT_DIM`` for MiniLM).
+        mask_channels: conv stack width.
         click_sigma: standard deviation of a click's Gaussian blob, as a fraction of max(H, W).
         click_maps: render clicks and boxes into the dense prompt map (False: only a mask prompt is dense, as SAM;
             the ablation in ``benchmarks/bench_tracking_prompts.py``).
@@ -102,7 +104,7 @@ class PromptEncoder(nn.Module):
 
     PROMPT_MAP_CHANNELS = 4  # mask, positive clicks, negative clicks, box
 
-    def __init__(self, dim: int, text_dim: int = 384, mask_channels: int = 16, click_sigma: float = 0.04,
+    def __init__(self, dim: int, text_dim: int = TEXT_DIM, mask_channels: int = 16, click_sigma: float = 0.04,
                  click_maps: bool = True) -> None:
         super().__init__()
         self.dim = dim
@@ -116,7 +118,7 @@ class PromptEncoder(nn.Module):
             nn.Conv2d(mask_channels // 4, mask_channels, 2, stride=2), LayerNorm2d(mask_channels), nn.GELU(),
             nn.Conv2d(mask_channels, dim, 1))
         self.no_mask = nn.Parameter(torch.zeros(dim))
-        self.text_proj = MLP(text_dim, dim, dim, 2)
+        self.text_proj = Mlp(text_dim, dim, dim, 2)
 
     def encode_coords(self, xy: torch.Tensor, image_hw: tuple[int, int]) -> torch.Tensor:
         """Fourier features of pixel coordinates ``[..., 2]`` (x, y) -> ``[..., dim]``."""

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from vision.errors import InputError
+from vision.text import TEXT_DIM
 from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, POSITIVE, Prompts
 from vision.tracking.spatial_encoder import spaced_mask_indices
 
@@ -57,7 +58,7 @@ def mask_box(mask: torch.Tensor) -> torch.Tensor:
 def sample_prompts(batch: dict, max_objects: int = 4, types: Sequence[str] = PROMPT_TYPES,
                    type_weights: Sequence[float] | None = None,
                    embed_text: Callable[[list[str]], torch.Tensor] | None = None, negative_text: float = 0.0,
-                   negative_names: Sequence[str] = (), box_jitter: float = 0.1, text_dim: int = 384,
+                   negative_names: Sequence[str] = (), box_jitter: float = 0.1, text_dim: int = TEXT_DIM,
                    memory_dim: int = 1, generator: torch.Generator | None = None,
                    prompt_view: int | None = None) -> SampledPrompts:
     """Draw prompts for a clip batch (see the module docstring).

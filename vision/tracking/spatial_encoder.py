@@ -30,7 +30,7 @@ from torch import nn
 
 from vision.errors import InputError
 from vision.tracking.layers import Attention, FourierFeatures, LayerNorm2d
-from vision.tracking.prompts import NEGATIVE, PAD, POSITIVE, PromptEncoder, Prompts
+from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, PAD, POSITIVE, PromptEncoder, Prompts
 
 __all__ = ["SpatialEncoder", "scene_scale", "sample_features", "gather_points", "spaced_mask_indices"]
 
@@ -211,95 +211,140 @@ class SpatialEncoder(nn.Module):
             ``num_proximity_maps`` proximity maps on every view (C = 4, or 4 + num_proximity_maps).
         """
         world_points = world_points.detach()
-        b, s, d, gh, gw = feats.shape
-        n = prompts.num_objects
-        h, w = image_hw
-        dev = feats.device
+        s, gh, gw = feats.shape[1], feats.shape[3], feats.shape[4]
         scale = scene_scale(world_points)
-        pe2d = prompt_encoder.dense_pe((gh, gw), image_hw)
-        view_pos = self.view_positions(world_points, (gh, gw), scale, pe2d)
-        view = prompts.view
-        has_view = (view >= 0) & prompts.valid
-        on_view = (torch.arange(s, device=dev)[None, :, None] == view[:, None, :])  # [B, S, N]
-
-        # prompt points (points and box corners)
+        view_pos = self.view_positions(world_points, (gh, gw), scale, prompt_encoder.dense_pe((gh, gw), image_hw))
+        has_view = (prompts.view >= 0) & prompts.valid
+        on_view = (torch.arange(s, device=feats.device)[None, :, None] == prompts.view[:, None, :])  # [B, S, N]
         labels = torch.where(has_view[..., None], prompts.labels, torch.full_like(prompts.labels, PAD))
+        has_mask = prompts.has_mask & has_view
+        wp_view = torch.nan_to_num(_take_view(world_points, prompts.view))  # [B, N, H, W, 3]
+
+        point_tokens, point_pad, p3 = self._point_tokens(feats, world_points, prompts, prompt_encoder, labels,
+                                                         on_view, scale, image_hw)
+        region, has_box, box_centre = self._box_region(prompts, labels, image_hw)
+        region = torch.where(has_mask[..., None, None], prompts.masks.float(), region)
+        region_tokens, region_pad = self._region_tokens(feats, wp_view, region, prompts.view, has_view, scale)
+        mask_tokens, mask_pad = self._mask_tokens(prompts, wp_view, has_mask, scale, s)
+        text_tokens, text_pad = self._text_tokens(feats, view_pos, prompts, prompt_encoder)
+        mem_tokens, mem_pad, mf_tok, mf_pad = self._memory_tokens(prompts, scale, s, feats.shape[2])
+        sparse = torch.cat([point_tokens, region_tokens, mask_tokens, text_tokens, mem_tokens, mf_tok], dim=3)
+        sparse_pad = torch.cat([point_pad, region_pad, mask_pad, text_pad, mem_pad, mf_pad], dim=3)
+
+        dense, maps = self._dense(feats, world_points, wp_view, prompts, prompt_encoder, labels, on_view, has_view,
+                                  has_mask, has_box, box_centre, p3, scale)
+        return {"view_pos": view_pos, "sparse": sparse, "sparse_pad": sparse_pad, "dense": dense, "scale": scale,
+                "maps": maps}
+
+    def _point_tokens(self, feats: torch.Tensor, world_points: torch.Tensor, prompts: Prompts,
+                      prompt_encoder: PromptEncoder, labels: torch.Tensor, on_view: torch.Tensor,
+                      scale: torch.Tensor, image_hw: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor,
+                                                                               torch.Tensor]:
+        """Prompt points (clicks and box corners) lifted to 3D: tokens ``[B, S, N, K, dim]``, padding
+        ``[B, S, N, K]`` and the 3D points under them ``[B, N, K, 3]``."""
+        s = feats.shape[1]
         pt_pad = labels == PAD
-        p3 = gather_points(world_points, view, prompts.points)  # [B, N, K, 3]
-        app = sample_features(feats, view, prompts.points, image_hw)  # [B, N, K, dim]
+        p3 = gather_points(world_points, prompts.view, prompts.points)  # [B, N, K, 3]
+        app = sample_features(feats, prompts.view, prompts.points, image_hw)  # [B, N, K, dim]
         lifted = prompt_encoder.point_embed(labels.clamp(min=0)) + self.code3d(p3, scale) + self.appearance(app)
         lifted = torch.where(pt_pad[..., None], prompt_encoder.not_a_point.expand_as(lifted), lifted)
         pe_pts = prompt_encoder.encode_coords(prompts.points, image_hw) * (~pt_pad[..., None])
         point_tokens = lifted[:, None] + on_view[..., None, None] * pe_pts[:, None]  # [B, S, N, K, dim]
-        point_pad = pt_pad[:, None].expand(-1, s, -1, -1)
+        return point_tokens, pt_pad[:, None].expand(-1, s, -1, -1), p3
 
-        # region of a box or a mask on the prompted view
-        box_pts = (labels == 2) | (labels == 3)
+    @staticmethod
+    def _box_region(prompts: Prompts, labels: torch.Tensor,
+                    image_hw: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The filled box of each box prompt ``[B, N, H, W]`` (zeros without a box), which slots have a box
+        ``[B, N]`` and the box centres ``[B, N, 2]`` (x, y pixels; zeros when no slot has a box)."""
+        b, n = labels.shape[:2]
+        h, w = image_hw
+        dev = labels.device
+        box_pts = (labels == BOX_TL) | (labels == BOX_BR)
         has_box = box_pts.any(-1)
         region = torch.zeros(b, n, h, w, device=dev)
-        if bool(has_box.any()):
-            xs = torch.where(box_pts, prompts.points[..., 0], torch.full_like(prompts.points[..., 0], float("nan")))
-            ys = torch.where(box_pts, prompts.points[..., 1], torch.full_like(prompts.points[..., 1], float("nan")))
-            x0, x1 = torch.nan_to_num(xs, nan=1e9).amin(-1), torch.nan_to_num(xs, nan=-1e9).amax(-1)
-            y0, y1 = torch.nan_to_num(ys, nan=1e9).amin(-1), torch.nan_to_num(ys, nan=-1e9).amax(-1)
-            gx = torch.arange(w, device=dev, dtype=torch.float32)
-            gy = torch.arange(h, device=dev, dtype=torch.float32)
-            inside = ((gx[None, None, None, :] >= x0[..., None, None]) & (gx[None, None, None, :] <= x1[..., None, None])
-                      & (gy[None, None, :, None] >= y0[..., None, None]) & (gy[None, None, :, None] <= y1[..., None, None]))
-            region = torch.where(has_box[..., None, None], inside.float(), region)
-        has_mask = prompts.has_mask & has_view
-        region = torch.where(has_mask[..., None, None], prompts.masks.float(), region)
+        if not bool(has_box.any()):
+            return region, has_box, torch.zeros(b, n, 2, device=dev)
+        xs = torch.where(box_pts, prompts.points[..., 0], torch.full_like(prompts.points[..., 0], float("nan")))
+        ys = torch.where(box_pts, prompts.points[..., 1], torch.full_like(prompts.points[..., 1], float("nan")))
+        x0, x1 = torch.nan_to_num(xs, nan=1e9).amin(-1), torch.nan_to_num(xs, nan=-1e9).amax(-1)
+        y0, y1 = torch.nan_to_num(ys, nan=1e9).amin(-1), torch.nan_to_num(ys, nan=-1e9).amax(-1)
+        gx = torch.arange(w, device=dev, dtype=torch.float32)[None, None, None, :]
+        gy = torch.arange(h, device=dev, dtype=torch.float32)[None, None, :, None]
+        inside = ((gx >= x0[..., None, None]) & (gx <= x1[..., None, None])
+                  & (gy >= y0[..., None, None]) & (gy <= y1[..., None, None]))
+        region = torch.where(has_box[..., None, None], inside.float(), region)
+        return region, has_box, torch.stack([(x0 + x1) / 2, (y0 + y1) / 2], -1)
+
+    def _region_tokens(self, feats: torch.Tensor, wp_view: torch.Tensor, region: torch.Tensor, view: torch.Tensor,
+                       has_view: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per box or mask region on the prompted view (its mean 3D point and mean appearance):
+        ``[B, S, N, 1, dim]`` and padding ``[B, S, N, 1]``."""
+        b, s, _, gh, gw = feats.shape
+        n = region.shape[1]
         area = region.flatten(2).sum(-1)  # [B, N]
         has_region = (area > 0) & has_view
-        wp_view = torch.nan_to_num(_take_view(world_points, view))  # [B, N, H, W, 3]
         r3 = (wp_view * region[..., None]).flatten(2, 3).sum(2) / area.clamp(min=1)[..., None]
         grid_region = F.adaptive_avg_pool2d(region.flatten(0, 1)[:, None], (gh, gw)).view(b, n, gh, gw)
         f_view = _take_view(feats, view)  # [B, N, dim, gh, gw]
-        r_app = (f_view * grid_region[:, :, None]).flatten(3).sum(-1) / grid_region.flatten(2).sum(-1).clamp(min=1e-6)[..., None]
+        r_app = ((f_view * grid_region[:, :, None]).flatten(3).sum(-1)
+                 / grid_region.flatten(2).sum(-1).clamp(min=1e-6)[..., None])
         region_tok = self.region_embed + self.code3d(r3, scale) + self.appearance(r_app)  # [B, N, dim]
-        region_tokens = region_tok[:, None, :, None].expand(-1, s, -1, -1, -1)
-        region_pad = (~has_region)[:, None, :, None].expand(-1, s, -1, -1)
+        return (region_tok[:, None, :, None].expand(-1, s, -1, -1, -1),
+                (~has_region)[:, None, :, None].expand(-1, s, -1, -1))
 
-        # a mask prompt as a set of 3D points
+    def _mask_tokens(self, prompts: Prompts, wp_view: torch.Tensor, has_mask: torch.Tensor, scale: torch.Tensor,
+                     s: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A mask prompt as ``mask_points`` 3D points: tokens ``[B, S, N, mask_points, dim]`` and padding."""
         idx, mvalid = spaced_mask_indices(prompts.masks, self.mask_points)  # [B, N, Mk]
         mvalid = mvalid & has_mask[..., None]
         m3 = torch.gather(wp_view.flatten(2, 3), 2, idx[..., None].expand(-1, -1, -1, 3))
         mask_tok = self.mask_point_embed + self.code3d(m3, scale)
-        mask_tokens = mask_tok[:, None].expand(-1, s, -1, -1, -1)
-        mask_pad = (~mvalid)[:, None].expand(-1, s, -1, -1)
+        return mask_tok[:, None].expand(-1, s, -1, -1, -1), (~mvalid)[:, None].expand(-1, s, -1, -1)
 
-        # text: projected token + cross-attention over every view's geometric tokens
+    def _text_tokens(self, feats: torch.Tensor, view_pos: torch.Tensor, prompts: Prompts,
+                     prompt_encoder: PromptEncoder) -> tuple[torch.Tensor, torch.Tensor]:
+        """A text prompt: its projected token and the same after cross-attention over every view's geometric
+        tokens, ``[B, S, N, 2, dim]``, and padding ``[B, S, N, 2]``."""
+        b, s, d, gh, gw = feats.shape
         has_text = prompts.has_text & prompts.valid
         t = prompt_encoder.embed_text(prompts.text) + self.text_embed  # [B, N, dim]
         keys = (feats + view_pos).flatten(3).permute(0, 1, 3, 2).reshape(b, s * gh * gw, d)
         values = feats.flatten(3).permute(0, 1, 3, 2).reshape(b, s * gh * gw, d)
         t2 = self.text_norm(t + self.text_attn(t, keys, values))
-        text_tokens = torch.stack([t, t2], dim=2)[:, None].expand(-1, s, -1, -1, -1)
-        text_pad = (~has_text)[:, None, :, None].expand(-1, s, -1, 2)
+        return (torch.stack([t, t2], dim=2)[:, None].expand(-1, s, -1, -1, -1),
+                (~has_text)[:, None, :, None].expand(-1, s, -1, 2))
 
-        # carried 3D memory
+    def _memory_tokens(self, prompts: Prompts, scale: torch.Tensor, s: int,
+                       d: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Carried 3D memory: point tokens ``[B, S, N, M, dim]`` with padding, and one appearance token
+        ``[B, S, N, 1, dim]`` with padding."""
+        b, n = prompts.valid.shape
         mem_valid = prompts.memory_valid & prompts.valid[..., None]
         mem_tok = self.memory_embed + self.code3d(prompts.memory_points, scale)
-        mem_tokens = mem_tok[:, None].expand(-1, s, -1, -1, -1)
-        mem_pad = (~mem_valid)[:, None].expand(-1, s, -1, -1)
         has_mem_feat = mem_valid.any(-1) & (prompts.memory_feat.abs().sum(-1) > 0)
-        mf = prompts.memory_feat if prompts.memory_feat.shape[-1] == d else torch.zeros(b, n, d, device=dev)
+        mf = prompts.memory_feat if prompts.memory_feat.shape[-1] == d else \
+            torch.zeros(b, n, d, device=prompts.memory_feat.device)
         mf_tok = (self.memory_feat_embed + self.appearance(mf))[:, None, :, None].expand(-1, s, -1, -1, -1)
-        mf_pad = (~has_mem_feat)[:, None, :, None].expand(-1, s, -1, -1)
+        return (mem_tok[:, None].expand(-1, s, -1, -1, -1), (~mem_valid)[:, None].expand(-1, s, -1, -1), mf_tok,
+                (~has_mem_feat)[:, None, :, None].expand(-1, s, -1, -1))
 
-        sparse = torch.cat([point_tokens, region_tokens, mask_tokens, text_tokens, mem_tokens, mf_tok], dim=3)
-        sparse_pad = torch.cat([point_pad, region_pad, mask_pad, text_pad, mem_pad, mf_pad], dim=3)
-
-        # dense: the prompt map (mask, clicks, box) on the prompted view, the 3D proximity maps on the other views
+    def _dense(self, feats: torch.Tensor, world_points: torch.Tensor, wp_view: torch.Tensor, prompts: Prompts,
+               prompt_encoder: PromptEncoder, labels: torch.Tensor, on_view: torch.Tensor, has_view: torch.Tensor,
+               has_mask: torch.Tensor, has_box: torch.Tensor, box_centre: torch.Tensor, p3: torch.Tensor,
+               scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The dense prompt of every (view, object) ``[B, S, N, dim, gh, gw]`` and the maps ``[B, S, N, C, 4gh,
+        4gw]``: the prompt map (mask, clicks, box) on the prompted view, the 3D proximity maps on every view."""
+        b, s, d, gh, gw = feats.shape
+        n = prompts.num_objects
         dense = prompt_encoder.no_mask.view(1, 1, 1, d, 1, 1).expand(b, s, n, d, gh, gw)
         maps = [feats.new_zeros(b, s, n, prompt_encoder.PROMPT_MAP_CHANNELS, 4 * gh, 4 * gw)]
         if self.proximity:
-            box_centre = torch.stack([(x0 + x1) / 2, (y0 + y1) / 2], -1) if bool(has_box.any()) else \
-                torch.zeros(b, n, 2, device=dev)
-            c3 = gather_points(world_points, view, box_centre[:, :, None])  # [B, N, 1, 3]
+            c3 = gather_points(world_points, prompts.view, box_centre[:, :, None])  # [B, N, 1, 3]
             pidx, pvalid = spaced_mask_indices(prompts.masks, self.proximity_points)  # [B, N, Mp]
             pvalid = pvalid & has_mask[..., None]
             mp3 = torch.gather(wp_view.flatten(2, 3), 2, pidx[..., None].expand(-1, -1, -1, 3))
+            mem_valid = prompts.memory_valid & prompts.valid[..., None]
             anchors = torch.cat([p3, c3, mp3, prompts.memory_points], dim=2)
             clicks = has_view[..., None]
             positive = torch.cat([(labels == POSITIVE) & clicks, (has_box & has_view)[..., None], pvalid, mem_valid],
@@ -315,5 +360,4 @@ class SpatialEncoder(nn.Module):
             use = (on_view & has_visual[:, None])[..., None, None, None]
             dense = torch.where(use, emb.view(b, n, d, gh, gw)[:, None], dense)
             maps[0] = torch.where(use, pmap.view(b, n, *pmap.shape[1:])[:, None], maps[0])
-        return {"view_pos": view_pos, "sparse": sparse, "sparse_pad": sparse_pad, "dense": dense, "scale": scale,
-                "maps": torch.cat(maps, dim=3)}
+        return dense, torch.cat(maps, dim=3)

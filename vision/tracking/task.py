@@ -1,0 +1,120 @@
+"""The tracking task's one definition: its model config, how to build the model, and how to load a checkpoint.
+
+:class:`TrackingConfig` holds the fields that define a tracker (the architecture, the backbone size, widths, the
+dense prompt maps, the text encoder) with the one copy of their defaults; :func:`build_model` builds
+:class:`~vision.tracking.model.G2TAM` or the memory-bank control
+(:class:`~vision.tracking.baseline.MemoryBankTracker`) from it; :func:`load` rebuilds the model of a
+:class:`~vision.tracking.lightning.TrackingModule` checkpoint (config under ``hyper_parameters.config``, weights
+under ``model.``, read with ``weights_only=True``). :func:`load_geometry_weights` starts a tracker's backbone from a
+geometry checkpoint. Inference code (the predictor, the demo) imports this module, never :mod:`vision.training`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vision.checkpoint import TaskConfig, load_checkpoint, load_weights, read_task_checkpoint
+from vision.errors import DataError, InputError
+from vision.text import TEXT_DIM
+from vision.tracking.baseline import MemoryBankTracker
+from vision.tracking.model import G2TAM
+
+__all__ = ["ARCHITECTURES", "TrackingConfig", "build_model", "load", "load_geometry_weights"]
+
+ARCHITECTURES: tuple[str, ...] = ("g2tam", "memory_bank")
+
+#: what a checkpoint whose weights do not fit its config should do
+RETRAIN_HINT = "retrain it (make train-tracking after deleting runs/tracking)"
+
+
+@dataclasses.dataclass
+class TrackingConfig(TaskConfig):
+    """The fields that define a tracker.
+
+    Args:
+        architecture: ``g2tam`` (:class:`G2TAM`) or ``memory_bank`` (the control, :class:`MemoryBankTracker`).
+        backbone: geometry backbone size name (:func:`vision.geometry.model.create_backbone`).
+        image_size: square input size in pixels (a multiple of the backbone's patch size); the data is resized to it
+            (the CLI links it to the datamodule's ``image_size``).
+        dim: width of view features, prompt tokens and the decoder. num_masks: mask hypotheses per object.
+        decoder_depth / num_heads: the two-way mask decoder.
+        memory_size: frames in the control's memory bank (plus the prompted frame); G2TAM has no bank.
+        click_maps: dense click / box maps on the prompted view. proximity_maps: dense 3D proximity maps on every
+            view (G2TAM only). hires_maps: the decoder also fuses the maps at its upsampled resolution.
+        text_encoder: name for :func:`vision.text.get_text_encoder` (None: no text prompts).
+        text_dim: the text encoder's embedding width.
+    """
+
+    architecture: str = "g2tam"
+    backbone: str = "tiny"
+    image_size: int = 64
+    dim: int = 64
+    num_masks: int = 3
+    decoder_depth: int = 2
+    num_heads: int = 4
+    memory_size: int = 4
+    click_maps: bool = True
+    proximity_maps: bool = True
+    hires_maps: bool = True
+    text_encoder: str | None = "minilm"
+    text_dim: int = TEXT_DIM
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise InputError(f"TrackingConfig.architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
+        for name in ("image_size", "dim", "num_masks", "decoder_depth", "num_heads", "memory_size", "text_dim"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"TrackingConfig.{name} must be an integer >= 1, got {value!r}")
+
+
+def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBankTracker:
+    """The tracker ``config`` describes (untrained weights)."""
+    config = TrackingConfig.from_value(config)
+    common = dict(backbone=config.backbone, image_size=config.image_size, dim=config.dim, num_masks=config.num_masks,
+                  decoder_depth=config.decoder_depth, num_heads=config.num_heads, text_dim=config.text_dim,
+                  click_maps=config.click_maps, hires_maps=config.hires_maps)
+    if config.architecture == "g2tam":
+        return G2TAM(proximity_maps=config.proximity_maps, **common)
+    return MemoryBankTracker(memory_size=config.memory_size, **common)
+
+
+def load(checkpoint: str | Path, map_location: Any = "cpu",
+         image_size: int | None = None) -> tuple[G2TAM | MemoryBankTracker, TrackingConfig]:
+    """``(model, config)`` of a :class:`~vision.tracking.lightning.TrackingModule` checkpoint, in eval mode.
+
+    The weights are read onto ``map_location`` and the model is moved there when it names a device.
+    ``image_size`` rebuilds the model for another input size (the weights do not depend on it). A checkpoint
+    without a tracking config, or whose weights do not fit it, is a :class:`~vision.errors.DataError` naming the
+    file.
+    """
+    config, weights, _ = read_task_checkpoint(checkpoint, TrackingConfig, prefix="model.", map_location=map_location)
+    if image_size is not None:
+        config = config.replace(image_size=int(image_size))
+    model = build_model(config)
+    load_weights(model, weights, checkpoint, hint=RETRAIN_HINT)
+    if isinstance(map_location, (str, torch.device)):
+        model = model.to(map_location)
+    return model.eval(), config
+
+
+def load_geometry_weights(model: G2TAM | MemoryBankTracker, path: str | Path) -> None:
+    """Load a geometry checkpoint (weights under ``model.``) into ``model.backbone``.
+
+    G2TAM loads every backbone weight strictly; the control loads the weights its backbone has (the aggregator).
+    A file without ``model.*`` weights is a :class:`~vision.errors.DataError` naming it."""
+    checkpoint = load_checkpoint(path)
+    state = checkpoint.get("state_dict", checkpoint)
+    weights = {k[len("model."):]: v for k, v in state.items() if k.startswith("model.")} \
+        if isinstance(state, dict) else {}
+    if not weights:
+        raise DataError("no 'model.*' weights; is this a geometry checkpoint?", file=path, field="state_dict")
+    if isinstance(model, G2TAM):
+        load_weights(model.backbone, weights, path)
+    else:
+        own = model.backbone.state_dict()
+        load_weights(model.backbone, {k: v for k, v in weights.items() if k in own}, path)
