@@ -5,9 +5,13 @@
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt   # evaluate trained models
         (TrackingModule checkpoints, e.g. from `make train-tracking`; only the validation splits are rendered)
 
-Both models get the same data, prompts, steps, batch size and optimiser (TrackingModule). ``--no-refine`` scores
-G2TAM without the predictor's second pass (the control has none). Figures are printed as a table; nothing is
-typed in. Peak memory is the peak RSS of a fresh subprocess running the predictor.
+Both models get the same data, prompts, steps, batch size and optimiser (TrackingModule). Accuracy is the
+pipeline's: each split is tracked and scored with the protocol the training loop validates and tests with
+(:mod:`vision.tracking.inference`: every track prompted once on its first visible view, whole videos, results
+scored by ``vision.evaluation.evaluate`` as ``tools/evaluate.py --task tracking`` scores them), so a trained
+checkpoint's row here is what ``tools/train.py test`` prints on the same split. ``--no-refine`` scores G2TAM
+without the predictor's second pass (the control has none). Figures are printed as a table; nothing is typed in.
+Peak memory is the peak RSS of a fresh subprocess running the predictor.
 """
 
 from __future__ import annotations
@@ -21,11 +25,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def _scene_count(path: Path) -> int:
@@ -70,8 +73,9 @@ def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, 
     ds = ConcatDataset([MultiViewClipDataset(load_split(paths[k]), views=4, transform=tf, random_window=True)
                         for k in ("train_video", "train_unordered")])
     loader = DataLoader(ds, batch_size=4, shuffle=True, collate_fn=collate_clips, drop_last=True)
-    module = TrackingModule(architecture=arch, image_size=size, dim=64, text_encoder="minilm" if text else None,
-                            max_objects=4, negative_text=0.2 if text else 0.0, geometry_checkpoint=geometry_ckpt)
+    config = {"architecture": arch, "image_size": size, "dim": 64, "text_encoder": "minilm" if text else None}
+    module = TrackingModule(config=config, max_objects=4, negative_text=0.2 if text else 0.0,
+                            geometry_checkpoint=geometry_ckpt)
     module.log = lambda *a, **k: None
     module.log_dict = lambda *a, **k: None
     opt = torch.optim.AdamW(module.model.parameters(), lr=5e-4, weight_decay=0.01)
@@ -94,21 +98,16 @@ def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, 
 
 
 def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool = True) -> dict[str, dict]:
+    """``{split: {prompt type: metrics}}``: each validation split tracked and scored with the pipeline's protocol."""
     from vision.data.coco import load_split
-    from vision.evaluation.tracking3d import evaluate_tracking_task
-    from vision.tracking.inference import track_split
-    from vision.tracking.predictor import TrackerPredictor
+    from vision.tracking.inference import protocol_predictor, score_tracking, track_split
 
-    predictor = TrackerPredictor(model, text_encoder=text_encoder, window_size=8, max_anchors=1, refine=refine)
+    predictor = protocol_predictor(model, text_encoder, refine=refine)
     table = {}
     for name in ("val_video", "val_unordered", "val_long_occlusion"):
-        split = load_split(paths[name])
-        row = {}
-        for kind in types:
-            results, prompted, gt = track_split(predictor, split, kind)
-            m = evaluate_tracking_task(gt, results, prompted_image_ids=prompted, split_root=paths[name].parent)
-            row[kind] = m
-        table[name] = row
+        metrics = score_tracking(paths[name], track_split(predictor, load_split(paths[name]), types))
+        table[name] = {kind: {key.split("/", 1)[1]: value for key, value in metrics.items()
+                              if key.startswith(f"{kind}/")} for kind in types}
     return table
 
 
@@ -137,12 +136,12 @@ def speed(model, size: int, views: int = 8, repeats: int = 5, refine: bool = Tru
 def peak_memory_child(frames: int, size: int, ckpt: str | None = None) -> None:
     """Child process: run the predictor (the trained G2TAM of ``ckpt``, else an untrained one) over a random video
     of ``frames`` frames; print peak RSS (MiB)."""
-    from vision.tracking.model import G2TAM
     from vision.tracking.predictor import TrackerPredictor
+    from vision.tracking.task import build_model, load
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = TrackerPredictor.from_checkpoint(ckpt, text_encoder=None).model if ckpt else G2TAM(image_size=size)
+    model = load(ckpt)[0] if ckpt else build_model({"architecture": "g2tam", "image_size": size})
     predictor = TrackerPredictor(model, text_encoder=None, window_size=8, max_anchors=1, presence_threshold=0.0)
     video = (np.random.default_rng(0).random((frames, size, size, 3)) * 255).astype(np.uint8)
     state = predictor.init_state(video)
@@ -195,9 +194,9 @@ def main() -> None:
     tables, speeds, times = {}, {}, {}
     for arch in ("g2tam", "memory_bank"):
         if trained:
-            from vision.tracking.predictor import TrackerPredictor
+            from vision.tracking.task import load
 
-            model, times[arch] = TrackerPredictor.from_checkpoint(trained[arch], text_encoder=None).model.eval(), 0.0
+            model, times[arch] = load(trained[arch])[0], 0.0
         else:
             model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, args.geometry_ckpt)
         with torch.no_grad():

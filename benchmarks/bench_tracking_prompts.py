@@ -28,29 +28,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import torch
+from curves import format_curves  # benchmarks/curves.py, beside this script
+from torch.utils.data import DataLoader
+
+from vision.data.coco import load_split
+from vision.data.datamodule import MultiViewDataModule
+from vision.data.datasets import MultiViewClipDataset, collate_clips
+from vision.data.transforms import build_multiview_transform
+from vision.geometry.losses import normalize_scene
+from vision.tracking.lightning import NEGATIVE_NAMES, TrackingModule
+from vision.tracking.losses import mask_iou, tracking_losses
+from vision.tracking.model import select_best_mask
+from vision.tracking.sampling import sample_prompts
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-import torch  # noqa: E402
-from torch.utils.data import DataLoader  # noqa: E402
-
-from benchmarks.curves import format_curves  # noqa: E402
-from vision.data.coco import load_split  # noqa: E402
-from vision.data.datamodule import MultiViewDataModule  # noqa: E402
-from vision.data.datasets import MultiViewClipDataset, collate_clips  # noqa: E402
-from vision.data.transforms import build_multiview_transform  # noqa: E402
-from vision.geometry.losses import normalize_scene  # noqa: E402
-from vision.tracking.lightning import NEGATIVE_NAMES, TrackingModule  # noqa: E402
-from vision.tracking.losses import mask_iou, tracking_losses  # noqa: E402
-from vision.tracking.model import select_best_mask  # noqa: E402
-from vision.tracking.sampling import sample_prompts  # noqa: E402
-
+ROOT = Path(__file__).resolve().parents[1]
 SYNTH = ROOT / "datasets" / "synthetic"
 VARIANTS: dict[str, dict] = {
     "g2tam-sparse": dict(architecture="g2tam", click_maps=False, proximity_maps=False, hires_maps=False),
@@ -116,7 +112,7 @@ def render_validation(out: Path) -> list[str]:
 def run(name: str, geometry_ckpt: str, train: list[str], val: list[str], steps: int, every: int,
         lr: float = 2e-3) -> list[dict]:
     torch.manual_seed(0)
-    module = TrackingModule(geometry_checkpoint=geometry_ckpt, **VARIANTS[name])
+    module = TrackingModule(config=VARIANTS[name], geometry_checkpoint=geometry_ckpt)
     oracle = name.endswith("-oracle")
     for p in module.model.backbone.parameters():
         p.requires_grad_(False)
