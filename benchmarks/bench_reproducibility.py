@@ -52,7 +52,8 @@ def _child(args: argparse.Namespace) -> None:
 
     run = Path(args.child)
     L.seed_everything(7)
-    model = GeometryModule(size="tiny", image_size=32, warmup_steps=2, match_weight=1.0)
+    model = GeometryModule(config={"size": "tiny", "image_size": 32, "match_dim": 64}, warmup_steps=2,
+                           match_weight=1.0)
     data = MultiViewDataModule(str(Path(args.data) / "train.json"), str(Path(args.data) / "val.json"), views=4,
                                batch_size=2, num_workers=args.workers, image_size=None if args.native else 32,
                                augment=True)

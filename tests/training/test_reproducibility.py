@@ -47,7 +47,8 @@ def _data(root: Path) -> dict[str, dict]:
     return {
         "geometry": {
             "model": {"class_path": "vision.geometry.lightning.GeometryModule",
-                      "init_args": {"size": "tiny", "image_size": 32, "warmup_steps": 2, "match_weight": 1.0}},
+                      "init_args": {"config": {"size": "tiny", "image_size": 32, "match_dim": 64}, "warmup_steps": 2,
+                                    "match_weight": 1.0}},
             "data": {"class_path": "vision.data.datamodule.MultiViewDataModule", "init_args": multiview},
         },
         "tracking": {

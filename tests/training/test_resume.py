@@ -32,7 +32,7 @@ def _config(tmp: Path, train: Path, val: Path, max_steps: int, probe: Path) -> P
             ],
         },
         "model": {"class_path": "vision.geometry.lightning.GeometryModule",
-                  "init_args": {"size": "tiny", "image_size": 32, "warmup_steps": 5}},
+                  "init_args": {"config": {"size": "tiny", "image_size": 32}, "warmup_steps": 5}},
         "data": {"class_path": "vision.data.datamodule.MultiViewDataModule",
                  "init_args": {"train_split": str(train), "val_split": str(val), "views": 2, "batch_size": 1,
                                "image_size": 32, "num_workers": 0}},

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 __all__ = ["quat_to_matrix", "matrix_to_quat", "standardize_quat", "closest_rotation",
-           "pose_encoding_to_cameras", "cameras_to_pose_encoding", "to_homogeneous", "invert_extrinsics",
+           "pose_encoding_to_cameras", "cameras_to_pose_encoding", "invert_extrinsics",
            "compose_extrinsics", "depth_to_camera_points", "camera_to_world_points", "depth_to_world_points",
            "world_to_camera_points", "project_points"]
 
@@ -90,13 +90,6 @@ def cameras_to_pose_encoding(extrinsics: torch.Tensor, intrinsics: torch.Tensor,
     fov_h = 2 * torch.atan((h / 2.0) / intrinsics[..., 1, 1])
     fov_w = 2 * torch.atan((w / 2.0) / intrinsics[..., 0, 0])
     return torch.cat([extrinsics[..., :3, 3], quat, fov_h[..., None], fov_w[..., None]], dim=-1)
-
-
-def to_homogeneous(extrinsics: torch.Tensor) -> torch.Tensor:
-    """``[..., 3, 4]`` -> ``[..., 4, 4]`` with last row (0, 0, 0, 1)."""
-    bottom = torch.zeros(extrinsics.shape[:-2] + (1, 4), dtype=extrinsics.dtype, device=extrinsics.device)
-    bottom[..., 0, 3] = 1
-    return torch.cat([extrinsics[..., :3, :4], bottom], dim=-2)
 
 
 def invert_extrinsics(extrinsics: torch.Tensor) -> torch.Tensor:
