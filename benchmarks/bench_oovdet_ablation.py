@@ -1,9 +1,11 @@
 """OOVDet ablation on the synthetic OOV split: same data, seed and step budget for every row.
 
 Rows: no OOV class (closed vocabulary) | + synthesis | + synthesis + attribution mining | full (+ KDE prior).
-Each row trains an :class:`~vision.detection.lightning.OOVDetModule` for ``--steps`` steps on the IV-only training
-split, then detects on the test split with the given vocabulary (iv + novel names) and scores it with
-:func:`vision.evaluation.openset.evaluate_openset` (oov objects are the unknowns). Deltas are against row 1.
+Each row builds an :class:`~vision.detection.lightning.OOVDetModule` (its detector from a
+:class:`~vision.detection.task.DetectionConfig`), trains it for ``--steps`` steps on the IV-only training split with a
+Lightning ``Trainer``, then runs the module's ``predict`` loop on the test split (the split's vocabulary: iv + novel
+names) and scores the results as ``tools/train.py test`` does (:meth:`OOVDetModule.score`: COCO AP and the open-set
+figures; oov objects are the unknowns). Deltas are against row 1.
 
     .venv/bin/python benchmarks/bench_oovdet_ablation.py --steps 400 --out runs/oovdet_ablation
 """
@@ -13,12 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lightning as L  # noqa: E402
 import torch  # noqa: E402
@@ -27,15 +27,15 @@ from vision.data.coco import load_split, read_json  # noqa: E402
 from vision.data.datamodule import DetectionDataModule  # noqa: E402
 from vision.detection.data import write_oov_synthetic  # noqa: E402
 from vision.detection.lightning import OOVDetModule  # noqa: E402
-from vision.detection.predictor import UNKNOWN_CATEGORY_ID, DetectorPredictor  # noqa: E402
+from vision.detection.task import DetectionConfig  # noqa: E402
 from vision.evaluation.detection import coco_ap  # noqa: E402
-from vision.evaluation.openset import evaluate_openset  # noqa: E402
 
+#: row -> (the detector's ``oov_class``, the module's mechanism switches)
 ROWS = {
-    "no OOV class": dict(oov_class=False, synthesis=False, mining=False, kde_prior=False),
-    "+ synthesis": dict(oov_class=True, synthesis=True, mining=False, kde_prior=False),
-    "+ synthesis + mining": dict(oov_class=True, synthesis=True, mining=True, kde_prior=False),
-    "full (+ KDE prior)": dict(oov_class=True, synthesis=True, mining=True, kde_prior=True),
+    "no OOV class": (False, dict(synthesis=False, mining=False, kde_prior=False)),
+    "+ synthesis": (True, dict(synthesis=True, mining=False, kde_prior=False)),
+    "+ synthesis + mining": (True, dict(synthesis=True, mining=True, kde_prior=False)),
+    "full (+ KDE prior)": (True, dict(synthesis=True, mining=True, kde_prior=True)),
 }
 KEYS = ("IV_AP50", "novel_AP50", "U-Recall", "AP_U", "WI", "A-OSE", "H-mean", "agnostic_AP50")
 
@@ -47,28 +47,26 @@ def class_agnostic_ap50(gt: dict, results: list[dict]) -> float:
     return coco_ap(one, [dict(r, category_id=1) for r in results])["AP50"]
 
 
-def train_and_evaluate(name: str, row: dict, paths: dict[str, Path], steps: int, seed: int, batch_size: int,
-                       out: Path, extra: dict) -> dict:
-    """Train one configuration and return its open-set metrics on the test split."""
+def train_and_evaluate(name: str, row: tuple[bool, dict], paths: dict[str, Path], steps: int, seed: int,
+                       batch_size: int, out: Path, config: DetectionConfig, lr: float) -> dict:
+    """Train one configuration and return its metrics on the test split."""
     L.seed_everything(seed, verbose=False)
+    oov_class, mechanisms = row
     train = load_split(paths["train"])
-    module = OOVDetModule(class_names=train.vocabulary(("iv",)), category_ids=train.category_ids(("iv",)),
-                          **row, **extra)
-    dm = DetectionDataModule(str(paths["train"]), str(paths["val"]), batch_size=batch_size)
+    module = OOVDetModule(config=config.replace(oov_class=oov_class), class_names=train.vocabulary(("iv",)),
+                          category_ids=train.category_ids(("iv",)), lr=lr, **mechanisms)
+    dm = DetectionDataModule(str(paths["train"]), str(paths["val"]), test_split=str(paths["test"]),
+                             batch_size=batch_size, image_size=config.image_size, augment=False)
     trainer = L.Trainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
                         gradient_clip_val=1.0, accelerator="cpu", deterministic=False)
     start = time.time()
     trainer.fit(module, dm)
     train_s = time.time() - start
-    test = load_split(paths["test"])
-    vocabulary = test.given_vocabulary()
-    ids = [next(c for c in test.categories.values() if c["name"] == n)["id"] for n in vocabulary]
-    predictor = DetectorPredictor(module.model, vocabulary, module.hparams.image_size, category_ids=ids)
-    results = predictor.predict_split(paths["test"])
-    gt = read_json(paths["test"])
-    metrics = evaluate_openset(gt, results, ids, UNKNOWN_CATEGORY_ID, novel_category_ids=test.category_ids(("novel",)))
-    metrics["agnostic_AP50"] = class_agnostic_ap50(gt, results)
+    batches = trainer.predict(module, datamodule=dm)
+    results = [r for _, rs in sorted((pair for batch in batches for pair in batch), key=lambda p: p[0]) for r in rs]
+    metrics = module.score("predict", results)
+    metrics["agnostic_AP50"] = class_agnostic_ap50(read_json(paths["test"]), results)
     slug = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_")
     (out / f"results_{slug}.json").write_text(json.dumps(results))
     metrics["train_s"] = train_s
@@ -99,10 +97,11 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     names = list(ROWS) if args.rows == "all" else [list(ROWS)[int(i) - 1] for i in args.rows.split(",")]
-    extra = dict(image_size=args.size, lr=args.lr, temperature=args.temperature)
+    config = DetectionConfig(image_size=args.size, temperature=args.temperature)
     table = {}
     for name in names:
-        table[name] = train_and_evaluate(name, ROWS[name], paths, args.steps, args.seed, args.batch_size, out, extra)
+        table[name] = train_and_evaluate(name, ROWS[name], paths, args.steps, args.seed, args.batch_size, out, config,
+                                         args.lr)
         print(name, {k: round(float(table[name][k]), 4) for k in KEYS}, flush=True)
     (out / "ablation.json").write_text(json.dumps(table, indent=1, sort_keys=True))
     base = table.get("no OOV class")

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from vision.detection.model import OOVDetector  # noqa: E402
 from vision.detection.predictor import DetectorPredictor  # noqa: E402
+from vision.detection.task import DetectionConfig, build_model  # noqa: E402
 from vision.detection.vocabulary import shared_text_encoder  # noqa: E402
 
 
@@ -51,23 +48,25 @@ def main() -> None:
     if args.checkpoint:
         predictor = DetectorPredictor.from_checkpoint(args.checkpoint, vocabulary=vocabulary, batch_size=args.batch)
     else:
-        model = OOVDetector("tiny", image_size=args.size)
-        predictor = DetectorPredictor(model, vocabulary, args.size, encoder=encoder, batch_size=args.batch)
+        config = DetectionConfig(image_size=args.size)
+        predictor = DetectorPredictor(build_model(config), vocabulary, config.image_size, encoder=encoder,
+                                      prompt_template=config.prompt_template, batch_size=args.batch)
     first_s = time.perf_counter() - start
     start = time.perf_counter()
     predictor.set_vocabulary(vocabulary)
     cached_s = time.perf_counter() - start
-    model = predictor.model
-    images = torch.rand(args.batch, 3, args.size, args.size)
-    frames = (np.random.default_rng(0).random((args.batch, args.size, args.size, 3)) * 255).astype(np.uint8)
+    model, size = predictor.model, predictor.image_size  # a checkpoint's input size, else --size
+    images = torch.rand(args.batch, 3, size, size)
+    frames = (np.random.default_rng(0).random((args.batch, size, size, 3)) * 255).astype(np.uint8)
 
     @torch.no_grad()
     def model_only() -> None:
-        model.postprocess(model(images), predictor.text, [(args.size, args.size)] * args.batch)
+        model.postprocess(model(images), predictor.text, [(size, size)] * args.batch)
 
     model_ips = _rate(model_only, args.batch, args.repeats)
     predictor_ips = _rate(lambda: predictor.predict(list(frames)), args.batch, args.repeats)
-    print(f"OOVDet speed: tiny backbone, {args.size}px, batch {args.batch}, {args.threads} thread(s), "
+    model_name = args.checkpoint or "random tiny model"
+    print(f"OOVDet speed: {model_name}, {size}px, batch {args.batch}, {args.threads} thread(s), "
           f"{len(vocabulary)}-class vocabulary")
     print(f"{'path':34s}{'images/s':>10s}{'ratio':>8s}")
     print(f"{'model (forward + NMS)':34s}{model_ips:10.1f}{1.0:8.2f}")

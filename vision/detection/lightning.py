@@ -22,8 +22,9 @@ datamodule's training split (categories with ``split: iv``); it is stored in the
 Evaluation (the task metric inside the loop): ``validation_step`` / ``test_step`` / ``predict_step`` detect with the
 vocabulary the evaluated split gives (``info.vocabulary``: iv + novel names on the synthetic OOV splits; novel names
 are zero-shot) and turn the detections into COCO results in the split's image pixels exactly as
-:class:`~vision.detection.predictor.DetectorPredictor` writes them (:func:`~vision.detection.predictor.label_detections`,
-:func:`~vision.detection.predictor.coco_results`; OOV-rejected boxes under
+:class:`~vision.detection.predictor.DetectorPredictor` writes them
+(:func:`~vision.detection.predictor.label_detections`, :func:`~vision.detection.predictor.coco_results`; OOV-rejected
+boxes under
 :data:`~vision.detection.predictor.UNKNOWN_CATEGORY_ID`), keyed by image id. At the end of the epoch the results of
 every rank are gathered (:class:`~vision.training.collect.KeyedResults`) and scored once with
 :func:`vision.evaluation.evaluate` (COCO AP over the vocabulary, and the open-set figures: ``IV_AP50``,
