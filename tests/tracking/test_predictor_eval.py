@@ -8,7 +8,6 @@ import os
 
 import numpy as np
 import pytest
-import torch
 
 from vision.data.coco import load_split
 from vision.data.masks import encode_mask

@@ -133,7 +133,6 @@ class MemoryBankTracker(nn.Module):
         pe2d = self.prompt_encoder.dense_pe((gh, gw), (h, w)).flatten(1).t()[None]  # [1, P, D]
         start = prompts.view.clamp(min=0).reshape(seq)  # prompted frame (text: frame 0)
         # order of frames per sequence: prompt, forward to the end, then backward from the prompt
-        steps = torch.arange(s, device=dev)
         order = torch.empty(seq, s, dtype=torch.long, device=dev)
         reset = torch.zeros(seq, s, dtype=torch.bool, device=dev)
         for i in range(seq):
