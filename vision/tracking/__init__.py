@@ -2,6 +2,7 @@
 
 Modules: ``prompts`` (SAM-style prompt encoder), ``spatial_encoder`` (lifts prompts and view tokens into the shared
 3D space), ``decoder`` (per-view two-way mask decoder), ``model`` (:class:`G2TAM`), ``losses``, ``lightning``
-(training), ``predictor`` (:class:`TrackerPredictor`), ``baseline`` (the 2D appearance-memory control) and
+(training, validation, test, predict), ``task`` (the config, ``build_model``, ``load``), ``inference`` (the
+evaluation protocol), ``predictor`` (:class:`TrackerPredictor`), ``baseline`` (the 2D appearance-memory control) and
 ``splits`` (the long-occlusion split builder).
 """
