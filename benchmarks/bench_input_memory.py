@@ -64,7 +64,7 @@ def random_checkpoint(task: str, path: Path) -> Path:
     elif task == "tracking":
         from vision.tracking.lightning import TrackingModule
 
-        module = TrackingModule(text_encoder=None)
+        module = TrackingModule(config={"text_encoder": None})
     else:
         from vision.forensics.lightning import ForensicsModule
 

@@ -89,15 +89,16 @@ def _untrained_checkpoint(task: str, path: Path) -> Path:
     if task == "detection":
         from vision.detection.lightning import OOVDetModule
 
-        module = OOVDetModule(channels=32, queue_size=64, samples_per_class=64)
+        module = OOVDetModule(config={"channels": 32}, queue_size=64, samples_per_class=64)
     elif task == "tracking":
         from vision.tracking.lightning import TrackingModule
 
-        module = TrackingModule(image_size=32, dim=32, text_encoder=None, max_objects=2)
+        module = TrackingModule(config={"image_size": 32, "dim": 32, "text_encoder": None}, max_objects=2)
     else:
         from vision.forensics.lightning import ForensicsModule
 
-        module = ForensicsModule(tools=["spectrum", "residual", "temporal", "codec"], hidden=8, size=32, max_frames=4)
+        module = ForensicsModule(config={"tools": ["spectrum", "residual", "temporal", "codec"], "hidden": 8,
+                                         "image_size": 32, "max_frames": 4})
     torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
     return path
 
