@@ -16,20 +16,15 @@ cameras, in camera 0's frame).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-
-from vision.data.coco import load_split  # noqa: E402
-from vision.data.datasets import MultiViewClipDataset, collate_clips  # noqa: E402
-from vision.data.transforms import build_multiview_transform  # noqa: E402
-from vision.geometry.losses import normalize_scene  # noqa: E402
-from vision.geometry.lightning import GeometryModule  # noqa: E402
+from vision.data.coco import load_split
+from vision.data.datasets import MultiViewClipDataset, collate_clips
+from vision.data.transforms import build_multiview_transform
+from vision.geometry.losses import normalize_scene
+from vision.geometry.task import load
 
 RADII = (0.0125, 0.025, 0.05, 0.1)  # around the scales of SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS
 MIN_PIXELS = 5
@@ -83,11 +78,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    module = GeometryModule.from_checkpoint(args.ckpt)
-    module.eval()
+    model, config = load(args.ckpt)
     print(f"{'split':40s}{'points':>14s}" + "".join(f"{'r=' + str(r):>9s}" for r in RADII) + f"{'pairs':>8s}")
     for split in args.split:
-        ious = evaluate(module.model, split, args.views, module.hparams.image_size)
+        ious = evaluate(model, split, args.views, config.image_size)
         for source in ("predicted", "ground truth"):
             row = [ious[f"{source}@{r}"] for r in RADII]
             cells = "".join(f"{sum(v) / max(1, len(v)):>9.3f}" for v in row)

@@ -13,7 +13,6 @@ All metrics are computed at the ground truth's resolution over the pixels with g
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -21,10 +20,8 @@ import cv2
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from vision.evaluation.geometry import depth_metrics  # noqa: E402
-from vision.geometry.lightning import GeometryModule  # noqa: E402
+from vision.evaluation.geometry import depth_metrics
+from vision.geometry.task import GeometryModel, load
 
 FOCAL, BASELINE_MM, DOFFS = 994.978, 193.001, 31.086
 
@@ -50,11 +47,10 @@ def sgbm_depth(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 @torch.no_grad()
-def model_depth(module: GeometryModule, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    size = module.hparams.image_size
+def model_depth(model: GeometryModel, size: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     views = [cv2.resize(im, (size, size), interpolation=cv2.INTER_AREA) for im in (left, right)]
     images = torch.from_numpy(np.stack(views)).permute(0, 3, 1, 2).float().div(255)[None]
-    depth = module.model(images)["depth"][0, 0, ..., 0].numpy()
+    depth = model(images)["depth"][0, 0, ..., 0].numpy()
     return cv2.resize(depth, (left.shape[1], left.shape[0]), interpolation=cv2.INTER_LINEAR)
 
 
@@ -75,11 +71,11 @@ def main() -> None:
                  float((valid & has).sum() / valid.sum()), t_sgbm))
     rows.append(("constant depth", depth_metrics(np.ones_like(gt), gt, valid=valid, max_depth=1e3), 1.0, 0.0))
     if Path(args.ckpt).is_file():
-        module = GeometryModule.from_checkpoint(args.ckpt).eval()
-        model_depth(module, left, right)  # warm-up
+        model, config = load(args.ckpt)
+        model_depth(model, config.image_size, left, right)  # warm-up
         t0 = time.perf_counter()
-        ours = model_depth(module, left, right)
-        rows.append((f"ours ({module.hparams.size}, {module.hparams.image_size}px)",
+        ours = model_depth(model, config.image_size, left, right)
+        rows.append((f"ours ({config.size}, {config.image_size}px)",
                      depth_metrics(ours, gt, valid=valid, max_depth=1e3), 1.0, time.perf_counter() - t0))
     else:
         print(f"(no checkpoint at {args.ckpt}: run `make train` first; our row is omitted)")

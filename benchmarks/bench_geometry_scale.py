@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def _peak_rss_mb() -> float:
@@ -36,13 +35,14 @@ def worker(size: str, views: int, part: str, reps: int, threads: int, chunk: int
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from vision.geometry.model import BACKBONE_CONFIGS, create_backbone
+    from vision.geometry.model import BACKBONE_CONFIGS
+    from vision.geometry.task import GeometryConfig, build_model
 
     torch.set_num_threads(threads)
     accel = torch.accelerator.is_available()
     device = torch.accelerator.current_accelerator() if accel else torch.device("cpu")
-    model = create_backbone(size, frames_chunk_size=chunk).to(device).eval()
     res = BACKBONE_CONFIGS[size]["img_size"]
+    model = build_model(GeometryConfig(size=size, image_size=res)).backbone.to(device).eval()
     images = torch.rand(1, views, 3, res, res, device=device)
     out = {"size": size, "views": views, "part": part, "res": res}
     if part == "idle":
@@ -54,7 +54,7 @@ def worker(size: str, views: int, part: str, reps: int, threads: int, chunk: int
             if part == "aggregator":
                 model.aggregate(images)
             else:
-                model(images)
+                model(images, frames_chunk_size=chunk)
 
     run()  # warm-up
     if accel:
