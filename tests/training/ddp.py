@@ -53,13 +53,15 @@ def write_config(path: Path, config: dict) -> Path:
 
 def train_cli(subcommand: str, config: Path, *extra: str, ddp: bool = False,
               timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``tools/train.py SUBCOMMAND --config CONFIG [extra] [DDP]`` in a fresh process (one thread per rank);
-    a failure shows the end of its output."""
+    """Run ``tools/train.py SUBCOMMAND --config CONFIG [extra] [DDP]`` in a fresh process (one thread per rank; the
+    repository on ``PYTHONPATH`` so a config may name test callbacks ``tests.*``); a failure shows the end of its
+    output."""
     cmd = [sys.executable, str(ROOT / "tools" / "train.py"), subcommand, "--config", str(config), *extra]
     if ddp:
         cmd += list(DDP)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEED": "0"}
+           "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEED": "0",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     env.pop("LOCAL_RANK", None)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"

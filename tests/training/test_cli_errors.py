@@ -1,10 +1,8 @@
-"""A missing or corrupt checkpoint given to an entry point (tools/train.py: --ckpt_path and a tracking config's
-geometry_checkpoint; vision.detection.report; vision.forensics.split_report) is one error line naming the file on
-stderr and exit status 2, without a traceback."""
+"""A missing or corrupt checkpoint given to tools/train.py (``fit`` / ``test`` with --ckpt_path, and a tracking
+config's geometry_checkpoint) is one error line naming the file on stderr and exit status 2, without a traceback."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -54,7 +52,7 @@ def tracking_config(tmp_path_factory) -> Path:
                              callbacks=None, enable_checkpointing=False, enable_progress_bar=False,
                              num_sanity_val_steps=0, limit_val_batches=0, val_check_interval=None,
                              check_val_every_n_epoch=1)
-    config["model"]["init_args"].update(text_encoder=None)
+    config["model"]["init_args"]["config"]["text_encoder"] = None
     config["data"]["init_args"].update(train_split=str(split), val_split=str(split), views=2, batch_size=1,
                                        num_workers=0, augment=False)
     path = folder / "tiny.yaml"
@@ -63,35 +61,12 @@ def tracking_config(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["garbage", "missing", "mismatched", "foreign"])
-@pytest.mark.parametrize("option", ["--ckpt_path", "--model.init_args.geometry_checkpoint"])
-def test_train_refuses_a_bad_checkpoint_in_one_line(tmp_path, tracking_config, option, kind):
+@pytest.mark.parametrize("subcommand, option", [("fit", "--ckpt_path"), ("fit", "--model.init_args.geometry_checkpoint"),
+                                                ("test", "--ckpt_path")])
+def test_train_refuses_a_bad_checkpoint_in_one_line(tmp_path, tracking_config, subcommand, option, kind):
     ckpt = bad_checkpoint(tmp_path, kind)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "train.py"), "--config", str(tracking_config),
-                           option, str(ckpt)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "train.py"), subcommand, "--config",
+                           str(tracking_config), option, str(ckpt)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert_one_error_line(proc.returncode, proc.stderr, ckpt)
-
-
-@pytest.mark.parametrize("kind", ["garbage", "missing", "mismatched"])
-def test_detection_report_refuses_a_bad_checkpoint_in_one_line(tmp_path, capsys, kind):
-    from vision.detection.report import main
-
-    split = tmp_path / "split.json"
-    split.write_text(json.dumps({"images": [], "annotations": [], "categories": [{"id": 1, "name": "cube"}],
-                                 "info": {"vocabulary": ["cube"]}}))
-    ckpt = bad_checkpoint(tmp_path, kind, {"image_size": 64, "class_names": ["cube"]})
-    with pytest.raises(SystemExit) as info:
-        main(["--checkpoint", str(ckpt), "--split", str(split)])
-    assert_one_error_line(info.value.code, capsys.readouterr().err, ckpt)
-
-
-@pytest.mark.parametrize("kind", ["garbage", "missing", "mismatched"])
-def test_forensics_split_report_refuses_a_bad_checkpoint_in_one_line(tmp_path, capsys, kind):
-    from vision.forensics.split_report import main
-
-    split = tmp_path / "split.json"
-    split.write_text(json.dumps({"images": [], "annotations": [], "categories": [], "videos": []}))
-    ckpt = bad_checkpoint(tmp_path, kind, {"tools": ["spectrum"], "hidden": 8})
-    with pytest.raises(SystemExit) as info:
-        main(["--checkpoint", str(ckpt), "--split", str(split)])
-    assert_one_error_line(info.value.code, capsys.readouterr().err, ckpt)

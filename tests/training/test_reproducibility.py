@@ -40,7 +40,7 @@ def _data(root: Path) -> dict[str, dict]:
     unordered = write_split(root / "mv", "unordered", scenes=2, views=4, size=32, mode="unordered", seed=1,
                             threads=1, min_objects=2, max_objects=3)
     multiview = {"train_split": [str(video), str(unordered)], "val_split": str(unordered), "views": 2,
-                 "batch_size": 2, "image_size": 32, "augment": True}
+                 "batch_size": 2, "augment": True}  # image_size: linked from the model's config
     oov = write_oov_synthetic(root / "oov", train_scenes=3, val_scenes=1, test_scenes=1, views=2, size=64, seed=0)
     aigv = make_tiny_split(root / "aigv")
     tools = ["spectrum", "residual", "temporal"]
@@ -53,25 +53,25 @@ def _data(root: Path) -> dict[str, dict]:
         },
         "tracking": {
             "model": {"class_path": "vision.tracking.lightning.TrackingModule",
-                      "init_args": {"image_size": 32, "dim": 32, "max_objects": 2, "text_encoder": "minilm",
-                                    "negative_text": 0.5, "memory_prob": 0.5, "warmup_steps": 2}},
+                      "init_args": {"config": {"image_size": 32, "dim": 32, "text_encoder": "minilm"},
+                                    "max_objects": 2, "negative_text": 0.5, "memory_prob": 0.5, "warmup_steps": 2}},
             "data": {"class_path": "vision.data.datamodule.MultiViewDataModule", "init_args": multiview},
         },
         "detection": {
             "model": {"class_path": "vision.detection.lightning.OOVDetModule",
-                      "init_args": {"channels": 32, "queue_size": 64, "samples_per_class": 64, "synthesis_start": 0.0,
+                      "init_args": {"config": {"channels": 32}, "queue_size": 64, "samples_per_class": 64,
+                                    "synthesis_start": 0.0,
                                     "mining_start": 0.0, "mining_min_objectness": 0.0, "warmup_steps": 2}},
             "data": {"class_path": "vision.data.datamodule.DetectionDataModule",
                      "init_args": {"train_split": str(oov["train"]), "val_split": str(oov["val"]), "batch_size": 2,
-                                   "image_size": 64, "augment": True}},
+                                   "augment": True}},
         },
         "forensics": {
             "model": {"class_path": "vision.forensics.lightning.ForensicsModule",
-                      "init_args": {"tools": tools, "hidden": 16, "size": 48, "max_frames": 8}},
+                      "init_args": {"config": {"tools": tools, "hidden": 16, "image_size": 48, "max_frames": 8}}},
             "data": {"class_path": "vision.forensics.lightning.ForensicFeatureDataModule",
-                     "init_args": {"train_split": str(aigv["train"]), "val_split": str(aigv["val"]), "tools": tools,
-                                   "size": 48, "max_frames": 8, "cache_dir": str(root / "aigv_cache"),
-                                   "batch_size": 4}},
+                     "init_args": {"train_split": str(aigv["train"]), "val_split": str(aigv["val"]),
+                                   "cache_dir": str(root / "aigv_cache"), "batch_size": 4}},
         },
     }
 

@@ -86,7 +86,7 @@ class OOVDetModule(L.LightningModule):
     Args:
         config: the detector (:class:`DetectionConfig`, a mapping of its fields, or None for the defaults).
         class_names / category_ids: the training vocabulary (None: the training split's iv categories).
-        geometry_checkpoint: a GeometryModule checkpoint whose ``model.aggregator.*`` weights initialise the
+        geometry_checkpoint: a GeometryModule checkpoint whose backbone's ``aggregator.*`` weights initialise the
             backbone.
         synthesis, synthesis_start, synthesis_weight, queue_size, samples_per_class, keep_per_class: the virtual
             outlier synthesis and its bank (``queue_size`` embeddings per class).
@@ -96,7 +96,7 @@ class OOVDetModule(L.LightningModule):
         flip: random horizontal flips of training batches.
     """
 
-    def __init__(self, config: DetectionConfig | None = None, class_names: list[str] | None = None,
+    def __init__(self, config: DetectionConfig = DetectionConfig(), class_names: list[str] | None = None,
                  category_ids: list[int] | None = None, geometry_checkpoint: str | None = None,
                  synthesis: bool = True, synthesis_start: float = 0.5, synthesis_weight: float = 0.1,
                  queue_size: int = 1000, samples_per_class: int = 1000, keep_per_class: int = 2,
@@ -358,11 +358,8 @@ class OOVDetModule(L.LightningModule):
 
 
 def _geometry_weights(path: str) -> dict[str, torch.Tensor]:
-    """The ``state_dict`` of a GeometryModule checkpoint (read with ``weights_only=True``; its ``model.aggregator.*``
-    keys initialise the backbone)."""
-    from vision.checkpoint import load_checkpoint
+    """A geometry checkpoint's backbone weights (:func:`vision.geometry.task.load_backbone_weights`) as
+    ``model.*`` keys; their ``aggregator.*`` part initialises the detector's backbone."""
+    from vision.geometry.task import load_backbone_weights
 
-    state = load_checkpoint(path).get("state_dict")
-    if not isinstance(state, dict):
-        raise DataError("not a Lightning checkpoint (no state_dict)", file=path, field="state_dict")
-    return state
+    return {f"model.{k}": v for k, v in load_backbone_weights(path).items()}

@@ -52,7 +52,7 @@ class GeometryModule(L.LightningModule):
         match_weight: weight of the cross-view patch correspondence loss (0: off; > 0 needs ``config.match_dim``).
     """
 
-    def __init__(self, config: GeometryConfig | None = None, lr: float = 1e-3, weight_decay: float = 0.05,
+    def __init__(self, config: GeometryConfig = GeometryConfig(), lr: float = 1e-3, weight_decay: float = 0.05,
                  warmup_steps: int = 100, camera_weight: float = 5.0, depth_weight: float = 1.0,
                  point_weight: float = 1.0, match_weight: float = 0.0) -> None:
         super().__init__()

@@ -81,7 +81,7 @@ class TrackingModule(L.LightningModule):
             dropped without a text encoder). refine: the predictor's second pass (G2TAM) in evaluation.
     """
 
-    def __init__(self, config: TrackingConfig | None = None, geometry_checkpoint: str | None = None,
+    def __init__(self, config: TrackingConfig = TrackingConfig(), geometry_checkpoint: str | None = None,
                  max_objects: int = 4, prompt_types: Sequence[str] = PROMPT_TYPES,
                  type_weights: Sequence[float] | None = None, negative_text: float = 0.2, lr: float = 5e-4,
                  backbone_lr_scale: float = 0.2, weight_decay: float = 0.01, warmup_steps: int = 50,

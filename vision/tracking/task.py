@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from vision.checkpoint import TaskConfig, load_checkpoint, load_weights, read_task_checkpoint
+from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
 from vision.errors import DataError, InputError
+from vision.geometry.task import load_backbone_weights
 from vision.text import TEXT_DIM
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import G2TAM
@@ -103,16 +104,12 @@ def load(checkpoint: str | Path, map_location: Any = "cpu",
 
 
 def load_geometry_weights(model: G2TAM | MemoryBankTracker, path: str | Path) -> None:
-    """Load a geometry checkpoint (weights under ``model.``) into ``model.backbone``.
+    """Load a geometry checkpoint's backbone (:func:`vision.geometry.task.load_backbone_weights`) into
+    ``model.backbone``.
 
     G2TAM loads every backbone weight strictly; the control loads the weights its backbone has (the aggregator).
-    A file without ``model.*`` weights is a :class:`~vision.errors.DataError` naming it."""
-    checkpoint = load_checkpoint(path)
-    state = checkpoint.get("state_dict", checkpoint)
-    weights = {k[len("model."):]: v for k, v in state.items() if k.startswith("model.")} \
-        if isinstance(state, dict) else {}
-    if not weights:
-        raise DataError("no 'model.*' weights; is this a geometry checkpoint?", file=path, field="state_dict")
+    A file that is not a geometry checkpoint is a :class:`~vision.errors.DataError` naming it."""
+    weights = load_backbone_weights(path)
     if isinstance(model, G2TAM):
         load_weights(model.backbone, weights, path)
     else:
