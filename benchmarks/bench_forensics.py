@@ -1,9 +1,10 @@
 """AIGV forensics benchmark: leave-one-generator-out detection, clean and re-encoded at CRF 28, and tool speed.
 
-``python benchmarks/bench_forensics.py --data datasets/aigv [--skip-speed] [--threads 1]``
+``python benchmarks/bench_forensics.py --data datasets/aigv [--skip-speed] [--threads 1] [--epochs 300]``
 
-For every generator G of the test split: the detector (and each single-tool detector) is trained on the training
-split *without* G, calibrated and thresholded on the validation split without G (95% of real validation videos
+For every generator G of the test split: the detector (and each single-tool detector) is trained by
+:class:`vision.forensics.lightning.ForensicsModule` (the training loop of ``tools/train.py``, full batch) on the
+training split *without* G, calibrated and thresholded on the validation split without G (95% of real validation videos
 pass), and scored on test real videos + test videos of G, clean (CRF 23) and re-encoded (CRF 28). Beside it, the
 training-free D3 statistic (score = -D3: real videos have higher D3; threshold from real validation videos) and
 the best single tool (chosen by its clean macro AUC). Speed: frames per second of each tool and of the whole
@@ -13,43 +14,58 @@ tool pass on a 10 s clip at 256 px (shorter side) on one core.
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 import time
 from pathlib import Path
 
+import lightning as L
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from vision.data.coco import read_json  # noqa: E402
-from vision.evaluation.forensics import evaluate_forensics  # noqa: E402
-from vision.forensics.features import split_features  # noqa: E402
-from vision.forensics.model import feature_matrix, fit_detector, real_threshold  # noqa: E402
-from vision.forensics.tools import TOOL_NAMES, build_tools, feature_names  # noqa: E402
+from vision.data.coco import read_json
+from vision.evaluation.forensics import evaluate_forensics, threshold_from_real
+from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
+from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig
+from vision.forensics.tools import build_tools
 
 LEARNED = ("vae", "nextframe", "diffusion")
 
 
-def _load(data: Path, name: str, tools, cache: Path):
-    rows, labels, videos = split_features(data / f"{name}.json", tools, 64, 16, cache)
-    return rows, labels, [v.get("generator") for v in videos], [v["video_id"] for v in videos]
+def _datamodule(data: Path, tools: list[str], config: ForensicsConfig, held: str | None = None
+                ) -> ForensicFeatureDataModule:
+    return ForensicFeatureDataModule(str(data / "train.json"), str(data / "val.json"), tools=tools,
+                                     image_size=config.image_size, max_frames=config.max_frames,
+                                     cache_dir=str(data / "feature_cache"), test_split=str(data / "test.json"),
+                                     exclude_generators=[held] if held else [])
 
 
-def _score_detector(cols: list[int], names: list[str], train, val, tests, held: str) -> dict[str, dict]:
-    tx, ty, tg = train
-    keep = np.array([g != held for g in tg])
-    vx, vy, vg = val
-    vkeep = np.array([g != held for g in vg])
-    det = fit_detector(tx[keep][:, cols], ty[keep], vx[vkeep][:, cols], vy[vkeep], [names[c] for c in cols],
-                       epochs=300)
+def train_detector(data: Path, tools: list[str], held: str, epochs: int, seed: int = 0) -> torch.nn.Module:
+    """The detector over ``tools`` trained by :class:`ForensicsModule` (full-batch, ``epochs`` epochs) on the
+    training split without ``held``, then calibrated and thresholded by its validation on the validation split
+    without ``held``; returns the calibrated :class:`~vision.forensics.model.ForensicDetector` (eval mode)."""
+    L.seed_everything(seed, verbose=False)
+    config = ForensicsConfig(tools=list(tools))
+    datamodule = _datamodule(data, config.tools, config, held)
+    datamodule.batch_size = len(datamodule.train_features()[1])  # full batch
+    module = ForensicsModule(config=config)
+    trainer = L.Trainer(max_epochs=epochs, check_val_every_n_epoch=epochs, num_sanity_val_steps=0, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        devices=1)
+    trainer.fit(module, datamodule=datamodule)
+    return module.model.cpu().eval()
+
+
+def _score_detector(data: Path, tools: list[str], names: list[str], tests, held: str,
+                    epochs: int) -> dict[str, dict]:
+    """Train the detector over ``tools`` without ``held`` and score it on each test condition (the matrices
+    ``x`` hold the columns ``names`` of every tool)."""
+    det = train_detector(data, tools, held, epochs)
+    columns = [names.index(n) for n in det.feature_names]
     out = {}
     for cond, (x, y, g, ids, gt) in tests.items():
         sel = np.array([yy == 0 or gg == held for yy, gg in zip(y, g)])
         with torch.no_grad():
-            p = det.probability(torch.as_tensor(x[sel][:, cols])).numpy()
+            p = det.probability(torch.as_tensor(x[sel][:, columns])).numpy()
         results = [{"video_id": int(i), "score": float(s)} for i, s in zip(np.asarray(ids)[sel], p)]
         out[cond] = evaluate_forensics(_subset(gt, set(np.asarray(ids)[sel].tolist())), results,
                                        threshold=float(det.threshold))
@@ -62,8 +78,9 @@ def _subset(gt: dict, ids: set[int]) -> dict:
 
 def _score_d3(d3_col: int, val, tests, held: str) -> dict[str, dict]:
     vx, vy, vg = val
-    real_val = -vx[vy == 0][:, d3_col]
-    thr = real_threshold(real_val[np.isfinite(real_val)])
+    keep = np.array([g != held for g in vg])
+    real_val = -vx[keep & (vy == 0)][:, d3_col]
+    thr = threshold_from_real(real_val[np.isfinite(real_val)])
     out = {}
     for cond, (x, y, g, ids, gt) in tests.items():
         sel = np.array([yy == 0 or gg == held for yy, gg in zip(y, g)])
@@ -74,30 +91,30 @@ def _score_d3(d3_col: int, val, tests, held: str) -> dict[str, dict]:
     return out
 
 
-def accuracy(data: Path) -> None:
-    tools = build_tools(TOOL_NAMES)
-    names = feature_names(tools)
-    cache = data / "feature_cache"
+def accuracy(data: Path, epochs: int) -> None:
+    tools = list(DEFAULT_TOOLS)
+    all_tools = _datamodule(data, tools, ForensicsConfig(tools=tools))
+    names = all_tools.names
     start = time.time()
-    sets = {k: _load(data, k, tools, cache) for k in ("train", "val", "test", "test_crf28")}
+    mats = {}
+    for split in ("val", "test", "test_crf28"):
+        x, y, videos = all_tools.features(str(data / f"{split}.json"))
+        mats[split] = (x, y, [v["generator"] for v in videos], [v["video_id"] for v in videos])
+    all_tools.train_features()
     print(f"features extracted/cached in {time.time() - start:.1f}s")
-    mats = {k: (feature_matrix(r, names), y, g, ids) for k, (r, y, g, ids) in sets.items()}
-    train = mats["train"][:3]
     val = mats["val"][:3]
     tests = {"clean": (*mats["test"], read_json(data / "test.json")),
              "crf28": (*mats["test_crf28"], read_json(data / "test_crf28.json"))}
     held_out = sorted({g for g in mats["test"][2] if g})
-    all_cols = list(range(len(names)))
-    tool_cols = {t.name: [names.index(f"{t.name}.{f}") for f in t.feature_names] for t in tools}
     rows: dict[str, dict[str, dict[str, dict]]] = {"detector (all tools)": {}, "D3 (training-free)": {}}
-    for tool in tool_cols:
+    for tool in tools:
         rows[f"tool: {tool}"] = {}
     d3_col = names.index("temporal.d3")
     for held in held_out:
-        rows["detector (all tools)"][held] = _score_detector(all_cols, names, train, val, tests, held)
+        rows["detector (all tools)"][held] = _score_detector(data, tools, names, tests, held, epochs)
         rows["D3 (training-free)"][held] = _score_d3(d3_col, val, tests, held)
-        for tool, cols in tool_cols.items():
-            rows[f"tool: {tool}"][held] = _score_detector(cols, names, train, val, tests, held)
+        for tool in tools:
+            rows[f"tool: {tool}"][held] = _score_detector(data, [tool], names, tests, held, epochs)
     print(f"leave-one-generator-out done in {time.time() - start:.1f}s")
 
     def macro(row: dict, cond: str, metric: str, gens=None) -> float:
@@ -145,7 +162,7 @@ def speed() -> None:
     print(f"{'stage':<12}{'seconds':>9}{'clip fps':>10}")
     print(f"{'decode':<12}{decode:>9.2f}{clip.num_frames / decode:>10.1f}")
     total = decode
-    for tool in build_tools(TOOL_NAMES):
+    for tool in build_tools(DEFAULT_TOOLS):
         t0 = time.time()
         result = tool(clip)
         dt = time.time() - t0
@@ -165,13 +182,15 @@ def main() -> None:
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=300, help="training epochs of each detector (full batch)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # one Trainer per detector: no banners
     import cv2
 
     cv2.setNumThreads(args.threads)
     if not args.skip_accuracy:
-        accuracy(Path(args.data))
+        accuracy(Path(args.data), args.epochs)
     if not args.skip_speed:
         speed()
 

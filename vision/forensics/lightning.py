@@ -169,13 +169,18 @@ class ForensicsModule(L.LightningModule):
 
     def setup(self, stage: str | None = None) -> None:
         """Before training: the standardisation and the real reference from the whole training split (the same on
-        every rank; a resumed run then restores the checkpoint's, which are the same)."""
+        every rank; a resumed run then restores the checkpoint's, which are the same). The datamodule's tools and
+        clip policy must be the config's, in every stage (a :class:`DataError` naming the field otherwise)."""
         datamodule = self.trainer.datamodule if self._trainer is not None else None
-        if stage != "fit" or datamodule is None:
+        if datamodule is None:
             return
-        if list(getattr(datamodule, "names", [])) != self.model.feature_names:
-            raise DataError("the datamodule's tools differ from the model's", field="data.init_args.tools",
-                            value=list(getattr(datamodule, "tools", [])))
+        for name in ("tools", "image_size", "max_frames"):  # linked from the config by tools/train.py
+            if getattr(datamodule, name, None) != getattr(self.config, name):
+                raise DataError(f"the datamodule's {name} differs from the model config's "
+                                f"({getattr(self.config, name)!r}); set it once, in model.init_args.config",
+                                field=f"data.init_args.{name}", value=getattr(datamodule, name, None))
+        if stage != "fit":
+            return
         x, y = datamodule.train_features()
         self.model.set_normalisation(x)
         self.model.set_reference(x, y)

@@ -138,19 +138,21 @@ def fit_platt(scores: np.ndarray, labels: np.ndarray, iterations: int = 200) -> 
     labels = np.asarray(labels, np.float64)
     if scores.size == 0 or len(np.unique(labels)) < 2:
         return 1.0, 0.0
-    s = torch.as_tensor(scores)
-    y = torch.as_tensor(labels)
-    params = torch.tensor([1.0, 0.0], dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([params], lr=0.5, max_iter=iterations, line_search_fn="strong_wolfe")
+    # its own autograd context: calibration runs at the end of validation, under no_grad or inference_mode
+    with torch.inference_mode(False), torch.enable_grad():
+        s = torch.as_tensor(scores)
+        y = torch.as_tensor(labels)
+        params = torch.tensor([1.0, 0.0], dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.LBFGS([params], lr=0.5, max_iter=iterations, line_search_fn="strong_wolfe")
 
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        a = params[0].clamp_min(0.05)
-        loss = F.binary_cross_entropy_with_logits(a * s + params[1], y) + 1e-4 * (params ** 2).sum()
-        loss.backward()
-        return loss
+        def closure() -> torch.Tensor:
+            opt.zero_grad()
+            a = params[0].clamp_min(0.05)
+            loss = F.binary_cross_entropy_with_logits(a * s + params[1], y) + 1e-4 * (params ** 2).sum()
+            loss.backward()
+            return loss
 
-    opt.step(closure)
+        opt.step(closure)
     a, b = params.detach().tolist()
     return max(float(a), 0.05), float(b)
 
