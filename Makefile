@@ -47,10 +47,13 @@ $(SYNTH)/geometry_train.json: | setup
 $(SYNTH)/geometry_val.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_val --scenes 16 --views 8 --size 64 --mode unordered --seed 0
 
+# Each task trains with `tools/train.py fit`, then `tools/train.py test` prints its table on the config's test split
+# from the last checkpoint (the pipeline's own metric, the one `tools/evaluate.py` computes from a results file).
+test_ckpt = $(BIN)/python tools/train.py test --config configs/$(1).yaml --ckpt_path $(RUNS)/$(1)/checkpoints/last.ckpt
+
 train-geometry: setup $(SYNTH)/geometry_train.json $(SYNTH)/geometry_val.json
 	$(BIN)/python tools/train.py --config configs/geometry/tiny.yaml $(call resume,geometry/tiny)
-	$(BIN)/python tools/eval_geometry.py --ckpt $(RUNS)/geometry/tiny/checkpoints/last.ckpt \
-	  --split $(SYNTH)/geometry_val.json --out $(RUNS)/geometry/tiny/metrics.json
+	$(call test_ckpt,geometry/tiny)
 
 # The task models (each also runs on its own; see the README for their status and figures).
 # `resume` continues an interrupted run from its last checkpoint.
@@ -59,8 +62,7 @@ resume = $$(test -f $(RUNS)/$(1)/checkpoints/last.ckpt && echo --ckpt_path $(RUN
 train-detection: setup
 	test -f $(SYNTH)/oov_train.json || $(BIN)/python -m vision.detection.data --out $(SYNTH)
 	$(BIN)/python tools/train.py --config configs/detection/tiny.yaml $(call resume,detection/tiny)
-	$(BIN)/python -m vision.detection.report --checkpoint $(RUNS)/detection/tiny/checkpoints/last.ckpt \
-	  --split $(SYNTH)/oov_test.json
+	$(call test_ckpt,detection/tiny)
 
 # G2TAM and its memory-bank control start from the trained geometry backbone, train on the same video + unordered
 # clips for the same steps, and are scored side by side (J&F, presence, 3D IoU) on rendered validation splits.
@@ -79,6 +81,8 @@ train-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train
 	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
 	$(BIN)/python tools/train.py --config configs/tracking/baseline_tiny.yaml $(call resume,tracking/baseline_tiny) \
 	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
+	$(call test_ckpt,tracking/tiny)
+	$(call test_ckpt,tracking/baseline_tiny)
 	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
 	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
 	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt
@@ -92,8 +96,12 @@ train-forensics: setup
 	$(BIN)/python tools/train.py --config configs/forensics/tiny.yaml $(call resume,forensics/tiny) \
 	  --data.init_args.train_split $(AIGV)/train.json --data.init_args.val_split $(AIGV)/val.json \
 	  --data.init_args.cache_dir $(AIGV)/feature_cache
-	$(BIN)/python -m vision.forensics.split_report --checkpoint $(RUNS)/forensics/tiny/checkpoints/last.ckpt \
-	  --split $(AIGV)/test.json --split $(AIGV)/test_crf28.json --json $(RUNS)/forensics/tiny/metrics.json
+	$(call test_ckpt,forensics/tiny) --data.init_args.train_split $(AIGV)/train.json \
+	  --data.init_args.val_split $(AIGV)/val.json --data.init_args.cache_dir $(AIGV)/feature_cache \
+	  --data.init_args.test_split $(AIGV)/test.json
+	$(call test_ckpt,forensics/tiny) --data.init_args.train_split $(AIGV)/train.json \
+	  --data.init_args.val_split $(AIGV)/val.json --data.init_args.cache_dir $(AIGV)/feature_cache \
+	  --data.init_args.test_split $(AIGV)/test_crf28.json
 
 clean-venv:
 	rm -rf $(VENV)
