@@ -162,7 +162,8 @@ def test_threshold_from_real_passes_the_share_and_every_tie_with_the_quantile() 
     for dtype in (np.float64, np.float32):
         threshold = threshold_from_real(scores, 0.95, dtype=dtype)
         assert (scores < threshold).mean() == pytest.approx(96 / 101)  # the quantile (scores[95]) itself passes
-        assert scores[95] < threshold < scores[96] and float(np.asarray(threshold, dtype)) == threshold  # exactly representable
+        assert scores[95] < threshold < scores[96]
+        assert float(np.asarray(threshold, dtype)) == threshold  # exactly representable
     with pytest.raises(InputError, match="no real"):
         threshold_from_real(np.array([]))
     with pytest.raises(InputError, match="pass_rate"):

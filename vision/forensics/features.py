@@ -1,7 +1,8 @@
 """Loading clips for analysis and extracting tool features, with an on-disk cache for training.
 
 A clip for the detector is the first ``max_frames`` frames of a video, resized so that the shorter side is
-``size`` (the config's ``image_size``) and centre-cropped to ``size x size`` (the training clips of ``datasets/prepare_aigv.py`` are square).
+``size`` (the config's ``image_size``) and centre-cropped to ``size x size`` (the training clips of
+``datasets/prepare_aigv.py`` are square).
 """
 
 from __future__ import annotations

@@ -6,13 +6,19 @@ Tool features are extracted once per split (cached per tool, :func:`vision.foren
 MLP trains on them. The detector's standardisation and real reference come from the training features (the whole
 training split, on every rank). Every validation epoch gathers the validation features of all ranks (one row per
 video), re-fits the calibration (logit / real-anomaly standardisation, Platt scaling), the real-calibrated
-threshold and the per-tool reliability on them, identically on every rank, then scores the calibrated
-probabilities with :func:`vision.evaluation.evaluate` (``val/AUC``, ``val/AP``, ``val/EER``, ``val/TPR@5%FPR``,
+threshold and the per-tool reliability on them (every rank computes them from the same rows; rank 0's are then
+broadcast so they agree bit for bit), then scores the calibrated probabilities with
+:func:`vision.evaluation.evaluate.evaluate` (``val/AUC``, ``val/AP``, ``val/EER``, ``val/TPR@5%FPR``,
 ``val/ACC``, ``val/real_acc``, per generator and ``val/macro/...``). Those buffers belong to the detector, so the
 checkpoint written after that validation (ModelCheckpoint saves at the end of validation, after this module's
 epoch-end hook) holds the calibration that produced the logged figures. ``test`` scores the test split at the
-checkpoint's own threshold and prints the table; ``predict`` returns ``(video_id, [{video_id, score, verdict}])``
-pairs for :class:`vision.training.writer.ResultsWriter`.
+checkpoint's own threshold and prints the table (:func:`vision.evaluation.forensics.format_forensics`, the
+threshold in full); ``predict`` returns ``(video_id, [{video_id, score, verdict}])``
+pairs for :class:`vision.training.writer.ResultsWriter` and prints the threshold that ``tools/evaluate.py
+--task forensics --threshold T`` scores them at (to the figures ``test`` prints).
+Results: ``score`` = calibrated probability of generated; ``verdict`` = ``generated`` when ``score >= threshold``,
+else ``real`` (the detector's decision; the evidence-graph verdict of a single video is
+:meth:`ForensicsPredictor.analyze`'s).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from vision.training.collect import KeyedResults, gather_unique, log_metrics
 
 __all__ = ["ForensicFeatureDataModule", "ForensicsModule", "FeatureDataset", "results_of"]
 
+
 class FeatureDataset(Dataset):
     """Rows of a feature matrix: ``{"features": float32 [F] (nan = not measured), "label": float32 [] (1 =
     generated), "video_id": int64 []}``; batches stack them to ``[B, F]``, ``[B]``, ``[B]``."""
@@ -58,7 +65,9 @@ class FeatureDataset(Dataset):
 
 
 class ForensicFeatureDataModule(ResumableDataModule):
-    """Tool features of labelled-video splits (batches: see :class:`FeatureDataset`).
+    """Tool features of labelled-video splits (batches: see :class:`FeatureDataset`). Every stage reads the videos
+    with a ``label`` and a ``file_name`` (:class:`~vision.data.datasets.LabelledVideoDataset`), predict included;
+    a single unlabelled video is :meth:`ForensicsPredictor.analyze`'s.
 
     Args:
         train_split / val_split: split JSON files with labelled videos (both classes needed).
@@ -263,6 +272,13 @@ class ForensicsModule(L.LightningModule):
         probabilities = self.model.probability(batch["features"]).cpu().tolist()
         results = results_of(batch["video_id"].tolist(), probabilities, float(self.model.threshold))
         return [(r["video_id"], [r]) for r in results]
+
+    def on_predict_epoch_end(self) -> None:
+        if self.trainer.is_global_zero:
+            threshold = float(self.model.threshold)
+            print(f"forensics: a score >= {threshold!r} is generated (the checkpoint's threshold, fixed on real "
+                  f"validation videos); score the results with tools/evaluate.py --task forensics "
+                  f"--threshold {threshold!r}")
 
     def configure_optimizers(self) -> Any:
         return torch.optim.AdamW(self.model.parameters(), lr=self.hparams.lr,

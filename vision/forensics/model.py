@@ -49,8 +49,8 @@ class ForensicDetector(nn.Module):
     """MLP over standardised tool features (see the module docstring).
 
     Args:
-        feature_names: ``tool.feature`` names, the columns of the input (see :func:`vision.forensics.tools.feature_names`);
-            the tools are their prefixes, in order of first appearance.
+        feature_names: ``tool.feature`` names, the columns of the input
+            (:func:`vision.forensics.tools.feature_names`); the tools are their prefixes, in order of first appearance.
         hidden / dropout: MLP width and dropout (defaults: :class:`vision.forensics.task.ForensicsConfig`).
 
     Buffers (saved in checkpoints): ``feat_mean`` / ``feat_std`` ``[F]``, ``logit_scale``, ``anom_mean``,
