@@ -163,7 +163,7 @@ class ForensicsModule(L.LightningModule):
         lr / weight_decay: AdamW. pass_rate: the share of real validation videos below the threshold.
     """
 
-    def __init__(self, config: ForensicsConfig | None = None, lr: float = 3e-3, weight_decay: float = 5e-2,
+    def __init__(self, config: ForensicsConfig = ForensicsConfig(), lr: float = 3e-3, weight_decay: float = 5e-2,
                  pass_rate: float = 0.95) -> None:
         super().__init__()
         config = ForensicsConfig.from_value(config)
