@@ -48,11 +48,15 @@ VIDEO_SUFFIXES: tuple[str, ...] = (".mp4", ".mov", ".m4v", ".avi", ".mkv", ".web
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename. The file gets
+    the permissions of any new file (``0o666`` less the umask), not the temporary file's private ``0o600``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
