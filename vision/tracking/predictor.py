@@ -394,20 +394,20 @@ class TrackerPredictor:
             prompts = self._build_prompts(state, obj_ids, window, memory)
             masks, prob = self._decode(encoded, prompts)
             if is_g2tam:
-                wp = encoded["world_points"][0].cpu().numpy()  # [S, s, s, 3]
+                wp = encoded["world_points"][0].float().cpu().numpy()  # [S, s, s, 3]
                 feats = encoded["feats"][0]
                 lifted = self._second_pass_memory(state, obj_ids, window, masks, prob, wp, feats, memory) \
                     if self.refine else None
                 if lifted is not None:
                     masks, prob = self._decode(encoded, self._build_prompts(state, obj_ids, window, lifted))
             masks_np = masks.cpu().numpy()
-            prob_np = prob.cpu().numpy()
+            prob_np = prob.float().cpu().numpy()
             if is_g2tam:
                 for i, v in enumerate(window):
                     if v in emit:
-                        state.extrinsics[v] = encoded["extrinsics"][0, i].cpu().numpy()
-                        state.intrinsics[v] = encoded["intrinsics"][0, i].cpu().numpy()
-                        state.depth[v] = encoded["depth"][0, i, ..., 0].cpu().numpy()
+                        state.extrinsics[v] = encoded["extrinsics"][0, i].float().cpu().numpy()
+                        state.intrinsics[v] = encoded["intrinsics"][0, i].float().cpu().numpy()
+                        state.depth[v] = encoded["depth"][0, i, ..., 0].float().cpu().numpy()
                 self._update_memory(state, obj_ids, window, emit, masks, wp, feats, memory)
             for i, v in sorted(((window.index(v), v) for v in emit), key=lambda x: x[1]):
                 full = np.stack([cv2.resize(m.astype(np.uint8), (state.width, state.height),
@@ -436,7 +436,7 @@ class TrackerPredictor:
         grid = F.adaptive_avg_pool2d(torch.from_numpy(masks).float()[:, None].to(feats.device), feats.shape[-2:])
         denom = grid.sum()
         if float(denom) > 0:
-            feat = ((feats * grid).sum(dim=(0, 2, 3)) / denom).cpu().numpy()
+            feat = ((feats * grid).sum(dim=(0, 2, 3)) / denom).float().cpu().numpy()
         elif carried is not None:
             feat = carried[1]
         else:
@@ -452,7 +452,7 @@ class TrackerPredictor:
         ``presence_threshold``) for a text-only prompt. Objects with a visual prompt outside this window keep
         their carried memory only. None when no object has anything to add."""
         masks_np = masks.cpu().numpy()  # [S, N, s, s]
-        prob_np = prob.cpu().numpy()  # [S, N]
+        prob_np = prob.float().cpu().numpy()  # [S, N]
         lifted, added = dict(memory), False
         for j, o in enumerate(obj_ids):
             view = state.prompts[o].view
