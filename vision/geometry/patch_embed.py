@@ -13,7 +13,7 @@ from typing import Mapping
 import torch
 from torch import nn
 
-from vision.errors import InputError
+from vision.errors import DataError, InputError
 
 __all__ = ["ConvPatchEmbed", "ConvStemPatchEmbed", "build_patch_embed", "embed_patches", "patch_size_of", "read_state_dict",
            "dinov2_to_timm", "load_patch_embed_weights"]
@@ -110,20 +110,26 @@ def embed_patches(module: nn.Module, images: torch.Tensor) -> torch.Tensor:
 
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     """Read a local weights file: ``.safetensors`` or a torch file (``torch.load(weights_only=True)``); a torch file
-    holding ``{"model": sd}`` or ``{"state_dict": sd}`` is unwrapped."""
+    holding ``{"model": sd}`` or ``{"state_dict": sd}`` is unwrapped. A path that is not a file is an
+    :class:`InputError`; a file that cannot be read as weights, or holds no state dict, a one-line
+    :class:`DataError` naming it."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"weights file {str(path)!r} does not exist")
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
 
-        return dict(load_file(str(path)))
-    obj = torch.load(str(path), map_location="cpu", weights_only=True)
+            return dict(load_file(str(path)))
+        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # corrupt / truncated / not a weights file: the library's message, first line only
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise DataError(f"cannot read weights ({type(exc).__name__}: {first})", file=path) from exc
     for wrapper in ("model", "state_dict"):
         if isinstance(obj, dict) and wrapper in obj and isinstance(obj[wrapper], dict):
             obj = obj[wrapper]
-    if not isinstance(obj, dict):
-        raise InputError(f"weights file {str(path)!r} does not hold a state dict (got {type(obj).__name__})")
+    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise DataError(f"does not hold a state dict of tensors (got {type(obj).__name__})", file=path)
     return obj
 
 
@@ -163,14 +169,25 @@ def dinov2_to_timm(state_dict: Mapping[str, torch.Tensor], vit: nn.Module) -> di
 def load_patch_embed_weights(vit: nn.Module, path: str | Path, strict: bool = True) -> tuple[list[str], list[str]]:
     """Load a local ViT weights file (timm or DINOv2 format) into a timm ViT patch embed.
 
-    Classifier-head keys (``head.*``) are ignored. Returns ``(missing, unexpected)``; with ``strict`` any of either
-    raises :class:`InputError` naming them.
+    Classifier-head keys (``head.*``) are ignored. A tensor whose shape differs from the model's (e.g. a ViT-B file
+    for a ViT-S patch embed) is always a one-line :class:`DataError` naming the file and the first mismatches.
+    Returns ``(missing, unexpected)``; with ``strict`` any of either is a :class:`DataError` naming the file.
     """
     state = {k: v for k, v in read_state_dict(path).items() if not k.startswith("head.")}
-    state = dinov2_to_timm(state, vit)
+    ours = vit.state_dict()
+    try:
+        state = dinov2_to_timm(state, vit)
+    except (RuntimeError, ValueError, AssertionError) as exc:  # e.g. a pos_embed that is no square grid
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise DataError(f"cannot convert to the timm patch embed ({type(exc).__name__}: {first})", file=path) from exc
+    mismatched = [f"{k} {tuple(v.shape)} vs model {tuple(ours[k].shape)}" for k, v in state.items()
+                  if k in ours and tuple(v.shape) != tuple(ours[k].shape)]
+    if mismatched:
+        raise DataError(f"does not fit the patch embed: {len(mismatched)} shape mismatches, e.g. "
+                        f"{'; '.join(mismatched[:3])}", file=path)
     result = vit.load_state_dict(state, strict=False)
     missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
     if strict and (missing or unexpected):
-        raise InputError(f"weights file {str(path)!r} does not match the patch embed: missing={missing[:8]} "
-                         f"unexpected={unexpected[:8]}")
+        raise DataError(f"does not match the patch embed: missing={missing[:8]} unexpected={unexpected[:8]}",
+                        file=path)
     return missing, unexpected
