@@ -5,5 +5,7 @@
 - :mod:`vision.prepare.genvideo`: ``vision-prepare-genvideo`` (``datasets/prepare_genvideo.py``), GenVideo-style
   folders -> splits;
 - :mod:`vision.prepare.oov_coco`: ``vision-prepare-oov-coco`` (``datasets/prepare_oov_coco.py``), OOV-COCO /
-  OOV-VOC-style open-set splits from a COCO annotation file.
+  OOV-VOC-style open-set splits from a COCO annotation file;
+- :mod:`vision.prepare.vos`: ``vision-prepare-vos`` (``datasets/prepare_vos.py``), DAVIS 2017 / YouTube-VOS / MOSE
+  folders -> a COCO-video split.
 """
