@@ -338,3 +338,22 @@ def test_unknown_predicted_tracks_do_not_change_j_and_f(tmp_path):
     m = evaluate_tracking(split, results, allow_unknown_tracks=True)
     ref = _vos_benchmark(tmp_path, gt_maps, pred_maps, False)
     assert m["J&F"] == pytest.approx(ref["J&F"], abs=1e-6)
+
+
+def test_unlabelled_frames_are_not_scored():
+    # YouTube-VOS / MOSE label some frames only: an image marked annotated: false has no ground truth, so a
+    # prediction there is neither rewarded nor punished (without the mark it would count as a false positive)
+    h, w = 20, 20
+    gt = np.zeros((4, h, w), np.uint8)
+    gt[:, 2:8, 2:8] = 1
+    gt[1] = 0  # frame 1 carries no label in the split
+    pred = np.zeros_like(gt)
+    pred[:, 2:8, 2:8] = 1  # the object is really there on frame 1 too
+    split = _video_split_from_labels({1: gt})
+    results = _results_from_labels(split, {1: pred})
+    unmarked = evaluate_tracking(split, results)
+    assert unmarked["J"] < 1.0
+    frame1 = sorted((im for im in split["images"]), key=lambda im: im["frame_index"])[1]
+    frame1["annotated"] = False
+    marked = evaluate_tracking(split, results)
+    assert marked["J"] == 1.0 and marked["per_track"][0]["num_frames"] == 3

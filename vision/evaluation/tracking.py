@@ -202,9 +202,11 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
     Results: ``[{video_id, track_id, image_id, segmentation (RLE), score}]`` (validated beforehand, see
     :mod:`vision.evaluation.results`). Result tracks are matched to ground-truth tracks by ``track_id``.
 
-    Frames: a video's frames are its images in ``frame_index`` order, less ``prompted_image_ids`` (the views that
-    carried the prompt; leaving them out gives our cross-view consistency, J&F over the unprompted views). The
-    protocol then works on that list as if it were the whole video. A track is present in a frame when its mask
+    Frames: a video's frames are its images in ``frame_index`` order, less the images marked ``annotated: false``
+    (frames without ground truth, as YouTube-VOS and MOSE label only some; scored only where labelled, as their
+    servers do) and less ``prompted_image_ids`` (the views that carried the prompt; leaving them out gives our
+    cross-view consistency, J&F over the unprompted views). The protocol then works on that list as if it were
+    the whole video. A track is present in a frame when its mask
     there is non-empty; a missing annotation or result is an empty mask.
 
     J&F by ``protocol``:
@@ -324,14 +326,16 @@ def _predicted_masks(results: list[dict], track_video: dict[int, int], allow_unk
 
 
 class _VideoFrames:
-    """The frames a video is evaluated on: its images less the prompted views and, when ``skip_first_and_last``,
-    the first and the last of those."""
+    """The frames a video is evaluated on: its annotated images (an image with ``annotated: false`` has no ground
+    truth, e.g. YouTube-VOS's unlabelled frames) less the prompted views and, when ``skip_first_and_last``, the
+    first and the last of those."""
 
     def __init__(self, images_by_video: dict[int, list[dict]], prompted: set[int], skip_first_and_last: bool) -> None:
         self.images_by_video, self.prompted, self.skip = images_by_video, prompted, skip_first_and_last
 
     def __call__(self, video_id: int) -> list[dict]:
-        frames = [im for im in self.images_by_video.get(video_id, []) if int(im["id"]) not in self.prompted]
+        frames = [im for im in self.images_by_video.get(video_id, [])
+                  if int(im["id"]) not in self.prompted and im.get("annotated", True) is not False]
         return frames[1:-1] if self.skip else frames
 
 
