@@ -19,7 +19,10 @@ VGGT key                                    ours                            tran
 =========================================== =============================== =========================================
 
 Keys of heads disabled in our model (e.g. ``point_head.*`` with ``enable_points=False``) are skipped as well.
-A leading ``module.`` (DDP) is stripped. Loading needs a timm patch embed (not ``"conv"``).
+A leading ``module.`` (DDP) is stripped. A checkpoint of VGGT's ``Aggregator(patch_embed="conv")`` (keys
+``aggregator.patch_embed.proj.{weight,bias}``) maps by identity into our ``patch_embed="conv"``; a DINOv2 patch embed
+needs a timm one (``create_backbone("vggt_1b")``). Numeric parity with VGGT's own code at a small conv configuration
+is checked by ``tests/geometry/test_vggt_parity.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = ["SKIPPED_PREFIXES", "SKIPPED_KEYS", "LoadReport", "convert_vggt_state
 PATCH_EMBED_PREFIX = "aggregator.patch_embed."
 SKIPPED_PREFIXES = ("track_head.",)
 SKIPPED_KEYS = ("aggregator.patch_embed.mask_token",)
+CONV_PATCH_EMBED_KEYS = {"proj.weight", "proj.bias"}  # VGGT's PatchEmbed (patch_embed="conv")
 HEAD_PREFIXES = {"camera_head.": "camera_head", "depth_head.": "depth_head", "point_head.": "point_head"}
 
 
@@ -64,9 +68,12 @@ def convert_vggt_state_dict(state: Mapping[str, torch.Tensor],
     if patch:
         vit = model.aggregator.patch_embed
         if isinstance(vit, ConvPatchEmbed):
-            raise InputError("the VGGT checkpoint holds a DINOv2 patch embed but this model uses patch_embed='conv'; "
-                             "build it with create_backbone('vggt_1b')")
-        out.update({PATCH_EMBED_PREFIX + k: v for k, v in dinov2_to_timm(patch, vit).items()})
+            if set(patch) - CONV_PATCH_EMBED_KEYS:  # a DINOv2 patch embed (VGGT-1B) cannot go into a conv one
+                raise InputError("the VGGT checkpoint holds a DINOv2 patch embed but this model uses "
+                                 "patch_embed='conv'; build it with create_backbone('vggt_1b')")
+            out.update({PATCH_EMBED_PREFIX + k: v for k, v in patch.items()})  # VGGT patch_embed="conv": identity
+        else:
+            out.update({PATCH_EMBED_PREFIX + k: v for k, v in dinov2_to_timm(patch, vit).items()})
     return out, sorted(skipped)
 
 
