@@ -7,5 +7,7 @@
 - :mod:`vision.prepare.oov_coco`: ``vision-prepare-oov-coco`` (``datasets/prepare_oov_coco.py``), OOV-COCO /
   OOV-VOC-style open-set splits from a COCO annotation file;
 - :mod:`vision.prepare.vos`: ``vision-prepare-vos`` (``datasets/prepare_vos.py``), DAVIS 2017 / YouTube-VOS / MOSE
-  folders -> a COCO-video split.
+  folders -> a COCO-video split;
+- :mod:`vision.prepare.colmap`: ``vision-prepare-colmap`` (``datasets/prepare_colmap.py``), a COLMAP text model ->
+  an unordered multi-view split with cameras (first view = world frame).
 """

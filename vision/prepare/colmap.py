@@ -1,4 +1,4 @@
-"""Convert a COLMAP text model into one unordered multi-view split (``vision-prepare-colmap`` once registered, or
+"""Convert a COLMAP text model into one unordered multi-view split (``vision-prepare-colmap``, or
 ``python datasets/prepare_colmap.py``).
 
 Input (COLMAP's text model, e.g. ``sparse/0`` after ``colmap model_converter --output_type TXT``)::
