@@ -20,10 +20,15 @@ __all__ = ["TwoWayBlock", "TwoWayTransformer", "MaskDecoder"]
 
 
 class TwoWayBlock(nn.Module):
-    """Token self-attention, tokens -> image cross-attention, token MLP, image -> tokens cross-attention."""
+    """Token self-attention, tokens -> image cross-attention, token MLP, image -> tokens cross-attention.
 
-    def __init__(self, dim: int, num_heads: int, mlp_dim: int) -> None:
+    ``skip_first_layer_pe``: SAM's first block, whose self-attention reads the tokens without their positional code
+    and has no residual connection (``tokens = norm1(self_attn(tokens, tokens, tokens))``).
+    """
+
+    def __init__(self, dim: int, num_heads: int, mlp_dim: int, skip_first_layer_pe: bool = False) -> None:
         super().__init__()
+        self.skip_first_layer_pe = skip_first_layer_pe
         self.self_attn = Attention(dim, num_heads)
         self.norm1 = nn.LayerNorm(dim)
         self.cross_t2i = Attention(dim, num_heads, downsample_rate=2)
@@ -35,8 +40,11 @@ class TwoWayBlock(nn.Module):
 
     def forward(self, tokens: torch.Tensor, image: torch.Tensor, token_pe: torch.Tensor, image_pe: torch.Tensor,
                 token_pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        q = tokens + token_pe
-        tokens = self.norm1(tokens + self.self_attn(q, q, tokens, key_padding_mask=token_pad))
+        if self.skip_first_layer_pe:
+            tokens = self.norm1(self.self_attn(tokens, tokens, tokens, key_padding_mask=token_pad))
+        else:
+            q = tokens + token_pe
+            tokens = self.norm1(tokens + self.self_attn(q, q, tokens, key_padding_mask=token_pad))
         q = tokens + token_pe
         tokens = self.norm2(tokens + self.cross_t2i(q, image + image_pe, image))
         tokens = self.norm3(tokens + self.mlp(tokens))
@@ -49,11 +57,14 @@ class TwoWayTransformer(nn.Module):
     """``depth`` two-way blocks and a final tokens -> image attention.
 
     ``tokens [L, T, D]``, ``image [L, P, D]``, ``image_pe [L, P, D]``, ``token_pad [L, T]`` (True = padding).
+    ``skip_first_layer_pe``: the first block is SAM's (see :class:`TwoWayBlock`).
     """
 
-    def __init__(self, dim: int, depth: int, num_heads: int, mlp_dim: int) -> None:
+    def __init__(self, dim: int, depth: int, num_heads: int, mlp_dim: int, skip_first_layer_pe: bool = False) -> None:
         super().__init__()
-        self.blocks = nn.ModuleList(TwoWayBlock(dim, num_heads, mlp_dim) for _ in range(depth))
+        self.blocks = nn.ModuleList(
+            TwoWayBlock(dim, num_heads, mlp_dim, skip_first_layer_pe=skip_first_layer_pe and i == 0)
+            for i in range(depth))
         self.final_attn = Attention(dim, num_heads, downsample_rate=2)
         self.final_norm = nn.LayerNorm(dim)
 
@@ -73,16 +84,25 @@ class MaskDecoder(nn.Module):
     Args:
         dim: token width. num_masks: hypotheses per object. depth / num_heads / mlp_dim: two-way transformer.
         map_channels: channels of the per-object maps fused at the upsampled resolution (0: none).
+        skip_first_layer_pe: SAM's first two-way block (:class:`TwoWayBlock`).
+        iou_sigmoid: the IoU head ends in a sigmoid (SAM 2.1's ``iou_prediction_use_sigmoid``); otherwise it is an
+            unbounded regression.
+
+    With ``skip_first_layer_pe=True, iou_sigmoid=True, mlp_dim=8 * dim`` and ``num_masks=4`` the presence token,
+    IoU token, mask tokens, two-way transformer, upscaling, hypernetworks, IoU head and presence head have the
+    shapes and the computation of SAM 2.1's ``MaskDecoder`` (``pred_obj_scores_mlp=True``, without
+    ``use_high_res_features``); :mod:`vision.tracking.sam2_keys` loads its weights.
     """
 
     def __init__(self, dim: int, num_masks: int = 3, depth: int = 2, num_heads: int = 4, mlp_dim: int = 128,
-                 map_channels: int = 0) -> None:
+                 map_channels: int = 0, skip_first_layer_pe: bool = False, iou_sigmoid: bool = False) -> None:
         super().__init__()
         self.num_masks = num_masks
+        self.iou_sigmoid = iou_sigmoid
         self.presence_token = nn.Parameter(torch.randn(1, dim) * 0.02)
         self.iou_token = nn.Parameter(torch.randn(1, dim) * 0.02)
         self.mask_tokens = nn.Parameter(torch.randn(num_masks, dim) * 0.02)
-        self.transformer = TwoWayTransformer(dim, depth, num_heads, mlp_dim)
+        self.transformer = TwoWayTransformer(dim, depth, num_heads, mlp_dim, skip_first_layer_pe=skip_first_layer_pe)
         c4, c8 = dim // 4, dim // 8
         self.upscale = nn.Sequential(nn.ConvTranspose2d(dim, c4, 2, stride=2), LayerNorm2d(c4), nn.GELU(),
                                      nn.ConvTranspose2d(c4, c8, 2, stride=2), nn.GELU())
@@ -114,8 +134,8 @@ class MaskDecoder(nn.Module):
             maps: ``[L, map_channels, 4gh, 4gw]`` per-pair maps (required when ``map_channels`` > 0).
 
         Returns:
-            ``masks [L, num_masks, 4gh, 4gw]`` logits, ``iou [L, num_masks]`` (predicted IoU, unbounded regression),
-            ``presence [L]`` logits.
+            ``masks [L, num_masks, 4gh, 4gw]`` logits, ``iou [L, num_masks]`` (predicted IoU, unbounded regression;
+            in [0, 1] with ``iou_sigmoid``), ``presence [L]`` logits.
         """
         l, d, gh, gw = image.shape
         out_tokens = torch.cat([self.presence_token, self.iou_token, self.mask_tokens], dim=0)
@@ -136,4 +156,7 @@ class MaskDecoder(nn.Module):
             up = up + self.map_proj(maps)
         hyper = torch.stack([net(mask_out[:, i]) for i, net in enumerate(self.hypernets)], dim=1)  # [L, M, c8]
         masks = torch.einsum("lmc,lchw->lmhw", hyper, up)
-        return {"masks": masks, "iou": self.iou_head(iou_out), "presence": self.presence_head(presence_out)[:, 0]}
+        iou = self.iou_head(iou_out)
+        if self.iou_sigmoid:
+            iou = torch.sigmoid(iou)
+        return {"masks": masks, "iou": iou, "presence": self.presence_head(presence_out)[:, 0]}

@@ -21,7 +21,10 @@ from vision.tracking.layers import LayerNorm2d
 from vision.tracking.prompts import PromptEncoder, Prompts
 from vision.tracking.spatial_encoder import SpatialEncoder
 
-__all__ = ["G2TAM", "select_best_mask"]
+__all__ = ["DECODER_STYLES", "G2TAM", "select_best_mask"]
+
+#: ``g2tam``: our two-way decoder; ``sam2``: the same modules with SAM 2.1's computation (see :class:`G2TAM`)
+DECODER_STYLES: tuple[str, ...] = ("g2tam", "sam2")
 
 
 def select_best_mask(masks: torch.Tensor, iou: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,14 +50,24 @@ class G2TAM(nn.Module):
         proximity_maps: dense 3D proximity maps on every view (:class:`SpatialEncoder`).
         proximity_sigmas: their scene-normalised lengths (one map each, plus a negative map).
         hires_maps: the decoder also fuses these maps at its upsampled resolution (:class:`MaskDecoder`).
+        decoder_style: ``g2tam`` or ``sam2``: the mask decoder computes as SAM 2.1's (first two-way block without
+            positional code or residual, token MLP ``8 * dim`` wide, sigmoid IoU head); with ``dim=256,
+            num_masks=4, num_heads=8, decoder_depth=2, click_maps=False``
+            (:data:`vision.tracking.sam2_keys.SAM2_1_HEADS`) the prompt encoder and the mask decoder take a SAM 2.1
+            checkpoint's weights (:func:`vision.tracking.sam2_keys.load_sam2_heads`).
     """
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = TEXT_DIM, mask_points: int = 8,
                  feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
                  proximity_maps: bool = True, hires_maps: bool = True,
-                 proximity_sigmas: Sequence[float] = SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS) -> None:
+                 proximity_sigmas: Sequence[float] = SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS,
+                 decoder_style: str = "g2tam") -> None:
         super().__init__()
+        if decoder_style not in DECODER_STYLES:
+            raise ValueError(f"decoder_style must be one of {DECODER_STYLES}, got {decoder_style!r}")
+        sam2 = decoder_style == "sam2"
+        self.decoder_style = decoder_style
         self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **(backbone_overrides or {}))
         self.dim = dim
         self.text_dim = text_dim
@@ -66,7 +79,8 @@ class G2TAM(nn.Module):
         map_channels = PromptEncoder.PROMPT_MAP_CHANNELS + (self.spatial_encoder.num_proximity_maps
                                                             if proximity_maps else 0)
         self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
-                                   mlp_dim=2 * dim, map_channels=map_channels if hires_maps else 0)
+                                   mlp_dim=(8 if sam2 else 2) * dim, map_channels=map_channels if hires_maps else 0,
+                                   skip_first_layer_pe=sam2, iou_sigmoid=sam2)
 
     @property
     def patch_size(self) -> int:

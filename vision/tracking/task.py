@@ -22,7 +22,7 @@ from vision.errors import DataError, InputError
 from vision.geometry.task import load_backbone_weights
 from vision.text import TEXT_DIM
 from vision.tracking.baseline import MemoryBankTracker
-from vision.tracking.model import G2TAM
+from vision.tracking.model import DECODER_STYLES, G2TAM
 
 __all__ = ["ARCHITECTURES", "TrackingConfig", "build_model", "load", "load_geometry_weights"]
 
@@ -48,6 +48,9 @@ class TrackingConfig(TaskConfig):
             view (G2TAM only). hires_maps: the decoder also fuses the maps at its upsampled resolution.
         text_encoder: name for :func:`vision.text.get_text_encoder` (None: no text prompts).
         text_dim: the text encoder's embedding width.
+        decoder_style: ``g2tam`` or ``sam2`` (G2TAM only): the mask decoder computes as SAM 2.1's, so that
+            :func:`vision.tracking.sam2_keys.load_sam2_heads` can start it from a SAM 2.1 checkpoint
+            (``TrackingConfig(**SAM2_1_HEADS)`` gives SAM 2.1's widths).
     """
 
     architecture: str = "g2tam"
@@ -63,10 +66,17 @@ class TrackingConfig(TaskConfig):
     hires_maps: bool = True
     text_encoder: str | None = "minilm"
     text_dim: int = TEXT_DIM
+    decoder_style: str = "g2tam"
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
             raise InputError(f"TrackingConfig.architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
+        if self.decoder_style not in DECODER_STYLES:
+            raise InputError(f"TrackingConfig.decoder_style must be one of {DECODER_STYLES}, "
+                             f"got {self.decoder_style!r}")
+        if self.decoder_style != "g2tam" and self.architecture != "g2tam":
+            raise InputError(f"TrackingConfig.decoder_style={self.decoder_style!r} needs architecture 'g2tam', "
+                             f"got {self.architecture!r}")
         for name in ("image_size", "dim", "num_masks", "decoder_depth", "num_heads", "memory_size", "text_dim"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -80,7 +90,7 @@ def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBa
                   decoder_depth=config.decoder_depth, num_heads=config.num_heads, text_dim=config.text_dim,
                   click_maps=config.click_maps, hires_maps=config.hires_maps)
     if config.architecture == "g2tam":
-        return G2TAM(proximity_maps=config.proximity_maps, **common)
+        return G2TAM(proximity_maps=config.proximity_maps, decoder_style=config.decoder_style, **common)
     return MemoryBankTracker(memory_size=config.memory_size, **common)
 
 
