@@ -54,7 +54,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shutil
 import sys
 import warnings
 from collections.abc import Sequence
@@ -69,6 +68,7 @@ from vision.data.coco import write_split
 from vision.data.io import MAX_INPUT_PIXELS, atomic_write_bytes, check_pixels, image_size, resolve_inside
 from vision.errors import DataError, InputError, VisionError
 from vision.geometry.camera import compose_extrinsics, invert_extrinsics, quat_to_matrix
+from vision.prepare.files import place_file
 
 __all__ = ["ColmapCamera", "ColmapImage", "read_cameras", "read_images", "read_points3d", "read_colmap_depth",
            "convert_colmap", "main", "CAMERA_MODELS"]
@@ -300,19 +300,6 @@ def _load_depth(path: Path, width: int, height: int) -> np.ndarray:
     return np.where(np.isfinite(depth) & (depth > 0), depth, 0.0).astype(np.float32)
 
 
-def _place(src: Path, dst: Path, link: bool) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.exists() or dst.is_symlink():
-        dst.unlink()
-    if link:
-        try:
-            os.link(src, dst)
-            return
-        except OSError:
-            pass  # another file system: copy
-    shutil.copy2(src, dst)
-
-
 def _undistort(src: Path, dst: Path, camera: ColmapCamera) -> None:
     bgr = cv2.imread(str(src), cv2.IMREAD_UNCHANGED)
     if bgr is None:
@@ -432,7 +419,7 @@ def convert_colmap(model_dir: str | Path, images_dir: str | Path, out: str | Pat
         if camera.distorted and distortion == "undistort":
             _undistort(src, dst, camera)
         else:
-            _place(src, dst, link)
+            place_file(src, dst, link)
             if camera.distorted:  # distortion == "ignore"
                 cam_entry["distortion"] = {"model": "opencv", "coeffs": camera.dist.tolist()}
                 if camera.camera_id not in warned:

@@ -10,7 +10,7 @@ Layout read::
 
 Every video is assigned to ``train``, ``val`` or ``test`` by a hash of its path relative to ROOT (stable across
 runs and machines); ``--holdout GEN`` puts all of generator GEN into ``test`` (leave-one-generator-out). The
-files are copied (or hard-linked / symlinked with ``--link``) under ``OUT/videos/`` so the split JSONs' relative
+files are copied (or hard-linked with ``--link``; copied where a hard link cannot reach) under ``OUT/videos/`` so the split JSONs' relative
 ``file_name`` stay inside OUT. Videos are probed; unreadable files are reported and skipped.
 """
 
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +26,7 @@ from vision.data.coco import write_split
 from vision.data.io import VIDEO_SUFFIXES
 from vision.data.video import probe_video
 from vision.errors import DataError, InputError, VideoError, VisionError
+from vision.prepare.files import place_file
 
 __all__ = ["scan", "assign_side", "convert", "main"]
 
@@ -56,19 +55,6 @@ def assign_side(rel: str, val: float, test: float) -> str:
     return "test" if u < test else "val" if u < test + val else "train"
 
 
-def _place(src: Path, dst: Path, link: bool) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.exists():
-        dst.unlink()
-    if link:
-        try:
-            os.link(src, dst)
-        except OSError:
-            os.symlink(src.resolve(), dst)
-    else:
-        shutil.copy2(src, dst)
-
-
 def convert(root: str | Path, out: str | Path, val: float = 0.1, test: float = 0.2, holdout: str | None = None,
             link: bool = False) -> dict[str, Path]:
     """Write ``OUT/{train,val,test}.json`` (sides with no videos are skipped); returns ``{side: path}``."""
@@ -88,7 +74,7 @@ def convert(root: str | Path, out: str | Path, val: float = 0.1, test: float = 0
         if holdout is not None and side == "test" and label == "generated" and generator != holdout:
             side = "train"
         target = f"videos/{rel}"
-        _place(path, out / target, link)
+        place_file(path, out / target, link)
         entry = {"id": len(sides[side]) + 1, "name": rel, "file_name": target, "label": label,
                  "source": "genvideo", "width": info.width, "height": info.height, "ordered": True}
         if generator is not None:
@@ -116,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--val", type=float, default=0.1)
     parser.add_argument("--test", type=float, default=0.2)
     parser.add_argument("--holdout", default=None, help="put this generator entirely into test")
-    parser.add_argument("--link", action="store_true", help="hard-link (or symlink) instead of copying")
+    parser.add_argument("--link", action="store_true", help="hard-link instead of copying (a copy across file systems)")
     args = parser.parse_args(argv)
     try:
         paths = convert(args.root, args.out, args.val, args.test, args.holdout, args.link)

@@ -36,8 +36,6 @@ Every decoded frame and mask is bounded by :data:`vision.data.io.MAX_INPUT_PIXEL
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +46,7 @@ from pycocotools import mask as mask_utils
 from vision.data.coco import read_json, write_split
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
 from vision.errors import DataError, InputError, VisionError
+from vision.prepare.files import place_file
 
 __all__ = ["LAYOUTS", "VOID", "read_mask", "convert_vos", "main"]
 
@@ -88,19 +87,6 @@ def read_mask(path: str | Path, size: tuple[int, int], max_pixels: int | None = 
 
 def _frames(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in FRAME_SUFFIXES)
-
-
-def _place(src: Path, dst: Path, link: bool) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.exists() or dst.is_symlink():
-        dst.unlink()
-    if link:
-        try:
-            os.link(src, dst)
-            return
-        except OSError:
-            pass  # another file system: copy
-    shutil.copy2(src, dst)
 
 
 def _folders(root: Path, layout: str, subset: str | None, resolution: str) -> tuple[Path, Path, Path | None]:
@@ -229,7 +215,7 @@ def convert_vos(root: str | Path, out: str | Path, layout: str = "davis", subset
                 raise DataError(f"frame is {'x'.join(map(str, image_size(frame)))} but the video's first frame "
                                 f"{frames[0].name} is {size[0]}x{size[1]}", file=frame)
             target = f"{name}/{video_name}/{frame.name}"
-            _place(frame, resolve_inside(out, target, field="file_name"), link)
+            place_file(frame, resolve_inside(out, target, field="file_name"), link)
             image_id = len(images) + 1
             mask_file = mask_files.get(frame.stem)
             images.append({"id": image_id, "file_name": target, "width": size[0], "height": size[1],
