@@ -10,8 +10,8 @@ Layout read::
 
 Every video is assigned to ``train``, ``val`` or ``test`` by a hash of its path relative to ROOT (stable across
 runs and machines); ``--holdout GEN`` puts all of generator GEN into ``test`` (leave-one-generator-out). The
-files are copied (or hard-linked with ``--link``; copied where a hard link cannot reach) under ``OUT/videos/`` so the split JSONs' relative
-``file_name`` stay inside OUT. Videos are probed; unreadable files are reported and skipped.
+files are copied (or hard-linked with ``--link``; copied where a hard link cannot reach) under ``OUT/videos/`` so
+the split JSONs' relative ``file_name`` stay inside OUT. Videos are probed; unreadable files are reported and skipped.
 """
 
 from __future__ import annotations
