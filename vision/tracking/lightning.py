@@ -71,6 +71,11 @@ class TrackingModule(L.LightningModule):
     Args:
         config: the model (:class:`~vision.tracking.task.TrackingConfig`, a mapping of its fields, or None for the
             defaults). geometry_checkpoint: optional geometry checkpoint the backbone starts from.
+        vggt_weights: optional local VGGT checkpoint (``model.safetensors`` / ``model.pt`` of VGGT-1B) loaded into a
+            ``backbone: vggt_1b`` with :func:`vision.geometry.vggt_keys.load_vggt_weights` (strict).
+        sam2_weights: optional local SAM 2.1 checkpoint (``sam2.1_hiera_*.pt``) whose prompt encoder and mask
+            decoder go into a ``decoder_style: sam2`` model (:func:`vision.tracking.sam2_keys.load_sam2_heads`).
+        freeze_backbone: keep the backbone's weights fixed (no gradients; set ``geometry_weight`` to 0 then).
         max_objects: object slots per clip. prompt_types / type_weights: sampled prompt types.
         negative_text: probability of an extra absent-category text prompt per clip.
         lr, backbone_lr_scale, weight_decay, warmup_steps: AdamW (backbone lr = lr * scale), warm-up + cosine.
@@ -88,7 +93,8 @@ class TrackingModule(L.LightningModule):
                  geometry_weight: float = 1.0, focal_weight: float = 20.0, dice_weight: float = 1.0,
                  iou_weight: float = 1.0, presence_weight: float = 1.0, memory_prob: float = 0.0,
                  memory_points: int = 64, eval_prompt_types: Sequence[str] = EVAL_PROMPT_TYPES,
-                 refine: bool = True) -> None:
+                 refine: bool = True, vggt_weights: str | None = None, sam2_weights: str | None = None,
+                 freeze_backbone: bool = False) -> None:
         super().__init__()
         config = TrackingConfig.from_value(config)
         self.save_hyperparameters(ignore=["config"])
@@ -107,6 +113,19 @@ class TrackingModule(L.LightningModule):
         self.model = build_model(config)
         if geometry_checkpoint:
             load_geometry_weights(self.model, geometry_checkpoint)
+        if vggt_weights:
+            from vision.geometry.vggt_keys import load_vggt_weights
+
+            load_vggt_weights(self.model.backbone, vggt_weights)
+        if sam2_weights:
+            from vision.tracking.sam2_keys import load_sam2_heads
+
+            load_sam2_heads(self.model, sam2_weights)
+        if freeze_backbone:
+            if geometry_weight > 0:
+                raise InputError("freeze_backbone: the geometry losses cannot train a frozen backbone; set "
+                                 "geometry_weight to 0")
+            self.model.backbone.requires_grad_(False)
         self._text_encoder = None
         self._text_cache: dict[str, torch.Tensor] = {}
         self._results = KeyedResults()
