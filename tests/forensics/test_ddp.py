@@ -76,7 +76,7 @@ def test_ddp_validation_equals_one_process_and_resumes(odd_split: dict[str, Path
     # (b) exactly best + last, written once
     assert checkpoint_files(root) == ["best.ckpt", "last.ckpt"]
     # every rank holds the same calibration, bit for bit, and the checkpoint holds it
-    rank0, rank1 = (torch.load(root / f"buffers_rank{r}.pt") for r in (0, 1))
+    rank0, rank1 = (torch.load(root / f"buffers_rank{r}.pt", weights_only=True) for r in (0, 1))
     saved = {k[len("model."):]: v for k, v in load_checkpoint(root / "checkpoints" / "best.ckpt")["state_dict"].items()
              if k.startswith("model.") and k[len("model."):] in rank0}
     assert set(rank0) == set(rank1) == set(saved)

@@ -31,7 +31,7 @@ from vision.data.datasets import (
 from vision.data.sampler import ResumableSampler
 from vision.errors import InputError
 
-__all__ = ["ResumableDataModule", "MultiViewDataModule", "DetectionDataModule", "EVAL_STAGES"]
+__all__ = ["ResumableDataModule", "SplitDataModule", "MultiViewDataModule", "DetectionDataModule", "EVAL_STAGES"]
 
 #: Lightning stages that read an evaluation split; ``fit`` validates on ``val_split``.
 EVAL_STAGES = ("validate", "test", "predict")
@@ -130,7 +130,53 @@ def _eval_stages(stage: str | None) -> tuple[str, ...]:
     return ("validate",) if stage == "fit" else (stage,) if stage in EVAL_STAGES else ()
 
 
-class MultiViewDataModule(ResumableDataModule):
+class SplitDataModule(ResumableDataModule):
+    """A datamodule over COCO-format split files: one training dataset (``train_dataset``, built by the subclass's
+    ``setup``) and one evaluation dataset per split file (``eval_datasets``: path -> dataset, built once through
+    :meth:`_setup_eval`), all batched with the class's ``collate`` function."""
+
+    collate: Callable[[list], Any]  # a subclass sets it: ``collate = staticmethod(collate_...)``
+    batch_size: int
+    num_workers: int
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.train_dataset: Dataset | None = None
+        self.eval_datasets: dict[str, Dataset] = {}
+
+    def _setup_eval(self, stage: str | None, build: Callable[[str], Dataset]) -> None:
+        """Build the evaluation dataset of every split ``stage`` reads that is not built yet (``build(path)``)."""
+        for which in _eval_stages(stage):
+            path = self.split_path(which)
+            if path not in self.eval_datasets:
+                self.eval_datasets[path] = build(path)
+
+    @property
+    def val_dataset(self) -> Dataset:
+        return self.eval_dataset("validate")
+
+    def eval_dataset(self, stage: str) -> Dataset:
+        """The dataset of the split ``stage`` evaluates on (no augmentation; built on first use)."""
+        if self.split_path(stage) not in self.eval_datasets:
+            self.setup(stage)
+        return self.eval_datasets[self.split_path(stage)]
+
+    def train_dataloader(self) -> DataLoader:
+        if self.train_dataset is None:
+            self.setup("fit")
+        return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, self.collate)
+
+    def val_dataloader(self) -> DataLoader:
+        return self.eval_loader(self.eval_dataset("validate"), self.batch_size, self.num_workers, self.collate)
+
+    def test_dataloader(self) -> DataLoader:
+        return self.eval_loader(self.eval_dataset("test"), self.batch_size, self.num_workers, self.collate)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self.eval_loader(self.eval_dataset("predict"), self.batch_size, self.num_workers, self.collate)
+
+
+class MultiViewDataModule(SplitDataModule):
     """Multi-view clips for geometry and tracking (batches from :func:`vision.data.datasets.collate_clips`:
     ``images`` float [B, S, 3, H, W] in [0, 1], cameras OpenCV camera-from-world, instance ids 0 = background).
 
@@ -145,6 +191,8 @@ class MultiViewDataModule(ResumableDataModule):
         stride: frame step inside windows of ordered videos.
         random_window: training draws one random window per video and epoch instead of enumerating windows.
     """
+
+    collate = staticmethod(collate_clips)
 
     def __init__(self, train_split: str | Sequence[str], val_split: str, views: int = 4, batch_size: int = 1,
                  num_workers: int = 0, image_size: int | None = None, augment: bool = True, stride: int = 1,
@@ -167,8 +215,6 @@ class MultiViewDataModule(ResumableDataModule):
         self.views, self.stride = views, stride
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment, self.random_window = image_size, augment, random_window
-        self.train_dataset: MultiViewClipDataset | KeyedConcatDataset | None = None
-        self.eval_datasets: dict[str, MultiViewClipDataset] = {}
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
         if self.image_size is None:
@@ -184,38 +230,11 @@ class MultiViewDataModule(ResumableDataModule):
             parts = [MultiViewClipDataset(load_split(path), self.views, self.stride, transform=train_tf,
                                           random_window=self.random_window) for path in self.train_split]
             self.train_dataset = parts[0] if len(parts) == 1 else KeyedConcatDataset(parts)
-        for which in _eval_stages(stage):
-            path = self.split_path(which)
-            if path not in self.eval_datasets:
-                self.eval_datasets[path] = MultiViewClipDataset(load_split(path), self.views, self.stride,
-                                                                transform=val_tf, random_window=False)
-
-    @property
-    def val_dataset(self) -> MultiViewClipDataset:
-        return self.eval_dataset("validate")
-
-    def eval_dataset(self, stage: str) -> MultiViewClipDataset:
-        """The clips of the split ``stage`` evaluates on (enumerated windows, no augmentation)."""
-        if self.split_path(stage) not in self.eval_datasets:
-            self.setup(stage)
-        return self.eval_datasets[self.split_path(stage)]
-
-    def train_dataloader(self) -> DataLoader:
-        if self.train_dataset is None:
-            self.setup("fit")
-        return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, collate_clips)
-
-    def val_dataloader(self) -> DataLoader:
-        return self.eval_loader(self.eval_dataset("validate"), self.batch_size, self.num_workers, collate_clips)
-
-    def test_dataloader(self) -> DataLoader:
-        return self.eval_loader(self.eval_dataset("test"), self.batch_size, self.num_workers, collate_clips)
-
-    def predict_dataloader(self) -> DataLoader:
-        return self.eval_loader(self.eval_dataset("predict"), self.batch_size, self.num_workers, collate_clips)
+        self._setup_eval(stage, lambda path: MultiViewClipDataset(load_split(path), self.views, self.stride,
+                                                                  transform=val_tf, random_window=False))
 
 
-class DetectionDataModule(ResumableDataModule):
+class DetectionDataModule(SplitDataModule):
     """Single images with boxes / masks for detection (batches from :func:`vision.data.datasets.collate_detection`).
 
     Args:
@@ -227,6 +246,8 @@ class DetectionDataModule(ResumableDataModule):
             without ``split`` counts as ``"iv"``); None keeps all. Validation always keeps all annotations.
         test_split / predict_split: the splits of ``test`` and ``predict`` (default: ``val_split``).
     """
+
+    collate = staticmethod(collate_detection)
 
     def __init__(self, train_split: str, val_split: str, batch_size: int = 2, num_workers: int = 0,
                  image_size: int | None = None, augment: bool = True,
@@ -243,8 +264,6 @@ class DetectionDataModule(ResumableDataModule):
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment = image_size, augment
         self.train_category_splits = list(train_category_splits) if train_category_splits is not None else None
-        self.train_dataset: DetectionImageDataset | None = None
-        self.eval_datasets: dict[str, DetectionImageDataset] = {}
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
         if self.image_size is None:
@@ -262,31 +281,4 @@ class DetectionDataModule(ResumableDataModule):
             if self.train_category_splits is not None:
                 categories = split.category_ids(self.train_category_splits)
             self.train_dataset = DetectionImageDataset(split, transform=train_tf, categories=categories)
-        for which in _eval_stages(stage):
-            path = self.split_path(which)
-            if path not in self.eval_datasets:
-                self.eval_datasets[path] = DetectionImageDataset(load_split(path), transform=val_tf)
-
-    @property
-    def val_dataset(self) -> DetectionImageDataset:
-        return self.eval_dataset("validate")
-
-    def eval_dataset(self, stage: str) -> DetectionImageDataset:
-        """The images of the split ``stage`` evaluates on (all annotations, no augmentation)."""
-        if self.split_path(stage) not in self.eval_datasets:
-            self.setup(stage)
-        return self.eval_datasets[self.split_path(stage)]
-
-    def train_dataloader(self) -> DataLoader:
-        if self.train_dataset is None:
-            self.setup("fit")
-        return self.train_loader(self.train_dataset, self.batch_size, self.num_workers, collate_detection)
-
-    def val_dataloader(self) -> DataLoader:
-        return self.eval_loader(self.eval_dataset("validate"), self.batch_size, self.num_workers, collate_detection)
-
-    def test_dataloader(self) -> DataLoader:
-        return self.eval_loader(self.eval_dataset("test"), self.batch_size, self.num_workers, collate_detection)
-
-    def predict_dataloader(self) -> DataLoader:
-        return self.eval_loader(self.eval_dataset("predict"), self.batch_size, self.num_workers, collate_detection)
+        self._setup_eval(stage, lambda path: DetectionImageDataset(load_split(path), transform=val_tf))

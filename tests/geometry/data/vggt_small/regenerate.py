@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
@@ -90,10 +89,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not (args.reference / "vggt" / "models" / "aggregator.py").is_file():
         parser.error(f"{args.reference} does not hold vggt/models/aggregator.py")
-    sys.path.insert(0, str(args.reference.resolve()))
-    from vggt.heads.camera_head import CameraHead
-    from vggt.heads.dpt_head import DPTHead
-    from vggt.models.aggregator import Aggregator
+    try:  # the checkout comes in through PYTHONPATH (see the usage above)
+        from vggt.heads.camera_head import CameraHead
+        from vggt.heads.dpt_head import DPTHead
+        from vggt.models.aggregator import Aggregator
+    except ImportError as exc:
+        parser.error(f"cannot import VGGT ({exc}); run with PYTHONPATH={args.reference}")
 
     torch.manual_seed(SEED)
     model = torch.nn.Module()
