@@ -202,3 +202,38 @@ def test_format_forensics_prints_every_generator_and_the_full_threshold() -> Non
     rows = [line.split()[0] for line in table.splitlines()]
     assert rows[0] == "val" and {"A", "B", "macro", "all"} <= set(rows)
     assert "threshold 0.25000001 fixed on real validation videos" in table
+
+
+def test_cgi_videos_are_neither_class_and_are_reported_apart() -> None:
+    # the hand-computed example plus two cgi videos: the binary metrics do not move, cgi/false_alarm counts the
+    # cgi videos at or above the threshold
+    labels = ["real"] * 4 + ["generated"] * 4 + ["cgi"] * 2
+    gens = [None] * 4 + ["A", "A", "B", "B"] + ["cgi", "render"]
+    scores = [0.1, 0.2, 0.3, 0.6, 0.5, 0.9, 0.25, 0.4, 0.95, 0.1]
+    gt = _split(labels, gens)
+    results = [{"video_id": i + 1, "score": s} for i, s in enumerate(scores)]
+    m = evaluate_forensics(gt, results, threshold=0.45)
+    base = evaluate_forensics(_split(labels[:8], gens[:8]), results[:8], threshold=0.45)
+    assert {k: v for k, v in m.items() if k not in ("num_cgi", "cgi/false_alarm")} == {k: v for k, v in base.items() if k != "num_cgi"}
+    assert m["num_cgi"] == 2 and m["cgi/false_alarm"] == pytest.approx(0.5)
+    assert "cgi/AUC" not in m and "render/AUC" not in m
+    assert "cgi (not AI-generated): 0.500 called generated of 2 videos" in format_forensics(m, "split")
+    # a cgi video still needs a result, like every labelled video
+    with pytest.raises(DataError, match="no result"):
+        evaluate_forensics(gt, results[:9], threshold=0.45)
+
+
+def test_rows_are_families_when_the_generated_videos_carry_one() -> None:
+    labels = ["real"] * 4 + ["generated"] * 4
+    gens = [None] * 4 + ["interp_flow", "interp_blend", "B1", "B2"]
+    scores = [0.1, 0.2, 0.3, 0.6, 0.5, 0.9, 0.25, 0.4]
+    gt = _split(labels, gens)
+    for video, family in zip(gt["videos"][4:], ["interpolation", "interpolation", None, None]):
+        if family:
+            video["family"] = family
+    results = [{"video_id": i + 1, "score": s} for i, s in enumerate(scores)]
+    m = evaluate_forensics(gt, results, threshold=0.45)
+    y = np.array([0] * 4 + [1, 1])
+    assert m["interpolation/AUC"] == pytest.approx(roc_auc_score(y, scores[:6]))
+    assert "interp_flow/AUC" not in m and "B1/AUC" in m and "B2/AUC" in m  # no family: counted by generator
+    assert m["macro/AUC"] == pytest.approx(np.mean([m["interpolation/AUC"], m["B1/AUC"], m["B2/AUC"]]))

@@ -45,6 +45,7 @@ __all__ = [
     "KeyedConcatDataset",
     "DetectionImageDataset",
     "LabelledVideoDataset",
+    "LABEL_CODES",
     "default_intrinsics",
     "clip_to_tensors",
     "collate_clips",
@@ -285,11 +286,15 @@ class DetectionImageDataset(Dataset):
         return _apply(self.transform, sample, _sub_seeds(seed, 1)[0])
 
 
+#: Integer codes of the forensic labels (``cgi`` is neither class: scored and reported apart, never trained on).
+LABEL_CODES = {"generated": 1, "real": 0, "cgi": -1}
+
+
 class LabelledVideoDataset(Dataset):
     """Videos with a forensic ``label`` and a ``file_name``, sorted by video id.
 
-    Sample: ``{"video_path": Path, "label": int (1 = generated, 0 = real), "generator": str | None,
-    "video_id": int}``. Decoding is left to the consumer (``vision.data.video``).
+    Sample: ``{"video_path": Path, "label": int (1 = generated, 0 = real, -1 = cgi: neither, scored apart),
+    "generator": str | None, "family": str | None, "video_id": int}``. Decoding is left to the consumer (``vision.data.video``).
     """
 
     def __init__(self, split: Split) -> None:
@@ -305,8 +310,9 @@ class LabelledVideoDataset(Dataset):
         video = self.split.videos[self.video_ids[split_key(key)[0]]]
         return {
             "video_path": self.split.video_path(video),
-            "label": 1 if video["label"] == "generated" else 0,
+            "label": LABEL_CODES[video["label"]],
             "generator": video.get("generator"),
+            "family": video.get("family"),
             "video_id": int(video["id"]),
         }
 

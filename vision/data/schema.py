@@ -11,8 +11,10 @@ A split is one COCO JSON file plus the files it names, relative to the JSON's fo
   (metric depth: float16 ``.npz`` with key ``"depth"`` in metres, or a 16-bit PNG in millimetres; 0 = invalid).
 - Vocabulary: a category may carry ``split`` in ``iv | novel | oov``; ``info.vocabulary`` lists the category names a
   detector may be given.
-- Forensics: a video may carry ``label`` in ``real | generated``, ``generator``, ``file_name`` (the video file) and
-  ``source``.
+- Forensics: a video may carry ``label`` in ``real | generated | cgi`` (``cgi``: computer-generated imagery that
+  is not AI-generated, e.g. an animated film or a rendering: scored and reported apart, never a training positive),
+  ``generator`` (the method), ``family`` (the group of generators a leave-family-out protocol holds out together),
+  ``file_name`` (the video file) and ``source``.
 
 :func:`validate_split` checks all of that and raises :class:`~vision.errors.DataError` naming the file, the field
 (e.g. ``annotations[3].bbox``) and the value. It never raises anything else on any JSON-like input.
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 CATEGORY_SPLITS = ("iv", "novel", "oov")
-VIDEO_LABELS = ("real", "generated")
+VIDEO_LABELS = ("real", "generated", "cgi")
 DEPTH_SUFFIXES = (".npz", ".png")
 BOX_TOLERANCE_PX = 1.0
 #: Largest image a split may declare (pixels per side, and pixels in all): masks are decoded at full size, so a
@@ -250,8 +252,9 @@ def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool) -> d
             c.choice(video["label"], f"{field}.label", VIDEO_LABELS)
         if "generator" in video and video["generator"] is not None:
             c.str_(video["generator"], f"{field}.generator")
-        if "source" in video and video["source"] is not None:
-            c.str_(video["source"], f"{field}.source")
+        for key in ("source", "family"):
+            if key in video and video[key] is not None:
+                c.str_(video[key], f"{field}.{key}")
         if "file_name" in video:
             path = safe_path(root, video["file_name"], file=c.file, field=f"{field}.file_name")
             if check_files and not _is_file(path):

@@ -13,7 +13,12 @@ Generated is the positive class; ``score`` is the probability (or any score) of 
   of them are below it (``threshold_source`` then says ``eval-real``, an optimistic choice). ``real_acc``: the
   share of real videos below the threshold; ``fake_acc``: the share of generated videos at or above it.
 - Per generator: the same metrics on (all real videos + that generator's videos), keys ``<generator>/<metric>``,
-  and their unweighted mean over generators, ``macro/<metric>``.
+  and their unweighted mean over generators, ``macro/<metric>``. When the generated videos carry a ``family``
+  (the group a leave-family-out protocol holds out together), the rows are families instead of generators (a
+  generated video without one counts under its generator).
+- ``cgi`` videos (computer graphics that is not AI-generated: an animated film, a rendering) are neither class:
+  they need a result like every labelled video, take no part in the metrics above, and are reported apart:
+  ``cgi/false_alarm``, the share of them at or above the threshold (0 is right), and ``num_cgi``.
 
 Figures are on the 0-1 scale. The split must hold both classes: a split without real or without generated
 videos raises :class:`DataError` (AUC, AP, EER and TPR are undefined with one class).
@@ -128,7 +133,8 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
     A split whose labelled videos are all real or all generated raises :class:`DataError` naming the missing class.
 
     Returns a flat dict: overall metrics, ``threshold``, ``threshold_source``, ``num_real``, ``num_generated``,
-    ``<generator>/<metric>`` and ``macro/<metric>`` (keys in :data:`METRICS`).
+    ``num_cgi``, ``<generator or family>/<metric>`` and ``macro/<metric>`` (keys in :data:`METRICS`), and
+    ``cgi/false_alarm`` when the split has cgi videos.
     """
     validate_forensics_results(results, gt, results_file, split_file=gt_file)
     labelled = {int(v["id"]): v for v in gt["videos"] if v.get("label") in ("real", "generated")}
@@ -142,14 +148,18 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
     ids = sorted(labelled)
     labels = np.array([1 if labelled[v]["label"] == "generated" else 0 for v in ids])
     values = np.array([scores[v] for v in ids])
-    gens = [labelled[v].get("generator") or "unknown" for v in ids]
+    by_family = any(labelled[v].get("family") for v in ids if labelled[v]["label"] == "generated")
+    gens = [(by_family and labelled[v].get("family")) or labelled[v].get("generator") or "unknown" for v in ids]
     source = "given"
     if threshold is None:
         threshold = threshold_from_real(values[labels == 0], pass_rate)
         source = "eval-real"
     out: dict[str, Any] = dict(binary_metrics(labels, values, float(threshold), fpr))
+    cgi = [scores[int(v["id"])] for v in gt["videos"] if v.get("label") == "cgi"]
     out.update(threshold=float(threshold), threshold_source=source, num_real=int((labels == 0).sum()),
-               num_generated=int((labels == 1).sum()))
+               num_generated=int((labels == 1).sum()), num_cgi=len(cgi))
+    if cgi:
+        out["cgi/false_alarm"] = float(np.mean(np.asarray(cgi) >= threshold))
     names = sorted({g for g, y in zip(gens, labels) if y == 1})
     per: dict[str, dict] = {}
     for name in names:
@@ -164,7 +174,7 @@ def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, 
 def format_forensics(metrics: dict[str, Any], title: str) -> str:
     """The fixed-width table of :func:`evaluate_forensics`'s ``metrics``: one row per generator, ``macro`` and
     ``all``, the class counts and the threshold (in full, as ``tools/evaluate.py --threshold`` takes it)."""
-    rows = sorted({key.split("/")[0] for key in metrics if "/" in key} - {"macro"}) + ["macro"]
+    rows = sorted({key.split("/")[0] for key in metrics if "/" in key} - {"macro", "cgi"}) + ["macro"]
     header = f"{title:14s}" + "".join(f"{c:>11s}" for c in METRICS)
     lines = [header, "-" * len(header)]
     for row in rows:
@@ -172,6 +182,9 @@ def format_forensics(metrics: dict[str, Any], title: str) -> str:
     lines.append(f"{'all':14s}" + "".join(f"{metrics.get(c, float('nan')):11.3f}" for c in METRICS))
     source = "fixed on real validation videos" if metrics.get("threshold_source") == "given" else \
         "set on this split's real videos"
+    if "cgi/false_alarm" in metrics:
+        lines.append(f"cgi (not AI-generated): {metrics['cgi/false_alarm']:.3f} called generated "
+                     f"of {metrics['num_cgi']} videos")
     lines.append(f"({metrics['num_real']} real, {metrics['num_generated']} generated videos; "
                  f"threshold {metrics['threshold']!r} {source})")
     return "\n".join(lines)

@@ -87,8 +87,8 @@ def clip_features(clip: Clip, tools: Sequence[ForensicTool],
 def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: int, max_frames: int,
                    cache_dir: str | Path | None = None) -> tuple[list[dict[str, float]], np.ndarray, list[dict]]:
     """Features of every labelled video of a split (:class:`~vision.data.datasets.LabelledVideoDataset`, in video id
-    order): (feature dicts, nan = not measured; labels ``int64 [N]``, 1 = generated; the videos as
-    ``{video_id, generator, source}``).
+    order): (feature dicts, nan = not measured; labels ``int64 [N]``, 1 = generated, 0 = real, -1 = cgi; the videos
+    as ``{video_id, generator, family, source}``).
 
     With ``cache_dir``, each tool's features are cached in their own JSON file, keyed by the split file's content,
     the tool and its feature names, ``size`` and ``max_frames``; only the tools without a cache are run (each video
@@ -101,7 +101,7 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
     dataset = LabelledVideoDataset(split)
     samples = [dataset[i] for i in range(len(dataset))]
     labels = np.asarray([int(s["label"]) for s in samples], np.int64)
-    videos = [{"video_id": int(s["video_id"]), "generator": split.videos[s["video_id"]].get("generator"),
+    videos = [{"video_id": int(s["video_id"]), "generator": s["generator"], "family": s["family"],
                "source": split.videos[s["video_id"]].get("source")} for s in samples]
     content = Path(split_file).read_bytes()
     per_tool: dict[str, list[dict[str, float | None]]] = {}

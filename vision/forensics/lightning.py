@@ -76,14 +76,20 @@ class ForensicFeatureDataModule(ResumableDataModule):
             ``config`` (do not set them in ``data:``).
         cache_dir: feature cache folder (None: no cache).
         batch_size: training batch size (validation, test and prediction read their whole split in one batch).
-        exclude_generators: videos of these generators are left out of the training and validation splits
-            (leave-one-generator-out; test and predict splits keep every video).
+        exclude_generators / exclude_families: videos whose ``generator`` / ``family`` is listed are left out of the
+            training and validation splits (leave-one-generator-out, leave-family-out; test and predict splits keep
+            every video).
+
+    Videos labelled ``cgi`` (computer graphics that is not AI-generated) are neither class: training and validation
+    (which fits the calibration and threshold) leave them out; test and predict score them, and the evaluation
+    reports them apart (``cgi/false_alarm``).
     """
 
     def __init__(self, train_split: str, val_split: str, tools: Sequence[str] = DEFAULT_TOOLS,
                  image_size: int = ForensicsConfig.image_size, max_frames: int = ForensicsConfig.max_frames,
                  cache_dir: str | None = None, batch_size: int = 64, test_split: str | None = None,
-                 predict_split: str | None = None, exclude_generators: Sequence[str] = ()) -> None:
+                 predict_split: str | None = None, exclude_generators: Sequence[str] = (),
+                 exclude_families: Sequence[str] = ()) -> None:
         super().__init__()
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"batch_size must be an integer >= 1, got {batch_size!r}")
@@ -92,23 +98,28 @@ class ForensicFeatureDataModule(ResumableDataModule):
         self.test_split, self.predict_split = test_split, predict_split
         self.tools, self.image_size, self.max_frames = list(tools), image_size, max_frames
         self.cache_dir, self.batch_size = cache_dir, batch_size
-        self.exclude_generators = set(exclude_generators)
+        self.exclude_generators, self.exclude_families = set(exclude_generators), set(exclude_families)
         self.tool_objects = build_tools(self.tools)
         self.names = feature_names(self.tool_objects)
         self._arrays: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, list[dict]]] = {}
 
     def features(self, split: str, exclude: bool = False) -> tuple[np.ndarray, np.ndarray, list[dict]]:
-        """``(features float32 [N, F] (nan = missing), labels int64 [N], videos [{video_id, generator, source}])``
-        of a split file's labelled videos, without ``exclude_generators`` when ``exclude``."""
+        """``(features float32 [N, F] (nan = missing), labels int64 [N] (1 generated, 0 real, -1 cgi), videos
+        [{video_id, generator, family, source}])`` of a split file's labelled videos; with ``exclude`` (training and
+        validation) without the cgi videos and those of ``exclude_generators`` / ``exclude_families``."""
         if (split, exclude) not in self._arrays:
             rows, labels, videos = split_features(split, self.tool_objects, self.image_size, self.max_frames,
                                                   self.cache_dir)
             x = feature_matrix(rows, self.names)
-            if exclude and self.exclude_generators:
-                keep = np.array([v["generator"] not in self.exclude_generators for v in videos], bool)
+            if exclude:
+                keep = np.array([label >= 0 and not self.excluded(v) for v, label in zip(videos, labels)], bool)
                 x, labels, videos = x[keep], labels[keep], [v for v, k in zip(videos, keep) if k]
             self._arrays[(split, exclude)] = (x, labels, videos)
         return self._arrays[(split, exclude)]
+
+    def excluded(self, video: dict) -> bool:
+        """Whether a video (``{generator, family, ...}``) belongs to an excluded generator or family."""
+        return video.get("generator") in self.exclude_generators or video.get("family") in self.exclude_families
 
     def train_features(self) -> tuple[np.ndarray, np.ndarray]:
         """The training split's ``(features [N, F], labels [N])``; both classes required."""
@@ -241,14 +252,14 @@ class ForensicsModule(L.LightningModule):
 
     def _evaluate(self, stage: str, results: list[dict]) -> dict[str, Any]:
         """:func:`vision.evaluation.evaluate` of ``results`` against the split of ``stage`` at the detector's
-        threshold (without the videos of excluded generators when validating)."""
+        threshold (validation: only the videos it was given, without cgi and excluded generators / families)."""
         datamodule = self.trainer.datamodule
         path = datamodule.split_path(stage)
         split: Any = path
-        excluded = getattr(datamodule, "exclude_generators", set())
-        if stage == "validate" and excluded:
+        if stage == "validate":
             gt = read_json(path)
-            split = dict(gt, videos=[v for v in gt["videos"] if v.get("generator") not in excluded])
+            scored = {int(r["video_id"]) for r in results}
+            split = dict(gt, videos=[v for v in gt["videos"] if "label" not in v or int(v["id"]) in scored])
         return evaluate(split, results, "forensics", threshold=float(self.model.threshold))
 
     def _split_name(self, stage: str) -> str:
