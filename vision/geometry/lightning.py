@@ -22,6 +22,7 @@ emptied by every gather, so nothing of them lives in a checkpoint.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import lightning as L
@@ -33,6 +34,7 @@ from vision.evaluation.geometry import format_geometry_table
 from vision.geometry.evaluation import clip_results
 from vision.geometry.losses import geometry_losses
 from vision.geometry.task import GeometryConfig, build_model
+from vision.geometry.vggt_keys import load_vggt_weights
 from vision.training.collect import KeyedResults, log_metrics
 from vision.training.optim import decay_param_groups, warmup_cosine
 
@@ -50,11 +52,18 @@ class GeometryModule(L.LightningModule):
         lr, weight_decay, warmup_steps: AdamW with linear warm-up then cosine decay over the run.
         camera_weight, depth_weight, point_weight: loss weights (VGGT: camera 5, depth 1, points 1).
         match_weight: weight of the cross-view patch correspondence loss (0: off; > 0 needs ``config.match_dim``).
+        vggt_weights: optional local VGGT checkpoint (``model.safetensors`` / ``model.pt`` of VGGT-1B) loaded into
+            the backbone (``size: vggt_1b``) with :func:`vision.geometry.vggt_keys.load_vggt_weights` (strict) before
+            training: fine-tuning from VGGT. Read once when the module is built; checkpoints hold the weights.
+        freeze: backbone submodules kept fixed (no gradients), by name: e.g. ``["aggregator.patch_embed"]`` keeps
+            the DINOv2 patch embedding frozen while the rest fine-tunes (as VGGT's training does). A name that is
+            not a submodule of the backbone is an error.
     """
 
     def __init__(self, config: GeometryConfig = GeometryConfig(), lr: float = 1e-3, weight_decay: float = 0.05,
                  warmup_steps: int = 100, camera_weight: float = 5.0, depth_weight: float = 1.0,
-                 point_weight: float = 1.0, match_weight: float = 0.0) -> None:
+                 point_weight: float = 1.0, match_weight: float = 0.0, vggt_weights: str | None = None,
+                 freeze: Sequence[str] = ()) -> None:
         super().__init__()
         config = GeometryConfig.from_value(config)
         if match_weight > 0 and config.match_dim is None:
@@ -64,6 +73,14 @@ class GeometryModule(L.LightningModule):
         self.hparams["config"] = config.to_dict()
         self.config = config
         self.model = build_model(config)
+        if vggt_weights:
+            load_vggt_weights(self.model.backbone, vggt_weights)
+        modules = dict(self.model.backbone.named_modules())
+        for name in freeze:
+            if not name or name not in modules:
+                raise InputError(f"GeometryModule.freeze: {name!r} is not a submodule of the backbone (e.g. "
+                                 "'aggregator.patch_embed', 'camera_head')")
+            modules[name].requires_grad_(False)
         self.collectors = {stage: KeyedResults() for stage in _STAGES}
 
     def forward(self, images: torch.Tensor) -> dict[str, Any]:
