@@ -55,10 +55,19 @@ def test_graph_edges_and_deliberation() -> None:
     plan = plan_tools(_props(), list(results), rel)
     v = deliberate(graph, 0.9, 0.5, _props(), plan)
     assert v.verdict == "generated" and v.ranked_evidence[0]["statistic"] == "temporal.x"
-    assert v.ranked_evidence[0]["agrees_with_verdict"] and any(c["kind"] == "evidence" for c in v.conflicts)
-    assert any(c.get("agent") == "codec" for c in v.conflicts)
+    assert v.ranked_evidence[0]["agrees_with_verdict"]
+    # conflicts are sentences naming both tools and their z (no dicts), and the dissenting agent
+    assert all(isinstance(c, str) for c in v.conflicts)
+    assert any("temporal tool" in c and "z = +4.0" in c and "codec tool" in c and "z = -2.0" in c
+               for c in v.conflicts)
+    assert any(c.startswith("The codec agent") and "leans real" in c for c in v.conflicts)
     # close to the threshold with agents disagreeing: insufficient evidence
     assert deliberate(graph, 0.52, 0.5, _props(), plan).verdict == "insufficient evidence"
-    assert deliberate(graph, 0.1, 0.5, _props(), plan).verdict == "real"
+    # p < threshold, but temporal.x (|z| = 4, reliability 1.0) is strong evidence for generated from one tool:
+    # no longer "real" (changed deliberately with the strong-evidence rule; see test_report.py for the rule)
+    low = deliberate(graph, 0.1, 0.5, _props(), plan)
+    assert low.verdict == "insufficient evidence" and any("temporal.x at z = +4.0" in r for r in low.reasons)
+    weak = EvidenceGraph.build({k: results[k] for k in ("spectrum", "codec", "npr")}, rel)
+    assert deliberate(weak, 0.1, 0.5, _props(), plan).verdict == "real"
     frozen = deliberate(graph, 0.9, 0.5, _props(frozen=True), plan)
     assert frozen.verdict == "insufficient evidence" and "frozen" in frozen.reasons[0]

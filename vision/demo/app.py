@@ -62,8 +62,9 @@ DETECT_HELP = """**Detect an open vocabulary.** Upload a video or an image and t
 vocabulary get solid boxes with a filled tag in their class colour; objects the detector rejects as *unknown*
 (outside the vocabulary) get dashed white boxes."""
 FORENSICS_HELP = """**Is this video AI-generated?** Upload a video: the forensic tools measure it, the evidence graph shows
-which measurements point to *generated* (red) or *real* (green) and where they agree or contradict, and the
-verdict comes with a calibrated probability (or *insufficient evidence*)."""
+the strongest measurements pointing to *generated* (red) or *real* (green) and the strongest links where they
+agree or contradict, and the verdict comes with a calibrated probability (or *insufficient evidence*) and its reasons.
+The report below says, per measurement, what real and generated clips typically show, and states the conflicts."""
 
 
 def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -3,13 +3,16 @@ regions drawn, and plots, all embedded as base64 PNGs; no external files or scri
 
 Plots are drawn with OpenCV (no plotting dependency): the z-scores of the strongest evidence against the real
 reference, and per-tool curves (radial spectrum profile, second-order temporal differences, flow magnitude).
+
+The page is written for a person: the reasons (including what the threshold is), each evidence row with what real
+and generated clips typically show and where this clip lies (:func:`vision.forensics.evidence.locate`), and the
+conflicts as sentences.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ import numpy as np
 from vision.data.io import atomic_write_bytes, atomic_write_json
 from vision.forensics.tools.base import Clip
 
-__all__ = ["png_base64", "bar_plot", "line_plot", "thumbnails", "render_html", "write_report"]
+__all__ = ["png_base64", "bar_plot", "line_plot", "thumbnails", "render_html", "write_report", "evidence_rows"]
 
 
 def png_base64(image: np.ndarray) -> str:
@@ -108,6 +111,28 @@ def _plots(report: dict[str, Any], extras: dict[str, dict[str, Any]]) -> list[tu
     return plots
 
 
+def _typical(e: dict[str, Any]) -> str:
+    """What real (and generated) clips typically show, for reports made before ``typical`` existed too."""
+    if e.get("typical"):
+        return e["typical"]
+    if e.get("ref_mean") is None or e.get("ref_std") is None:
+        return f"this clip: {e['value']:.3g} (no reference)"
+    return f"real clips: {e['ref_mean']:.3g} ± {e['ref_std']:.3g}; this clip: {e['value']:.3g}"
+
+
+def evidence_rows(ranked: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The evidence table of a report as text: ``{"statistic", "typical", "z", "points to", "why", "what"}`` per
+    ranked item (``points to`` says whether it agrees with the verdict)."""
+    rows = []
+    for e in ranked:
+        agrees = e.get("agrees_with_verdict")
+        points = e["direction"] + ("" if agrees is None else " (agrees)" if agrees else " (against the verdict)")
+        rows.append({"statistic": e["statistic"], "typical": _typical(e),
+                     "z": "" if e.get("z") is None else f"{e['z']:+.2f}", "points to": points,
+                     "why": e.get("position") or "", "what": e.get("description") or ""})
+    return rows
+
+
 def render_html(report: dict[str, Any], clip: Clip, extras: dict[str, dict[str, Any]]) -> str:
     """The self-contained HTML page of a report."""
     v = report["verdict"]
@@ -117,20 +142,22 @@ def render_html(report: dict[str, Any], clip: Clip, extras: dict[str, dict[str, 
              "<style>body{font-family:sans-serif;margin:20px}td,th{border:1px solid #ccc;padding:3px 6px;"
              "font-size:13px}table{border-collapse:collapse}img{margin:4px;border:1px solid #999}</style></head><body>",
              f"<h1>Verdict: {esc(v['verdict'])}</h1>",
-             f"<p>Probability generated: <b>{prob}</b> (threshold {v['threshold']:.3f}); clip "
-             f"{esc(str(report['clip']['name']))}, {report['clip']['num_frames']} frames.</p>",
+             f"<p>Calibrated probability of generated: <b>{prob}</b> (threshold {v['threshold']:.3f}, set on real "
+             f"validation clips: see the reasons); clip {esc(str(report['clip']['name']))}, "
+             f"{report['clip']['num_frames']} frames.</p>",
              "<h2>Reasons</h2><ul>" + "".join(f"<li>{esc(r)}</li>" for r in v["reasons"]) + "</ul>",
-             "<h2>Ranked evidence</h2><table><tr><th>statistic</th><th>value</th><th>real mean &plusmn; std</th>"
-             "<th>z</th><th>points to</th><th>frames</th><th>region</th><th>what</th></tr>"]
-    for e in v["ranked_evidence"]:
-        ref = "" if e["ref_mean"] is None else f"{e['ref_mean']:.4g} &plusmn; {e['ref_std']:.3g}"
-        parts.append(f"<tr><td>{esc(e['statistic'])}</td><td>{e['value']:.4g}</td><td>{ref}</td>"
-                     f"<td>{(e['z'] or 0):+.2f}</td><td>{esc(e['direction'])}</td><td>{esc(str(e['frames'][:6]))}</td>"
-                     f"<td>{esc(str(e['region']))}</td><td>{esc(e['description'])}</td></tr>")
-    parts.append("</table><h2>Conflicts</h2><ul>")
-    for c in v["conflicts"]:
-        parts.append(f"<li>{esc(json.dumps(c, sort_keys=True))}</li>")
-    parts.append("</ul><h2>Agents</h2><ul>" + "".join(f"<li>{esc(a)}: {s:+.3f}</li>" for a, s in v["agents"].items())
+             "<h2>Ranked evidence</h2><p>z: standard deviations from the mean of real clips.</p><table><tr>"
+             "<th>statistic</th><th>real and generated clips typically; this clip</th><th>z</th><th>points to</th>"
+             "<th>why</th><th>frames</th><th>region</th><th>what</th></tr>"]
+    for e, row in zip(v["ranked_evidence"], evidence_rows(v["ranked_evidence"])):
+        parts.append(f"<tr><td>{esc(row['statistic'])}</td><td>{esc(row['typical'])}</td><td>{row['z']}</td>"
+                     f"<td>{esc(row['points to'])}</td><td>{esc(row['why'])}</td><td>{esc(str(e['frames'][:6]))}</td>"
+                     f"<td>{esc(str(e['region']))}</td><td>{esc(row['what'])}</td></tr>")
+    parts.append("</table><h2>Conflicts</h2>")
+    parts.append("<ul>" + "".join(f"<li>{esc(str(c))}</li>" for c in v["conflicts"]) + "</ul>" if v["conflicts"]
+                 else "<p>No strong evidence contradicts other strong evidence.</p>")
+    parts.append("<h2>Agents</h2><p>Each agent's weighted vote of its tools' evidence, from -1 (all real) to +1 "
+                 "(all generated).</p><ul>" + "".join(f"<li>{esc(a)}: {s:+.3f}</li>" for a, s in v["agents"].items())
                  + "</ul><h2>Tool plan</h2><table><tr><th>tool</th><th>run</th><th>weighed</th><th>reason</th></tr>")
     for p in report["plan"]:
         parts.append(f"<tr><td>{esc(p['tool'])}</td><td>{p['run']}</td><td>{p['weigh']}</td>"
