@@ -12,7 +12,10 @@ from vision.forensics.tools.base import Clip, Evidence, ForensicTool, ToolResult
 from vision.forensics.tools.codec import CodecTool
 from vision.forensics.tools.geometry import GeometryTool
 from vision.forensics.tools.motion import MotionTool
+from vision.forensics.tools.noise import NoiseTool
 from vision.forensics.tools.npr import NPRTool
+from vision.forensics.tools.periodicity import PeriodicityTool
+from vision.forensics.tools.planar import PlanarTool
 from vision.forensics.tools.residual import ResidualTool
 from vision.forensics.tools.spectrum import SpectrumTool
 from vision.forensics.tools.temporal import TemporalTool
@@ -20,18 +23,22 @@ from vision.forensics.tools.temporal import TemporalTool
 __all__ = ["Clip", "Evidence", "ForensicTool", "ToolResult", "fit_reference", "not_applicable", "TOOL_NAMES",
            "build_tools", "run_tools", "feature_names"]
 
-TOOL_NAMES = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry")
+TOOL_NAMES = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry", "periodicity", "planar",
+              "noise")
 _CLASSES = {"spectrum": SpectrumTool, "residual": ResidualTool, "npr": NPRTool, "temporal": TemporalTool,
-            "motion": MotionTool, "codec": CodecTool, "geometry": GeometryTool}
+            "motion": MotionTool, "codec": CodecTool, "geometry": GeometryTool, "periodicity": PeriodicityTool,
+            "planar": PlanarTool, "noise": NoiseTool}
+_BACKBONE_TOOLS = {"geometry", "planar"}  # tools that take the optional geometry backbone
 
 
 def build_tools(names: Sequence[str] = TOOL_NAMES, backbone: torch.nn.Module | None = None) -> list[ForensicTool]:
-    """Instantiate tools by name (``backbone`` goes to the geometry tool); unknown names raise ``InputError``."""
+    """Instantiate tools by name (``backbone`` goes to the geometry and planar tools); unknown names raise
+    ``InputError``."""
     tools: list[ForensicTool] = []
     for name in names:
         if name not in _CLASSES:
             raise InputError(f"unknown forensic tool {name!r}; choose from {', '.join(TOOL_NAMES)}")
-        tools.append(GeometryTool(backbone=backbone) if name == "geometry" else _CLASSES[name]())
+        tools.append(_CLASSES[name](backbone=backbone) if name in _BACKBONE_TOOLS else _CLASSES[name]())
     return tools
 
 
