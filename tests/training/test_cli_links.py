@@ -60,3 +60,27 @@ def test_tools_and_max_frames_are_linked_too():
 def test_classes_without_the_linked_fields_are_left_alone():
     cli = _cli("--model", f"{__name__}.PlainModule", "--data", f"{__name__}.ImageData", "--data.image_size", "40")
     assert cli.datamodule.image_size == 40
+
+
+@dataclasses.dataclass
+class OptionalConfig(TaskConfig):
+    encoder: str | None = "minilm"
+    name: str = "x"
+
+
+class OptionalModule(L.LightningModule):
+    def __init__(self, config: OptionalConfig = OptionalConfig()) -> None:
+        super().__init__()
+        self.config = OptionalConfig.from_value(config)
+
+
+def test_a_dotted_null_override_gives_none_not_the_string_none():
+    # jsonargparse turns --model.init_args.config.<field> null into "None" in subclass mode; the CLI restores None
+    # for fields whose type admits it, and leaves a plain str field's value alone
+    for args in (["--model.init_args.config.encoder", "null"], ["--model.init_args.config.encoder=null"],
+                 ["--model.init_args.config", '{"encoder": null}']):
+        cli = _cli("--model", f"{__name__}.OptionalModule", *args, "--data", f"{__name__}.ImageData")
+        assert cli.model.config.encoder is None, args
+    cli = _cli("--model", f"{__name__}.OptionalModule", "--model.init_args.config.name", "None",
+               "--data", f"{__name__}.ImageData")
+    assert cli.model.config.name == "None" and cli.model.config.encoder == "minilm"

@@ -9,5 +9,8 @@
 - :mod:`vision.prepare.vos`: ``vision-prepare-vos`` (``datasets/prepare_vos.py``), DAVIS 2017 / YouTube-VOS / MOSE
   folders -> a COCO-video split;
 - :mod:`vision.prepare.colmap`: ``vision-prepare-colmap`` (``datasets/prepare_colmap.py``), a COLMAP text model ->
-  an unordered multi-view split with cameras (first view = world frame).
+  an unordered multi-view split with cameras (first view = world frame);
+- :mod:`vision.prepare.co3d`: ``vision-prepare-co3d`` (``datasets/prepare_co3d.py``), a CO3Dv2 category -> one
+  unordered multi-view video per sequence with cameras (view 0 = world frame), optional depth and the object's mask
+  track.
 """

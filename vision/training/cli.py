@@ -23,7 +23,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import sys
+import typing
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -67,6 +70,26 @@ class VisionCLI(LightningCLI):
         parser.add_argument("--results", type=Optional[str], default=None,
                             help="predict: the merged COCO-format results file to write "
                                  "(default <trainer.default_root_dir>/predictions.json)")
+
+    def before_instantiate_classes(self) -> None:
+        """Restore ``None`` in the model's config: jsonargparse (4.x, subclass mode) turns a dotted override such as
+        ``--model.init_args.config.text_encoder null`` into the string ``"None"``; a field whose type admits None
+        and that holds that string gets None back (no such field takes the word "None" as a name)."""
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        model = config.get("model")
+        fields = model.get("init_args", {}).get("config") if model is not None else None
+        if fields is None or not hasattr(fields, "items"):
+            return
+        try:
+            module_name, _, class_name = str(model["class_path"]).rpartition(".")
+            module_class = getattr(importlib.import_module(module_name), class_name)
+            cls = typing.get_type_hints(module_class.__init__)["config"]
+            hints = typing.get_type_hints(cls) if dataclasses.is_dataclass(cls) else {}
+        except (ImportError, AttributeError, KeyError, TypeError, ValueError, NameError):
+            return
+        for name, value in list(fields.items()):
+            if value == "None" and type(None) in typing.get_args(hints.get(name)):
+                fields[name] = None
 
     def before_predict(self) -> None:
         results = self.config.get("predict", {}).get("results") if self.subcommand == "predict" else None
