@@ -81,3 +81,17 @@ def test_a_threshold_read_back_from_its_float32_buffer_passes_ties_with_the_quan
     p = det.probability(torch.as_tensor(vx)).detach()
     assert det.threshold.dtype == torch.float32 and bool((p < det.threshold).all())
     assert float(det.threshold) == float(np.nextafter(np.float32(p[0]), np.float32(1)))
+
+
+def test_an_older_state_dict_without_the_generated_reference_loads_with_it_unknown():
+    from vision.forensics.model import ForensicDetector
+
+    detector = ForensicDetector(["a.x", "b.y"], hidden=4, dropout=0.0)
+    features = np.array([[0.0, 1.0], [1.0, 2.0], [5.0, 2.0], [6.0, 4.0]])
+    detector.set_reference(features, np.array([0, 0, 1, 1]))
+    assert detector.reference()["a.x"]["gen_mean"] == pytest.approx(5.5)
+    old = {k: v for k, v in detector.state_dict().items() if k not in ("gen_mean", "gen_std", "pass_rate")}
+    fresh = ForensicDetector(["a.x", "b.y"], hidden=4, dropout=0.0)
+    fresh.load_state_dict(old)
+    assert "gen_mean" not in fresh.reference()["a.x"] and float(fresh.pass_rate) == pytest.approx(0.95)
+    assert fresh.reference()["a.x"]["mean"] == pytest.approx(0.5)

@@ -15,6 +15,7 @@ from vision.errors import DataError, VideoError
 from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
 from vision.forensics.predictor import ForensicsPredictor, analyze_to_report
 from vision.forensics.task import ForensicsConfig, load
+from vision.forensics.tools import TOOL_NAMES
 from vision.training.checkpoint_io import load_checkpoint
 
 VERDICTS = {"generated", "real", "insufficient evidence"}
@@ -52,7 +53,10 @@ def test_checkpoint_holds_calibration_and_reliability(trained_checkpoint: Path) 
     ckpt = load_checkpoint(trained_checkpoint)
     state = ckpt["state_dict"]
     assert float(state["model.platt_a"]) > 0 and 0 < float(state["model.threshold"]) <= 1.0 + 1e-6
-    assert state["model.reliability"].shape == (7,) and float(state["model.reliability"].min()) >= 0.5
+    assert state["model.reliability"].shape == (len(TOOL_NAMES),) and float(state["model.reliability"].min()) >= 0.5
+    assert float(state["model.pass_rate"]) == pytest.approx(0.95)
+    known = torch.isfinite(state["model.gen_mean"])  # the generated side's reference, for the evidence rows
+    assert known.any() and bool((state["model.gen_std"][known] > 0).all())
     detector, config = load(trained_checkpoint)
     assert config.image_size == SIZE and config.max_frames == FRAMES and config.hidden == 16
     predictor = ForensicsPredictor.from_checkpoint(trained_checkpoint)

@@ -19,7 +19,7 @@ All of these are buffers of :class:`ForensicDetector`, so a checkpoint of it hol
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -54,8 +54,10 @@ class ForensicDetector(nn.Module):
         hidden / dropout: MLP width and dropout (defaults: :class:`vision.forensics.task.ForensicsConfig`).
 
     Buffers (saved in checkpoints): ``feat_mean`` / ``feat_std`` ``[F]``, ``logit_scale``, ``anom_mean``,
-    ``anom_std``, ``platt_a``, ``platt_b``, ``threshold`` (calibrated-probability threshold) ``[]``,
-    ``ref_mean`` / ``ref_std`` / ``ref_sign`` ``[F]`` (the real-video reference, also used for evidence items) and
+    ``anom_std``, ``platt_a``, ``platt_b``, ``threshold`` (calibrated-probability threshold) and ``pass_rate`` (the
+    share of real validation videos below it) ``[]``, ``ref_mean`` / ``ref_std`` / ``ref_sign`` ``[F]`` (the real-video reference, also used for evidence items),
+    ``gen_mean`` / ``gen_std`` ``[F]`` (the same over generated training videos, nan where unknown: the evidence rows
+    say what generated clips typically show; a checkpoint written before they existed loads with nan) and
     ``reliability`` ``[T]`` (per tool of :attr:`tools`, its best single-feature validation AUC; 0.5 = unknown).
     """
 
@@ -73,8 +75,18 @@ class ForensicDetector(nn.Module):
                             ("logit_scale", torch.tensor(1.0)), ("anom_mean", torch.tensor(0.0)),
                             ("anom_std", torch.tensor(1.0)), ("platt_a", torch.tensor(1.0)),
                             ("platt_b", torch.tensor(0.0)), ("threshold", torch.tensor(0.5)),
-                            ("reliability", torch.full((len(self.tools),), 0.5))):
+                            ("pass_rate", torch.tensor(0.95)),
+                            ("reliability", torch.full((len(self.tools),), 0.5)),
+                            ("gen_mean", torch.full((n,), float("nan"))), ("gen_std", torch.full((n,), float("nan")))):
             self.register_buffer(name, value)
+        self._register_load_state_dict_pre_hook(self._fill_generated_reference)
+
+    def _fill_generated_reference(self, state_dict: dict, prefix: str, *args: Any) -> None:
+        """A state dict without the generated-side reference or the pass rate (an older checkpoint) loads with the
+        reference unknown (nan) and the pass rate of every config before it, 0.95."""
+        for name in ("gen_mean", "gen_std"):
+            state_dict.setdefault(prefix + name, torch.full_like(getattr(self, name), float("nan")))
+        state_dict.setdefault(prefix + "pass_rate", torch.tensor(0.95))  # every config before it used 0.95
 
     def set_normalisation(self, features: np.ndarray) -> None:
         """Standardisation statistics from a training matrix ``[N, F]`` (nan ignored)."""
@@ -86,7 +98,8 @@ class ForensicDetector(nn.Module):
         self.feat_std.copy_(torch.as_tensor(std, dtype=torch.float32))
 
     def set_reference(self, features: np.ndarray, labels: np.ndarray) -> None:
-        """Real-video reference (mean, std over real rows) and the sign of (generated mean - real mean)."""
+        """Real-video reference (mean, std over real rows), the sign of (generated mean - real mean) and the
+        generated side's mean and std (nan with fewer than 2 generated values)."""
         real, fake = features[labels == 0], features[labels == 1]
         for j in range(features.shape[1]):
             r = real[:, j][np.isfinite(real[:, j])]
@@ -95,11 +108,19 @@ class ForensicDetector(nn.Module):
                 self.ref_mean[j] = float(r.mean())
                 self.ref_std[j] = float(max(r.std(ddof=1), 1e-6 * max(1.0, abs(r.mean()))))
                 self.ref_sign[j] = float(np.sign(f.mean() - r.mean())) if f.size else 0.0
+            if f.size >= 2:
+                self.gen_mean[j] = float(f.mean())
+                self.gen_std[j] = float(max(f.std(ddof=1), 1e-6 * max(1.0, abs(f.mean()))))
 
     def reference(self) -> dict[str, dict[str, float]]:
-        """The reference as ``{feature: {"mean", "std", "sign"}}`` (the tools' evidence format)."""
-        return {name: {"mean": float(self.ref_mean[j]), "std": float(self.ref_std[j]),
-                       "sign": float(self.ref_sign[j])} for j, name in enumerate(self.feature_names)}
+        """The reference as ``{feature: {"mean", "std", "sign"[, "gen_mean", "gen_std"]}}`` (the tools' evidence
+        format; the generated side only where it is known)."""
+        out = {}
+        for j, name in enumerate(self.feature_names):
+            out[name] = {"mean": float(self.ref_mean[j]), "std": float(self.ref_std[j]), "sign": float(self.ref_sign[j])}
+            if bool(torch.isfinite(self.gen_mean[j])) and bool(torch.isfinite(self.gen_std[j])):
+                out[name].update(gen_mean=float(self.gen_mean[j]), gen_std=float(self.gen_std[j]))
+        return out
 
     def tool_reliability(self) -> dict[str, float]:
         """``{tool: reliability}`` (the ``reliability`` buffer by tool name)."""
@@ -207,6 +228,7 @@ def calibrate(model: ForensicDetector, val_x: np.ndarray, val_y: np.ndarray, pas
     probs = model.probability(x).cpu().numpy()
     if (val_y == 0).any():
         model.threshold.fill_(threshold_from_real(probs[val_y == 0], pass_rate, dtype=np.float32))
+        model.pass_rate.fill_(pass_rate)
     reliability = tool_reliability(np.asarray(val_x, np.float32), val_y, model.feature_names)
     model.reliability.copy_(torch.tensor([reliability.get(t, 0.5) for t in model.tools], dtype=torch.float32))
     model.train(was_training)

@@ -94,8 +94,9 @@ class ForensicsPredictor:
         for p in plan:  # a tool may find out while measuring that it cannot apply
             if p["run"] and not results[p["tool"]].applicable:
                 p["run"], p["weigh"], p["reason"] = False, False, results[p["tool"]].reason
-        graph = EvidenceGraph.build(results, self.reliability, weighed)
-        verdict = deliberate(graph, probability, float(self.detector.threshold), props, plan)
+        graph = EvidenceGraph.build(results, self.reliability, weighed, reference=reference)
+        verdict = deliberate(graph, probability, float(self.detector.threshold), props, plan,
+                             pass_rate=float(self.detector.pass_rate))
         report = {
             "clip": {"name": clip.name, "num_frames": clip.num_frames, "width": clip.width, "height": clip.height,
                      "fps": clip.fps, "path": None if clip.path is None else str(clip.path)},
