@@ -87,11 +87,11 @@ train-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train
 	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
 	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt
 
-# make train uses a smaller, faster preset of the AIGV benchmark (about 4 min); benchmarks/bench_forensics.py
+# make train uses a smaller, faster preset of the AIGV benchmark (about 4-5 min); benchmarks/bench_forensics.py
 # uses the full one (python datasets/prepare_aigv.py --out datasets/aigv).
 AIGV := datasets/aigv_quick
 train-forensics: setup
-	test -f $(AIGV)/test_crf28.json || $(BIN)/python datasets/prepare_aigv.py --out $(AIGV) --steps 200 \
+	test -f $(AIGV)/test_chain.json || $(BIN)/python datasets/prepare_aigv.py --out $(AIGV) --steps 200 \
 	  --max-source-frames 150 --render-scenes 4
 	$(BIN)/python tools/train.py --config configs/forensics/tiny.yaml $(call resume,forensics/tiny) \
 	  --data.init_args.train_split $(AIGV)/train.json --data.init_args.val_split $(AIGV)/val.json \
@@ -102,6 +102,9 @@ train-forensics: setup
 	$(call test_ckpt,forensics/tiny) --data.init_args.train_split $(AIGV)/train.json \
 	  --data.init_args.val_split $(AIGV)/val.json --data.init_args.cache_dir $(AIGV)/feature_cache \
 	  --data.init_args.test_split $(AIGV)/test_crf28.json
+	$(call test_ckpt,forensics/tiny) --data.init_args.train_split $(AIGV)/train.json \
+	  --data.init_args.val_split $(AIGV)/val.json --data.init_args.cache_dir $(AIGV)/feature_cache \
+	  --data.init_args.test_split $(AIGV)/test_chain.json
 
 clean-venv:
 	rm -rf $(VENV)

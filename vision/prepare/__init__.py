@@ -1,7 +1,8 @@
 """Dataset converters and builders, each a module with a ``main(argv=None) -> int`` installed as a console script:
 
 - :mod:`vision.prepare.aigv`: ``vision-prepare-aigv`` (``datasets/prepare_aigv.py``), the built-in AIGV forensics
-  benchmark (its learned generators in :mod:`vision.prepare.aigv_generators`);
+  benchmark (its learned generators in :mod:`vision.prepare.aigv_generators`, the other generator families in
+  :mod:`vision.prepare.aigv_families`);
 - :mod:`vision.prepare.genvideo`: ``vision-prepare-genvideo`` (``datasets/prepare_genvideo.py``), GenVideo-style
   folders -> splits;
 - :mod:`vision.prepare.oov_coco`: ``vision-prepare-oov-coco`` (``datasets/prepare_oov_coco.py``), OOV-COCO /
