@@ -80,9 +80,10 @@ def make_tiny_split(root: Path) -> dict[str, Path]:
 
 
 def train_tiny_checkpoint(tiny_split: dict[str, Path], out: Path, epochs: int = 20,
-                          tools: list[str] | None = None) -> Path:
+                          tools: list[str] | None = None, max_frames: int = FRAMES) -> Path:
     """Train a ForensicsModule on ``tiny_split`` for ``epochs`` (validating, and so calibrating, at the end) and
-    save ``out/last.ckpt`` (also used by the demo tests). ``tools``: default every tool."""
+    save ``out/last.ckpt`` (also used by the demo tests). ``tools``: default every tool; ``max_frames``: frames
+    analysed per clip."""
     import lightning as L
 
     from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
@@ -90,9 +91,9 @@ def train_tiny_checkpoint(tiny_split: dict[str, Path], out: Path, epochs: int = 
     from vision.training.checkpoint_io import AtomicCheckpointIO
 
     torch.manual_seed(0)
-    config = ForensicsConfig(tools=list(tools or DEFAULT_TOOLS), hidden=16, image_size=SIZE, max_frames=FRAMES)
+    config = ForensicsConfig(tools=list(tools or DEFAULT_TOOLS), hidden=16, image_size=SIZE, max_frames=max_frames)
     dm = ForensicFeatureDataModule(str(tiny_split["train"]), str(tiny_split["val"]), tools=config.tools,
-                                   image_size=SIZE, max_frames=FRAMES, cache_dir=str(out / "cache"), batch_size=8)
+                                   image_size=SIZE, max_frames=max_frames, cache_dir=str(out / "cache"), batch_size=8)
     model = ForensicsModule(config=config, lr=1e-2)
     trainer = L.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False,
