@@ -3,16 +3,23 @@
 A clip for the detector is the first ``max_frames`` frames of a video, resized so that the shorter side is
 ``size`` (the config's ``image_size``) and centre-cropped to ``size x size`` (the training clips of
 ``datasets/prepare_aigv.py`` are square).
+
+Tools that take the geometry backbone (``geometry``, ``planar``) are given it wrapped in :class:`ToolBackbone` (CPU
+images in, CPU float32 outputs out, whatever device the backbone sits on); the feature cache of such a tool is keyed
+by the backbone's weights too (:func:`backbone_fingerprint`), so features of another backbone are never read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import torch
+from torch import nn
 
 from vision.data.io import MAX_INPUT_PIXELS, atomic_write_json
 from vision.data.video import probe_video, read_video
@@ -20,7 +27,88 @@ from vision.errors import InputError
 from vision.forensics.tools import ForensicTool, ToolResult, run_tools
 from vision.forensics.tools.base import Clip
 
-__all__ = ["load_clip", "frames_to_clip", "clip_features", "split_features"]
+__all__ = ["load_clip", "frames_to_clip", "clip_features", "split_features", "ToolBackbone",
+           "backbone_fingerprint"]
+
+
+class ToolBackbone(nn.Module):
+    """A frozen geometry backbone as the forensic tools call it.
+
+    ``forward(images)``: ``float [B, S, 3, H, W]`` in [0, 1] on any device (the tools make them on the CPU) -> the
+    backbone's output dict (:class:`vision.geometry.model.GeometryBackbone`: ``extrinsics [B, S, 3, 4]``,
+    ``intrinsics``, ``depth [B, S, H, W, 1]``, ``depth_conf``, ``world_points``, ``pose_enc`` ...) with every tensor
+    detached, float32 (floating ones) and on the CPU, computed without gradients on the backbone's own device and
+    dtype. The tools read ``aggregator.img_size`` and ``patch_size`` (the backbone's). The wrapped backbone is
+    shared, not copied: weights loaded into it later (a checkpoint restore) are the ones used.
+    """
+
+    def __init__(self, backbone: nn.Module) -> None:
+        super().__init__()
+        self.inner = backbone
+
+    @property
+    def aggregator(self) -> nn.Module:
+        return self.inner.aggregator
+
+    @property
+    def patch_size(self) -> int:
+        return int(self.inner.patch_size)
+
+    def train(self, mode: bool = True) -> "ToolBackbone":
+        """The backbone stays in eval mode (it is frozen)."""
+        return super().train(False)
+
+    @torch.no_grad()
+    def forward(self, images: torch.Tensor) -> dict:
+        param = next(self.inner.parameters(), None)
+        if param is not None:  # the backbone's device and dtype (a bf16-true run converts the weights)
+            images = images.to(device=param.device, dtype=param.dtype)
+        return _to_cpu(self.inner(images))
+
+
+def _to_cpu(value: object) -> object:
+    if isinstance(value, torch.Tensor):
+        value = value.detach()
+        return (value.float() if value.is_floating_point() else value).cpu()
+    if isinstance(value, dict):
+        return {k: _to_cpu(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(v) for v in value)
+    return value
+
+
+#: backbone -> (the state's stamp, its fingerprint); entries go with their module
+_FINGERPRINTS: "weakref.WeakKeyDictionary[nn.Module, tuple[tuple, str]]" = weakref.WeakKeyDictionary()
+
+
+def _stamp(state: dict[str, torch.Tensor]) -> tuple | None:
+    """Which storage and version every tensor has (None for inference tensors, which have no version counter)."""
+    try:
+        return tuple((name, t.data_ptr(), t._version, str(t.device)) for name, t in state.items())
+    except RuntimeError:
+        return None
+
+
+def backbone_fingerprint(backbone: nn.Module) -> str:
+    """A 16-hex-digit SHA-1 of a module's state (every tensor's name, dtype, shape and bytes, in state-dict order;
+    a :class:`ToolBackbone` hashes the backbone it wraps). Recomputed only when a tensor was replaced or changed in
+    place since the last call (its storage or version counter differs)."""
+    if isinstance(backbone, ToolBackbone):
+        backbone = backbone.inner
+    state = backbone.state_dict(keep_vars=True)
+    stamp = _stamp(state)
+    memo = _FINGERPRINTS.get(backbone)
+    if stamp is not None and memo is not None and memo[0] == stamp:
+        return memo[1]
+    digest = hashlib.sha1()
+    for name, tensor in state.items():
+        tensor = tensor.detach().cpu().contiguous()
+        digest.update(json.dumps([name, str(tensor.dtype), list(tensor.shape)]).encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    fingerprint = digest.hexdigest()[:16]
+    if stamp is not None:
+        _FINGERPRINTS[backbone] = (stamp, fingerprint)
+    return fingerprint
 
 
 def _centre_square(frames: np.ndarray, size: int) -> np.ndarray:
@@ -91,8 +179,9 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
     as ``{video_id, generator, family, source}``).
 
     With ``cache_dir``, each tool's features are cached in their own JSON file, keyed by the split file's content,
-    the tool and its feature names, ``size`` and ``max_frames``; only the tools without a cache are run (each video
-    decoded once for all of them), so any subset of cached tools is read without decoding.
+    the tool and its feature names, ``size`` and ``max_frames``, and, for a tool holding a geometry backbone
+    (``tool.backbone``), the backbone's :func:`backbone_fingerprint`; only the tools without a cache are run (each
+    video decoded once for all of them), so any subset of cached tools is read without decoding.
     """
     from vision.data.coco import load_split
     from vision.data.datasets import LabelledVideoDataset
@@ -121,8 +210,11 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
         for tool in missing:
             path = _cache_path(cache_dir, split_file, content, tool, size, max_frames)
             if path is not None:
-                atomic_write_json(path, {"tool": tool.name, "video_ids": [v["video_id"] for v in videos],
-                                         "features": fresh[tool.name]})
+                record = {"tool": tool.name, "video_ids": [v["video_id"] for v in videos],
+                          "features": fresh[tool.name]}
+                if getattr(tool, "backbone", None) is not None:
+                    record["backbone"] = backbone_fingerprint(tool.backbone)
+                atomic_write_json(path, record)
         per_tool.update(fresh)
     rows: list[dict[str, float]] = [{} for _ in samples]
     for tool in tools:
@@ -135,5 +227,8 @@ def _cache_path(cache_dir: str | Path | None, split_file: str | Path, content: b
                 max_frames: int) -> Path | None:
     if cache_dir is None:
         return None
-    key_src = content + json.dumps([tool.name, list(tool.feature_names), size, max_frames]).encode()
+    key = [tool.name, list(tool.feature_names), size, max_frames]
+    if getattr(tool, "backbone", None) is not None:  # features of another backbone are other features
+        key.append(backbone_fingerprint(tool.backbone))
+    key_src = content + json.dumps(key).encode()
     return Path(cache_dir) / f"{Path(split_file).stem}_{tool.name}_{hashlib.sha1(key_src).hexdigest()[:16]}.json"

@@ -19,6 +19,13 @@ pairs for :class:`vision.training.writer.ResultsWriter` and prints the threshold
 Results: ``score`` = calibrated probability of generated; ``verdict`` = ``generated`` when ``score >= threshold``,
 else ``real`` (the detector's decision; the evidence-graph verdict of a single video is
 :meth:`ForensicsPredictor.analyze`'s).
+
+Geometry backbone (``config.geometry``): the module holds the shared geometry backbone frozen (``self.backbone``:
+eval mode, no gradients, not in the optimizer), started from ``geometry_checkpoint`` (a ``GeometryModule``
+checkpoint of that size); the forensic checkpoint keeps its weights under ``backbone.``. In ``setup`` the module hands
+it to the datamodule (:meth:`ForensicFeatureDataModule.set_backbone`), whose ``geometry`` and ``planar`` tools then
+measure its cues, so the features of every stage come from the very weights the checkpoint holds (those restored
+from ``--ckpt_path`` included: the datamodule shares the module, it does not copy it).
 """
 
 from __future__ import annotations
@@ -36,9 +43,9 @@ from vision.data.datamodule import EVAL_STAGES, ResumableDataModule
 from vision.errors import DataError, InputError
 from vision.evaluation.evaluate import evaluate
 from vision.evaluation.forensics import format_forensics
-from vision.forensics.features import split_features
+from vision.forensics.features import ToolBackbone, backbone_fingerprint, split_features
 from vision.forensics.model import calibrate, feature_matrix, training_loss
-from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, build_model
+from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, build_backbone, build_model, load_geometry_backbone
 from vision.forensics.tools import build_tools, feature_names
 from vision.training.collect import KeyedResults, gather_unique, log_metrics
 
@@ -83,6 +90,12 @@ class ForensicFeatureDataModule(ResumableDataModule):
     Videos labelled ``cgi`` (computer graphics that is not AI-generated) are neither class: training and validation
     (which fits the calibration and threshold) leave them out; test and predict score them, and the evaluation
     reports them apart (``cgi/false_alarm``).
+
+    Geometry backbone: :meth:`set_backbone` (called by :meth:`ForensicsModule.setup` with the module's frozen
+    backbone) gives it to the ``geometry`` and ``planar`` tools; ``names`` then include their backbone features, and
+    the feature cache and the in-memory features are keyed by the backbone's weights
+    (:func:`~vision.forensics.features.backbone_fingerprint`). Features are extracted on first use (the module's
+    ``setup`` in ``fit``, else the dataloaders), after the module has handed its backbone over.
     """
 
     def __init__(self, train_split: str, val_split: str, tools: Sequence[str] = DEFAULT_TOOLS,
@@ -99,23 +112,35 @@ class ForensicFeatureDataModule(ResumableDataModule):
         self.tools, self.image_size, self.max_frames = list(tools), image_size, max_frames
         self.cache_dir, self.batch_size = cache_dir, batch_size
         self.exclude_generators, self.exclude_families = set(exclude_generators), set(exclude_families)
+        self.backbone: torch.nn.Module | None = None
         self.tool_objects = build_tools(self.tools)
         self.names = feature_names(self.tool_objects)
-        self._arrays: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, list[dict]]] = {}
+        self._arrays: dict[tuple[str, bool, str | None], tuple[np.ndarray, np.ndarray, list[dict]]] = {}
+
+    def set_backbone(self, backbone: torch.nn.Module | None) -> None:
+        """Measure the ``geometry`` and ``planar`` tools' backbone cues with ``backbone`` (a frozen
+        :class:`~vision.geometry.model.GeometryBackbone`, shared, not copied; None: classical cues only); ``names``
+        follow. Features extracted before are kept, keyed by the backbone they came from."""
+        if backbone is self.backbone:
+            return
+        self.backbone = backbone
+        self.tool_objects = build_tools(self.tools, backbone=None if backbone is None else ToolBackbone(backbone))
+        self.names = feature_names(self.tool_objects)
 
     def features(self, split: str, exclude: bool = False) -> tuple[np.ndarray, np.ndarray, list[dict]]:
         """``(features float32 [N, F] (nan = missing), labels int64 [N] (1 generated, 0 real, -1 cgi), videos
         [{video_id, generator, family, source}])`` of a split file's labelled videos; with ``exclude`` (training and
         validation) without the cgi videos and those of ``exclude_generators`` / ``exclude_families``."""
-        if (split, exclude) not in self._arrays:
+        key = (split, exclude, None if self.backbone is None else backbone_fingerprint(self.backbone))
+        if key not in self._arrays:
             rows, labels, videos = split_features(split, self.tool_objects, self.image_size, self.max_frames,
                                                   self.cache_dir)
             x = feature_matrix(rows, self.names)
             if exclude:
                 keep = np.array([label >= 0 and not self.excluded(v) for v, label in zip(videos, labels)], bool)
                 x, labels, videos = x[keep], labels[keep], [v for v, k in zip(videos, keep) if k]
-            self._arrays[(split, exclude)] = (x, labels, videos)
-        return self._arrays[(split, exclude)]
+            self._arrays[key] = (x, labels, videos)
+        return self._arrays[key]
 
     def excluded(self, video: dict) -> bool:
         """Whether a video (``{generator, family, ...}``) belongs to an excluded generator or family."""
@@ -137,8 +162,8 @@ class ForensicFeatureDataModule(ResumableDataModule):
         return FeatureDataset(x, y, [v["video_id"] for v in videos])
 
     def setup(self, stage: str | None = None) -> None:
-        if stage in (None, "fit"):
-            self.train_features()
+        """Nothing to do: the features are extracted on first use, with the backbone the module has handed over
+        (Lightning calls this hook before the module's ``setup``)."""
 
     def train_dataloader(self) -> DataLoader:
         x, y = self.train_features()
@@ -172,38 +197,77 @@ class ForensicsModule(L.LightningModule):
     Args:
         config: the model (:class:`ForensicsConfig`, or a mapping of its fields; None: the defaults).
         lr / weight_decay: AdamW. pass_rate: the share of real validation videos below the threshold.
+        geometry_checkpoint: a ``GeometryModule`` checkpoint whose backbone (of size ``config.geometry``) the
+            ``geometry`` and ``planar`` tools use, frozen (``self.backbone``; see the module docstring). Needed to
+            ``fit`` a config with a backbone, unless ``--ckpt_path`` restores a forensic checkpoint (which holds
+            the backbone's weights).
     """
 
     def __init__(self, config: ForensicsConfig = ForensicsConfig(), lr: float = 3e-3, weight_decay: float = 5e-2,
-                 pass_rate: float = 0.95) -> None:
+                 pass_rate: float = 0.95, geometry_checkpoint: str | None = None) -> None:
         super().__init__()
         config = ForensicsConfig.from_value(config)
         if not 0.0 < pass_rate < 1.0:
             raise InputError(f"pass_rate must be in (0, 1), got {pass_rate!r}")
-        self.save_hyperparameters(ignore=["config"])
+        # the geometry checkpoint is not a hyper-parameter: the forensic checkpoint holds the backbone's weights, so
+        # load_from_checkpoint must not need that file again (on_save_checkpoint records where they came from)
+        self.save_hyperparameters(ignore=["config", "geometry_checkpoint"])
         self.hparams["config"] = config.to_dict()
         self.config = config
         self.model = build_model(config)
+        #: the frozen geometry backbone (None without ``config.geometry``); saved under ``backbone.``
+        self.backbone = (load_geometry_backbone(config, geometry_checkpoint) if geometry_checkpoint
+                         else build_backbone(config))
+        self.geometry_checkpoint = str(geometry_checkpoint) if geometry_checkpoint else None
         self._collected = KeyedResults()
         self._val_rows: list[tuple[int, tuple[list[float], int]]] = []
 
+    def train(self, mode: bool = True) -> "ForensicsModule":
+        """Lightning's train / eval switch; the frozen backbone stays in eval mode."""
+        super().train(mode)
+        if self.backbone is not None:
+            self.backbone.eval()
+        return self
+
     def setup(self, stage: str | None = None) -> None:
-        """Before training: the standardisation and the real reference from the whole training split (the same on
-        every rank; a resumed run then restores the checkpoint's, which are the same). The datamodule's tools and
-        clip policy must be the config's, in every stage (a :class:`DataError` naming the field otherwise)."""
+        """Hand the backbone to the datamodule; before training, the standardisation and the real reference from
+        the whole training split (the same on every rank; a resumed run then restores the checkpoint's, which are
+        the same). The datamodule's tools and clip policy must be the config's, in every stage (a
+        :class:`DataError` naming the field otherwise). Fitting a config with a backbone needs
+        ``geometry_checkpoint`` or ``--ckpt_path`` (an :class:`InputError` otherwise: a random backbone's cues are
+        noise)."""
+        if (stage == "fit" and self.backbone is not None and self.geometry_checkpoint is None
+                and self._trainer is not None and self.trainer.ckpt_path is None):
+            raise InputError(f"config.geometry={self.config.geometry!r}: fitting needs the trained backbone; set "
+                             "model.init_args.geometry_checkpoint to a GeometryModule checkpoint (e.g. "
+                             "runs/geometry/tiny/checkpoints/last.ckpt) or resume with --ckpt_path")
         datamodule = self.trainer.datamodule if self._trainer is not None else None
         if datamodule is None:
             return
+        if hasattr(datamodule, "set_backbone"):
+            datamodule.set_backbone(self.backbone)
         for name in ("tools", "image_size", "max_frames"):  # linked from the config by tools/train.py
             if getattr(datamodule, name, None) != getattr(self.config, name):
                 raise DataError(f"the datamodule's {name} differs from the model config's "
                                 f"({getattr(self.config, name)!r}); set it once, in model.init_args.config",
                                 field=f"data.init_args.{name}", value=getattr(datamodule, name, None))
+        if list(getattr(datamodule, "names", self.model.feature_names)) != self.model.feature_names:
+            raise DataError("the datamodule's feature names differ from the detector's (its tools were built "
+                            f"{'with' if datamodule.backbone is not None else 'without'} a geometry backbone, "
+                            f"config.geometry is {self.config.geometry!r})", field="data.init_args.tools",
+                            value=getattr(datamodule, "tools", None))
         if stage != "fit":
             return
         x, y = datamodule.train_features()
         self.model.set_normalisation(x)
         self.model.set_reference(x, y)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Record where the backbone's weights came from (``forensics_backbone``: the geometry checkpoint given to
+        this module, None after a restore, and the weights' fingerprint); informative only, nothing reads it."""
+        if self.backbone is not None:
+            checkpoint["forensics_backbone"] = {"geometry_checkpoint": self.geometry_checkpoint,
+                                                "fingerprint": backbone_fingerprint(self.backbone)}
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """Raw features ``[B, F]`` -> calibrated probability of generated ``[B]``."""

@@ -9,6 +9,10 @@ A missing, corrupt or truncated file raises :class:`~vision.errors.VideoError` n
 one, the frame counts the container declares and the file holds (checked although only the first ``max_frames``
 frames are analysed); so do frames over ``max_pixels`` (default :data:`vision.data.io.MAX_INPUT_PIXELS`), refused
 before decoding. A one-frame or frozen video gives the verdict ``insufficient evidence``.
+
+A detector whose config names a geometry backbone (``ForensicsConfig.geometry``) measures the ``geometry`` and
+``planar`` tools' backbone cues with the backbone its checkpoint holds
+(:func:`vision.forensics.task.load_with_backbone`): the forensic checkpoint is the only file needed.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ import torch
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.errors import InputError
 from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate, plan_tools
-from vision.forensics.features import clip_features, frames_to_clip, load_clip
+from vision.forensics.features import ToolBackbone, clip_features, frames_to_clip, load_clip
 from vision.forensics.model import ForensicDetector, feature_matrix
 from vision.forensics.report import write_report
-from vision.forensics.task import ForensicsConfig, load
+from vision.forensics.task import ForensicsConfig, load_with_backbone
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
 
@@ -40,12 +44,20 @@ class ForensicsPredictor:
         detector: a trained :class:`ForensicDetector` (its buffers hold normalisation, reference, calibration,
             threshold and reliability).
         config: its :class:`ForensicsConfig` (tools in training order, the clip policy ``image_size`` and
-            ``max_frames``).
+            ``max_frames``, the geometry backbone's size).
+        backbone: the frozen geometry backbone the detector was trained with (required when ``config.geometry`` is
+            set, refused otherwise); it may sit on any device (its images are moved there).
     """
 
-    def __init__(self, detector: ForensicDetector, config: ForensicsConfig) -> None:
+    def __init__(self, detector: ForensicDetector, config: ForensicsConfig,
+                 backbone: torch.nn.Module | None = None) -> None:
         self.config = config
-        self.tools = build_tools(config.tools)
+        if (backbone is None) != (config.geometry is None):
+            raise InputError(f"config.geometry is {config.geometry!r} but "
+                             f"{'no' if backbone is None else 'a'} geometry backbone was given; a detector uses "
+                             "the backbone its config names (ForensicsPredictor.from_checkpoint loads it)")
+        self.backbone = None if backbone is None else backbone.eval()
+        self.tools = build_tools(config.tools, backbone=None if backbone is None else ToolBackbone(backbone))
         if feature_names(self.tools) != detector.feature_names:
             raise InputError("the detector's feature names do not match the config's tools")
         self.detector = detector.eval()
@@ -55,10 +67,11 @@ class ForensicsPredictor:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, map_location: Any = "cpu") -> "ForensicsPredictor":
-        """Load a checkpoint of :class:`vision.forensics.lightning.ForensicsModule` (through
-        :func:`vision.forensics.task.load`; a missing, unreadable or foreign file is a ``DataError`` naming it)."""
-        detector, config = load(path, map_location=map_location)
-        return cls(detector, config)
+        """Load a checkpoint of :class:`vision.forensics.lightning.ForensicsModule`, its geometry backbone included
+        (through :func:`vision.forensics.task.load_with_backbone`; a missing, unreadable or foreign file is a
+        ``DataError`` naming it)."""
+        detector, config, backbone = load_with_backbone(path, map_location=map_location)
+        return cls(detector, config, backbone)
 
     def make_clip(self, video: str | Path | np.ndarray, fps: float = 25.0,
                   max_pixels: int | None = MAX_INPUT_PIXELS) -> Clip:

@@ -6,20 +6,34 @@ normalisation, the real reference, the calibration, the threshold and the per-to
 :class:`vision.forensics.model.ForensicDetector`), so :func:`load` restores everything
 :class:`vision.forensics.predictor.ForensicsPredictor` needs. Inference code imports this module, never
 :mod:`vision.training`.
+
+Geometry backbone: with ``ForensicsConfig.geometry`` set (a backbone size of
+:data:`vision.geometry.model.BACKBONE_CONFIGS`), the ``geometry`` and ``planar`` tools also measure the shared
+geometry backbone's cues (cameras, depth, points; see :mod:`vision.forensics.tools.geometry`). The backbone is frozen:
+training starts it from a ``GeometryModule`` checkpoint (:func:`load_geometry_backbone`), and the forensic checkpoint
+keeps its weights under ``state_dict["backbone."]``, so :func:`load_with_backbone` rebuilds it from that one file.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
-from vision.errors import InputError
+from vision.errors import DataError, InputError
 from vision.forensics.model import ForensicDetector
 from vision.forensics.tools import TOOL_NAMES, build_tools, feature_names
+from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone
 
-__all__ = ["ForensicsConfig", "DEFAULT_TOOLS", "build_model", "load"]
+__all__ = ["ForensicsConfig", "DEFAULT_TOOLS", "BACKBONE_PREFIX", "build_model", "build_backbone",
+           "load_geometry_backbone", "load", "load_with_backbone"]
+
+#: where a forensic checkpoint keeps the frozen geometry backbone's weights (``ForensicsModule.backbone``)
+BACKBONE_PREFIX = "backbone."
 
 #: The tools a detector uses unless its config names others: every tool of the library.
 DEFAULT_TOOLS: tuple[str, ...] = TOOL_NAMES
@@ -36,6 +50,10 @@ class ForensicsConfig(TaskConfig):
         image_size: the analysis frame size: clips are resized (shorter side) and centre-cropped to
             ``image_size x image_size`` (:func:`vision.forensics.features.load_clip`).
         max_frames: the first ``max_frames`` frames of a video are analysed.
+        geometry: the geometry backbone's size (a key of :data:`vision.geometry.model.BACKBONE_CONFIGS`, e.g.
+            ``tiny``) whose cues the ``geometry`` and ``planar`` tools add; None: no backbone (classical cues only).
+        geometry_image_size: the square side the backbone sees (frames are resized to it; a multiple of the size's
+            patch size, the geometry checkpoint's ``image_size`` for a size with an absolute position grid).
     """
 
     tools: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_TOOLS))
@@ -43,6 +61,8 @@ class ForensicsConfig(TaskConfig):
     dropout: float = 0.1
     image_size: int = 64
     max_frames: int = 16
+    geometry: str | None = None
+    geometry_image_size: int = 64
 
     def __post_init__(self) -> None:
         self.tools = list(self.tools)
@@ -53,17 +73,43 @@ class ForensicsConfig(TaskConfig):
             raise InputError(f"ForensicsConfig.tools: unknown tool(s) {unknown}; choose from {list(TOOL_NAMES)}")
         if len(set(self.tools)) != len(self.tools):
             raise InputError(f"ForensicsConfig.tools names a tool twice: {self.tools}")
-        for name in ("hidden", "image_size", "max_frames"):
+        for name in ("hidden", "image_size", "max_frames", "geometry_image_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"ForensicsConfig.{name} must be an integer >= 1, got {value!r}")
         if not 0.0 <= float(self.dropout) < 1.0:
             raise InputError(f"ForensicsConfig.dropout must be in [0, 1), got {self.dropout!r}")
+        if self.geometry is not None:
+            if self.geometry not in BACKBONE_CONFIGS:
+                raise InputError(f"ForensicsConfig.geometry must be None or one of {sorted(BACKBONE_CONFIGS)}, "
+                                 f"got {self.geometry!r}")
+            patch = int(BACKBONE_CONFIGS[self.geometry]["patch_size"])
+            if self.geometry_image_size % patch:
+                raise InputError(f"ForensicsConfig.geometry_image_size={self.geometry_image_size} is not a multiple "
+                                 f"of the {self.geometry} backbone's patch size {patch}")
 
     @property
     def feature_names(self) -> list[str]:
-        """The detector's input columns, ``tool.feature`` for every feature of every tool, in order."""
-        return feature_names(build_tools(self.tools))
+        """The detector's input columns, ``tool.feature`` for every feature of every tool, in order (with a
+        ``geometry`` backbone, the ``geometry`` and ``planar`` tools' backbone features included)."""
+        return list(_feature_names(tuple(self.tools), self.geometry, self.geometry_image_size))
+
+
+@functools.lru_cache(maxsize=32)
+def _feature_names(tools: tuple[str, ...], geometry: str | None, image_size: int) -> tuple[str, ...]:
+    """The names of :func:`build_tools` given the config's backbone, built on the meta device (no memory, no
+    weights: the names depend only on the architecture being there)."""
+    if geometry is None:
+        return tuple(feature_names(build_tools(tools)))
+    with torch.device("meta"):
+        backbone = _new_backbone(geometry, image_size)
+    return tuple(feature_names(build_tools(tools, backbone=backbone)))
+
+
+def _new_backbone(size: str, image_size: int) -> GeometryBackbone:
+    from vision.geometry.task import GeometryConfig, build_model as build_geometry
+
+    return build_geometry(GeometryConfig(size=size, image_size=image_size)).backbone
 
 
 def build_model(config: ForensicsConfig) -> ForensicDetector:
@@ -71,15 +117,98 @@ def build_model(config: ForensicsConfig) -> ForensicDetector:
     return ForensicDetector(config.feature_names, hidden=config.hidden, dropout=config.dropout)
 
 
+def build_backbone(config: ForensicsConfig) -> GeometryBackbone | None:
+    """The config's geometry backbone, frozen (eval mode, ``requires_grad=False``) with fresh (untrained) weights, or
+    None when ``config.geometry`` is None. Its weights come from :func:`load_geometry_backbone` (training) or a
+    forensic checkpoint (:func:`load_with_backbone`)."""
+    if config.geometry is None:
+        return None
+    backbone = _new_backbone(config.geometry, config.geometry_image_size)
+    backbone.requires_grad_(False)
+    return backbone.eval()
+
+
+def load_geometry_backbone(config: ForensicsConfig, checkpoint: str | Path) -> GeometryBackbone:
+    """The frozen backbone of ``config`` with the weights of a ``GeometryModule`` checkpoint
+    (``state_dict["model.backbone.*"]``, the weights :func:`vision.geometry.task.load_backbone_weights` reads).
+
+    Raises:
+        InputError: ``config.geometry`` is None (no backbone to load into).
+        DataError: the file is missing, unreadable or not a geometry checkpoint; its backbone size
+            (``hyper_parameters.config.size``) is not ``config.geometry``; it uses another patch embedding than the
+            size's own; or its weights do not fit (names the file and the field).
+    """
+    from vision.geometry.task import GeometryConfig
+
+    if config.geometry is None:
+        raise InputError(f"a geometry checkpoint ({checkpoint}) needs ForensicsConfig.geometry (the backbone size, "
+                         "e.g. 'tiny'); it is None")
+    geometry, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.")  # read once
+    if geometry.size != config.geometry:
+        raise DataError(f"the geometry checkpoint's backbone is {geometry.size!r}, but ForensicsConfig.geometry is "
+                        f"{config.geometry!r}; set config.geometry to {geometry.size!r} or give a {config.geometry!r} "
+                        "geometry checkpoint", file=checkpoint, field="hyper_parameters.config.size",
+                        value=geometry.size)
+    own = BACKBONE_CONFIGS[geometry.size]["patch_embed"]
+    if geometry.patch_embed not in (None, own):
+        raise DataError(f"the geometry checkpoint's patch embedding is not the {geometry.size} backbone's own "
+                        f"({own!r}); forensics builds the backbone from its size", file=checkpoint,
+                        field="hyper_parameters.config.patch_embed", value=geometry.patch_embed)
+    weights = {k[len("backbone."):]: v for k, v in weights.items() if k.startswith("backbone.")}
+    if not weights:  # as vision.geometry.task.load_backbone_weights
+        raise DataError("not a geometry checkpoint of this version (no weights under 'model.backbone.')",
+                        file=checkpoint, field="state_dict")
+    backbone = build_backbone(config)
+    load_weights(backbone, weights, checkpoint)
+    return backbone
+
+
 def load(checkpoint: str | Path, map_location: Any = "cpu") -> tuple[ForensicDetector, ForensicsConfig]:
-    """Read a forensics checkpoint (``weights_only=True``): ``(detector in eval mode, config)``.
+    """Read a forensics checkpoint (``weights_only=True``): ``(detector in eval mode, config)``; the backbone, when
+    the config has one, is :func:`load_with_backbone`'s.
 
     Raises:
         DataError: the file is missing or unreadable, is not a forensics checkpoint of this version, or its
             weights do not fit the config's detector (names the file).
     """
-    config, weights, _ = read_task_checkpoint(checkpoint, ForensicsConfig, prefix="model.",
-                                              map_location=map_location)
+    detector, config, _ = _load(checkpoint, map_location, with_backbone=False)
+    return detector, config
+
+
+def load_with_backbone(checkpoint: str | Path, map_location: Any = "cpu"
+                       ) -> tuple[ForensicDetector, ForensicsConfig, GeometryBackbone | None]:
+    """Everything a forensics checkpoint holds: ``(detector in eval mode, config, frozen geometry backbone or
+    None)``. The backbone is rebuilt from ``config.geometry`` / ``geometry_image_size`` and given the checkpoint's
+    ``backbone.*`` weights (moved to ``map_location`` when that names a device).
+
+    Raises:
+        DataError: as :func:`load`; also a config with a backbone but no ``backbone.*`` weights, weights without
+            a backbone in the config, or weights that do not fit it (names the file).
+    """
+    return _load(checkpoint, map_location, with_backbone=True)
+
+
+def _load(checkpoint: str | Path, map_location: Any, with_backbone: bool
+          ) -> tuple[ForensicDetector, ForensicsConfig, GeometryBackbone | None]:
+    config, weights, raw = read_task_checkpoint(checkpoint, ForensicsConfig, prefix="model.",
+                                                map_location=map_location)
     model = build_model(config)
     load_weights(model, weights, checkpoint)
-    return model.eval(), config
+    if not with_backbone:
+        return model.eval(), config, None
+    state = raw.get("state_dict") or {}
+    backbone_weights = {k[len(BACKBONE_PREFIX):]: v for k, v in state.items() if k.startswith(BACKBONE_PREFIX)}
+    if config.geometry is None:
+        if backbone_weights:
+            raise DataError(f"the checkpoint holds geometry backbone weights ({BACKBONE_PREFIX!r}) but its config "
+                            "names no backbone", file=checkpoint, field="hyper_parameters.config.geometry",
+                            value=None)
+        return model.eval(), config, None
+    if not backbone_weights:
+        raise DataError(f"the config names a {config.geometry!r} geometry backbone but the checkpoint holds no "
+                        f"weights under {BACKBONE_PREFIX!r}", file=checkpoint, field="state_dict")
+    backbone = build_backbone(config)
+    load_weights(backbone, backbone_weights, checkpoint)
+    if isinstance(map_location, (str, torch.device)):
+        backbone = backbone.to(map_location)
+    return model.eval(), config, backbone.eval()
