@@ -1,14 +1,20 @@
-"""AIGV forensics benchmark: leave-one-generator-out detection, clean and re-encoded at CRF 28, and tool speed.
+"""AIGV forensics benchmark: leave-one-family-out detection, clean, re-encoded at CRF 28 and through a re-encoding
+chain, false alarms on real and CGI clips, and tool speed.
 
-``python benchmarks/bench_forensics.py --data datasets/aigv [--skip-speed] [--threads 1] [--epochs 300]``
+``python benchmarks/bench_forensics.py --data datasets/aigv [--skip-speed] [--threads 1] [--epochs 300]
+[--single-tools]``
 
-For every generator G of the test split: the detector (and each single-tool detector) is trained by
+Families are the videos' ``family`` field (the generator where a video has none): every rotation holds one family
+out. For each held-out family F the detector (and, with ``--single-tools``, each single-tool detector) is trained by
 :class:`vision.forensics.lightning.ForensicsModule` (the training loop of ``tools/train.py``, full batch) on the
-training split *without* G, calibrated and thresholded on the validation split without G (95% of real validation videos
-pass), and scored on test real videos + test videos of G, clean (CRF 23) and re-encoded (CRF 28). Beside it, the
-training-free D3 statistic (score = -D3: real videos have higher D3; threshold from real validation videos) and
-the best single tool (chosen by its clean macro AUC). Speed: frames per second of each tool and of the whole
-tool pass on a 10 s clip at 256 px (shorter side) on one core.
+training split *without* F, calibrated and thresholded on the validation split without F (95% of real validation
+videos pass), and scored on the test split's real videos + F's videos (+ the CGI videos, reported apart: they are
+not AI-generated), clean (CRF 23), at CRF 28 and through the re-encoding chain (``test_chain.json``, when present).
+Columns: AUC per held-out family, their macro mean, the false-alarm rate on real test clips at the fixed threshold
+(1 - real_acc, averaged over rotations) and on CGI clips. Beside it the training-free D3 statistic (score = -D3;
+threshold from real validation videos) and a detector trained on every family (not held out: the in-distribution
+reference). Speed: frames per second of each tool and of the whole tool pass on a 10 s clip at 256 px (shorter
+side) on one core.
 """
 
 from __future__ import annotations
@@ -28,21 +34,28 @@ from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModul
 from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig
 from vision.forensics.tools import build_tools
 
-LEARNED = ("vae", "nextframe", "diffusion")
+CONDITIONS = {"clean": "test", "crf28": "test_crf28", "chain": "test_chain"}
 
 
 def _datamodule(data: Path, tools: list[str], config: ForensicsConfig, held: str | None = None
                 ) -> ForensicFeatureDataModule:
+    held_out = [held] if held else []
     return ForensicFeatureDataModule(str(data / "train.json"), str(data / "val.json"), tools=tools,
                                      image_size=config.image_size, max_frames=config.max_frames,
                                      cache_dir=str(data / "feature_cache"), test_split=str(data / "test.json"),
-                                     exclude_generators=[held] if held else [])
+                                     exclude_generators=held_out, exclude_families=held_out)
 
 
-def train_detector(data: Path, tools: list[str], held: str, epochs: int, seed: int = 0) -> torch.nn.Module:
+def family_of(video: dict) -> str:
+    """The group a video is held out with: its ``family``, else its ``generator``."""
+    return video.get("family") or video.get("generator") or "unknown"
+
+
+def train_detector(data: Path, tools: list[str], held: str | None, epochs: int, seed: int = 0) -> torch.nn.Module:
     """The detector over ``tools`` trained by :class:`ForensicsModule` (full-batch, ``epochs`` epochs) on the
-    training split without ``held``, then calibrated and thresholded by its validation on the validation split
-    without ``held``; returns the calibrated :class:`~vision.forensics.model.ForensicDetector` (eval mode)."""
+    training split without the family ``held`` (None: every family), then calibrated and thresholded by its
+    validation on the validation split without it; returns the calibrated
+    :class:`~vision.forensics.model.ForensicDetector` (eval mode)."""
     L.seed_everything(seed, verbose=False)
     config = ForensicsConfig(tools=list(tools))
     datamodule = _datamodule(data, config.tools, config, held)
@@ -55,92 +68,100 @@ def train_detector(data: Path, tools: list[str], held: str, epochs: int, seed: i
     return module.model.cpu().eval()
 
 
-def _score_detector(data: Path, tools: list[str], names: list[str], tests, held: str,
-                    epochs: int) -> dict[str, dict]:
-    """Train the detector over ``tools`` without ``held`` and score it on each test condition (the matrices
-    ``x`` hold the columns ``names`` of every tool)."""
-    det = train_detector(data, tools, held, epochs)
-    columns = [names.index(n) for n in det.feature_names]
-    out = {}
-    for cond, (x, y, g, ids, gt) in tests.items():
-        sel = np.array([yy == 0 or gg == held for yy, gg in zip(y, g)])
-        with torch.no_grad():
-            p = det.probability(torch.as_tensor(x[sel][:, columns])).numpy()
-        results = [{"video_id": int(i), "score": float(s)} for i, s in zip(np.asarray(ids)[sel], p)]
-        out[cond] = evaluate_forensics(_subset(gt, set(np.asarray(ids)[sel].tolist())), results,
-                                       threshold=float(det.threshold))
-    return out
-
-
 def _subset(gt: dict, ids: set[int]) -> dict:
     return dict(gt, videos=[v for v in gt["videos"] if v["id"] in ids])
 
 
-def _score_d3(d3_col: int, val, tests, held: str) -> dict[str, dict]:
-    vx, vy, vg = val
-    keep = np.array([g != held for g in vg])
-    real_val = -vx[keep & (vy == 0)][:, d3_col]
-    thr = threshold_from_real(real_val[np.isfinite(real_val)])
+def _score(tests: dict, held: str | None, scores_of, threshold: float) -> dict[str, dict]:
+    """Evaluate the scores ``scores_of(x [N, F]) -> [N]`` on each test condition: the real and CGI videos plus the
+    held-out family's (every generated video when ``held`` is None)."""
     out = {}
-    for cond, (x, y, g, ids, gt) in tests.items():
-        sel = np.array([yy == 0 or gg == held for yy, gg in zip(y, g)])
-        s = -x[sel][:, d3_col]
-        s = np.where(np.isfinite(s), s, np.nanmedian(s))
-        results = [{"video_id": int(i), "score": float(v)} for i, v in zip(np.asarray(ids)[sel], s)]
-        out[cond] = evaluate_forensics(_subset(gt, set(np.asarray(ids)[sel].tolist())), results, threshold=thr)
+    for cond, (x, y, fam, ids, gt) in tests.items():
+        sel = np.array([yy <= 0 or held is None or ff == held for yy, ff in zip(y, fam)])
+        values = scores_of(x[sel])
+        results = [{"video_id": int(i), "score": float(v)} for i, v in zip(np.asarray(ids)[sel], values)]
+        out[cond] = evaluate_forensics(_subset(gt, set(np.asarray(ids)[sel].tolist())), results,
+                                       threshold=threshold)
     return out
 
 
-def accuracy(data: Path, epochs: int) -> None:
+def _detector_scores(data: Path, tools: list[str], names: list[str], tests: dict, held: str | None,
+                     epochs: int) -> dict[str, dict]:
+    det = train_detector(data, tools, held, epochs)
+    columns = [names.index(n) for n in det.feature_names]
+
+    def scores_of(x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return det.probability(torch.as_tensor(x[:, columns])).numpy()
+
+    return _score(tests, held, scores_of, float(det.threshold))
+
+
+def _d3_scores(d3_col: int, val: tuple, tests: dict, held: str) -> dict[str, dict]:
+    vx, vy, vfam = val
+    keep = np.array([ff != held for ff in vfam])
+    real_val = -vx[keep & (vy == 0)][:, d3_col]
+    threshold = threshold_from_real(real_val[np.isfinite(real_val)])
+
+    def scores_of(x: np.ndarray) -> np.ndarray:
+        s = -x[:, d3_col]
+        return np.where(np.isfinite(s), s, np.nanmedian(s))
+
+    return _score(tests, held, scores_of, threshold)
+
+
+def accuracy(data: Path, epochs: int, single_tools: bool) -> None:
     tools = list(DEFAULT_TOOLS)
     all_tools = _datamodule(data, tools, ForensicsConfig(tools=tools))
     names = all_tools.names
     start = time.time()
-    mats = {}
-    for split in ("val", "test", "test_crf28"):
-        x, y, videos = all_tools.features(str(data / f"{split}.json"))
-        mats[split] = (x, y, [v["generator"] for v in videos], [v["video_id"] for v in videos])
+    tests, val = {}, None
+    for split in ("val", *CONDITIONS.values()):
+        path = data / f"{split}.json"
+        if not path.is_file():
+            continue
+        x, y, videos = all_tools.features(str(path))
+        fam = [family_of(v) if label == 1 else ("cgi" if label < 0 else "real") for v, label in zip(videos, y)]
+        if split == "val":
+            val = (x, y, fam)
+        else:
+            cond = next(c for c, s in CONDITIONS.items() if s == split)
+            tests[cond] = (x, y, fam, [v["video_id"] for v in videos], read_json(path))
     all_tools.train_features()
     print(f"features extracted/cached in {time.time() - start:.1f}s")
-    val = mats["val"][:3]
-    tests = {"clean": (*mats["test"], read_json(data / "test.json")),
-             "crf28": (*mats["test_crf28"], read_json(data / "test_crf28.json"))}
-    held_out = sorted({g for g in mats["test"][2] if g})
-    rows: dict[str, dict[str, dict[str, dict]]] = {"detector (all tools)": {}, "D3 (training-free)": {}}
-    for tool in tools:
-        rows[f"tool: {tool}"] = {}
+    families = sorted({f for f, label in zip(tests["clean"][2], tests["clean"][1]) if label == 1})
+    rows: dict[str, dict[str, dict]] = {"detector (all tools)": {}, "D3 (training-free)": {}}
+    if single_tools:
+        rows.update({f"tool: {tool}": {} for tool in tools})
     d3_col = names.index("temporal.d3")
-    for held in held_out:
-        rows["detector (all tools)"][held] = _score_detector(data, tools, names, tests, held, epochs)
-        rows["D3 (training-free)"][held] = _score_d3(d3_col, val, tests, held)
-        for tool in tools:
-            rows[f"tool: {tool}"][held] = _score_detector(data, [tool], names, tests, held, epochs)
-    print(f"leave-one-generator-out done in {time.time() - start:.1f}s")
+    for held in families:
+        rows["detector (all tools)"][held] = _detector_scores(data, tools, names, tests, held, epochs)
+        rows["D3 (training-free)"][held] = _d3_scores(d3_col, val, tests, held)
+        for tool in tools if single_tools else ():
+            rows[f"tool: {tool}"][held] = _detector_scores(data, [tool], names, tests, held, epochs)
+    seen = _detector_scores(data, tools, names, tests, None, epochs)
+    print(f"leave-one-family-out over {len(families)} families done in {time.time() - start:.1f}s")
 
-    def macro(row: dict, cond: str, metric: str, gens=None) -> float:
-        vals = [row[g][cond][metric] for g in (gens or held_out) if g in row]
-        return float(np.nanmean(vals))
+    def mean(row: dict, cond: str, key: str) -> float:
+        return float(np.nanmean([row[f][cond].get(key, np.nan) for f in families]))
 
-    single = [k for k in rows if k.startswith("tool: ")]
-    best = max(single, key=lambda k: macro(rows[k], "clean", "AUC"))
-    shown = ["detector (all tools)", "D3 (training-free)", best]
-    print(f"\nbest single tool (by clean macro AUC): {best}")
-    for cond in ("clean", "crf28"):
-        print(f"\n== {cond}: per held-out generator AUC / AP / ACC@real-thr / real_acc / TPR@5%FPR ==")
-        header = f"{'method':<24}" + "".join(f"{g:>12}" for g in held_out) + f"{'macro':>9}{'macro3':>9}" + \
-            f"{'AP':>7}{'ACC':>7}{'realAcc':>8}{'TPR5':>7}{'EER':>7}"
-        print(header)
-        for key in shown + [k for k in single if k != best]:
-            row = rows[key]
-            line = f"{key:<24}" + "".join(f"{row[g][cond]['AUC']:>12.3f}" for g in held_out)
-            line += f"{macro(row, cond, 'AUC'):>9.3f}{macro(row, cond, 'AUC', LEARNED):>9.3f}"
-            line += "".join(f"{macro(row, cond, m):>{w}.3f}" for m, w in
-                            (("AP", 7), ("ACC", 7), ("real_acc", 8), ("TPR@5%FPR", 7), ("EER", 7)))
+    for cond in tests:
+        print(f"\n== {cond}: AUC per held-out family, macro AUC, false alarms at the real-calibrated threshold ==")
+        print(f"{'method':<24}" + "".join(f"{f[:11]:>12}" for f in families) +
+              f"{'macro':>8}{'realFA':>8}{'cgiFA':>8}{'TPR5':>7}")
+        for key, row in rows.items():
+            line = f"{key:<24}" + "".join(f"{row[f][cond]['AUC']:>12.3f}" for f in families)
+            line += f"{mean(row, cond, 'AUC'):>8.3f}{1 - mean(row, cond, 'real_acc'):>8.3f}"
+            line += f"{mean(row, cond, 'cgi/false_alarm'):>8.3f}{mean(row, cond, 'TPR@5%FPR'):>7.3f}"
             print(line)
-        det = macro(rows["detector (all tools)"], cond, "AUC")
-        print(f"ratio detector / D3 macro AUC: {det / macro(rows['D3 (training-free)'], cond, 'AUC'):.3f}; "
-              f"detector / best single tool: {det / macro(rows[best], cond, 'AUC'):.3f}")
-    print("\nmacro = over all held-out sources (incl. non-camera cgi, render); macro3 = the three learned generators")
+        m = seen[cond]
+        line = f"{'trained on all (seen)':<24}" + "".join(f"{m.get(f + '/AUC', np.nan):>12.3f}" for f in families)
+        line += f"{m['macro/AUC']:>8.3f}{1 - m['real_acc']:>8.3f}{m.get('cgi/false_alarm', np.nan):>8.3f}"
+        print(line + f"{m['TPR@5%FPR']:>7.3f}")
+    counts = tests["clean"][1]
+    print(f"\nheld-out = the family is absent from training and validation; realFA / cgiFA = share of real / CGI "
+          f"test clips called generated ({int((counts == 0).sum())} real, {int((counts < 0).sum())} CGI, "
+          f"{int((counts == 1).sum())} generated clean test clips)")
 
 
 def speed() -> None:
@@ -183,6 +204,7 @@ def main() -> None:
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--epochs", type=int, default=300, help="training epochs of each detector (full batch)")
+    parser.add_argument("--single-tools", action="store_true", help="also a detector per single tool")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # one Trainer per detector: no banners
@@ -190,7 +212,7 @@ def main() -> None:
 
     cv2.setNumThreads(args.threads)
     if not args.skip_accuracy:
-        accuracy(Path(args.data), args.epochs)
+        accuracy(Path(args.data), args.epochs, args.single_tools)
     if not args.skip_speed:
         speed()
 
