@@ -24,6 +24,7 @@ import pytest
 from pycocotools import mask as mask_utils
 from scipy.spatial.transform import Rotation
 
+from tests.datasets.cameras import project_with_split_camera
 from vision.data.coco import load_split
 from vision.errors import DataError, InputError
 from vision.prepare import co3d as prepare_co3d
@@ -146,14 +147,6 @@ def _viewpoints() -> dict[tuple[str, int], dict]:
     return {(s, n): _viewpoint(s, n) for s, (_, _, _, numbers) in SEQUENCES.items() for n in numbers}
 
 
-def _project_split(points: np.ndarray, camera: dict) -> np.ndarray:
-    K, E = np.asarray(camera["K"]), np.asarray(camera["extrinsics"])
-    cam = points @ E[:, :3].T + E[:, 3]
-    assert (cam[:, 2] > 0).all()
-    pix = cam @ K.T
-    return pix[:, :2] / pix[:, 2:]
-
-
 @pytest.mark.parametrize("scale", [1.0, "mean"])
 def test_every_point_reprojects_to_pytorch3d_pixels_in_both_intrinsics_formats(tmp_path: Path, scale) -> None:
     root = write_co3d(tmp_path / "co3d")
@@ -175,7 +168,7 @@ def test_every_point_reprojects_to_pytorch3d_pixels_in_both_intrinsics_formats(t
         for frame in frames:
             expected = pytorch3d_pixels(POINTS, views[(seq, frame["co3d_frame_number"])], width, height)
             assert (expected > -1).all() and (expected[:, 0] < width).all() and (expected[:, 1] < height).all()
-            np.testing.assert_allclose(_project_split(points_new, frame["camera"]), expected, atol=1e-3, rtol=0)
+            np.testing.assert_allclose(project_with_split_camera(points_new, frame["camera"]), expected, atol=1e-3, rtol=0)
         checked.add(fmt)
         if scale == "mean":
             extr = np.asarray([f["camera"]["extrinsics"] for f in frames])
@@ -246,7 +239,7 @@ def test_frames_and_set_lists_select_frames(tmp_path: Path) -> None:
     _, width, height, _ = SEQUENCES["110_13051_23361"]
     points_new = _in_view0_opencv(POINTS, views[("110_13051_23361", 1)])
     frame = split.dataset["images"][1]
-    np.testing.assert_allclose(_project_split(points_new, frame["camera"]),
+    np.testing.assert_allclose(project_with_split_camera(points_new, frame["camera"]),
                                pytorch3d_pixels(POINTS, views[("110_13051_23361", 3)], width, height), atol=1e-3)
     # a set list whose image path disagrees with frame_annotations.jgz is refused, naming the entry
     lists_file = root / CATEGORY / "set_lists" / "set_lists_manyview_dev_0.json"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from tests.datasets.cameras import project_with_split_camera
 from vision.data.coco import load_split
 from vision.errors import DataError
 from vision.prepare import colmap as prepare_colmap
@@ -122,14 +123,6 @@ def write_model(root: Path, cameras: list | None = None, views: list | None = No
     return model, images
 
 
-def _project_split(points: np.ndarray, camera: dict) -> np.ndarray:
-    K, E = np.asarray(camera["K"]), np.asarray(camera["extrinsics"])
-    cam = points @ E[:, :3].T + E[:, 3]
-    assert (cam[:, 2] > 0).all()
-    pix = cam @ K.T
-    return pix[:, :2] / pix[:, 2:]
-
-
 @pytest.mark.parametrize("scale", [1.0, "mean"])
 def test_every_point_reprojects_to_colmap_pixels_in_every_view(tmp_path: Path, scale) -> None:
     model, images = write_model(tmp_path)
@@ -157,7 +150,7 @@ def test_every_point_reprojects_to_colmap_pixels_in_every_view(tmp_path: Path, s
         cid = next(c for i, c, _, _ in VIEWS if i == image_id)
         m, p = cams[cid]
         expected = colmap_project(POINTS, *poses[image_id], m, p, distort=False) - 0.5  # COLMAP -> OpenCV pixels
-        np.testing.assert_allclose(_project_split(points_new, frame["camera"]), expected, atol=1e-3, rtol=0)
+        np.testing.assert_allclose(project_with_split_camera(points_new, frame["camera"]), expected, atol=1e-3, rtol=0)
     if scale == "mean":
         extr = np.asarray([f["camera"]["extrinsics"] for f in frames])
         centres = -np.einsum("nji,nj->ni", extr[:, :, :3], extr[:, :, 3])
@@ -173,7 +166,7 @@ def test_distorted_images_are_undistorted_to_the_pinhole_k(tmp_path: Path) -> No
         points_new = data["xyz"]
     for frame in split.dataset["images"]:
         # the bright blob (drawn at point 1's distorted pixel) must now sit at its pinhole-K projection
-        target = _project_split(points_new[1:2], frame["camera"])[0]
+        target = project_with_split_camera(points_new[1:2], frame["camera"])[0]
         centroid = _blob_centre(split.load_image(frame))
         assert np.linalg.norm(centroid - target) < 0.35, (frame["file_name"], centroid, target)
         assert "distortion" not in frame["camera"]

@@ -23,7 +23,21 @@ import torch
 
 from vision.forensics.tools.base import Clip, ForensicTool, sample_indices
 
-__all__ = ["GeometryTool", "track_pair", "sampson_distance"]
+__all__ = ["GeometryTool", "track_pair", "sampson_distance", "run_backbone"]
+
+
+@torch.no_grad()
+def run_backbone(model: torch.nn.Module, clip: Clip, max_views: int) -> dict[str, Any]:
+    """The geometry backbone's outputs on at most ``max_views`` frames of ``clip`` spread evenly, each area-resized
+    to the backbone's square input (its ``img_size`` rounded down to the patch size; 112 without one), in [0, 1]:
+    the backbone's output dict (``extrinsics [1, S, 3, 4]``, ``depth [1, S, H, W, 1]``, ...)."""
+    size = int(model.aggregator.img_size) if hasattr(model.aggregator, "img_size") else 112
+    patch = int(model.patch_size)
+    size = max(patch, size // patch * patch)
+    idx = sample_indices(clip.num_frames, max_views)
+    frames = np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) for f in clip.frames[idx]])
+    images = torch.from_numpy(frames).permute(0, 3, 1, 2).float().div(255.0)[None]
+    return model(images)
 
 CLASSICAL = ("epi_median", "epi_inliers", "parallax", "track_survival", "path_jerk")
 BACKBONE = ("cam_jerk", "focal_cv", "depth_conf_mean", "depth_conf_cv", "point_depth_residual")
@@ -140,14 +154,7 @@ class GeometryTool(ForensicTool):
     def _backbone_cues(self, clip: Clip) -> dict[str, float]:
         from vision.geometry.camera import depth_to_world_points
 
-        model = self.backbone
-        size = int(model.aggregator.img_size) if hasattr(model.aggregator, "img_size") else 112
-        patch = int(model.patch_size)
-        size = max(patch, size // patch * patch)
-        idx = sample_indices(clip.num_frames, self.max_views)
-        frames = np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) for f in clip.frames[idx]])
-        images = torch.from_numpy(frames).permute(0, 3, 1, 2).float().div(255.0)[None]
-        out = model(images)
+        out = run_backbone(self.backbone, clip, self.max_views)
         extr, intr = out["extrinsics"][0], out["intrinsics"][0]
         centres = -(extr[:, :3, :3].transpose(1, 2) @ extr[:, :3, 3:]).squeeze(-1).numpy()
         values: dict[str, float] = {}

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from vision.forensics.tools.base import Clip, ForensicTool, max_block_region, sample_indices
-from vision.forensics.tools.geometry import track_pair
+from vision.forensics.tools.geometry import run_backbone, track_pair
 from vision.forensics.tools.motion import dis_flow
 
 __all__ = ["PlanarTool", "homography_flow"]
@@ -133,14 +133,7 @@ class PlanarTool(ForensicTool):
 
     @torch.no_grad()
     def _depth_cv(self, clip: Clip) -> float:
-        model = self.backbone
-        size = int(model.aggregator.img_size) if hasattr(model.aggregator, "img_size") else 112
-        patch = int(model.patch_size)
-        size = max(patch, size // patch * patch)
-        idx = sample_indices(clip.num_frames, self.max_views)
-        frames = np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) for f in clip.frames[idx]])
-        images = torch.from_numpy(frames).permute(0, 3, 1, 2).float().div(255.0)[None]
-        depth = model(images)["depth"][0, ..., 0].float().cpu().numpy()  # [S, H, W]
+        depth = run_backbone(self.backbone, clip, self.max_views)["depth"][0, ..., 0].float().cpu().numpy()  # [S, H, W]
         per_frame = depth.reshape(len(depth), -1)
         cv = per_frame.std(axis=1) / (np.abs(per_frame.mean(axis=1)) + 1e-6)
         cv = cv[np.isfinite(cv)]
