@@ -13,3 +13,11 @@ def project_with_split_camera(points: np.ndarray, camera: dict) -> np.ndarray:
     assert (cam[:, 2] > 0).all()
     pix = cam @ K.T
     return pix[:, :2] / pix[:, 2:]
+
+
+def mean_distance_from_first_camera(frames: list[dict]) -> float:
+    """The mean distance of the other views' camera centres from view 0's (which is the origin): ``scale="mean"``
+    makes it 1."""
+    extr = np.asarray([f["camera"]["extrinsics"] for f in frames])
+    centres = -np.einsum("nji,nj->ni", extr[:, :, :3], extr[:, :, 3])
+    return float(np.linalg.norm(centres[1:], axis=1).mean())

@@ -24,7 +24,7 @@ import pytest
 from pycocotools import mask as mask_utils
 from scipy.spatial.transform import Rotation
 
-from tests.datasets.cameras import project_with_split_camera
+from tests.datasets.cameras import mean_distance_from_first_camera, project_with_split_camera
 from vision.data.coco import load_split
 from vision.errors import DataError, InputError
 from vision.prepare import co3d as prepare_co3d
@@ -168,12 +168,11 @@ def test_every_point_reprojects_to_pytorch3d_pixels_in_both_intrinsics_formats(t
         for frame in frames:
             expected = pytorch3d_pixels(POINTS, views[(seq, frame["co3d_frame_number"])], width, height)
             assert (expected > -1).all() and (expected[:, 0] < width).all() and (expected[:, 1] < height).all()
-            np.testing.assert_allclose(project_with_split_camera(points_new, frame["camera"]), expected, atol=1e-3, rtol=0)
+            got = project_with_split_camera(points_new, frame["camera"])
+            np.testing.assert_allclose(got, expected, atol=1e-3, rtol=0)
         checked.add(fmt)
         if scale == "mean":
-            extr = np.asarray([f["camera"]["extrinsics"] for f in frames])
-            centres = -np.einsum("nji,nj->ni", extr[:, :, :3], extr[:, :, 3])
-            assert np.linalg.norm(centres[1:], axis=1).mean() == pytest.approx(1.0, abs=1e-9)
+            assert mean_distance_from_first_camera(frames) == pytest.approx(1.0, abs=1e-9)
         else:
             assert factor == 1.0
     assert checked == {"ndc_norm_image_bounds", "ndc_isotropic"}

