@@ -95,3 +95,16 @@ def test_an_older_state_dict_without_the_generated_reference_loads_with_it_unkno
     fresh.load_state_dict(old)
     assert "gen_mean" not in fresh.reference()["a.x"] and float(fresh.pass_rate) == pytest.approx(0.95)
     assert fresh.reference()["a.x"]["mean"] == pytest.approx(0.5)
+
+
+def test_balanced_platt_does_not_follow_the_class_ratio() -> None:
+    rng = np.random.default_rng(1)
+    true_logit = rng.normal(0, 2, 4000)
+    labels = (rng.uniform(size=true_logit.size) < 1 / (1 + np.exp(-true_logit))).astype(int)
+    many = np.concatenate([true_logit] + [true_logit[labels == 1]] * 7)  # every generated clip 8 times
+    many_labels = np.concatenate([labels] + [labels[labels == 1]] * 7)
+    _, b_plain = fit_platt(many, many_labels)
+    _, b_balanced = fit_platt(many, many_labels, balanced=True)
+    _, b_reference = fit_platt(true_logit, labels, balanced=True)
+    assert b_plain - b_balanced == pytest.approx(np.log(8), abs=0.3)  # the plain fit takes the ratio as a prior
+    assert b_balanced == pytest.approx(b_reference, abs=0.1)

@@ -9,7 +9,8 @@ training videos (missing features count 0). The decision score is
 ``s = logit / logit_scale + (A - anom_mean) / anom_std`` (both terms standardised on validation videos: the
 logit by its std, ``A`` by the mean and std over *real* validation videos), so a clip unlike any training
 generator still scores high when it is unlike real video.
-Calibration: Platt scaling ``p = sigmoid(a * s + b)`` with ``a, b`` fitted on validation videos by NLL.
+Calibration: Platt scaling ``p = sigmoid(a * s + b)`` with ``a, b`` fitted on validation videos by class-balanced
+NLL (equal priors: the probability does not depend on how many generated clips per real one the validation has).
 Threshold: on calibrated probabilities of *real* validation videos, so that ``pass_rate`` of them (95%) are
 below it; a video is called generated when ``p >= threshold``
 (:func:`vision.evaluation.forensics.threshold_from_real`, rounded up to float32, the buffer's type).
@@ -154,24 +155,32 @@ class ForensicDetector(nn.Module):
         return torch.sigmoid(self.platt_a * self.decision_score(features) + self.platt_b)
 
 
-def fit_platt(scores: np.ndarray, labels: np.ndarray, iterations: int = 200) -> tuple[float, float]:
+def fit_platt(scores: np.ndarray, labels: np.ndarray, iterations: int = 200,
+              balanced: bool = False) -> tuple[float, float]:
     """Platt scaling: ``(a, b)`` minimising the binary NLL of ``sigmoid(a * s + b)`` (L-BFGS from (1, 0); ``a`` is
-    kept >= 0.05 so the score's order is never flipped or flattened). One class only: ``(1.0, 0.0)``."""
+    kept >= 0.05 so the score's order is never flipped or flattened). One class only: ``(1.0, 0.0)``.
+
+    ``balanced``: each class weighs half of the NLL whatever its count, so the probability assumes equal priors of
+    real and generated instead of the calibration set's ratio (a benchmark with eight generated clips per real one
+    would otherwise shift every probability up by about log 8 in logit)."""
     scores = np.asarray(scores, np.float64)
     labels = np.asarray(labels, np.float64)
     if scores.size == 0 or len(np.unique(labels)) < 2:
         return 1.0, 0.0
+    pos = float(labels.mean())
+    weights = np.where(labels > 0.5, 0.5 / pos, 0.5 / (1.0 - pos)) if balanced else np.ones_like(labels)
     # its own autograd context: calibration runs at the end of validation, under no_grad or inference_mode
     with torch.inference_mode(False), torch.enable_grad():
         s = torch.as_tensor(scores)
         y = torch.as_tensor(labels)
+        w = torch.as_tensor(weights)
         params = torch.tensor([1.0, 0.0], dtype=torch.float64, requires_grad=True)
         opt = torch.optim.LBFGS([params], lr=0.5, max_iter=iterations, line_search_fn="strong_wolfe")
 
         def closure() -> torch.Tensor:
             opt.zero_grad()
             a = params[0].clamp_min(0.05)
-            loss = F.binary_cross_entropy_with_logits(a * s + params[1], y) + 1e-4 * (params ** 2).sum()
+            loss = F.binary_cross_entropy_with_logits(a * s + params[1], y, weight=w) + 1e-4 * (params ** 2).sum()
             loss.backward()
             return loss
 
@@ -224,7 +233,7 @@ def calibrate(model: ForensicDetector, val_x: np.ndarray, val_y: np.ndarray, pas
     model.anom_mean.fill_(float(real_anomaly.mean()))
     model.anom_std.fill_(float(max(real_anomaly.std(), 1e-3)) if real_anomaly.size > 1 else 1.0)
     scores = model.decision_score(x).cpu().numpy()
-    a, b = fit_platt(scores, val_y)
+    a, b = fit_platt(scores, val_y, balanced=True)
     model.platt_a.fill_(a)
     model.platt_b.fill_(b)
     probs = model.probability(x).cpu().numpy()
