@@ -60,7 +60,8 @@ train-geometry: setup $(SYNTH)/geometry_train.json $(SYNTH)/geometry_val.json
 resume = $$(test -f $(RUNS)/$(1)/checkpoints/last.ckpt && echo --ckpt_path $(RUNS)/$(1)/checkpoints/last.ckpt)
 
 train-detection: setup
-	test -f $(SYNTH)/oov_train.json || $(BIN)/python -m vision.detection.data --out $(SYNTH)
+	$(BIN)/python -c "import json, sys; sys.exit(len(json.load(open('$(SYNTH)/oov_train.json'))['images']) < 1920)" \
+	  2>/dev/null || $(BIN)/python -m vision.detection.data --out $(SYNTH)   # (re-)render a split of fewer images
 	$(BIN)/python tools/train.py --config configs/detection/tiny.yaml $(call resume,detection/tiny)
 	$(call test_ckpt,detection/tiny)
 
