@@ -9,7 +9,7 @@ Four parts, each printed as a plain table (and all figures written to ``OUT/diag
 
    - *ideal-target recall*: share of objects with >= 1 positive. A positive's regression target is the object's
      own (l, t, r, b) from a location inside it, which ``softplus(x) * stride * scale`` can represent exactly, so its
-     ideal box has IoU 1 (computed, not assumed: the box rebuilt from the location and the target);
+     ideal box has IoU 1 (the IoU of the target box itself is computed, not assumed);
    - *prior-box recall*: share of objects for which some positive's *initial* box (box conv at its initialisation,
      weights ~0 and bias 0: ``l = t = r = b = softplus(0) * stride``, a square of side ``2 ln 2 * stride`` centred on
      the location; the anchor an anchor-free head starts from) has IoU >= 0.5 with the object.
@@ -51,7 +51,7 @@ import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torchvision.ops import box_iou  # noqa: E402
+from torchvision.ops import box_convert, box_iou  # noqa: E402
 
 from vision.data.coco import Split, load_split  # noqa: E402
 from vision.data.io import atomic_write_json  # noqa: E402
@@ -106,9 +106,7 @@ def assignment_statistics(points: torch.Tensor, strides: torch.Tensor, boxes: to
     _, box_targets, matched = assign_targets(points, strides, boxes, labels, num_classes)
     pos = matched >= 0
     positives = torch.bincount(matched[pos], minlength=g)
-    x, y = points[:, 0], points[:, 1]
-    ltrb = torch.stack([x - box_targets[:, 0], y - box_targets[:, 1], box_targets[:, 2] - x, box_targets[:, 3] - y], -1)
-    ideal = torch.stack([x - ltrb[:, 0], y - ltrb[:, 1], x + ltrb[:, 2], y + ltrb[:, 3]], dim=-1)
+    ideal = box_targets  # each positive's regression target: the box its (l, t, r, b) around the location gives
     prior_iou_all = box_iou(prior_boxes(points, strides), boxes)  # [N, G]
     ideal_iou, prior_iou, min_stride = np.zeros(g), np.zeros(g), np.zeros(g)
     for j in range(g):
@@ -162,8 +160,7 @@ def relabel_agnostic(gt: dict, results: list[dict], gt_category_ids: Sequence[in
 
 def xywh_to_xyxy(boxes: Any) -> torch.Tensor:
     """COCO XYWH ``[n, 4]`` -> XYXY float tensor ``[n, 4]``."""
-    b = torch.as_tensor(np.asarray(boxes, np.float32).reshape(-1, 4))
-    return torch.cat([b[:, :2], b[:, :2] + b[:, 2:]], dim=-1)
+    return box_convert(torch.as_tensor(np.asarray(boxes, np.float32).reshape(-1, 4)), "xywh", "xyxy")
 
 
 def best_matches(gt_boxes: torch.Tensor, det_boxes: torch.Tensor, det_scores: torch.Tensor,

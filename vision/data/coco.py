@@ -8,6 +8,7 @@ paths resolve against, and indexes. ``write_split`` normalises (numpy values -> 
 from __future__ import annotations
 
 import copy
+import io
 import json
 from pathlib import Path
 from typing import Any, Iterable
@@ -16,12 +17,12 @@ import cv2
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from vision.data.io import atomic_write_json
+from vision.data.io import atomic_write_bytes, atomic_write_json
 from vision.data.masks import decode_rle
 from vision.data.schema import CATEGORY_SPLITS, safe_path, validate_split
 from vision.errors import DataError
 
-__all__ = ["Split", "load_split", "write_split", "validate_split", "read_json"]
+__all__ = ["Split", "load_split", "write_split", "validate_split", "read_json", "write_depth_npz"]
 
 
 def read_json(path: str | Path) -> Any:
@@ -98,6 +99,14 @@ def write_split(path: str | Path, dataset: dict, check_files: bool = True) -> No
     plain = _plain(dataset, "", str(path))
     validate_split(plain, path.parent, str(path), check_files=check_files)
     atomic_write_json(path, plain)
+
+
+def write_depth_npz(path: str | Path, depth: np.ndarray) -> None:
+    """Write a ``depth_file`` as this format reads it: z-depth ``[H, W]`` (0 = invalid) as a float16 ``.npz`` with
+    key ``depth`` (compressed), atomically; the folders are made."""
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, depth=np.asarray(depth).astype(np.float16))
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def _read_depth_file(path: Path, height: int, width: int, file: str, field: str) -> np.ndarray:

@@ -335,10 +335,10 @@ def deliberate(graph: EvidenceGraph, probability: float | None, threshold: float
     strongest: dict[tuple[str, str], tuple[float, str]] = {}  # (generated tool, real tool) -> strongest conflict
     for i, j, kind in graph.edges:
         a, b = graph.nodes[i], graph.nodes[j]
-        if kind != "contradict" or a.weight <= 0.2 or b.weight <= 0.2:
+        strength = graph.edge_weight(i, j)
+        if kind != "contradict" or strength <= 0.2:
             continue
         gen, real = (a, b) if a.direction == "generated" else (b, a)
-        strength = min(a.weight, b.weight)
         key = (gen.tool, real.tool)
         if key not in strongest or strength > strongest[key][0]:
             strongest[key] = (strength, _conflict_sentence(gen, real))

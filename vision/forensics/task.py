@@ -138,12 +138,12 @@ def load_geometry_backbone(config: ForensicsConfig, checkpoint: str | Path) -> G
             (``hyper_parameters.config.size``) is not ``config.geometry``; it uses another patch embedding than the
             size's own; or its weights do not fit (names the file and the field).
     """
-    from vision.geometry.task import GeometryConfig
+    from vision.geometry.task import read_backbone_checkpoint
 
     if config.geometry is None:
         raise InputError(f"a geometry checkpoint ({checkpoint}) needs ForensicsConfig.geometry (the backbone size, "
                          "e.g. 'tiny'); it is None")
-    geometry, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.")  # read once
+    geometry, weights = read_backbone_checkpoint(checkpoint)  # read once
     if geometry.size != config.geometry:
         raise DataError(f"the geometry checkpoint's backbone is {geometry.size!r}, but ForensicsConfig.geometry is "
                         f"{config.geometry!r}; set config.geometry to {geometry.size!r} or give a {config.geometry!r} "
@@ -154,10 +154,6 @@ def load_geometry_backbone(config: ForensicsConfig, checkpoint: str | Path) -> G
         raise DataError(f"the geometry checkpoint's patch embedding is not the {geometry.size} backbone's own "
                         f"({own!r}); forensics builds the backbone from its size", file=checkpoint,
                         field="hyper_parameters.config.patch_embed", value=geometry.patch_embed)
-    weights = {k[len("backbone."):]: v for k, v in weights.items() if k.startswith("backbone.")}
-    if not weights:  # as vision.geometry.task.load_backbone_weights
-        raise DataError("not a geometry checkpoint of this version (no weights under 'model.backbone.')",
-                        file=checkpoint, field="state_dict")
     backbone = build_backbone(config)
     load_weights(backbone, weights, checkpoint)
     return backbone

@@ -28,7 +28,8 @@ from vision.errors import DataError, InputError
 from vision.geometry.matching import MatchProjection
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_backbone
 
-__all__ = ["GeometryConfig", "GeometryModel", "build_model", "load", "load_backbone_weights"]
+__all__ = ["GeometryConfig", "GeometryModel", "build_model", "load", "load_backbone_weights",
+           "read_backbone_checkpoint"]
 
 
 @dataclasses.dataclass
@@ -120,14 +121,20 @@ def load(checkpoint: str | Path, map_location: Any = "cpu") -> tuple[GeometryMod
     return model.eval(), config
 
 
-def load_backbone_weights(checkpoint: str | Path, map_location: Any = "cpu") -> dict[str, torch.Tensor]:
-    """The geometry backbone's state dict from a ``GeometryModule`` checkpoint (keys of
-    :class:`~vision.geometry.model.GeometryBackbone`: ``aggregator.*``, ``camera_head.*``, ``depth_head.*``,
-    ``point_head.*``), for ``GeometryBackbone.load_state_dict``; a checkpoint without them is a
-    :class:`DataError` naming the file."""
-    _, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=map_location)
+def read_backbone_checkpoint(checkpoint: str | Path, map_location: Any = "cpu"
+                             ) -> tuple[GeometryConfig, dict[str, torch.Tensor]]:
+    """``(config, backbone state dict)`` of a ``GeometryModule`` checkpoint, read once: the state dict has the keys
+    of :class:`~vision.geometry.model.GeometryBackbone` (``aggregator.*``, ``camera_head.*``, ``depth_head.*``,
+    ``point_head.*``); a checkpoint without them is a :class:`DataError` naming the file."""
+    config, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=map_location)
     backbone = {k[len("backbone."):]: v for k, v in weights.items() if k.startswith("backbone.")}
     if not backbone:
         raise DataError("not a geometry checkpoint of this version (no weights under 'model.backbone.')",
                         file=checkpoint, field="state_dict")
-    return backbone
+    return config, backbone
+
+
+def load_backbone_weights(checkpoint: str | Path, map_location: Any = "cpu") -> dict[str, torch.Tensor]:
+    """The geometry backbone's state dict from a ``GeometryModule`` checkpoint (:func:`read_backbone_checkpoint`),
+    for ``GeometryBackbone.load_state_dict``."""
+    return read_backbone_checkpoint(checkpoint, map_location)[1]

@@ -81,13 +81,12 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import torch
 from pycocotools import mask as mask_utils
 
-from vision.data.coco import read_json, write_split
+from vision.data.coco import read_json, write_depth_npz, write_split
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
 from vision.errors import DataError, InputError, VisionError
-from vision.geometry.camera import compose_extrinsics, invert_extrinsics
+from vision.prepare.cameras import first_view_world, parse_scale
 from vision.prepare.files import place_file
 
 __all__ = ["INTRINSICS_FORMATS", "MAX_ANNOTATION_BYTES", "Co3dFrame", "read_jgz", "read_frame_annotations",
@@ -388,17 +387,6 @@ def _even(frames: list[Co3dFrame], n: int | None) -> list[Co3dFrame]:
     return [frames[k] for k in keep]
 
 
-def _parse_scale(scale: float | str) -> float | str:
-    if isinstance(scale, str) and scale != "mean":
-        try:
-            scale = float(scale)
-        except ValueError:
-            raise InputError(f"scale must be a positive number or 'mean', got {scale!r}") from None
-    if not isinstance(scale, str) and not (math.isfinite(scale) and scale > 0):
-        raise InputError(f"scale must be a positive number or 'mean', got {scale!r}")
-    return scale
-
-
 def convert_co3d(root: str | Path, category: str, out: str | Path, *, sequences: Sequence[str] | None = None,
                  set_list: str | None = None, subset: str = "test", split: str | None = None,
                  frames: int | None = None, scale: float | str = 1.0, depth: bool = False,
@@ -426,7 +414,7 @@ def convert_co3d(root: str | Path, category: str, out: str | Path, *, sequences:
         DataError: malformed annotations, a missing or mis-sized image / depth / mask (names the file and field).
         InputError: bad arguments (an unknown sequence, both ``sequences`` and ``set_list``, ...).
     """
-    scale = _parse_scale(scale)
+    scale = parse_scale(scale)
     if frames is not None and (isinstance(frames, bool) or not isinstance(frames, int) or frames < 1):
         raise InputError(f"frames must be an integer >= 1, got {frames!r}")
     if sequences is not None and set_list is not None:
@@ -481,19 +469,8 @@ def convert_co3d(root: str | Path, category: str, out: str | Path, *, sequences:
     for name in sorted(by_sequence):
         seq = by_sequence[name]
         video_id = len(videos) + 1
-        ext = torch.as_tensor(np.stack([f.extrinsics for f in seq]), dtype=torch.float64)
-        rel = compose_extrinsics(ext, invert_extrinsics(ext[0]).expand_as(ext)).numpy()
-        rel[0] = np.eye(3, 4)  # exactly identity, not up to rounding
-        if scale == "mean":
-            centres = -np.einsum("nji,nj->ni", rel[:, :, :3], rel[:, :, 3])  # C = -R^T t
-            dists = np.linalg.norm(centres[1:], axis=1)
-            if len(dists) == 0 or dists.mean() <= 1e-12:
-                raise DataError(f"scale='mean' needs at least two views with distinct camera centres; sequence "
-                                f"{name!r} has {len(seq)} view(s)", file=frames_file, value=name)
-            factor = float(1.0 / dists.mean())
-        else:
-            factor = float(scale)
-        rel[:, :, 3] *= factor
+        rel, factor = first_view_world(np.stack([f.extrinsics for f in seq]), scale, frames_file,
+                                       f"; sequence {name!r} has {len(seq)} view(s)", name)
         factors[name] = factor
         track_id = len(tracks) + 1
         tracks.append({"id": track_id, "video_id": video_id, "category_id": 1, "caption": category,
@@ -528,9 +505,7 @@ def convert_co3d(root: str | Path, category: str, out: str | Path, *, sequences:
                     values = np.where(valid > 0, values, 0.0)
                 depth_name = f"depth/{f.image_path}.npz"
                 depth_dst = resolve_inside(out, depth_name, file=frames_file, field=f"{where}.depth.path")
-                depth_dst.parent.mkdir(parents=True, exist_ok=True)
-                with open(depth_dst, "wb") as fh:
-                    np.savez_compressed(fh, depth=(values * factor).astype(np.float16))
+                write_depth_npz(depth_dst, values * factor)
                 entry["depth_file"] = depth_name
             images.append(entry)
             if f.mask_path is None:

@@ -64,10 +64,11 @@ import cv2
 import numpy as np
 import torch
 
-from vision.data.coco import write_split
+from vision.data.coco import write_depth_npz, write_split
 from vision.data.io import MAX_INPUT_PIXELS, atomic_write_bytes, check_pixels, image_size, resolve_inside
 from vision.errors import DataError, InputError, VisionError
-from vision.geometry.camera import compose_extrinsics, invert_extrinsics, quat_to_matrix
+from vision.geometry.camera import quat_to_matrix
+from vision.prepare.cameras import first_view_world, parse_scale
 from vision.prepare.files import place_file
 
 __all__ = ["ColmapCamera", "ColmapImage", "read_cameras", "read_images", "read_points3d", "read_colmap_depth",
@@ -340,14 +341,7 @@ def convert_colmap(model_dir: str | Path, images_dir: str | Path, out: str | Pat
     """
     if distortion not in DISTORTION_MODES:
         raise InputError(f"distortion must be one of {DISTORTION_MODES}, got {distortion!r}")
-    if isinstance(scale, str):
-        if scale != "mean":
-            try:
-                scale = float(scale)
-            except ValueError:
-                raise InputError(f"scale must be a positive number or 'mean', got {scale!r}") from None
-    if not isinstance(scale, str) and not (math.isfinite(scale) and scale > 0):
-        raise InputError(f"scale must be a positive number or 'mean', got {scale!r}")
+    scale = parse_scale(scale)
     if not split or "/" in split or "\\" in split or split.startswith("."):
         raise InputError(f"split must be a plain file stem, got {split!r}")
     model_dir, images_dir, out = Path(model_dir), Path(images_dir), Path(out)
@@ -391,19 +385,7 @@ def convert_colmap(model_dir: str | Path, images_dir: str | Path, out: str | Pat
         sources.append(src)
 
     # world frame = view 0, then scale
-    ext = torch.as_tensor(np.stack([im.extrinsics for im in images]), dtype=torch.float64)
-    world_from_ref = invert_extrinsics(ext[0])
-    rel = compose_extrinsics(ext, world_from_ref.expand_as(ext)).numpy()
-    rel[0] = np.concatenate([np.eye(3), np.zeros((3, 1))], axis=1)  # exactly identity, not up to rounding
-    if scale == "mean":
-        centres = -np.einsum("nji,nj->ni", rel[:, :, :3], rel[:, :, 3])  # C = -R^T t
-        dists = np.linalg.norm(centres[1:], axis=1)
-        if len(dists) == 0 or dists.mean() <= 1e-12:
-            raise DataError("scale='mean' needs at least two views with distinct camera centres", file=images_file)
-        factor = float(1.0 / dists.mean())
-    else:
-        factor = float(scale)
-    rel[:, :, 3] *= factor
+    rel, factor = first_view_world(np.stack([im.extrinsics for im in images]), scale, images_file)
 
     depth_root = Path(depth_dir) if depth_dir is not None else None
     if depth_root is not None and not depth_root.is_dir():
@@ -443,9 +425,7 @@ def convert_colmap(model_dir: str | Path, images_dir: str | Path, out: str | Pat
                 depth = _load_depth(depth_src, camera.width, camera.height) * factor
                 depth_name = f"depth/{Path(im.name).as_posix()}.npz"
                 depth_dst = resolve_inside(out, depth_name, file=images_file, field=f"line {im.line} NAME")
-                depth_dst.parent.mkdir(parents=True, exist_ok=True)
-                with open(depth_dst, "wb") as f:
-                    np.savez_compressed(f, depth=depth.astype(np.float16))
+                write_depth_npz(depth_dst, depth)
                 entry["depth_file"] = depth_name
         entries.append(entry)
 
