@@ -23,8 +23,13 @@ A split is one COCO JSON file plus the files it names, relative to the JSON's fo
 from __future__ import annotations
 
 import math
+import os
+import sys
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from vision.data.io import resolve_inside
 from vision.errors import DataError
@@ -37,6 +42,8 @@ __all__ = [
     "validate_split",
     "safe_path",
     "rle_counts_from_string",
+    "rle_counts_batch",
+    "rle_runs_summary",
     "Checker",
     "check_rle",
     "check_segmentation",
@@ -75,6 +82,60 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+class _Listings:
+    """Answers "is ``relative`` a plain file inside ``root``?" from one directory listing per folder instead of
+    resolving and stat-ing every path (a COCO split names 118k images).
+
+    :meth:`plain_file` is True only when every component of ``relative`` (split at ``/``) is an entry listed in
+    its folder that is not a symbolic link, the last one a regular file and the others folders: then
+    :func:`safe_path` accepts the name (it stays inside ``root``) and the file exists. Anything else (absolute
+    names, ``.``, ``..``, empty components, links, missing or unlistable entries) gets False, and the caller takes
+    the exact path (``safe_path`` and a stat) that decides and words the verdict.
+    """
+
+    #: deeper names take the exact path (bounds the recursion of :meth:`_listing`)
+    MAX_DEPTH = 32
+
+    def __init__(self, root: Path) -> None:
+        try:
+            self.root: str | None = os.fspath(root.resolve())
+        except (OSError, ValueError, RuntimeError):
+            self.root = None
+        # folder ("" = root, else "a/b") -> (regular files, folders) listed in it, links left out; None: not usable
+        self._listings: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {}
+
+    def _listing(self, folder: str) -> tuple[frozenset[str], frozenset[str]] | None:
+        """The listing of ``folder`` if it is a real folder reached through listed, unlinked folders, else None.
+        Only real folders are remembered, so made-up names cost no memory."""
+        if folder in self._listings:
+            return self._listings[folder]
+        parent, _, name = folder.rpartition("/")
+        if folder and ((parent_listing := self._listing(parent)) is None or name not in parent_listing[1]):
+            return None
+        files, dirs = [], []
+        try:
+            with os.scandir(os.path.join(self.root, folder)) as entries:
+                for entry in entries:
+                    if entry.is_file(follow_symlinks=False):
+                        files.append(entry.name)
+                    elif entry.is_dir(follow_symlinks=False):
+                        dirs.append(entry.name)
+            listing: tuple[frozenset[str], frozenset[str]] | None = (frozenset(files), frozenset(dirs))
+        except (OSError, ValueError):
+            listing = None
+        self._listings[folder] = listing
+        return listing
+
+    def plain_file(self, relative: Any) -> bool:
+        """True when ``relative`` names a regular file inside the root through real (not linked) folders."""
+        if (self.root is None or type(relative) is not str or relative.startswith("/")
+                or relative.count("/") > self.MAX_DEPTH):
+            return False
+        folder, _, name = relative.rpartition("/")
+        listing = self._listings[folder] if folder in self._listings else self._listing(folder)
+        return listing is not None and name in listing[0]
+
+
 def rle_counts_from_string(counts: str) -> list[int]:
     """Decode the compressed COCO RLE ``counts`` string (pycocotools' LEB128-like format) into run lengths.
 
@@ -107,6 +168,123 @@ def rle_counts_from_string(counts: str) -> list[int]:
             value += runs[-2]
         runs.append(value)
     return runs
+
+
+#: The batch decoder (:func:`rle_counts_batch`) decodes runs of at most this many characters: 30 bits, values in
+#: ``-2**29 .. 2**29 - 1``, enough for any difference of two runs of a mask within :data:`MAX_IMAGE_PIXELS` (2**28);
+#: longer ones are left to :func:`rle_counts_from_string`.
+FAST_RLE_RUN_CHARS = 6
+#: ... and strings of at most this many characters.
+FAST_RLE_STRING_CHARS = 1 << 26
+
+# By character code 0..255 (``ord(c) - 48``; codes past 63 are outside the alphabet and mark their string):
+#: the payload bits of a character, and the signed value of a run's last character (bit 0x10 is the sign).
+_RLE_PAYLOAD = np.array([c & 0x1F for c in range(256)], np.int32)
+_RLE_LAST_VALUE = np.array([(c & 0x1F) - ((c & 0x10) << 1) for c in range(256)], np.int32)
+
+
+def rle_counts_batch(strings: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Decode many compressed RLE ``counts`` strings at once with NumPy, as :func:`rle_counts_from_string` would.
+
+    Returns ``(runs, offsets, decoded)``: ``runs`` (int32) holds the run lengths of all strings one after the other,
+    those of ``strings[i]`` being ``runs[offsets[i]:offsets[i + 1]]``; ``decoded[i]`` is False where this function
+    did not decode ``strings[i]`` (its runs are then meaningless): a character outside the alphabet ``'0'..'o'``
+    (or not ASCII), a truncated last run, a run spelled with more than :data:`FAST_RLE_RUN_CHARS` characters or a
+    string of more than :data:`FAST_RLE_STRING_CHARS` characters. Such a string may still be valid (e.g. a run
+    spelled with 7..13 characters), so the caller must hand it to :func:`rle_counts_from_string` for the verdict and
+    the message.
+
+    Exactness: the runs are computed modulo 2**32. Where all of a decoded string's runs are in
+    ``0..MAX_IMAGE_PIXELS``, they are exactly the pure-Python decoder's; where one is not, the first such run (in
+    the order each run is derived from the one two places earlier) is exact, so it shows outside that range too:
+    every value is below 2**29 in magnitude, so it lies within int32 when the run it is added to was in range.
+
+    Conventions (pycocotools' ``rleFrString``): each run is a little-endian sequence of characters ``c``, value
+    ``ord(c) - 48`` holding 5 bits of payload (``& 0x1f``) and a continuation bit (``& 0x20``); the last character's
+    bit ``0x10`` is the sign (two's complement over the run's ``5 * length`` bits). From the fourth run on (index
+    3), the decoded value is a difference to the run two places earlier.
+    """
+    n = len(strings)
+    lengths = np.fromiter(map(len, strings), np.int64, n)
+    ends = np.cumsum(lengths)
+    decoded = lengths <= FAST_RLE_STRING_CHARS
+    if not n or ends[-1] == 0:
+        return np.zeros(0, np.int32), np.zeros(n + 1, np.int64), decoded
+    joined = "".join(strings)
+    if joined.isascii():
+        code = np.frombuffer(joined.encode("ascii"), np.uint8) - np.uint8(48)  # below '0' wraps past 63
+    else:  # code points: anything outside '0'..'o' becomes 255
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32) - np.uint32(48)
+        code = np.where(points > 63, 255, points).astype(np.uint8)
+    del joined
+    if code.max() > 63:
+        decoded[np.searchsorted(ends, np.flatnonzero(code > 63), side="right")] = False
+    continued = code & 0x20
+    is_end = continued == 0
+    nonempty = np.flatnonzero(lengths)
+    last = ends[nonempty] - 1
+    decoded[nonempty[~is_end[last]]] = False  # truncated: the last run continues past the end
+    is_end[last] = True  # so that a malformed string's runs never reach into the next string
+    run_end = np.flatnonzero(is_end)  # index of every run's last character
+    offsets = np.zeros(n + 1, np.int64)
+    offsets[1:] = np.searchsorted(run_end, ends, side="left")
+    # one character per run (most of them): the signed 5-bit value of that character
+    value = _RLE_LAST_VALUE[code[run_end]]
+    # several characters (found from the continued ones): the last, signed, holds the top 5 bits, those before it
+    # the lower ones, lowest first
+    multi = np.searchsorted(run_end, np.flatnonzero(continued))
+    if multi.size:
+        multi = multi[np.concatenate(([True], multi[1:] != multi[:-1]))]
+        chars = run_end[multi] - np.where(multi > 0, run_end[np.maximum(multi - 1, 0)], -1)
+        long_runs = chars > FAST_RLE_RUN_CHARS
+        if long_runs.any():
+            decoded[np.searchsorted(offsets[1:], multi[long_runs], side="right")] = False
+            chars = np.minimum(chars, FAST_RLE_RUN_CHARS)  # garbage for those strings, but bounded
+        first = run_end[multi] - chars + 1
+        low = np.zeros(multi.size, np.int32)
+        for k in range(int(chars.max()) - 1):
+            has = np.flatnonzero(chars - 1 > k)
+            low[has] |= _RLE_PAYLOAD[code[first[has] + k]] << (5 * k)
+        value[multi] = (value[multi] << (5 * (chars - 1)).astype(np.int32)) + low
+    # runs 1, 3, 5, ... and runs 2, 4, 6, ... of a string are running sums of its values (run 0 is in neither):
+    # running sums over the whole batch, one per parity of the position, less each string's sum before its start
+    # (int32 sums wrap; see "Exactness" above)
+    starts = offsets[:-1][nonempty]
+    chained = value.copy()
+    chained[starts] = 0
+    summed = np.empty_like(chained)
+    np.cumsum(chained[0::2], out=summed[0::2], dtype=np.int32)
+    np.cumsum(chained[1::2], out=summed[1::2], dtype=np.int32)
+    start = np.minimum(offsets[:-1], run_end.size - 1)  # (an empty string at the end has no runs to correct)
+    before_same = summed[start]  # chained[start] = 0: the sum before the string, same parity as its start
+    before_other = np.where(start > 0, summed[np.maximum(start - 1, 0)], 0).astype(np.int32)
+    start_even = (start & 1) == 0
+    base_even = np.where(start_even, before_same, before_other)  # for runs at even positions of the batch
+    base_odd = np.where(start_even, before_other, before_same)
+    string_of_run = np.repeat(np.arange(n, dtype=np.int32), np.diff(offsets))
+    runs = summed
+    runs[0::2] -= base_even[string_of_run[0::2]]
+    runs[1::2] -= base_odd[string_of_run[1::2]]
+    runs[starts] = value[starts]
+    return runs, offsets, decoded
+
+
+def rle_runs_summary(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(plausible, sums)`` for compressed RLE ``counts`` strings: ``plausible[i]`` is True when
+    :func:`rle_counts_batch` decoded ``strings[i]`` and its runs are all in ``0..MAX_IMAGE_PIXELS``; ``sums[i]`` is
+    then the exact sum of its runs (0 for an empty string). Where ``plausible[i]`` is False, or the sum is not
+    the mask's ``height * width``, the string needs :func:`check_rle`'s pure-Python verdict."""
+    runs, offsets, decoded = rle_counts_batch(strings)
+    sums = np.zeros(len(strings), np.int64)
+    plausible = decoded.copy()
+    if runs.size:
+        # negative runs become huge as unsigned: one comparison finds both ends of the range
+        out_of_range = np.flatnonzero(runs.view(np.uint32) > MAX_IMAGE_PIXELS)
+        plausible[np.searchsorted(offsets[1:], out_of_range, side="right")] = False
+        has_runs = np.flatnonzero(offsets[1:] > offsets[:-1])
+        # every run of a plausible string is in 0..2**28 and it has < 2**26 runs: its sum is exact in an int64
+        sums[has_runs] = np.add.reduceat(runs, offsets[has_runs], dtype=np.int64)
+    return plausible, sums
 
 
 class Checker:
@@ -296,7 +474,19 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
     images: dict[int, dict] = {}
     first: dict[int, int] = {}
     frames: dict[tuple[int, int], int] = {}
+    listings = _Listings(root)
     for i, img in enumerate(c.list_(dataset["images"], "images")):
+        # Fast path: a plain image (no video, camera or depth) whose every check below is sure to pass; anything
+        # else (including every error) takes the checks below, which decide and word the verdict.
+        if type(img) is dict and not ("video_id" in img or "frame_index" in img or "camera" in img
+                                      or "depth_file" in img):
+            ident, width, height = img.get("id"), img.get("width"), img.get("height")
+            if (type(ident) is int and ident not in first and type(width) is int and type(height) is int
+                    and 1 <= width <= MAX_IMAGE_SIDE and 1 <= height <= MAX_IMAGE_SIDE
+                    and width * height <= MAX_IMAGE_PIXELS and listings.plain_file(img.get("file_name"))):
+                first[ident] = i
+                images[ident] = img
+                continue
         field = f"images[{i}]"
         c.dict_(img, field)
         ident = c.unique_id(first, img, field)
@@ -393,60 +583,298 @@ def check_segmentation(c: Checker, seg: Any, field: str, height: int, width: int
     raise c.fail(f"expected an RLE object or a list of polygons, got {type(seg).__name__}", field, seg)
 
 
+class _DeferredRle:
+    """Compressed RLE ``counts`` of annotations that passed every other check, checked many at once.
+
+    :meth:`add` queues an annotation's segmentation (its ``size`` already checked); :meth:`flush` (called when a
+    batch is full, when a later annotation fails, and at the end) decodes the batch with :func:`rle_runs_summary`
+    and hands every string it cannot vouch for (not decoded, a run out of range, a sum other than ``height *
+    width``) to :func:`check_rle`, in file order: the first error is the one the one-by-one checks would raise.
+    """
+
+    #: a batch is decoded once it holds this many characters or strings (bounds the decoder's memory)
+    MAX_CHARS = 1 << 20
+    MAX_STRINGS = 1 << 15
+
+    def __init__(self, c: Checker) -> None:
+        self.c = c
+        self.indexes: list[int] = []
+        self.segmentations: list[dict] = []
+        self.strings: list[str] = []
+        self.pixels: list[int] = []
+        self.chars = 0
+
+    def add(self, index: int, seg: dict, counts: str, pixels: int) -> None:
+        self.indexes.append(index)
+        self.segmentations.append(seg)
+        self.strings.append(counts)
+        self.pixels.append(pixels)
+        self.chars += len(counts)
+        if self.chars >= self.MAX_CHARS or len(self.strings) >= self.MAX_STRINGS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.strings:
+            return
+        plausible, sums = rle_runs_summary(self.strings)
+        suspects = np.flatnonzero(~plausible | (sums != np.asarray(self.pixels, np.int64)))
+        indexes, segmentations = self.indexes, self.segmentations
+        self.indexes, self.segmentations, self.strings, self.pixels, self.chars = [], [], [], [], 0
+        for k in suspects.tolist():
+            height, width = segmentations[k]["size"]
+            check_rle(self.c, segmentations[k], f"annotations[{indexes[k]}].segmentation", height, width)
+
+
+_NUMBER_TYPES = frozenset((int, float))
+_INT_TYPES = frozenset((int,))
+_FLOAT_MAX = sys.float_info.max
+_FLOAT_MAX_INT = int(_FLOAT_MAX)  # the largest integer that float() converts
+
+
+class _Absent:
+    """The type of :data:`_ABSENT`, a key's default that no split value can be."""
+
+
+_ABSENT = _Absent()
+
+
+def _polygons_pass(seg: list, width: int, height: int) -> bool:
+    """True when :func:`check_segmentation` surely accepts the polygons ``seg`` on a ``width`` x ``height`` image
+    (False: it has to decide). Exact types only (``int``/``float``, not ``bool``); a finite sum means no NaN or
+    infinity, so the extremes of the x and y coordinates bound them all."""
+    tol = BOX_TOLERANCE_PX
+    for poly in seg:
+        if (type(poly) is not list or len(poly) < 6 or len(poly) % 2
+                or not _NUMBER_TYPES.issuperset(map(type, poly))):
+            return False
+        try:
+            if not math.isfinite(sum(poly)):
+                return False
+        except OverflowError:  # an integer beyond float range
+            return False
+        xs, ys = poly[0::2], poly[1::2]
+        if not (min(xs) >= -tol and max(xs) <= width + tol and min(ys) >= -tol and max(ys) <= height + tol):
+            return False
+    return True
+
+
+def _numbers(values: list) -> np.ndarray | None:
+    """``values`` as float64 when all are exactly ``int`` or ``float`` and within float range, else None."""
+    if not _NUMBER_TYPES.issuperset(map(type, values)):
+        return None
+    try:
+        return np.array(values, np.float64)
+    except OverflowError:
+        return None
+
+
+def _annotations_pass_by_column(anns: list, images: dict[int, dict], categories: dict[int, dict]) -> bool:
+    """True when every annotation surely passes :func:`_check_annotation`, checked one key at a time across all
+    annotations (C-level iteration and NumPy instead of a Python loop per annotation); False when they must be
+    checked one by one, which finds and words the first error. Conservative like the fast path of
+    :func:`_check_annotations`: exact types only; tracks, scores and uncompressed RLE counts give False."""
+    n = len(anns)
+    if not n:
+        return True
+    if set(map(type, anns)) != {dict} or any(map(dict.__contains__, anns, repeat("track_id", n))) \
+            or any(map(dict.__contains__, anns, repeat("score", n))):
+        return False
+
+    def column(source: list, key: str, default: Any = _ABSENT) -> list:
+        return list(map(dict.get, source, repeat(key, len(source)), repeat(default, len(source))))
+
+    ids, image_ids, category_ids = column(anns, "id"), column(anns, "image_id"), column(anns, "category_id")
+    crowd = column(anns, "iscrowd", 0)
+    if (set(map(type, ids)) != _INT_TYPES or len(set(ids)) != n or set(map(type, image_ids)) != _INT_TYPES
+            or not images.keys() >= set(image_ids) or set(map(type, category_ids)) != _INT_TYPES
+            or not categories.keys() >= set(category_ids) or set(map(type, crowd)) != _INT_TYPES
+            or not {0, 1}.issuperset(crowd)):
+        return False
+    area = _numbers(column(anns, "area", 0))
+    if area is None or not ((area >= 0.0) & (area <= _FLOAT_MAX)).all():
+        return False
+    row = {ident: r for r, ident in enumerate(images)}
+    at = np.fromiter(map(row.__getitem__, image_ids), np.int64, n)
+    width = np.fromiter((img["width"] for img in images.values()), np.int64, len(images))[at]
+    height = np.fromiter((img["height"] for img in images.values()), np.int64, len(images))[at]
+    boxes = column(anns, "bbox")
+    if set(map(type, boxes)) != {list} or set(map(len, boxes)) != {4}:
+        return False
+    box = _numbers(list(chain.from_iterable(boxes)))
+    if box is None:
+        return False
+    x, y, w, h = box.reshape(n, 4).T
+    tol = BOX_TOLERANCE_PX
+    # NaN fails every comparison, an infinity one of them
+    if not ((w >= 0) & (h >= 0) & (x >= -tol) & (y >= -tol) & (x + w <= width + tol) & (y + h <= height + tol)).all():
+        return False
+    segs = column(anns, "segmentation")
+    kinds = set(map(type, segs))
+    if not {list, dict, _Absent}.issuperset(kinds):
+        return False
+    if list in kinds:
+        which = [i for i, seg in enumerate(segs) if type(seg) is list]
+        groups = [segs[i] for i in which]
+        polys = list(chain.from_iterable(groups))
+        if polys:
+            if set(map(type, polys)) != {list}:
+                return False
+            lengths = np.fromiter(map(len, polys), np.int64, len(polys))
+            if (lengths < 6).any() or (lengths % 2).any():
+                return False
+            coords = _numbers(list(chain.from_iterable(polys)))
+            if coords is None:
+                return False
+            # every polygon has an even length: x at even, y at odd positions of the concatenation
+            vertex_of = np.repeat(np.repeat(np.asarray(which), np.fromiter(map(len, groups), np.int64, len(groups))),
+                                  lengths // 2)
+            xs, ys = coords[0::2], coords[1::2]
+            if not ((xs >= -tol) & (xs <= width[vertex_of] + tol) & (ys >= -tol)
+                    & (ys <= height[vertex_of] + tol)).all():
+                return False
+    if dict in kinds:
+        which = [i for i, seg in enumerate(segs) if type(seg) is dict]
+        rles = [segs[i] for i in which]
+        sizes = column(rles, "size")
+        if set(map(type, sizes)) != {list} or set(map(len, sizes)) != {2}:
+            return False
+        flat = list(chain.from_iterable(sizes))
+        if set(map(type, flat)) != _INT_TYPES:
+            return False
+        try:
+            size = np.array(flat, np.int64).reshape(-1, 2)
+        except OverflowError:  # beyond int64: not the image's size anyway
+            return False
+        at = np.asarray(which)
+        if not ((size[:, 0] == height[at]) & (size[:, 1] == width[at])).all():
+            return False
+        counts = column(rles, "counts")
+        if set(map(type, counts)) != {str}:
+            return False
+        pixels = height[at] * width[at]
+        lengths = np.fromiter(map(len, counts), np.int64, len(counts))
+        # batches of about _DeferredRle.MAX_CHARS characters bound the decoder's memory
+        cuts = np.searchsorted(np.cumsum(lengths), np.arange(1, int(lengths.sum()) // _DeferredRle.MAX_CHARS + 1)
+                               * _DeferredRle.MAX_CHARS)
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(counts)]):
+            if hi > lo:
+                plausible, sums = rle_runs_summary(counts[lo:hi])
+                if not (plausible & (sums == pixels[lo:hi])).all():
+                    return False
+    return True
+
+
 def _check_annotations(c: Checker, dataset: dict, images: dict[int, dict], categories: dict[int, dict],
                        tracks: dict[int, dict]) -> None:
+    annotations = c.list_(dataset["annotations"], "annotations")
+    if _annotations_pass_by_column(annotations, images, categories):
+        return
     first: dict[int, int] = {}
     track_frames: dict[tuple[int, int], int] = {}
-    for i, ann in enumerate(c.list_(dataset["annotations"], "annotations")):
-        field = f"annotations[{i}]"
-        c.dict_(ann, field)
-        ident = c.unique_id(first, ann, field)
-        image_id = c.int_(c.key(ann, "image_id", field), f"{field}.image_id")
-        if image_id not in images:
-            raise c.fail("annotation points to an image id that is not in 'images'", f"{field}.image_id", image_id)
-        img = images[image_id]
-        width, height = img["width"], img["height"]
-        category_id = c.int_(c.key(ann, "category_id", field), f"{field}.category_id")
-        if category_id not in categories:
-            raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
-                         category_id)
-        bbox = c.key(ann, "bbox", field)
-        if not isinstance(bbox, list) or len(bbox) != 4:
-            raise c.fail("expected bbox as [x, y, width, height] (XYWH pixels)", f"{field}.bbox", bbox)
-        x, y, w, h = (c.number(v, f"{field}.bbox[{j}]") for j, v in enumerate(bbox))
-        if w < 0 or h < 0:
-            raise c.fail("bbox has a negative width or height", f"{field}.bbox", bbox)
-        tol = BOX_TOLERANCE_PX
-        if x < -tol or y < -tol or x + w > width + tol or y + h > height + tol:
-            raise c.fail(f"bbox lies outside its {width}x{height} image (tolerance {tol:g} px)", f"{field}.bbox", bbox)
-        if "segmentation" in ann:
-            check_segmentation(c, ann["segmentation"], f"{field}.segmentation", height, width)
-        if "area" in ann:
-            c.number(ann["area"], f"{field}.area", minimum=0.0)
-        if "iscrowd" in ann:
-            crowd = ann["iscrowd"]
-            if crowd not in (0, 1) or (not isinstance(crowd, (int, bool))):
-                raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", crowd)
-        if "score" in ann:
-            c.number(ann["score"], f"{field}.score")
-        if "track_id" in ann:
-            track_id = c.int_(ann["track_id"], f"{field}.track_id")
-            if track_id not in tracks:
-                raise c.fail("annotation points to a track id that is not in 'tracks'", f"{field}.track_id",
-                             track_id)
-            track = tracks[track_id]
-            if img.get("video_id") != track["video_id"]:
-                raise c.fail(f"track {track_id} belongs to video {track['video_id']} but image {image_id} to video "
-                             f"{img.get('video_id')}", f"{field}.track_id", track_id)
-            if track["category_id"] != category_id:
-                raise c.fail(f"annotation category differs from its track's category {track['category_id']}",
-                             f"{field}.category_id", category_id)
-            if (track_id, image_id) in track_frames:
-                raise c.fail(f"track {track_id} has two annotations on image {image_id} "
-                             f"(first: annotations[{track_frames[(track_id, image_id)]}])", f"{field}.track_id",
-                             track_id)
-            track_frames[(track_id, image_id)] = i
-        first[ident] = i
+    deferred = _DeferredRle(c)
+    tol = BOX_TOLERANCE_PX
+    for i, ann in enumerate(annotations):
+        # Fast path: exact types and values that every check of _check_annotation surely accepts; compressed RLE
+        # counts are checked in batches (_DeferredRle). Everything else, errors included, takes _check_annotation.
+        if type(ann) is dict and "track_id" not in ann and "score" not in ann:
+            ident, image_id, category_id = ann.get("id"), ann.get("image_id"), ann.get("category_id")
+            bbox, crowd, area = ann.get("bbox"), ann.get("iscrowd", 0), ann.get("area", 0)
+            img = images.get(image_id) if type(image_id) is int else None
+            if (img is not None and type(ident) is int and ident not in first and type(category_id) is int
+                    and category_id in categories and type(crowd) is int and (crowd == 0 or crowd == 1)
+                    and ((type(area) is float and 0.0 <= area <= _FLOAT_MAX)
+                         or (type(area) is int and 0 <= area <= _FLOAT_MAX_INT))
+                    and type(bbox) is list and len(bbox) == 4 and _NUMBER_TYPES.issuperset(map(type, bbox))):
+                width, height = img["width"], img["height"]
+                try:
+                    x, y, w, h = float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3])
+                except OverflowError:  # an integer beyond float range: the checks below word it
+                    x = y = w = h = math.nan
+                # NaN fails every comparison, an infinity one of them
+                if (w >= 0 and h >= 0 and x >= -tol and y >= -tol and x + w <= width + tol
+                        and y + h <= height + tol):
+                    seg = ann.get("segmentation", _ABSENT)
+                    passed = False
+                    if type(seg) is list:
+                        passed = _polygons_pass(seg, width, height)
+                    elif type(seg) is dict:
+                        size, counts = seg.get("size"), seg.get("counts")
+                        if (type(size) is list and len(size) == 2 and type(size[0]) is int
+                                and type(size[1]) is int and size[0] == height and size[1] == width):
+                            if type(counts) is str:
+                                deferred.add(i, seg, counts, height * width)
+                                passed = True
+                            elif (type(counts) is list and counts and _INT_TYPES.issuperset(map(type, counts))
+                                  and min(counts) >= 0 and sum(counts) == height * width):
+                                passed = True
+                    elif seg is _ABSENT:
+                        passed = True
+                    if passed:
+                        first[ident] = i
+                        continue
+        error = None
+        try:
+            _check_annotation(c, i, ann, first, track_frames, images, categories, tracks)
+        except DataError as exc:
+            error = exc
+        if error is not None:
+            deferred.flush()  # a deferred RLE of an earlier annotation is the first error
+            raise error
+    deferred.flush()
+
+
+def _check_annotation(c: Checker, i: int, ann: Any, first: dict[int, int], track_frames: dict[tuple[int, int], int],
+                      images: dict[int, dict], categories: dict[int, dict], tracks: dict[int, dict]) -> None:
+    """Every check of ``annotations[i]``, one by one, each error naming the field and the value."""
+    field = f"annotations[{i}]"
+    c.dict_(ann, field)
+    ident = c.unique_id(first, ann, field)
+    image_id = c.int_(c.key(ann, "image_id", field), f"{field}.image_id")
+    if image_id not in images:
+        raise c.fail("annotation points to an image id that is not in 'images'", f"{field}.image_id", image_id)
+    img = images[image_id]
+    width, height = img["width"], img["height"]
+    category_id = c.int_(c.key(ann, "category_id", field), f"{field}.category_id")
+    if category_id not in categories:
+        raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
+                     category_id)
+    bbox = c.key(ann, "bbox", field)
+    if not isinstance(bbox, list) or len(bbox) != 4:
+        raise c.fail("expected bbox as [x, y, width, height] (XYWH pixels)", f"{field}.bbox", bbox)
+    x, y, w, h = (c.number(v, f"{field}.bbox[{j}]") for j, v in enumerate(bbox))
+    if w < 0 or h < 0:
+        raise c.fail("bbox has a negative width or height", f"{field}.bbox", bbox)
+    tol = BOX_TOLERANCE_PX
+    if x < -tol or y < -tol or x + w > width + tol or y + h > height + tol:
+        raise c.fail(f"bbox lies outside its {width}x{height} image (tolerance {tol:g} px)", f"{field}.bbox", bbox)
+    if "segmentation" in ann:
+        check_segmentation(c, ann["segmentation"], f"{field}.segmentation", height, width)
+    if "area" in ann:
+        c.number(ann["area"], f"{field}.area", minimum=0.0)
+    if "iscrowd" in ann:
+        crowd = ann["iscrowd"]
+        if crowd not in (0, 1) or (not isinstance(crowd, (int, bool))):
+            raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", crowd)
+    if "score" in ann:
+        c.number(ann["score"], f"{field}.score")
+    if "track_id" in ann:
+        track_id = c.int_(ann["track_id"], f"{field}.track_id")
+        if track_id not in tracks:
+            raise c.fail("annotation points to a track id that is not in 'tracks'", f"{field}.track_id",
+                         track_id)
+        track = tracks[track_id]
+        if img.get("video_id") != track["video_id"]:
+            raise c.fail(f"track {track_id} belongs to video {track['video_id']} but image {image_id} to video "
+                         f"{img.get('video_id')}", f"{field}.track_id", track_id)
+        if track["category_id"] != category_id:
+            raise c.fail(f"annotation category differs from its track's category {track['category_id']}",
+                         f"{field}.category_id", category_id)
+        if (track_id, image_id) in track_frames:
+            raise c.fail(f"track {track_id} has two annotations on image {image_id} "
+                         f"(first: annotations[{track_frames[(track_id, image_id)]}])", f"{field}.track_id",
+                         track_id)
+        track_frames[(track_id, image_id)] = i
+    first[ident] = i
 
 
 def _check_info(c: Checker, dataset: dict, categories: dict[int, dict]) -> None:
