@@ -36,6 +36,7 @@ def read_json(path: str | Path) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", file=path) from exc
+    del raw  # the bytes would stay alive while the text is parsed, adding the file's size to the peak memory
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
