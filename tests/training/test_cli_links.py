@@ -84,3 +84,16 @@ def test_a_dotted_null_override_gives_none_not_the_string_none():
     cli = _cli("--model", f"{__name__}.OptionalModule", "--model.init_args.config.name", "None",
                "--data", f"{__name__}.ImageData")
     assert cli.model.config.name == "None" and cli.model.config.encoder == "minilm"
+
+
+def test_run_dir_moves_every_path_under_the_run(tmp_path):
+    """``--run_dir`` rebases default_root_dir, the logger's save_dir and the checkpoint dirpaths of a real config
+    (two ModelCheckpoints), leaving everything else as the config has it."""
+    cli = VisionCLI(args=["--config", "configs/detection/tiny.yaml", "--run_dir", str(tmp_path / "long"),
+                          "--trainer.max_steps", "5"], run=False)
+    trainer = cli.trainer
+    assert trainer.default_root_dir == str(tmp_path / "long")
+    assert trainer.logger.save_dir == str(tmp_path / "long")
+    dirpaths = [c.dirpath for c in trainer.callbacks if hasattr(c, "dirpath") and hasattr(c, "monitor")]
+    assert dirpaths and all(d == str(tmp_path / "long" / "checkpoints") for d in dirpaths)
+    assert trainer.max_steps == 5

@@ -17,6 +17,9 @@
 - Resume with ``--ckpt_path path/to/last.ckpt``: step count, optimizer and scheduler state, the random state and
   the data position continue exactly; on the CPU the resumed run ends with the weights of an uninterrupted one, bit
   for bit, and the same seed and thread count give the same model (``vision.data.sampler``).
+- ``--run_dir DIR`` moves a run elsewhere: the config's ``trainer.default_root_dir`` and every path under it (the
+  logger's ``save_dir``, the checkpoint callbacks' ``dirpath``) are rebased onto ``DIR``, so one config trains
+  several runs side by side (``make train-long``: the same config, more steps, ``runs/<task>/long``).
 - Multi-GPU / multi-node scale comes from Lightning's strategies: ``--trainer.strategy ddp --trainer.devices 8
   --trainer.num_nodes 2`` (see ``configs/geometry/base_ddp.yaml``).
 """
@@ -39,7 +42,7 @@ from vision.training.callbacks import FiniteLossGuard, RandomStateCheckpoint
 from vision.training.checkpoint_io import AtomicCheckpointIO, first_mismatch, load_checkpoint
 from vision.training.writer import ResultsWriter
 
-__all__ = ["VisionCLI", "main", "LINKS"]
+__all__ = ["VisionCLI", "main", "LINKS", "move_run"]
 
 _SUBCOMMANDS = {"fit", "validate", "test", "predict"}
 
@@ -70,12 +73,17 @@ class VisionCLI(LightningCLI):
         parser.add_argument("--results", type=Optional[str], default=None,
                             help="predict: the merged COCO-format results file to write "
                                  "(default <trainer.default_root_dir>/predictions.json)")
+        parser.add_argument("--run_dir", type=Optional[str], default=None,
+                            help="rebase trainer.default_root_dir and every path under it (logger save_dir, "
+                                 "checkpoint dirpath) onto this folder")
 
     def before_instantiate_classes(self) -> None:
         """Restore ``None`` in the model's config: jsonargparse (4.x, subclass mode) turns a dotted override such as
         ``--model.init_args.config.text_encoder null`` into the string ``"None"``; a field whose type admits None
         and that holds that string gets None back (no such field takes the word "None" as a name)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
+        if config.get("run_dir"):
+            move_run(config, str(config["run_dir"]))
         model = config.get("model")
         fields = model.get("init_args", {}).get("config") if model is not None else None
         if fields is None or not hasattr(fields, "items"):
@@ -114,6 +122,32 @@ class VisionCLI(LightningCLI):
         if not any(isinstance(p, CheckpointIO) for p in plugins):
             plugins.append(AtomicCheckpointIO())
         return super().instantiate_trainer(plugins=plugins, **kwargs)
+
+
+def move_run(config: Any, run_dir: str) -> None:
+    """Rebase ``trainer.default_root_dir`` of a parsed config, and every trainer path under it (logger
+    ``init_args.save_dir``, callback ``init_args.dirpath``), onto ``run_dir`` (in place). A path outside the old root
+    is left as it is; without an old root only ``default_root_dir`` is set."""
+    trainer = config["trainer"]
+    old = str(trainer.get("default_root_dir") or "").rstrip("/")
+
+    def rebase(path: Any) -> Any:
+        if not old or path is None or not isinstance(path, str):
+            return path
+        if path.rstrip("/") == old:
+            return run_dir
+        return run_dir.rstrip("/") + path[len(old):] if path.startswith(old + "/") else path
+
+    trainer["default_root_dir"] = run_dir
+    loggers = trainer.get("logger")
+    callbacks = trainer.get("callbacks")
+    for item in [*(loggers if isinstance(loggers, list) else [loggers]), *(callbacks or [])]:
+        init_args = getattr(item, "init_args", None)
+        if init_args is None:
+            continue
+        for key in ("save_dir", "dirpath"):
+            if init_args.get(key) is not None:
+                init_args[key] = rebase(init_args[key])
 
 
 def main(argv: Sequence[str] | None = None) -> VisionCLI:
