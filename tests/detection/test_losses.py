@@ -63,3 +63,22 @@ def test_losses_finite_and_differentiable():
     # GIoU: one perfect box (0) and one half-overlapping box
     expected = (0.0 + (1 - (25 / 175 - (225 - 175) / 225))) / 2
     assert abs(float(losses["loss_box"].detach()) - expected) < 1e-5
+
+
+def test_quality_focal_loss_targets_the_iou():
+    """QFL: zero where the probability equals the soft target; the objectness target of a positive is its box IoU,
+    1 at an OOV location, 0 elsewhere (and the same call without ``quality`` is the focal loss on 1 / 0 targets)."""
+    from vision.detection.losses import quality_focal_loss
+
+    target = torch.tensor([0.0, 0.3, 1.0])
+    exact = torch.logit(torch.tensor([1e-6, 0.3, 1 - 1e-6]))
+    assert float(quality_focal_loss(exact, target)) < 1e-6
+    assert float(quality_focal_loss(torch.zeros(3), target)) > 0.05
+    k = 2
+    labels = torch.tensor([[0, k, k + 1]])
+    boxes = torch.tensor([[[0.0, 0, 10, 10], [0, 0, 1, 1], [0, 0, 1, 1]]])
+    box_targets = torch.tensor([[[0.0, 0, 10, 5], [0, 0, 0, 0], [0, 0, 0, 0]]])  # IoU 0.5 at the positive
+    logits = torch.zeros(1, 3, k + 2)
+    want = torch.logit(torch.tensor([[0.5, 1e-6, 1 - 1e-6]]))
+    assert float(detection_losses(want, boxes, logits, labels, box_targets, k, quality=True)["loss_objectness"]) < 1e-5
+    assert float(detection_losses(want, boxes, logits, labels, box_targets, k)["loss_objectness"]) > 1e-3

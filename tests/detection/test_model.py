@@ -86,3 +86,35 @@ def test_geometry_checkpoint_init(detector):
         detector.load_geometry_checkpoint(bad)
     with pytest.raises(InputError, match="no aggregator"):
         detector.load_geometry_checkpoint({"model.other": torch.zeros(1)})
+
+
+def test_pixel_stem_starts_as_the_detector_without_it():
+    """The stem's output projections start at zero: same weights elsewhere -> the same outputs; after a step on a
+    loss the stem changes them (it is wired in), and its maps match the pyramid's strides."""
+    torch.manual_seed(0)
+    plain = build_model(DetectionConfig(image_size=64, channels=32))
+    torch.manual_seed(0)
+    stem = build_model(DetectionConfig(image_size=64, channels=32, pixel_stem=True))
+    missing = stem.load_state_dict(plain.state_dict(), strict=False)
+    assert all(k.startswith("pixel_stem.") for k in missing.missing_keys) and not missing.unexpected_keys
+    images = torch.rand(2, 3, 64, 64)
+    levels = stem.pixel_stem(images)
+    assert [tuple(m.shape) for m in levels] == [(2, 32, 16, 16), (2, 32, 8, 8), (2, 32, 4, 4)]
+    with torch.no_grad():
+        assert torch.allclose(stem(images)["objectness"], plain(images)["objectness"], atol=1e-6)
+    opt = torch.optim.SGD(stem.pixel_stem.parameters(), lr=0.1)
+    stem(images)["objectness"].sum().backward()
+    opt.step()
+    with torch.no_grad():
+        assert not torch.allclose(stem(images)["objectness"], plain(images)["objectness"], atol=1e-4)
+
+
+def test_text_projection_identity_at_start_and_learned():
+    clf = OpenVocabClassifier(embed_dim=4, num_oov_prompts=0, temperature=0.5, text_projection=True)
+    text = torch.nn.functional.normalize(torch.rand(3, 4), dim=-1)
+    emb = torch.nn.functional.normalize(torch.rand(5, 4), dim=-1)
+    plain = OpenVocabClassifier(embed_dim=4, num_oov_prompts=0, temperature=0.5)
+    assert torch.allclose(clf(emb, text), plain(emb, text), atol=1e-6)
+    clf(emb, text)[:, 0].sum().backward()
+    assert clf.text_projection.weight.grad.abs().sum() > 0
+    assert torch.allclose(clf.table(text).norm(dim=-1), torch.ones(3))

@@ -4,6 +4,11 @@ The backbone gives patch-grid tokens at stride ``p`` (the patch size). :class:`F
 patch maps of a few aggregator layers, projects them to ``channels`` and builds three levels at strides
 ``p / 2``, ``p`` and ``2 p`` (a transposed conv up, identity, a strided conv down), each refined by a 3x3 conv.
 
+A ViT's finest map is its patch grid: at 64 px and patch 8 an object of 12 px covers about two tokens, and the
+``p / 2`` level is only an upsampling of them. :class:`PixelStem` (optional; ViT-Adapter's spatial prior module
+without its cross-attention) is a small strided conv stem on the pixels whose maps at the pyramid's strides are
+added to the levels, so the head sees shape detail below the patch size.
+
 :class:`DenseDetectionHead` runs one shared conv tower over every level and predicts, at every location
 (FCOS / YOLO style, one prediction per location, no anchors):
 
@@ -22,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["FeaturePyramid", "DenseDetectionHead", "level_points"]
+__all__ = ["FeaturePyramid", "PixelStem", "DenseDetectionHead", "level_points"]
 
 
 def _conv_block(in_ch: int, out_ch: int, groups: int = 8) -> nn.Sequential:
@@ -50,10 +55,53 @@ class FeaturePyramid(nn.Module):
         self.down = nn.Conv2d(channels, channels, 3, stride=2, padding=1)
         self.refine = nn.ModuleList([_conv_block(channels, channels) for _ in range(3)])
 
-    def forward(self, maps: list[torch.Tensor]) -> list[torch.Tensor]:
+    def forward(self, maps: list[torch.Tensor], pixel_levels: list[torch.Tensor] | None = None
+                ) -> list[torch.Tensor]:
+        """``pixel_levels``: optional :class:`PixelStem` maps (same shapes as the levels), added before refining."""
         x = self.reduce(torch.cat(maps, dim=1))
         levels = [self.up(x), x, self.down(x)]
+        if pixel_levels is not None:
+            levels = [level + extra for level, extra in zip(levels, pixel_levels)]
         return [block(level) for block, level in zip(self.refine, levels)]
+
+
+class PixelStem(nn.Module):
+    """Strided conv stem on the image, giving maps at the pyramid's three strides ``p/2, p, 2p``.
+
+    Args:
+        channels: output width (the pyramid's). patch_size: the backbone's ``p`` (a power of two, >= 4).
+
+    Forward: ``images [B, 3, H, W]`` in [0, 1] -> list of three ``[B, channels, H / s, W / s]`` for
+    ``s = p/2, p, 2p``. The projections that leave the stem start at zero, so a detector with the stem starts as
+    the one without it.
+    """
+
+    def __init__(self, channels: int, patch_size: int) -> None:
+        super().__init__()
+        if patch_size < 4 or patch_size & (patch_size - 1):
+            raise ValueError(f"PixelStem needs a power-of-two patch size >= 4, got {patch_size}")
+        width = max(8, channels // 2)
+        layers: list[nn.Module] = []
+        in_ch, stride = 3, 1
+        while stride < patch_size // 2:  # down to the first level's stride p / 2
+            layers += [nn.Conv2d(in_ch, width, 3, stride=2, padding=1), nn.GroupNorm(min(8, width), width), nn.GELU()]
+            in_ch, stride = width, stride * 2
+        self.stem = nn.Sequential(*layers, _conv_block(width, width))
+        self.down = nn.ModuleList([nn.Sequential(nn.Conv2d(width, width, 3, stride=2, padding=1),
+                                                 nn.GroupNorm(min(8, width), width), nn.GELU()) for _ in range(2)])
+        self.out = nn.ModuleList([nn.Conv2d(width, channels, 1) for _ in range(3)])
+        for proj in self.out:
+            nn.init.zeros_(proj.weight)
+            nn.init.zeros_(proj.bias)
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, images: torch.Tensor) -> list[torch.Tensor]:
+        x = self.stem((images - self.mean) / self.std)
+        maps = [x]
+        for down in self.down:
+            maps.append(down(maps[-1]))
+        return [proj(m) for proj, m in zip(self.out, maps)]
 
 
 def level_points(height: int, width: int, stride: float, device: torch.device) -> torch.Tensor:

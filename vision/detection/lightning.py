@@ -92,7 +92,8 @@ class OOVDetModule(L.LightningModule):
             outlier synthesis and its bank (``queue_size`` embeddings per class).
         mining, mining_start, mining_fraction, mining_min_objectness, mining_topk: attribution mining.
         kde_prior, kde_weight, kde_reference: the KDE low-density prior.
-        box_weight: weight of the GIoU loss. lr, weight_decay, warmup_steps: AdamW with warm-up + cosine.
+        box_weight: weight of the GIoU loss. quality_objectness: IoU-valued objectness targets with GFL's quality
+            focal loss (:func:`~vision.detection.losses.detection_losses`); False: FCOS's 0 / 1 focal loss. lr, weight_decay, warmup_steps: AdamW with warm-up + cosine.
         flip: random horizontal flips of training batches.
     """
 
@@ -103,8 +104,8 @@ class OOVDetModule(L.LightningModule):
                  mining: bool = True, mining_start: float = 0.3, mining_fraction: float = 0.5,
                  mining_min_objectness: float = 0.1, mining_topk: int = 3,
                  kde_prior: bool = True, kde_weight: float = 0.1, kde_reference: int = 512,
-                 box_weight: float = 2.0, lr: float = 1e-3, weight_decay: float = 0.05, warmup_steps: int = 50,
-                 flip: bool = True) -> None:
+                 box_weight: float = 2.0, quality_objectness: bool = False, lr: float = 1e-3,
+                 weight_decay: float = 0.05, warmup_steps: int = 50, flip: bool = True) -> None:
         super().__init__()
         config = DetectionConfig.from_value(config)
         if not config.oov_class and (synthesis or mining or kde_prior):
@@ -233,7 +234,8 @@ class OOVDetModule(L.LightningModule):
         progress = self._progress()
         stats: dict[str, torch.Tensor] = {}
         if train and hp.mining and progress >= hp.mining_start:
-            evidence = attribution_evidence(out["features"], self.model.head.project, text, self.config.temperature)
+            evidence = attribution_evidence(out["features"], self.model.head.project,
+                                            self.model.classifier.table(text), self.config.temperature)
             uncertainty = dirichlet_uncertainty(evidence)
             labels, mined = mine_pseudo_oov(uncertainty, out["objectness"], out["boxes"], labels, gt_boxes, k,
                                             fraction=hp.mining_fraction, min_objectness=hp.mining_min_objectness,
@@ -241,7 +243,8 @@ class OOVDetModule(L.LightningModule):
             stats["mined_regions"] = (labels == k + 1).sum().float()
             stats["uncertainty"] = uncertainty.mean().detach()
         logits = self.model.classify(out["embeddings"], text)
-        losses = detection_losses(out["objectness"], out["boxes"], logits, labels, box_targets, k)
+        losses = detection_losses(out["objectness"], out["boxes"], logits, labels, box_targets, k,
+                                  quality=hp.quality_objectness)
         total = losses["loss_objectness"] + hp.box_weight * losses["loss_box"] + losses["loss_cls"]
         positive = labels < k
         if train and self.bank is not None and (hp.synthesis or hp.kde_prior):
@@ -352,7 +355,8 @@ class OOVDetModule(L.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         groups = decay_param_groups(self.model.named_parameters(), self.hparams.weight_decay,
-                                    lambda name, p: "token" in name or "oov_prompts" in name)
+                                    lambda name, p: "token" in name or "oov_prompts" in name
+                                    or "text_projection" in name)
         opt = torch.optim.AdamW(groups, lr=self.hparams.lr)
         return warmup_cosine(opt, self.hparams.lr, self.hparams.warmup_steps, self.trainer.estimated_stepping_batches)
 

@@ -7,7 +7,10 @@ range; among several candidates the smallest box wins. Labels: ``0..K-1`` vocabu
 
 Losses (dict keys ``loss_*``):
 - ``loss_objectness``: sigmoid focal loss (alpha 0.25, gamma 2) over all locations, target 1 at positives and at
-  OOV-labelled locations, summed and divided by their number;
+  OOV-labelled locations, summed and divided by their number; with ``quality=True`` the target at a positive is
+  instead the IoU of its predicted box with its ground truth (detached) and the loss is GFL's quality focal loss
+  (``|target - p|^2``-weighted binary cross entropy), so the objectness that ranks detections also ranks how well
+  they are localised;
 - ``loss_box``: GIoU loss at positives (mean);
 - ``loss_cls``: cross entropy of the open-vocabulary logits: mean over foreground targets (vocabulary + OOV)
   plus mean over background locations.
@@ -17,9 +20,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torchvision.ops import generalized_box_iou_loss, sigmoid_focal_loss
+from torchvision.ops import box_iou, generalized_box_iou_loss, sigmoid_focal_loss
 
-__all__ = ["level_size_ranges", "assign_targets", "detection_losses"]
+__all__ = ["level_size_ranges", "assign_targets", "detection_losses", "quality_focal_loss"]
 
 
 def level_size_ranges(strides: torch.Tensor, factor: float = 4.0) -> torch.Tensor:
@@ -81,20 +84,34 @@ def assign_targets(points: torch.Tensor, strides: torch.Tensor, gt_boxes: torch.
     return labels, box_targets, matched
 
 
+def quality_focal_loss(logits: torch.Tensor, target: torch.Tensor, beta: float = 2.0) -> torch.Tensor:
+    """Quality focal loss (GFL, Li et al. 2020), summed: ``|target - sigmoid(x)|^beta * BCE(x, target)`` with soft
+    targets in [0, 1] (0 at negatives, the IoU at positives). Same shapes in; a scalar out."""
+    weight = (target - logits.sigmoid()).abs().pow(beta)
+    return (F.binary_cross_entropy_with_logits(logits, target, reduction="none") * weight).sum()
+
+
 def detection_losses(objectness: torch.Tensor, boxes: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor,
-                     box_targets: torch.Tensor, num_classes: int) -> dict[str, torch.Tensor]:
+                     box_targets: torch.Tensor, num_classes: int, quality: bool = False) -> dict[str, torch.Tensor]:
     """Losses over a batch.
 
     Args:
         objectness: ``[B, N]`` logits; boxes: ``[B, N, 4]`` XYXY px; logits: ``[B, N, K + 1 (+1)]``.
         labels: ``[B, N]`` (0..K-1 class, K background, K + 1 OOV); box_targets: ``[B, N, 4]``.
-        num_classes: ``K``.
+        num_classes: ``K``. quality: IoU-valued objectness targets with the quality focal loss (module docstring).
     """
     positive = labels < num_classes
     oov = labels == num_classes + 1
     foreground = positive | oov
     num_fg = foreground.sum().clamp_min(1).float()
-    loss_obj = sigmoid_focal_loss(objectness, foreground.float(), alpha=0.25, gamma=2.0, reduction="sum") / num_fg
+    if quality:
+        target = foreground.float()
+        if positive.any():
+            iou = box_iou(boxes[positive].detach(), box_targets[positive]).diagonal().clamp(0, 1)
+            target = target.index_put((positive,), iou)
+        loss_obj = quality_focal_loss(objectness, target) / num_fg
+    else:
+        loss_obj = sigmoid_focal_loss(objectness, foreground.float(), alpha=0.25, gamma=2.0, reduction="sum") / num_fg
     if positive.any():
         loss_box = generalized_box_iou_loss(boxes[positive], box_targets[positive], reduction="mean")
     else:

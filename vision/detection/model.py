@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torchvision.ops import batched_nms
 
-from vision.detection.head import DenseDetectionHead, FeaturePyramid
+from vision.detection.head import DenseDetectionHead, FeaturePyramid, PixelStem
 from vision.errors import InputError
 from vision.geometry.model import create_backbone
 
@@ -37,10 +37,13 @@ class OpenVocabClassifier(nn.Module):
 
     Args:
         embed_dim: ``D`` (the text space's, :data:`vision.text.TEXT_DIM`). num_oov_prompts: ``M`` OOV prompt
-        vectors (0 = no OOV column). temperature: ``tau``.
+        vectors (0 = no OOV column). temperature: ``tau``. text_projection: a learned linear map of the text
+        rows (initialised to the identity, re-normalised after it) applied to every vocabulary, the zero-shot
+        names included; False: the frozen text embeddings as they are.
     """
 
-    def __init__(self, embed_dim: int, num_oov_prompts: int, temperature: float) -> None:
+    def __init__(self, embed_dim: int, num_oov_prompts: int, temperature: float,
+                 text_projection: bool = False) -> None:
         super().__init__()
         if temperature <= 0:
             raise InputError(f"temperature must be > 0, got {temperature}")
@@ -48,6 +51,10 @@ class OpenVocabClassifier(nn.Module):
         self.num_oov_prompts = int(num_oov_prompts)
         self.oov_prompts = nn.Parameter(F.normalize(torch.randn(max(1, num_oov_prompts), embed_dim), dim=-1)
                                         if num_oov_prompts > 0 else torch.zeros(0, embed_dim))
+        self.text_projection = nn.Linear(embed_dim, embed_dim) if text_projection else None
+        if self.text_projection is not None:
+            nn.init.eye_(self.text_projection.weight)
+            nn.init.zeros_(self.text_projection.bias)
 
     @property
     def use_oov(self) -> bool:
@@ -57,8 +64,16 @@ class OpenVocabClassifier(nn.Module):
         """Unit-norm OOV prompt vectors ``[M, D]``."""
         return F.normalize(self.oov_prompts, dim=-1)
 
+    def table(self, text: torch.Tensor) -> torch.Tensor:
+        """The text rows the region embeddings are compared with: ``text [K, D]`` itself, or its learned projection
+        (unit rows) when ``text_projection``."""
+        if self.text_projection is None:
+            return text
+        return F.normalize(self.text_projection(text), dim=-1)
+
     def forward(self, embeddings: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
         """``embeddings [.., D]`` (unit norm), ``text [K, D]`` (unit rows) -> logits ``[.., K + 1 (+1)]``."""
+        text = self.table(text)
         iv = embeddings @ text.t() / self.temperature
         columns = [iv, iv.new_zeros(iv.shape[:-1] + (1,))]
         if self.use_oov:
@@ -76,11 +91,15 @@ class OOVDetector(nn.Module):
         channels: pyramid / head width. embed_dim: text space dimension (:data:`vision.text.TEXT_DIM`).
         num_oov_prompts: OOV prompt vectors (0 = closed-vocabulary baseline). temperature: cosine temperature.
         score_threshold, nms_iou, max_detections, pre_nms_topk: inference settings.
+        text_projection: learn a linear map of the text rows (:class:`OpenVocabClassifier`).
+        pixel_stem: add a :class:`~vision.detection.head.PixelStem` (image detail below the patch size) to the
+            pyramid.
     """
 
     def __init__(self, *, size: str, image_size: int, feature_layers: Sequence[int], channels: int, embed_dim: int,
                  num_oov_prompts: int, temperature: float, score_threshold: float, nms_iou: float,
-                 max_detections: int, pre_nms_topk: int) -> None:
+                 max_detections: int, pre_nms_topk: int, pixel_stem: bool,
+                 text_projection: bool) -> None:
         super().__init__()
         self.backbone = create_backbone(size, img_size=image_size, enable_camera=False, enable_depth=False,
                                         enable_points=False)
@@ -91,8 +110,9 @@ class OOVDetector(nn.Module):
         patch = self.backbone.patch_size
         self.strides = [patch / 2.0, float(patch), patch * 2.0]
         self.pyramid = FeaturePyramid(2 * self.backbone.embed_dim, len(self.feature_layers), channels)
+        self.pixel_stem = PixelStem(channels, patch) if pixel_stem else None
         self.head = DenseDetectionHead(channels, embed_dim, tower_depth=2, num_levels=3)
-        self.classifier = OpenVocabClassifier(embed_dim, num_oov_prompts, temperature)
+        self.classifier = OpenVocabClassifier(embed_dim, num_oov_prompts, temperature, text_projection)
         self.score_threshold = float(score_threshold)
         self.nms_iou = float(nms_iou)
         self.max_detections = int(max_detections)
@@ -132,7 +152,8 @@ class OOVDetector(nn.Module):
         tokens, start, images = self.backbone.aggregate(images)
         hw = (images.shape[-2], images.shape[-1])
         maps = [self.backbone.tokens_to_feature_map(tokens[i], start, hw)[:, 0] for i in self.feature_layers]
-        return self.head(self.pyramid(maps), self.strides)
+        pixel_levels = self.pixel_stem(images[:, 0]) if self.pixel_stem is not None else None
+        return self.head(self.pyramid(maps, pixel_levels), self.strides)
 
     def classify(self, embeddings: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
         """See :class:`OpenVocabClassifier`."""

@@ -46,6 +46,10 @@ class DetectionConfig(TaskConfig):
         score_threshold: detections at or under this score are dropped before NMS.
         nms_iou: class-aware NMS IoU. max_detections: per image, after NMS. pre_nms_topk: boxes kept before NMS.
         prompt_template: text prompt per class name (``template.format(name)``), for the text table.
+        pixel_stem: a small conv stem on the pixels added to the feature pyramid
+            (:class:`~vision.detection.head.PixelStem`); False: the backbone's patch maps alone.
+        text_projection: learn a linear map (identity at start) of the text rows, applied to every vocabulary
+            including zero-shot names; False: the frozen text embeddings.
     """
 
     size: str = "tiny"
@@ -61,6 +65,8 @@ class DetectionConfig(TaskConfig):
     max_detections: int = 100
     pre_nms_topk: int = 1000
     prompt_template: str = DEFAULT_TEMPLATE
+    pixel_stem: bool = False
+    text_projection: bool = False
 
     def __post_init__(self) -> None:
         self.feature_layers = [int(i) for i in self.feature_layers]
@@ -75,7 +81,8 @@ def build_model(config: DetectionConfig | dict | None = None) -> OOVDetector:
         channels=config.channels, embed_dim=config.embed_dim,
         num_oov_prompts=config.num_oov_prompts if config.oov_class else 0, temperature=config.temperature,
         score_threshold=config.score_threshold, nms_iou=config.nms_iou, max_detections=config.max_detections,
-        pre_nms_topk=config.pre_nms_topk)
+        pre_nms_topk=config.pre_nms_topk, pixel_stem=config.pixel_stem,
+        text_projection=config.text_projection)
 
 
 class TrainingVocabulary(NamedTuple):
