@@ -448,3 +448,16 @@ def test_image_paths_through_links_and_dots(tmp_path):
         got = _verdict(split(name), root)
         assert got == _reference_verdict(split(name), root), name
         assert (got is None) == (name in accepted), (name, got)
+
+
+@pytest.mark.parametrize("bad_at", [0, 1, 4, 6])
+def test_polygon_errors_across_blocks_name_the_right_annotation(tmp_path, monkeypatch, bad_at):
+    monkeypatch.setattr(schema, "_POLYGON_BLOCK", 2)
+    dataset = _big_split(7)
+    for ann in dataset["annotations"]:
+        ann["segmentation"] = [[2.0, 1.0, 7.0, 1.0, 7.0, 4.0], [2.0, 1.0, 3.0, 3.0, 2.5, 4.0]]
+    validate_split(dataset, tmp_path, "big.json", check_files=False)
+    dataset["annotations"][bad_at]["segmentation"][1][5] = 7.5  # y beyond the 6-pixel image's tolerance
+    with pytest.raises(DataError, match="outside its 8x6 image") as info:
+        validate_split(dataset, tmp_path, "big.json", check_files=False)
+    assert info.value.field == f"annotations[{bad_at}].segmentation[1][5]"

@@ -668,6 +668,33 @@ def _numbers(values: list) -> np.ndarray | None:
         return None
 
 
+_POLYGON_BLOCK = 1 << 15
+
+
+def _polygons_pass_by_column(which: list[int], segs: list, width: np.ndarray, height: np.ndarray) -> bool:
+    """True when the polygon lists ``segs[i]`` (``i`` in ``which``) surely pass :func:`check_segmentation` on images
+    of ``width[i]`` x ``height[i]``; all coordinates at once, as in :func:`_polygons_pass`."""
+    groups = [segs[i] for i in which]
+    polys = list(chain.from_iterable(groups))
+    if not polys:
+        return True
+    if set(map(type, polys)) != {list}:
+        return False
+    lengths = np.fromiter(map(len, polys), np.int64, len(polys))
+    if (lengths < 6).any() or (lengths % 2).any():
+        return False
+    coords = _numbers(list(chain.from_iterable(polys)))
+    if coords is None:
+        return False
+    # every polygon has an even length: x at even, y at odd positions of the concatenation
+    vertex_of = np.repeat(np.repeat(np.asarray(which), np.fromiter(map(len, groups), np.int64, len(groups))),
+                          lengths // 2)
+    xs, ys = coords[0::2], coords[1::2]
+    tol = BOX_TOLERANCE_PX
+    return bool(((xs >= -tol) & (xs <= width[vertex_of] + tol) & (ys >= -tol)
+                 & (ys <= height[vertex_of] + tol)).all())
+
+
 def _annotations_pass_by_column(anns: list, images: dict[int, dict], categories: dict[int, dict]) -> bool:
     """True when every annotation surely passes :func:`_check_annotation`, checked one key at a time across all
     annotations (C-level iteration and NumPy instead of a Python loop per annotation); False when they must be
@@ -713,24 +740,10 @@ def _annotations_pass_by_column(anns: list, images: dict[int, dict], categories:
     if not {list, dict, _Absent}.issuperset(kinds):
         return False
     if list in kinds:
-        which = [i for i, seg in enumerate(segs) if type(seg) is list]
-        groups = [segs[i] for i in which]
-        polys = list(chain.from_iterable(groups))
-        if polys:
-            if set(map(type, polys)) != {list}:
-                return False
-            lengths = np.fromiter(map(len, polys), np.int64, len(polys))
-            if (lengths < 6).any() or (lengths % 2).any():
-                return False
-            coords = _numbers(list(chain.from_iterable(polys)))
-            if coords is None:
-                return False
-            # every polygon has an even length: x at even, y at odd positions of the concatenation
-            vertex_of = np.repeat(np.repeat(np.asarray(which), np.fromiter(map(len, groups), np.int64, len(groups))),
-                                  lengths // 2)
-            xs, ys = coords[0::2], coords[1::2]
-            if not ((xs >= -tol) & (xs <= width[vertex_of] + tol) & (ys >= -tol)
-                    & (ys <= height[vertex_of] + tol)).all():
+        polygon_anns = [i for i, seg in enumerate(segs) if type(seg) is list]
+        # blocks of annotations bound the memory of the flattened coordinates
+        for lo in range(0, len(polygon_anns), _POLYGON_BLOCK):
+            if not _polygons_pass_by_column(polygon_anns[lo:lo + _POLYGON_BLOCK], segs, width, height):
                 return False
     if dict in kinds:
         which = [i for i, seg in enumerate(segs) if type(seg) is dict]
