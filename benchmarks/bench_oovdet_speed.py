@@ -4,7 +4,11 @@ Measures (1) the model alone (forward + postprocess on a [B, 3, S, S] batch, tex
 (2) the whole predictor on uint8 frames (resize + forward + postprocess + conversion), after warm-up, and the
 cost of a vocabulary change (first encode vs cached). Ratios are against (1) in the same run.
 
-    .venv/bin/python benchmarks/bench_oovdet_speed.py --size 64 --batch 16 --threads 1
+``--config C`` adds a row for the detector a training config defines (its ``model.init_args.config``, random
+weights), so a change of architecture is timed against the default ``DetectionConfig`` in the same run.
+
+    .venv/bin/python benchmarks/bench_oovdet_speed.py --size 64 --batch 16 --threads 1 \
+        --config configs/detection/tiny.yaml
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--checkpoint", default=None, help="an OOVDetModule checkpoint (default: random weights)")
+    parser.add_argument("--config", default=None, help="also time the detector of this training config (YAML)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -64,12 +69,27 @@ def main() -> None:
         model.postprocess(model(images), predictor.text, [(size, size)] * args.batch)
 
     model_ips = _rate(model_only, args.batch, args.repeats)
+    extra = None
+    if args.config:
+        import yaml
+
+        with open(args.config) as handle:
+            fields = yaml.safe_load(handle)["model"]["init_args"].get("config") or {}
+        other = build_model(DetectionConfig.from_value({**fields, "image_size": size}, file=args.config)).eval()
+
+        @torch.no_grad()
+        def config_model() -> None:
+            other.postprocess(other(images), predictor.text, [(size, size)] * args.batch)
+
+        extra = (f"{args.config} model", _rate(config_model, args.batch, args.repeats))
     predictor_ips = _rate(lambda: predictor.predict(list(frames)), args.batch, args.repeats)
     model_name = args.checkpoint or "random tiny model"
     print(f"OOVDet speed: {model_name}, {size}px, batch {args.batch}, {args.threads} thread(s), "
           f"{len(vocabulary)}-class vocabulary")
     print(f"{'path':34s}{'images/s':>10s}{'ratio':>8s}")
     print(f"{'model (forward + NMS)':34s}{model_ips:10.1f}{1.0:8.2f}")
+    if extra is not None:
+        print(f"{extra[0]:34s}{extra[1]:10.1f}{extra[1] / model_ips:8.2f}")
     print(f"{'predictor (uint8 frames)':34s}{predictor_ips:10.1f}{predictor_ips / model_ips:8.2f}")
     print(f"vocabulary: first build incl. text encoding {first_s:.2f} s, cached re-set {cached_s * 1000:.2f} ms")
 
