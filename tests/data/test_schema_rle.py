@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from pycocotools import mask as mask_utils
 
-from vision.data import schema
+from vision.data import schema, schema_columns
 from vision.data.masks import encode_mask
 from vision.data.schema import (FAST_RLE_RUN_CHARS, MAX_IMAGE_PIXELS, MAX_RLE_RUN_CHARS, rle_counts_batch, rle_counts_from_string,
                                 rle_runs_summary, validate_split)
@@ -269,7 +269,7 @@ def _big_split(n: int) -> dict:
 
 @pytest.mark.parametrize("bad_at", [0, 1, 2, 6, 7, 8, 22])
 def test_errors_across_batches_name_the_right_annotation(tmp_path, monkeypatch, bad_at):
-    monkeypatch.setattr(schema._DeferredRle, "MAX_STRINGS", 3)
+    monkeypatch.setattr(schema_columns.DeferredRle, "MAX_STRINGS", 3)
     dataset = _big_split(23)
     validate_split(dataset, tmp_path, "big.json", check_files=False)
     dataset["annotations"][bad_at]["segmentation"]["counts"] = encode_counts([1, -1, 48])
@@ -301,7 +301,7 @@ def _verdict(dataset: Any, root, check_files: bool = True) -> tuple | None:
 def _reference_verdict(dataset: Any, root, check_files: bool = True) -> tuple | None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(schema, "_check_annotations", _one_by_one)
-        mp.setattr(schema._Listings, "plain_file", lambda self, relative: False)
+        mp.setattr(schema_columns.Listings, "plain_file", lambda self, relative: False)
         return _verdict(dataset, root, check_files)
 
 
@@ -390,7 +390,7 @@ def test_every_single_mutation_gets_the_one_by_one_verdict(split_dict, fixture_d
     one-by-one checks (annotations without tracks, so that all of them take a fast path: the check of all
     annotations a key at a time, or with that one off, the per-annotation fast path)."""
     if not by_column:
-        monkeypatch.setattr(schema, "_annotations_pass_by_column", lambda *args: False)
+        monkeypatch.setattr(schema, "annotations_pass_by_column", lambda *args: False)
     base = copy.deepcopy(split_dict)
     for ann in base["annotations"]:
         ann.pop("track_id", None)
@@ -452,7 +452,7 @@ def test_image_paths_through_links_and_dots(tmp_path):
 
 @pytest.mark.parametrize("bad_at", [0, 1, 4, 6])
 def test_polygon_errors_across_blocks_name_the_right_annotation(tmp_path, monkeypatch, bad_at):
-    monkeypatch.setattr(schema, "_POLYGON_BLOCK", 2)
+    monkeypatch.setattr(schema_columns, "_POLYGON_BLOCK", 2)
     dataset = _big_split(7)
     for ann in dataset["annotations"]:
         ann["segmentation"] = [[2.0, 1.0, 7.0, 1.0, 7.0, 4.0], [2.0, 1.0, 3.0, 3.0, 2.5, 4.0]]

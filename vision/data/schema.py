@@ -23,15 +23,16 @@ A split is one COCO JSON file plus the files it names, relative to the JSON's fo
 from __future__ import annotations
 
 import math
-import os
-import sys
-from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from vision.data.checker import BOX_TOLERANCE_PX, Checker, check_rle
 from vision.data.io import resolve_inside
+# re-exported: defined here before the split, still imported from here (vision.evaluation.results, tests)
+from vision.data.rle import (FAST_RLE_RUN_CHARS, FAST_RLE_STRING_CHARS, MAX_IMAGE_PIXELS, MAX_RLE_RUN_CHARS,
+                             rle_counts_batch, rle_counts_from_string, rle_runs_summary)
+from vision.data.schema_columns import (ABSENT, FLOAT_MAX, FLOAT_MAX_INT, INT_TYPES, NUMBER_TYPES, DeferredRle,
+                                        Listings, annotations_pass_by_column, polygons_pass)
 from vision.errors import DataError
 
 __all__ = [
@@ -52,14 +53,10 @@ __all__ = [
 CATEGORY_SPLITS = ("iv", "novel", "oov")
 VIDEO_LABELS = ("real", "generated", "cgi")
 DEPTH_SUFFIXES = (".npz", ".png")
-BOX_TOLERANCE_PX = 1.0
-#: Largest image a split may declare (pixels per side, and pixels in all): masks are decoded at full size, so a
-#: malformed width or height must be refused here rather than exhaust memory later.
+#: Largest image a split may declare (pixels per side; pixels in all: :data:`MAX_IMAGE_PIXELS`, defined in
+#: :mod:`vision.data.rle`): masks are decoded at full size, so a malformed width or height must be refused here
+#: rather than exhaust memory later.
 MAX_IMAGE_SIDE = 1 << 15
-MAX_IMAGE_PIXELS = 1 << 28
-#: pycocotools reads each run length into a 64-bit integer, 5 bits per character: longer runs are malformed (and
-#: decoding them here would build ever larger Python integers).
-MAX_RLE_RUN_CHARS = 13
 
 
 def safe_path(root: Path, relative: Any, *, file: str, field: str) -> Path:
@@ -80,290 +77,6 @@ def _is_file(path: Path) -> bool:
         return path.is_file()
     except (OSError, ValueError):
         return False
-
-
-class _Listings:
-    """Answers "is ``relative`` a plain file inside ``root``?" from one directory listing per folder instead of
-    resolving and stat-ing every path (a COCO split names 118k images).
-
-    :meth:`plain_file` is True only when every component of ``relative`` (split at ``/``) is an entry listed in
-    its folder that is not a symbolic link, the last one a regular file and the others folders: then
-    :func:`safe_path` accepts the name (it stays inside ``root``) and the file exists. Anything else (absolute
-    names, ``.``, ``..``, empty components, links, missing or unlistable entries) gets False, and the caller takes
-    the exact path (``safe_path`` and a stat) that decides and words the verdict.
-    """
-
-    #: deeper names take the exact path (bounds the recursion of :meth:`_listing`)
-    MAX_DEPTH = 32
-
-    def __init__(self, root: Path) -> None:
-        try:
-            self.root: str | None = os.fspath(root.resolve())
-        except (OSError, ValueError, RuntimeError):
-            self.root = None
-        # folder ("" = root, else "a/b") -> (regular files, folders) listed in it, links left out; None: not usable
-        self._listings: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {}
-
-    def _listing(self, folder: str) -> tuple[frozenset[str], frozenset[str]] | None:
-        """The listing of ``folder`` if it is a real folder reached through listed, unlinked folders, else None.
-        Only real folders are remembered, so made-up names cost no memory."""
-        if folder in self._listings:
-            return self._listings[folder]
-        parent, _, name = folder.rpartition("/")
-        if folder and ((parent_listing := self._listing(parent)) is None or name not in parent_listing[1]):
-            return None
-        files, dirs = [], []
-        try:
-            with os.scandir(os.path.join(self.root, folder)) as entries:
-                for entry in entries:
-                    if entry.is_file(follow_symlinks=False):
-                        files.append(entry.name)
-                    elif entry.is_dir(follow_symlinks=False):
-                        dirs.append(entry.name)
-            listing: tuple[frozenset[str], frozenset[str]] | None = (frozenset(files), frozenset(dirs))
-        except (OSError, ValueError):
-            listing = None
-        self._listings[folder] = listing
-        return listing
-
-    def plain_file(self, relative: Any) -> bool:
-        """True when ``relative`` names a regular file inside the root through real (not linked) folders."""
-        if (self.root is None or type(relative) is not str or relative.startswith("/")
-                or relative.count("/") > self.MAX_DEPTH):
-            return False
-        folder, _, name = relative.rpartition("/")
-        listing = self._listings[folder] if folder in self._listings else self._listing(folder)
-        return listing is not None and name in listing[0]
-
-
-def rle_counts_from_string(counts: str) -> list[int]:
-    """Decode the compressed COCO RLE ``counts`` string (pycocotools' LEB128-like format) into run lengths.
-
-    Pure Python, so a malformed string is detected before pycocotools' C decoder could read out of bounds.
-    Raises ``ValueError`` on characters outside the alphabet, a truncated value or a run length of more than
-    :data:`MAX_RLE_RUN_CHARS` characters.
-    """
-    runs: list[int] = []
-    pos = 0
-    n = len(counts)
-    while pos < n:
-        value = 0
-        shift = 0
-        more = True
-        while more:
-            if pos >= n:
-                raise ValueError("truncated run length")
-            if shift >= 5 * MAX_RLE_RUN_CHARS:
-                raise ValueError(f"a run length of more than {MAX_RLE_RUN_CHARS} characters")
-            code = ord(counts[pos]) - 48
-            if code < 0 or code > 63:
-                raise ValueError(f"character {counts[pos]!r} is not in the RLE alphabet")
-            value |= (code & 0x1F) << shift
-            more = bool(code & 0x20)
-            pos += 1
-            shift += 5
-            if not more and (code & 0x10):
-                value |= -1 << shift
-        if len(runs) > 2:
-            value += runs[-2]
-        runs.append(value)
-    return runs
-
-
-#: The batch decoder (:func:`rle_counts_batch`) decodes runs of at most this many characters: 30 bits, values in
-#: ``-2**29 .. 2**29 - 1``, enough for any difference of two runs of a mask within :data:`MAX_IMAGE_PIXELS` (2**28);
-#: longer ones are left to :func:`rle_counts_from_string`.
-FAST_RLE_RUN_CHARS = 6
-#: ... and strings of at most this many characters.
-FAST_RLE_STRING_CHARS = 1 << 26
-
-# By character code 0..255 (``ord(c) - 48``; codes past 63 are outside the alphabet and mark their string):
-#: the payload bits of a character, and the signed value of a run's last character (bit 0x10 is the sign).
-_RLE_PAYLOAD = np.array([c & 0x1F for c in range(256)], np.int32)
-_RLE_LAST_VALUE = np.array([(c & 0x1F) - ((c & 0x10) << 1) for c in range(256)], np.int32)
-
-
-def rle_counts_batch(strings: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Decode many compressed RLE ``counts`` strings at once with NumPy, as :func:`rle_counts_from_string` would.
-
-    Returns ``(runs, offsets, decoded)``: ``runs`` (int32) holds the run lengths of all strings one after the other,
-    those of ``strings[i]`` being ``runs[offsets[i]:offsets[i + 1]]``; ``decoded[i]`` is False where this function
-    did not decode ``strings[i]`` (its runs are then meaningless): a character outside the alphabet ``'0'..'o'``
-    (or not ASCII), a truncated last run, a run spelled with more than :data:`FAST_RLE_RUN_CHARS` characters or a
-    string of more than :data:`FAST_RLE_STRING_CHARS` characters. Such a string may still be valid (e.g. a run
-    spelled with 7..13 characters), so the caller must hand it to :func:`rle_counts_from_string` for the verdict and
-    the message.
-
-    Exactness: the runs are computed modulo 2**32. Where all of a decoded string's runs are in
-    ``0..MAX_IMAGE_PIXELS``, they are exactly the pure-Python decoder's; where one is not, the first such run (in
-    the order each run is derived from the one two places earlier) is exact, so it shows outside that range too:
-    every value is below 2**29 in magnitude, so it lies within int32 when the run it is added to was in range.
-
-    Conventions (pycocotools' ``rleFrString``): each run is a little-endian sequence of characters ``c``, value
-    ``ord(c) - 48`` holding 5 bits of payload (``& 0x1f``) and a continuation bit (``& 0x20``); the last character's
-    bit ``0x10`` is the sign (two's complement over the run's ``5 * length`` bits). From the fourth run on (index
-    3), the decoded value is a difference to the run two places earlier.
-    """
-    n = len(strings)
-    lengths = np.fromiter(map(len, strings), np.int64, n)
-    ends = np.cumsum(lengths)
-    decoded = lengths <= FAST_RLE_STRING_CHARS
-    if not n or ends[-1] == 0:
-        return np.zeros(0, np.int32), np.zeros(n + 1, np.int64), decoded
-    joined = "".join(strings)
-    if joined.isascii():
-        code = np.frombuffer(joined.encode("ascii"), np.uint8) - np.uint8(48)  # below '0' wraps past 63
-    else:  # code points: anything outside '0'..'o' becomes 255
-        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32) - np.uint32(48)
-        code = np.where(points > 63, 255, points).astype(np.uint8)
-    del joined
-    if code.max() > 63:
-        decoded[np.searchsorted(ends, np.flatnonzero(code > 63), side="right")] = False
-    continued = code & 0x20
-    is_end = continued == 0
-    nonempty = np.flatnonzero(lengths)
-    last = ends[nonempty] - 1
-    decoded[nonempty[~is_end[last]]] = False  # truncated: the last run continues past the end
-    is_end[last] = True  # so that a malformed string's runs never reach into the next string
-    run_end = np.flatnonzero(is_end)  # index of every run's last character
-    offsets = np.zeros(n + 1, np.int64)
-    offsets[1:] = np.searchsorted(run_end, ends, side="left")
-    # one character per run (most of them): the signed 5-bit value of that character
-    value = _RLE_LAST_VALUE[code[run_end]]
-    # several characters (found from the continued ones): the last, signed, holds the top 5 bits, those before it
-    # the lower ones, lowest first
-    multi = np.searchsorted(run_end, np.flatnonzero(continued))
-    if multi.size:
-        multi = multi[np.concatenate(([True], multi[1:] != multi[:-1]))]
-        chars = run_end[multi] - np.where(multi > 0, run_end[np.maximum(multi - 1, 0)], -1)
-        long_runs = chars > FAST_RLE_RUN_CHARS
-        if long_runs.any():
-            decoded[np.searchsorted(offsets[1:], multi[long_runs], side="right")] = False
-            chars = np.minimum(chars, FAST_RLE_RUN_CHARS)  # garbage for those strings, but bounded
-        first = run_end[multi] - chars + 1
-        low = np.zeros(multi.size, np.int32)
-        for k in range(int(chars.max()) - 1):
-            has = np.flatnonzero(chars - 1 > k)
-            low[has] |= _RLE_PAYLOAD[code[first[has] + k]] << (5 * k)
-        value[multi] = (value[multi] << (5 * (chars - 1)).astype(np.int32)) + low
-    # runs 1, 3, 5, ... and runs 2, 4, 6, ... of a string are running sums of its values (run 0 is in neither):
-    # running sums over the whole batch, one per parity of the position, less each string's sum before its start
-    # (int32 sums wrap; see "Exactness" above)
-    starts = offsets[:-1][nonempty]
-    chained = value.copy()
-    chained[starts] = 0
-    summed = np.empty_like(chained)
-    np.cumsum(chained[0::2], out=summed[0::2], dtype=np.int32)
-    np.cumsum(chained[1::2], out=summed[1::2], dtype=np.int32)
-    start = np.minimum(offsets[:-1], run_end.size - 1)  # (an empty string at the end has no runs to correct)
-    before_same = summed[start]  # chained[start] = 0: the sum before the string, same parity as its start
-    before_other = np.where(start > 0, summed[np.maximum(start - 1, 0)], 0).astype(np.int32)
-    start_even = (start & 1) == 0
-    base_even = np.where(start_even, before_same, before_other)  # for runs at even positions of the batch
-    base_odd = np.where(start_even, before_other, before_same)
-    string_of_run = np.repeat(np.arange(n, dtype=np.int32), np.diff(offsets))
-    runs = summed
-    runs[0::2] -= base_even[string_of_run[0::2]]
-    runs[1::2] -= base_odd[string_of_run[1::2]]
-    runs[starts] = value[starts]
-    return runs, offsets, decoded
-
-
-def rle_runs_summary(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(plausible, sums)`` for compressed RLE ``counts`` strings: ``plausible[i]`` is True when
-    :func:`rle_counts_batch` decoded ``strings[i]`` and its runs are all in ``0..MAX_IMAGE_PIXELS``; ``sums[i]`` is
-    then the exact sum of its runs (0 for an empty string). Where ``plausible[i]`` is False, or the sum is not
-    the mask's ``height * width``, the string needs :func:`check_rle`'s pure-Python verdict."""
-    runs, offsets, decoded = rle_counts_batch(strings)
-    sums = np.zeros(len(strings), np.int64)
-    plausible = decoded.copy()
-    if runs.size:
-        # negative runs become huge as unsigned: one comparison finds both ends of the range
-        out_of_range = np.flatnonzero(runs.view(np.uint32) > MAX_IMAGE_PIXELS)
-        plausible[np.searchsorted(offsets[1:], out_of_range, side="right")] = False
-        has_runs = np.flatnonzero(offsets[1:] > offsets[:-1])
-        # every run of a plausible string is in 0..2**28 and it has < 2**26 runs: its sum is exact in an int64
-        sums[has_runs] = np.add.reduceat(runs, offsets[has_runs], dtype=np.int64)
-    return plausible, sums
-
-
-class Checker:
-    """Holds the file name for messages and offers small typed checks (shared with the results validation of
-    :mod:`vision.evaluation.results`)."""
-
-    def __init__(self, file: str | None) -> None:
-        self.file = file
-
-    def fail(self, message: str, field: str, value: Any) -> DataError:
-        return DataError(message, file=self.file, field=field, value=value)
-
-    def dict_(self, value: Any, field: str) -> dict:
-        if not isinstance(value, dict):
-            raise self.fail(f"expected an object, got {type(value).__name__}", field, value)
-        return value
-
-    def list_(self, value: Any, field: str) -> list:
-        if not isinstance(value, list):
-            raise self.fail(f"expected a list, got {type(value).__name__}", field, value)
-        return value
-
-    def key(self, obj: dict, key: str, field: str) -> Any:
-        if key not in obj:
-            raise self.fail(f"missing required key {key!r} (the entry has keys shown)", f"{field}.{key}",
-                            sorted(map(str, obj.keys())))
-        return obj[key]
-
-    def int_(self, value: Any, field: str, minimum: int | None = None, maximum: int | None = None) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"expected an integer, got {type(value).__name__}", field, value)
-        if minimum is not None and value < minimum:
-            raise self.fail(f"expected an integer >= {minimum}", field, value)
-        if maximum is not None and value > maximum:
-            raise self.fail(f"expected an integer <= {maximum}", field, value)
-        return value
-
-    def number(self, value: Any, field: str, minimum: float | None = None) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(f"expected a number, got {type(value).__name__}", field, value)
-        try:
-            as_float = float(value)
-        except OverflowError as exc:
-            raise self.fail("number is too large", field, value) from exc
-        if not math.isfinite(as_float):
-            raise self.fail("expected a finite number", field, value)
-        if minimum is not None and as_float < minimum:
-            raise self.fail(f"expected a number >= {minimum}", field, value)
-        return as_float
-
-    def str_(self, value: Any, field: str, nonempty: bool = False) -> str:
-        if not isinstance(value, str):
-            raise self.fail(f"expected a string, got {type(value).__name__}", field, value)
-        if nonempty and not value:
-            raise self.fail("expected a non-empty string", field, value)
-        return value
-
-    def bool_(self, value: Any, field: str) -> bool:
-        if not isinstance(value, bool):
-            raise self.fail(f"expected true or false, got {type(value).__name__}", field, value)
-        return value
-
-    def choice(self, value: Any, field: str, choices: tuple[str, ...]) -> str:
-        if not isinstance(value, str) or value not in choices:
-            raise self.fail(f"expected one of {', '.join(choices)}", field, value)
-        return value
-
-    def matrix(self, value: Any, field: str, rows: int, cols: int) -> list[list[float]]:
-        self.list_(value, field)
-        if len(value) != rows or any(not isinstance(r, list) or len(r) != cols for r in value):
-            raise self.fail(f"expected a {rows}x{cols} matrix (list of {rows} lists of {cols} numbers)", field,
-                            value)
-        return [[self.number(v, f"{field}[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(value)]
-
-    def unique_id(self, seen: dict[int, int], obj: dict, field: str) -> int:
-        ident = self.int_(self.key(obj, "id", field), f"{field}.id")
-        if ident in seen:
-            raise self.fail(f"duplicate id (first used by entry {seen[ident]})", f"{field}.id", ident)
-        return ident
 
 
 def validate_split(dataset: Any, root: str | Path, file: str | Path, check_files: bool = True) -> None:
@@ -474,7 +187,7 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
     images: dict[int, dict] = {}
     first: dict[int, int] = {}
     frames: dict[tuple[int, int], int] = {}
-    listings = _Listings(root)
+    listings = Listings(root)
     for i, img in enumerate(c.list_(dataset["images"], "images")):
         # Fast path: a plain image (no video, camera or depth) whose every check below is sure to pass; anything
         # else (including every error) takes the checks below, which decide and word the verdict.
@@ -528,36 +241,6 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
     return images
 
 
-def check_rle(c: Checker, seg: Any, field: str, height: int, width: int) -> None:
-    """A COCO RLE ``{size, counts}`` of an image of ``height`` x ``width``: its size is that of the image, its counts
-    (a compressed string or a list of integers) are non-negative run lengths summing to exactly ``height * width``
-    (pycocotools would otherwise decode uninitialised memory or write past the mask)."""
-    c.dict_(seg, field)
-    size = c.key(seg, "size", field)
-    if (not isinstance(size, list) or len(size) != 2
-            or any(isinstance(v, bool) or not isinstance(v, int) for v in size)):
-        raise c.fail("expected [height, width] integers", f"{field}.size", size)
-    if size != [height, width]:
-        raise c.fail(f"RLE size does not match its image's [height, width] = [{height}, {width}]", f"{field}.size",
-                     size)
-    counts = c.key(seg, "counts", field)
-    if isinstance(counts, str):
-        try:
-            runs = rle_counts_from_string(counts)
-        except ValueError as exc:
-            raise c.fail(f"malformed compressed RLE counts: {exc}", f"{field}.counts", counts) from exc
-    elif isinstance(counts, list):
-        runs = [c.int_(v, f"{field}.counts[{j}]") for j, v in enumerate(counts)]
-    else:
-        raise c.fail(f"expected counts as a string (compressed) or a list of integers, got "
-                     f"{type(counts).__name__}", f"{field}.counts", counts)
-    if any(r < 0 for r in runs):
-        raise c.fail("RLE has a negative run length", f"{field}.counts", counts)
-    if sum(runs) != height * width:
-        raise c.fail(f"RLE run lengths sum to {sum(runs)}, not height*width = {height * width}", f"{field}.counts",
-                     counts)
-
-
 def check_segmentation(c: Checker, seg: Any, field: str, height: int, width: int) -> None:
     """An RLE (see :func:`check_rle`) or a list of polygons whose vertices lie on the image (within
     :data:`BOX_TOLERANCE_PX`)."""
@@ -583,221 +266,27 @@ def check_segmentation(c: Checker, seg: Any, field: str, height: int, width: int
     raise c.fail(f"expected an RLE object or a list of polygons, got {type(seg).__name__}", field, seg)
 
 
-class _DeferredRle:
-    """Compressed RLE ``counts`` of annotations that passed every other check, checked many at once.
-
-    :meth:`add` queues an annotation's segmentation (its ``size`` already checked); :meth:`flush` (called when a
-    batch is full, when a later annotation fails, and at the end) decodes the batch with :func:`rle_runs_summary`
-    and hands every string it cannot vouch for (not decoded, a run out of range, a sum other than ``height *
-    width``) to :func:`check_rle`, in file order: the first error is the one the one-by-one checks would raise.
-    """
-
-    #: a batch is decoded once it holds this many characters or strings (bounds the decoder's memory)
-    MAX_CHARS = 1 << 20
-    MAX_STRINGS = 1 << 15
-
-    def __init__(self, c: Checker) -> None:
-        self.c = c
-        self.indexes: list[int] = []
-        self.segmentations: list[dict] = []
-        self.strings: list[str] = []
-        self.pixels: list[int] = []
-        self.chars = 0
-
-    def add(self, index: int, seg: dict, counts: str, pixels: int) -> None:
-        self.indexes.append(index)
-        self.segmentations.append(seg)
-        self.strings.append(counts)
-        self.pixels.append(pixels)
-        self.chars += len(counts)
-        if self.chars >= self.MAX_CHARS or len(self.strings) >= self.MAX_STRINGS:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.strings:
-            return
-        plausible, sums = rle_runs_summary(self.strings)
-        suspects = np.flatnonzero(~plausible | (sums != np.asarray(self.pixels, np.int64)))
-        indexes, segmentations = self.indexes, self.segmentations
-        self.indexes, self.segmentations, self.strings, self.pixels, self.chars = [], [], [], [], 0
-        for k in suspects.tolist():
-            height, width = segmentations[k]["size"]
-            check_rle(self.c, segmentations[k], f"annotations[{indexes[k]}].segmentation", height, width)
-
-
-_NUMBER_TYPES = frozenset((int, float))
-_INT_TYPES = frozenset((int,))
-_FLOAT_MAX = sys.float_info.max
-_FLOAT_MAX_INT = int(_FLOAT_MAX)  # the largest integer that float() converts
-
-
-class _Absent:
-    """The type of :data:`_ABSENT`, a key's default that no split value can be."""
-
-
-_ABSENT = _Absent()
-
-
-def _polygons_pass(seg: list, width: int, height: int) -> bool:
-    """True when :func:`check_segmentation` surely accepts the polygons ``seg`` on a ``width`` x ``height`` image
-    (False: it has to decide). Exact types only (``int``/``float``, not ``bool``); a finite sum means no NaN or
-    infinity, so the extremes of the x and y coordinates bound them all."""
-    tol = BOX_TOLERANCE_PX
-    for poly in seg:
-        if (type(poly) is not list or len(poly) < 6 or len(poly) % 2
-                or not _NUMBER_TYPES.issuperset(map(type, poly))):
-            return False
-        try:
-            if not math.isfinite(sum(poly)):
-                return False
-        except OverflowError:  # an integer beyond float range
-            return False
-        xs, ys = poly[0::2], poly[1::2]
-        if not (min(xs) >= -tol and max(xs) <= width + tol and min(ys) >= -tol and max(ys) <= height + tol):
-            return False
-    return True
-
-
-def _numbers(values: list) -> np.ndarray | None:
-    """``values`` as float64 when all are exactly ``int`` or ``float`` and within float range, else None."""
-    if not _NUMBER_TYPES.issuperset(map(type, values)):
-        return None
-    try:
-        return np.array(values, np.float64)
-    except OverflowError:
-        return None
-
-
-_POLYGON_BLOCK = 1 << 15
-
-
-def _polygons_pass_by_column(which: list[int], segs: list, width: np.ndarray, height: np.ndarray) -> bool:
-    """True when the polygon lists ``segs[i]`` (``i`` in ``which``) surely pass :func:`check_segmentation` on images
-    of ``width[i]`` x ``height[i]``; all coordinates at once, as in :func:`_polygons_pass`."""
-    groups = [segs[i] for i in which]
-    polys = list(chain.from_iterable(groups))
-    if not polys:
-        return True
-    if set(map(type, polys)) != {list}:
-        return False
-    lengths = np.fromiter(map(len, polys), np.int64, len(polys))
-    if (lengths < 6).any() or (lengths % 2).any():
-        return False
-    coords = _numbers(list(chain.from_iterable(polys)))
-    if coords is None:
-        return False
-    # every polygon has an even length: x at even, y at odd positions of the concatenation
-    vertex_of = np.repeat(np.repeat(np.asarray(which), np.fromiter(map(len, groups), np.int64, len(groups))),
-                          lengths // 2)
-    xs, ys = coords[0::2], coords[1::2]
-    tol = BOX_TOLERANCE_PX
-    return bool(((xs >= -tol) & (xs <= width[vertex_of] + tol) & (ys >= -tol)
-                 & (ys <= height[vertex_of] + tol)).all())
-
-
-def _annotations_pass_by_column(anns: list, images: dict[int, dict], categories: dict[int, dict]) -> bool:
-    """True when every annotation surely passes :func:`_check_annotation`, checked one key at a time across all
-    annotations (C-level iteration and NumPy instead of a Python loop per annotation); False when they must be
-    checked one by one, which finds and words the first error. Conservative like the fast path of
-    :func:`_check_annotations`: exact types only; tracks, scores and uncompressed RLE counts give False."""
-    n = len(anns)
-    if not n:
-        return True
-    if set(map(type, anns)) != {dict} or any(map(dict.__contains__, anns, repeat("track_id", n))) \
-            or any(map(dict.__contains__, anns, repeat("score", n))):
-        return False
-
-    def column(source: list, key: str, default: Any = _ABSENT) -> list:
-        return list(map(dict.get, source, repeat(key, len(source)), repeat(default, len(source))))
-
-    ids, image_ids, category_ids = column(anns, "id"), column(anns, "image_id"), column(anns, "category_id")
-    crowd = column(anns, "iscrowd", 0)
-    if (set(map(type, ids)) != _INT_TYPES or len(set(ids)) != n or set(map(type, image_ids)) != _INT_TYPES
-            or not images.keys() >= set(image_ids) or set(map(type, category_ids)) != _INT_TYPES
-            or not categories.keys() >= set(category_ids) or set(map(type, crowd)) != _INT_TYPES
-            or not {0, 1}.issuperset(crowd)):
-        return False
-    area = _numbers(column(anns, "area", 0))
-    if area is None or not ((area >= 0.0) & (area <= _FLOAT_MAX)).all():
-        return False
-    row = {ident: r for r, ident in enumerate(images)}
-    at = np.fromiter(map(row.__getitem__, image_ids), np.int64, n)
-    width = np.fromiter((img["width"] for img in images.values()), np.int64, len(images))[at]
-    height = np.fromiter((img["height"] for img in images.values()), np.int64, len(images))[at]
-    boxes = column(anns, "bbox")
-    if set(map(type, boxes)) != {list} or set(map(len, boxes)) != {4}:
-        return False
-    box = _numbers(list(chain.from_iterable(boxes)))
-    if box is None:
-        return False
-    x, y, w, h = box.reshape(n, 4).T
-    tol = BOX_TOLERANCE_PX
-    # NaN fails every comparison, an infinity one of them
-    if not ((w >= 0) & (h >= 0) & (x >= -tol) & (y >= -tol) & (x + w <= width + tol) & (y + h <= height + tol)).all():
-        return False
-    segs = column(anns, "segmentation")
-    kinds = set(map(type, segs))
-    if not {list, dict, _Absent}.issuperset(kinds):
-        return False
-    if list in kinds:
-        polygon_anns = [i for i, seg in enumerate(segs) if type(seg) is list]
-        # blocks of annotations bound the memory of the flattened coordinates
-        for lo in range(0, len(polygon_anns), _POLYGON_BLOCK):
-            if not _polygons_pass_by_column(polygon_anns[lo:lo + _POLYGON_BLOCK], segs, width, height):
-                return False
-    if dict in kinds:
-        which = [i for i, seg in enumerate(segs) if type(seg) is dict]
-        rles = [segs[i] for i in which]
-        sizes = column(rles, "size")
-        if set(map(type, sizes)) != {list} or set(map(len, sizes)) != {2}:
-            return False
-        flat = list(chain.from_iterable(sizes))
-        if set(map(type, flat)) != _INT_TYPES:
-            return False
-        try:
-            size = np.array(flat, np.int64).reshape(-1, 2)
-        except OverflowError:  # beyond int64: not the image's size anyway
-            return False
-        at = np.asarray(which)
-        if not ((size[:, 0] == height[at]) & (size[:, 1] == width[at])).all():
-            return False
-        counts = column(rles, "counts")
-        if set(map(type, counts)) != {str}:
-            return False
-        pixels = height[at] * width[at]
-        lengths = np.fromiter(map(len, counts), np.int64, len(counts))
-        # batches of about _DeferredRle.MAX_CHARS characters bound the decoder's memory
-        cuts = np.searchsorted(np.cumsum(lengths), np.arange(1, int(lengths.sum()) // _DeferredRle.MAX_CHARS + 1)
-                               * _DeferredRle.MAX_CHARS)
-        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(counts)]):
-            if hi > lo:
-                plausible, sums = rle_runs_summary(counts[lo:hi])
-                if not (plausible & (sums == pixels[lo:hi])).all():
-                    return False
-    return True
-
-
 def _check_annotations(c: Checker, dataset: dict, images: dict[int, dict], categories: dict[int, dict],
                        tracks: dict[int, dict]) -> None:
     annotations = c.list_(dataset["annotations"], "annotations")
-    if _annotations_pass_by_column(annotations, images, categories):
+    if annotations_pass_by_column(annotations, images, categories):
         return
     first: dict[int, int] = {}
     track_frames: dict[tuple[int, int], int] = {}
-    deferred = _DeferredRle(c)
+    deferred = DeferredRle(c)
     tol = BOX_TOLERANCE_PX
     for i, ann in enumerate(annotations):
         # Fast path: exact types and values that every check of _check_annotation surely accepts; compressed RLE
-        # counts are checked in batches (_DeferredRle). Everything else, errors included, takes _check_annotation.
+        # counts are checked in batches (DeferredRle). Everything else, errors included, takes _check_annotation.
         if type(ann) is dict and "track_id" not in ann and "score" not in ann:
             ident, image_id, category_id = ann.get("id"), ann.get("image_id"), ann.get("category_id")
             bbox, crowd, area = ann.get("bbox"), ann.get("iscrowd", 0), ann.get("area", 0)
             img = images.get(image_id) if type(image_id) is int else None
             if (img is not None and type(ident) is int and ident not in first and type(category_id) is int
                     and category_id in categories and type(crowd) is int and (crowd == 0 or crowd == 1)
-                    and ((type(area) is float and 0.0 <= area <= _FLOAT_MAX)
-                         or (type(area) is int and 0 <= area <= _FLOAT_MAX_INT))
-                    and type(bbox) is list and len(bbox) == 4 and _NUMBER_TYPES.issuperset(map(type, bbox))):
+                    and ((type(area) is float and 0.0 <= area <= FLOAT_MAX)
+                         or (type(area) is int and 0 <= area <= FLOAT_MAX_INT))
+                    and type(bbox) is list and len(bbox) == 4 and NUMBER_TYPES.issuperset(map(type, bbox))):
                 width, height = img["width"], img["height"]
                 try:
                     x, y, w, h = float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3])
@@ -806,10 +295,10 @@ def _check_annotations(c: Checker, dataset: dict, images: dict[int, dict], categ
                 # NaN fails every comparison, an infinity one of them
                 if (w >= 0 and h >= 0 and x >= -tol and y >= -tol and x + w <= width + tol
                         and y + h <= height + tol):
-                    seg = ann.get("segmentation", _ABSENT)
+                    seg = ann.get("segmentation", ABSENT)
                     passed = False
                     if type(seg) is list:
-                        passed = _polygons_pass(seg, width, height)
+                        passed = polygons_pass(seg, width, height)
                     elif type(seg) is dict:
                         size, counts = seg.get("size"), seg.get("counts")
                         if (type(size) is list and len(size) == 2 and type(size[0]) is int
@@ -817,10 +306,10 @@ def _check_annotations(c: Checker, dataset: dict, images: dict[int, dict], categ
                             if type(counts) is str:
                                 deferred.add(i, seg, counts, height * width)
                                 passed = True
-                            elif (type(counts) is list and counts and _INT_TYPES.issuperset(map(type, counts))
+                            elif (type(counts) is list and counts and INT_TYPES.issuperset(map(type, counts))
                                   and min(counts) >= 0 and sum(counts) == height * width):
                                 passed = True
-                    elif seg is _ABSENT:
+                    elif seg is ABSENT:
                         passed = True
                     if passed:
                         first[ident] = i
