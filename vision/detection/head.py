@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vision.geometry.aggregator import IMAGENET_MEAN, IMAGENET_STD
+
 __all__ = ["FeaturePyramid", "PixelStem", "DenseDetectionHead", "level_points"]
 
 
@@ -93,8 +95,8 @@ class PixelStem(nn.Module):
         for proj in self.out:
             nn.init.zeros_(proj.weight)
             nn.init.zeros_(proj.bias)
-        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
 
     def forward(self, images: torch.Tensor) -> list[torch.Tensor]:
         x = self.stem((images - self.mean) / self.std)
