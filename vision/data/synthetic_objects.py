@@ -18,7 +18,7 @@ import numpy as np
 import open3d as o3d
 
 __all__ = [
-    "CATEGORIES", "COLOURS", "COLOUR_NAMES", "TEXTURES", "TEXTURE_WORDS", "NOMINAL_SIZE",
+    "CATEGORIES", "COLOURS", "COLOUR_NAMES", "TEXTURES", "PHOTO", "SURFACE_TEXTURES", "TEXTURE_WORDS", "NOMINAL_SIZE",
     "category_mesh", "lathe", "secondary_colour", "texture_weight", "value_noise",
 ]
 
@@ -57,9 +57,15 @@ COLOUR_NAMES: tuple[str, ...] = tuple(COLOURS)
 
 #: Procedural textures; index in this tuple is the texture code used by the renderer.
 TEXTURES: tuple[str, ...] = ("plain", "checker", "stripes", "dots", "noise")
-#: The adjective a caption uses for each texture ("" for plain).
+#: The texture of a surface that shows a photograph (:mod:`vision.data.photo_textures`), drawn only when a split
+#: is made with ``textures="photo"``; not in :data:`TEXTURES`, whose list procedural splits record unchanged.
+PHOTO = "photo"
+#: Every texture the renderer knows; index in this tuple is its texture code (:data:`TEXTURES` first).
+SURFACE_TEXTURES: tuple[str, ...] = TEXTURES + (PHOTO,)
+#: The adjective a caption uses for each texture ("" for plain; "" for a photo: a photo-textured object is
+#: tinted with its named colour and captioned by colour and category only).
 TEXTURE_WORDS: dict[str, str] = {
-    "plain": "", "checker": "checkered", "stripes": "striped", "dots": "dotted", "noise": "speckled",
+    "plain": "", "checker": "checkered", "stripes": "striped", "dots": "dotted", "noise": "speckled", PHOTO: "",
 }
 
 
@@ -308,7 +314,7 @@ def texture_weight(kind: np.ndarray, q: np.ndarray, scale: np.ndarray, axis: np.
     """Weight of the secondary colour for solid procedural textures, vectorised over points.
 
     Args:
-        kind: [M] int texture code (index into :data:`TEXTURES`).
+        kind: [M] int texture code (index into :data:`SURFACE_TEXTURES`; photo points get weight 0).
         q: [M, 3] hit points in the surface's texture frame (object frame plus a phase offset), metres.
         scale: [M] pattern period in metres.
         axis: [M, 3] unit axis for stripes.

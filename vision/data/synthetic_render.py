@@ -7,7 +7,11 @@ centres. Depth is the metric z of the hit point in the camera frame (0 where a r
 nothing). Instance id 0 is the background (floor, walls, sky); objects are numbered 1..N.
 
 Shading is Lambertian under one point light plus an ambient term, with hard cast shadows from one batch of
-shadow rays per view. Surfaces carry solid procedural textures (see :mod:`vision.data.synthetic_objects`).
+shadow rays per view. Surfaces carry solid procedural textures (see :mod:`vision.data.synthetic_objects`) or
+photographs (texture ``"photo"``, :mod:`vision.data.photo_textures`) laid on with a planar mapping: the floor by
+(x, y), a wall by (its horizontal coordinate, -z), an object by a box (hard triplanar) mapping in its own frame
+(each point projected along the axis its normal is closest to). A scene may also carry a
+:class:`Photometric` jitter (light colour, brightness, contrast, gamma, sensor noise) applied when it is rendered.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import open3d as o3d
 
-from vision.data.synthetic_objects import TEXTURES, category_mesh, texture_weight
+from vision.data.synthetic_objects import PHOTO, SURFACE_TEXTURES, category_mesh, texture_weight
 
-__all__ = ["ROOM_HALF", "ROOM_HEIGHT", "ObjectSpec", "SurfaceStyle", "SceneSpec", "Scene", "look_at",
+__all__ = ["ROOM_HALF", "ROOM_HEIGHT", "ObjectSpec", "SurfaceStyle", "Photometric", "SceneSpec", "Scene", "look_at",
            "object_mesh", "render_scene"]
 
 ROOM_HALF = 5.0
@@ -33,9 +37,15 @@ SKY = np.array([0.70, 0.80, 0.95])
 class SurfaceStyle:
     """Colour and texture of one surface.
 
-    colour / colour2: primary / secondary RGB in [0, 1]; texture: a name in ``TEXTURES``; scale: pattern period
-    (metres); axis: stripe direction in the texture frame; phase: offset added to texture coordinates (metres);
-    seed: noise seed.
+    colour / colour2: primary / secondary RGB in [0, 1]; texture: a name in ``SURFACE_TEXTURES``; scale: pattern
+    period (metres); axis: stripe direction in the texture frame; phase: offset added to texture coordinates
+    (metres); seed: noise seed.
+
+    Photo surfaces (``texture="photo"``): photo: index into :data:`vision.data.photo_textures.PHOTO_SOURCES`;
+    photo_scale: metres covered by the photo's longer side; photo_offset: shift of the photo in texture space, in
+    units of its longer side; photo_rotation: rotation (radians) of the photo in its mapping plane; photo_tint: 0
+    shows the photo's own colours, 1 shows ``colour`` modulated by the photo's luminance (normalised by its mean,
+    so the surface's mean brightness stays that of ``colour``), linear in between.
     """
 
     colour: tuple[float, float, float]
@@ -44,6 +54,29 @@ class SurfaceStyle:
     scale: float = 0.1
     axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
     phase: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    seed: int = 0
+    photo: int = -1
+    photo_scale: float = 1.0
+    photo_offset: tuple[float, float] = (0.0, 0.0)
+    photo_rotation: float = 0.0
+    photo_tint: float = 0.0
+
+
+@dataclass(frozen=True)
+class Photometric:
+    """Per-scene camera / light jitter, applied to every view of a scene in this order.
+
+    light_colour: RGB factors on the lit surfaces' shade (a colour cast of the light; the sky is not lit);
+    gamma: ``c <- c ** gamma`` on colours clipped to [0, 1]; contrast, brightness: ``c <- (c - 0.5) * contrast +
+    0.5 + brightness``; noise: standard deviation of additive Gaussian sensor noise (in [0, 1] colour units, drawn
+    per view from ``numpy.random.default_rng([seed, view index])``), then clipped and quantised to uint8.
+    """
+
+    light_colour: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    brightness: float = 0.0
+    contrast: float = 1.0
+    gamma: float = 1.0
+    noise: float = 0.0
     seed: int = 0
 
 
@@ -80,7 +113,7 @@ class SceneSpec:
     """Everything needed to render one scene: objects, room styles, light and cameras.
 
     K: [S, 3, 3] intrinsics; extrinsics: [S, 3, 4] camera-from-world; width / height in pixels;
-    target: the world point the cameras look at, [3].
+    target: the world point the cameras look at, [3]; photometric: optional per-scene jitter (None: none).
     """
 
     objects: tuple[ObjectSpec, ...]
@@ -93,6 +126,7 @@ class SceneSpec:
     height: int
     mode: str
     target: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    photometric: Photometric | None = None
 
 
 @dataclass
@@ -166,7 +200,7 @@ class _Surfaces:
     def __init__(self, styles: list[SurfaceStyle], origins: np.ndarray, yaws: np.ndarray, instance: np.ndarray):
         self.colour = np.array([s.colour for s in styles], dtype=np.float32)
         self.colour2 = np.array([s.colour2 for s in styles], dtype=np.float32)
-        self.kind = np.array([TEXTURES.index(s.texture) for s in styles], dtype=np.int64)
+        self.kind = np.array([SURFACE_TEXTURES.index(s.texture) for s in styles], dtype=np.int64)
         self.scale = np.array([s.scale for s in styles], dtype=np.float32)
         self.axis = np.array([s.axis for s in styles], dtype=np.float32)
         self.phase = np.array([s.phase for s in styles], dtype=np.float32)
@@ -174,9 +208,27 @@ class _Surfaces:
         self.origin = origins.astype(np.float32)
         self.cos, self.sin = np.cos(yaws).astype(np.float32), np.sin(yaws).astype(np.float32)
         self.instance = instance
+        self.photo_code = SURFACE_TEXTURES.index(PHOTO)
+        self.bank = None
+        if (self.kind == self.photo_code).any():
+            from vision.data.photo_textures import photo_bank
 
-    def albedo(self, gid: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Textured albedo [M, 3] float32 of points [M, 3] on geometries ``gid`` [M] (index ``len - 1`` = sky)."""
+            self.bank = photo_bank()
+            photos = [s.photo for s in styles if s.texture == PHOTO]
+            if min(photos) < 0 or max(photos) >= len(self.bank):
+                raise ValueError(f"photo index out of range 0..{len(self.bank) - 1}: {photos}")
+        self.photo = np.array([s.photo for s in styles], dtype=np.int64)
+        self.photo_scale = np.array([s.photo_scale for s in styles], dtype=np.float32)
+        self.photo_offset = np.array([s.photo_offset for s in styles], dtype=np.float32)
+        self.photo_cos = np.cos([s.photo_rotation for s in styles]).astype(np.float32)
+        self.photo_sin = np.sin([s.photo_rotation for s in styles]).astype(np.float32)
+        self.photo_tint = np.array([s.photo_tint for s in styles], dtype=np.float32)
+
+    def albedo(self, gid: np.ndarray, points: np.ndarray, normals: np.ndarray | None = None) -> np.ndarray:
+        """Textured albedo [M, 3] float32 of points [M, 3] on geometries ``gid`` [M] (index ``len - 1`` = sky).
+
+        ``normals`` [M, 3] (world frame, either orientation) choose the mapping plane of photo surfaces; they are
+        needed only when some surface shows a photo."""
         albedo = np.take(self.colour, gid, axis=0)
         kind = np.take(self.kind, gid)
         if not kind.any():
@@ -187,7 +239,36 @@ class _Surfaces:
         q += np.take(self.phase, gid, axis=0)
         w = texture_weight(kind, q, np.take(self.scale, gid), np.take(self.axis, gid, axis=0), np.take(self.seed, gid))
         albedo += (np.take(self.colour2, gid, axis=0) - albedo) * w[:, None]
+        if self.bank is not None:
+            sel = np.flatnonzero(kind == self.photo_code)
+            if len(sel):
+                if normals is None:
+                    raise ValueError("photo surfaces need the hit normals")
+                n = np.take(normals, sel, axis=0)
+                cs, sn = np.take(c, sel), np.take(s, sel)
+                n_obj = np.stack([cs * n[:, 0] + sn * n[:, 1], cs * n[:, 1] - sn * n[:, 0], n[:, 2]], 1)
+                albedo[sel] = self._photo_albedo(np.take(gid, sel), np.take(q, sel, axis=0), n_obj)
         return albedo
+
+    def _photo_albedo(self, gid: np.ndarray, q: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """Albedo [M, 3] of photo surfaces at texture-frame points q [M, 3] with object-frame normals n [M, 3]:
+        box (hard triplanar) mapping: the plane (x, y), (y, -z) or (x, -z) across which the normal's z, x or y
+        component is largest in magnitude."""
+        from vision.data.photo_textures import LUMA, PHOTO_SIDE, sample_photos
+
+        axis = np.argmax(np.abs(n), axis=1)  # 0: x, 1: y, 2: z
+        u = np.where(axis == 0, q[:, 1], q[:, 0])
+        v = np.where(axis == 2, q[:, 1], -q[:, 2])
+        photo = np.take(self.photo, gid)
+        # texture-space rotation and scale folded into one 2x2 matrix per point (pixels per metre), plus offset
+        k = np.float32(PHOTO_SIDE) / np.take(self.photo_scale, gid)
+        cr, sr = np.take(self.photo_cos, gid) * k, np.take(self.photo_sin, gid) * k
+        offset = np.take(self.photo_offset, gid, axis=0) * np.float32(PHOTO_SIDE)
+        rgb = sample_photos(self.bank, photo, cr * u - sr * v + offset[:, 0], sr * u + cr * v + offset[:, 1])
+        tint = np.take(self.photo_tint, gid)[:, None]
+        lum = (rgb @ LUMA) / np.take(self.bank.mean_luminance, photo)
+        tinted = np.take(self.colour, gid, axis=0) * np.clip(0.35 + 0.65 * lum, 0.0, 1.8)[:, None]
+        return np.clip(tint * tinted + (1.0 - tint) * rgb, 0.0, 1.0)
 
 
 def _build(spec: SceneSpec) -> tuple[o3d.t.geometry.RaycastingScene, o3d.t.geometry.RaycastingScene, _Surfaces]:
@@ -243,9 +324,11 @@ def _object_pixels(verts: list[np.ndarray], K: np.ndarray, ext: np.ndarray, widt
 
 def _render_view(scene: o3d.t.geometry.RaycastingScene, objects_only: o3d.t.geometry.RaycastingScene,
                  surf: _Surfaces, verts: list[np.ndarray], light: np.ndarray, d_cam: np.ndarray, sky: np.ndarray,
-                 K: np.ndarray, ext: np.ndarray, width: int, height: int, threads: int
+                 K: np.ndarray, ext: np.ndarray, width: int, height: int, threads: int,
+                 photometric: Photometric | None = None, view: int = 0
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One view: rgb uint8 [H, W, 3], depth float32 [H, W], instance ids int32 [H, W], amodal areas [N]."""
+    """One view (index ``view``): rgb uint8 [H, W, 3], depth float32 [H, W], instance ids int32 [H, W], amodal
+    areas [N]."""
     rot = ext[:, :3].astype(np.float32)
     centre = (-ext[:, :3].T @ ext[:, 3]).astype(np.float32)
     n_pix = width * height
@@ -271,8 +354,12 @@ def _render_view(scene: o3d.t.geometry.RaycastingScene, objects_only: o3d.t.geom
     occluded = scene.test_occlusions(o3d.core.Tensor.from_numpy(shadow_rays), tnear=0.0, tfar=1.0,
                                      nthreads=threads).numpy()
     ndotl[lit_idx[occluded.astype(bool)]] = 0.0
-    shade = surf.albedo(gid, points) * (AMBIENT + DIFFUSE * ndotl)[:, None]
+    shade = surf.albedo(gid, points, normals) * (AMBIENT + DIFFUSE * ndotl)[:, None]
+    if photometric is not None:
+        shade *= np.asarray(photometric.light_colour, dtype=np.float32)
     colour = np.where(hit[:, None], shade, sky)  # rays that leave the room see a vertical sky gradient
+    if photometric is not None:
+        colour = _jitter(colour, photometric, view)
     rgb = (np.clip(colour, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8).reshape(height, width, 3)
     inst = np.take(surf.instance, gid)
 
@@ -287,6 +374,16 @@ def _render_view(scene: o3d.t.geometry.RaycastingScene, objects_only: o3d.t.geom
         seen[np.repeat(np.arange(len(sub)), counts), lists["geometry_ids"].numpy().astype(np.int64)] = True
         amodal = seen.sum(0).astype(np.int64)
     return rgb, depth.reshape(height, width), inst.reshape(height, width), amodal
+
+
+def _jitter(colour: np.ndarray, p: Photometric, view: int) -> np.ndarray:
+    """Gamma, contrast, brightness and sensor noise (see :class:`Photometric`) on colours [M, 3]."""
+    c = np.clip(colour, 0.0, 1.0).astype(np.float32) ** np.float32(p.gamma)
+    c = (c - np.float32(0.5)) * np.float32(p.contrast) + np.float32(0.5 + p.brightness)
+    if p.noise > 0:
+        noise = np.random.default_rng([int(p.seed), int(view)]).standard_normal(c.shape, dtype=np.float32)
+        c += noise * np.float32(p.noise)
+    return c
 
 
 def render_scene(spec: SceneSpec, threads: int = 0) -> Scene:
@@ -313,7 +410,8 @@ def render_scene(spec: SceneSpec, threads: int = 0) -> Scene:
         if last_K is None or not np.array_equal(spec.K[i], last_K):
             d_cam, last_K = _pixel_rays(spec.K[i], w, h), spec.K[i]
         rgb[i], depth[i], inst[i], amodal[i] = _render_view(scene, objects_only, surf, verts, light, d_cam, sky,
-                                                            spec.K[i], spec.extrinsics[i], w, h, threads)
+                                                            spec.K[i], spec.extrinsics[i], w, h, threads,
+                                                            spec.photometric, i)
     visible = np.stack([np.bincount(inst[i].ravel(), minlength=n + 1)[1:] for i in range(s)], 0).astype(np.int64)
     visibility = np.where(amodal > 0, np.minimum(visible / np.maximum(amodal, 1), 1.0), 0.0).astype(np.float32)
     return Scene(rgb=rgb, depth=depth, instance_ids=inst, K=spec.K.copy(), extrinsics=spec.extrinsics.copy(),
