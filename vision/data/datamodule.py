@@ -190,13 +190,20 @@ class MultiViewDataModule(SplitDataModule):
         augment: random augmentation of training clips (when ``image_size`` is given).
         stride: frame step inside windows of ordered videos.
         random_window: training draws one random window per video and epoch instead of enumerating windows.
+        max_stride: training windows of ordered videos take every s-th frame, s drawn in ``stride..max_stride``
+            (default ``stride``).
+        curriculum: the viewpoint-change curriculum of training clips: the largest relative rotation (degrees) of a
+            clip's views to its first view, one value per epoch, the last one held (e.g. ``[15, 30, 60, 180]``;
+            see :class:`~vision.data.datasets.MultiViewClipDataset`). The training loader is rebuilt every
+            epoch for it, so the trainer needs ``reload_dataloaders_every_n_epochs: 1``. None: no limit.
     """
 
     collate = staticmethod(collate_clips)
 
     def __init__(self, train_split: str | Sequence[str], val_split: str, views: int = 4, batch_size: int = 1,
                  num_workers: int = 0, image_size: int | None = None, augment: bool = True, stride: int = 1,
-                 random_window: bool = True, test_split: str | None = None, predict_split: str | None = None) -> None:
+                 random_window: bool = True, test_split: str | None = None, predict_split: str | None = None,
+                 max_stride: int | None = None, curriculum: Sequence[float] | None = None) -> None:
         super().__init__()
         if isinstance(train_split, str):
             train_split = [train_split]
@@ -209,12 +216,21 @@ class MultiViewDataModule(SplitDataModule):
         _positive("stride", stride)
         if image_size is not None:
             _positive("image_size", image_size)
+        if max_stride is not None:
+            _positive("max_stride", max_stride, minimum=stride)
+        if curriculum is not None:
+            curriculum = [float(a) for a in curriculum]
+            if not curriculum or not all(a > 0 for a in curriculum):
+                raise InputError(f"curriculum must be a non-empty list of positive angles (degrees), got {curriculum!r}")
+            if not random_window:
+                raise InputError("curriculum needs random_window=True (it limits the randomly drawn windows)")
         self.save_hyperparameters()
         self.train_split, self.val_split = train_split, val_split
         self.test_split, self.predict_split = test_split, predict_split
         self.views, self.stride = views, stride
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment, self.random_window = image_size, augment, random_window
+        self.max_stride, self.curriculum = max_stride, curriculum
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
         if self.image_size is None:
@@ -228,10 +244,35 @@ class MultiViewDataModule(SplitDataModule):
         train_tf, val_tf = self._transforms()
         if stage in (None, "fit") and self.train_dataset is None:
             parts = [MultiViewClipDataset(load_split(path), self.views, self.stride, transform=train_tf,
-                                          random_window=self.random_window) for path in self.train_split]
+                                          random_window=self.random_window, max_stride=self.max_stride)
+                     for path in self.train_split]
             self.train_dataset = parts[0] if len(parts) == 1 else KeyedConcatDataset(parts)
         self._setup_eval(stage, lambda path: MultiViewClipDataset(load_split(path), self.views, self.stride,
                                                                   transform=val_tf, random_window=False))
+
+
+    def view_angle_limit(self, epoch: int) -> float | None:
+        """The curriculum's largest viewpoint change (degrees) in ``epoch`` (0-based), or None without one."""
+        if self.curriculum is None:
+            return None
+        return self.curriculum[min(max(int(epoch), 0), len(self.curriculum) - 1)]
+
+    def train_dataloader(self) -> DataLoader:
+        if self.curriculum is not None:
+            trainer = self.trainer
+            if trainer is None:
+                raise InputError("MultiViewDataModule.curriculum: the training loader needs the trainer's epoch")
+            if trainer.reload_dataloaders_every_n_epochs != 1:
+                raise InputError("MultiViewDataModule.curriculum changes the training clips every epoch: set "
+                                 "trainer.reload_dataloaders_every_n_epochs: 1 (it is "
+                                 f"{trainer.reload_dataloaders_every_n_epochs})")
+            limit = self.view_angle_limit(trainer.current_epoch)
+            if self.train_dataset is None:
+                self.setup("fit")
+            parts = getattr(self.train_dataset, "datasets", [self.train_dataset])
+            for part in parts:
+                part.max_view_angle = limit
+        return super().train_dataloader()
 
 
 class DetectionDataModule(SplitDataModule):
@@ -258,6 +299,14 @@ class DetectionDataModule(SplitDataModule):
         _positive("num_workers", num_workers, minimum=0)
         if image_size is not None:
             _positive("image_size", image_size)
+        if max_stride is not None:
+            _positive("max_stride", max_stride, minimum=stride)
+        if curriculum is not None:
+            curriculum = [float(a) for a in curriculum]
+            if not curriculum or not all(a > 0 for a in curriculum):
+                raise InputError(f"curriculum must be a non-empty list of positive angles (degrees), got {curriculum!r}")
+            if not random_window:
+                raise InputError("curriculum needs random_window=True (it limits the randomly drawn windows)")
         self.save_hyperparameters()
         self.train_split, self.val_split = train_split, val_split
         self.test_split, self.predict_split = test_split, predict_split

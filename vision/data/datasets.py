@@ -89,6 +89,16 @@ class MultiViewClipDataset(Dataset):
     subset of ``views`` images (unordered): from the sample seed of a :data:`SampleKey`, else from torch's RNG.
     Videos with too few frames are skipped; images outside any video are not used.
 
+    Viewpoint change of random windows (the geometry curriculum; both default to today's draw):
+
+    - ``max_stride``: an ordered video's window takes every ``s``-th frame, ``s`` drawn with the window among
+      ``1..max_stride`` (every window that fits is equally likely).
+    - ``max_view_angle`` (degrees, settable between epochs): every view of a drawn clip is within this relative
+      rotation angle (the geodesic angle of ``R_j R_0^T``) of the clip's first view, which defines the world frame.
+      An ordered video draws among the windows that satisfy it (stride-1 windows when none does); an unordered set
+      draws a random first view and ``views - 1`` others among those within the angle (the nearest ones when too
+      few are). Views without cameras count as angle 0. ``None``: no limit.
+
     Args:
         split: the split.
         views: S, images per clip (>= 1).
@@ -96,10 +106,13 @@ class MultiViewClipDataset(Dataset):
         transform: callable sample -> sample applied last (see the module docstring for the contract).
         random_window: draw windows at random (training) instead of enumerating them.
         step: start-to-start distance of enumerated windows of ordered videos; default the window's span.
+        max_stride: largest frame step of random windows of ordered videos (>= stride).
+        max_view_angle: largest relative rotation (degrees) of a random clip's views to its first view, or None.
     """
 
     def __init__(self, split: Split, views: int, stride: int = 1, transform: Transform | None = None,
-                 random_window: bool = False, step: int | None = None) -> None:
+                 random_window: bool = False, step: int | None = None, max_stride: int | None = None,
+                 max_view_angle: float | None = None) -> None:
         if isinstance(views, bool) or not isinstance(views, int) or views < 1:
             raise InputError(f"views must be an integer >= 1, got {views!r}")
         if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
@@ -109,6 +122,13 @@ class MultiViewClipDataset(Dataset):
             step = span
         if isinstance(step, bool) or not isinstance(step, int) or step < 1:
             raise InputError(f"step must be an integer >= 1, got {step!r}")
+        if max_stride is None:
+            max_stride = stride
+        if isinstance(max_stride, bool) or not isinstance(max_stride, int) or max_stride < stride:
+            raise InputError(f"max_stride must be an integer >= stride ({stride}), got {max_stride!r}")
+        self.max_stride = max_stride
+        self.max_view_angle = max_view_angle
+        self._angles: dict[int, np.ndarray] = {}
         self.split = split
         self.views = views
         self.stride = stride
@@ -141,12 +161,62 @@ class MultiViewClipDataset(Dataset):
     def __len__(self) -> int:
         return len(self.videos) if self.random_window else len(self.windows)
 
+    @property
+    def max_view_angle(self) -> float | None:
+        return self._max_view_angle
+
+    @max_view_angle.setter
+    def max_view_angle(self, value: float | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+            raise InputError(f"max_view_angle must be a positive number of degrees or None, got {value!r}")
+        self._max_view_angle = None if value is None else float(value)
+
+    def view_angles(self, video_id: int) -> np.ndarray:
+        """Relative rotation angles (degrees) between every two images of a video, float64 [n, n] in frame order
+        (0 where either image has no camera); cached per video."""
+        if video_id not in self._angles:
+            frames = self.split.images_by_video[video_id]
+            rotations = np.stack([cam[1][:, :3] if cam is not None else np.eye(3)
+                                  for cam in (self.split.camera(img) for img in frames)]).astype(np.float64)
+            relative = np.einsum("iab,jcb->ijac", rotations, rotations)  # R_i R_j^T
+            cos = (np.trace(relative, axis1=-2, axis2=-1) - 1.0) / 2.0
+            self._angles[video_id] = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+        return self._angles[video_id]
+
     def _random_positions(self, video_id: int, generator: torch.Generator | None) -> list[int]:
         n = len(self.split.images_by_video[video_id])
-        if self.split.videos[video_id].get("ordered", True):
+        ordered = self.split.videos[video_id].get("ordered", True)
+        limit = self._max_view_angle
+        if ordered and self.max_stride == self.stride and limit is None:
             start = int(torch.randint(0, n - self.span + 1, (), generator=generator).item())
             return [start + k * self.stride for k in range(self.views)]
-        return sorted(int(i) for i in torch.randperm(n, generator=generator)[: self.views].tolist())
+        if ordered:
+            return self._ordered_window(video_id, n, limit, generator)
+        if limit is None:
+            return sorted(int(i) for i in torch.randperm(n, generator=generator)[: self.views].tolist())
+        angles = self.view_angles(video_id)
+        first = int(torch.randint(0, n, (), generator=generator).item())
+        others = np.array([i for i in range(n) if i != first], np.int64)
+        near = others[angles[first, others] <= limit]
+        if len(near) >= self.views - 1:
+            pick = near[torch.randperm(len(near), generator=generator)[: self.views - 1].numpy()]
+        else:
+            pick = others[np.argsort(angles[first, others], kind="stable")[: self.views - 1]]
+        return [first, *(int(i) for i in pick)]
+
+    def _ordered_window(self, video_id: int, n: int, limit: float | None,
+                        generator: torch.Generator | None) -> list[int]:
+        """A random window of an ordered video among every (start, stride) that fits and keeps its views within
+        ``limit`` degrees of its first frame (stride-1 windows when none does)."""
+        windows = [(start, step) for step in range(self.stride, self.max_stride + 1)
+                   for start in range(0, n - (self.views - 1) * step)]
+        if limit is not None:
+            angles = self.view_angles(video_id)
+            within = [(start, step) for start, step in windows
+                      if max(angles[start, start + k * step] for k in range(self.views)) <= limit]
+            windows = within or [(start, self.stride) for start in range(0, n - self.span + 1)]
+        start, step = windows[int(torch.randint(0, len(windows), (), generator=generator).item())]
+        return [start + k * step for k in range(self.views)]
 
     def __getitem__(self, key: int | SampleKey) -> dict[str, Any]:
         index, seed = split_key(key)
