@@ -97,15 +97,18 @@ def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, 
     return module.model.eval(), time.time() - t0
 
 
-def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool = True) -> dict[str, dict]:
-    """``{split: {prompt type: metrics}}``: each validation split tracked and scored with the pipeline's protocol."""
+def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool = True,
+             known_geometry: bool = False) -> dict[str, dict]:
+    """``{split: {prompt type: metrics}}``: each validation split tracked and scored with the pipeline's protocol
+    (``known_geometry``: G2TAM on the ground-truth point maps, the oracle)."""
     from vision.data.coco import load_split
     from vision.tracking.inference import protocol_predictor, score_tracking, track_split
 
     predictor = protocol_predictor(model, text_encoder, refine=refine)
     table = {}
     for name in ("val_video", "val_unordered", "val_long_occlusion"):
-        metrics = score_tracking(paths[name], track_split(predictor, load_split(paths[name]), types))
+        metrics = score_tracking(paths[name], track_split(predictor, load_split(paths[name]), types,
+                                                          known_geometry=known_geometry))
         table[name] = {kind: {key.split("/", 1)[1]: value for key, value in metrics.items()
                               if key.startswith(f"{kind}/")} for kind in types}
     return table
@@ -175,6 +178,8 @@ def main() -> None:
     ap.add_argument("--baseline-ckpt", default=None, help="evaluate this trained memory-bank control")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--no-refine", action="store_true", help="G2TAM without the predictor's second pass")
+    ap.add_argument("--oracle", action="store_true",
+                    help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.memory_child is not None:
@@ -201,6 +206,9 @@ def main() -> None:
             model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, args.geometry_ckpt)
         with torch.no_grad():
             tables[arch] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine)
+            if args.oracle and arch == "g2tam":
+                tables["oracle"] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine,
+                                            known_geometry=True)
             if not args.skip_speed:
                 speeds[arch] = speed(model, args.size, refine=not args.no_refine)
     print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}")
@@ -208,13 +216,18 @@ def main() -> None:
         print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
-    print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}")
+    oracle = "oracle" in tables
+    print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}"
+          + (f"{'G2TAM, GT points':>18}" if oracle else ""))
     for split in tables["g2tam"]:
         for kind in types:
             for key in ("J&F", "presence_accuracy", "iou3d"):
                 a = tables["g2tam"][split][kind].get(key, float("nan"))
                 b = tables["memory_bank"][split][kind].get(key, float("nan"))
-                print(f"{split:<20}{kind:<7}{key:<19}{a:>8.3f}{b:>10.3f}{a - b:>+8.3f}")
+                row = f"{split:<20}{kind:<7}{key:<19}{a:>8.3f}{b:>10.3f}{a - b:>+8.3f}"
+                if oracle:
+                    row += f"{tables['oracle'][split][kind].get(key, float('nan')):>18.3f}"
+                print(row)
     for n in (1, 4, 16) if speeds else ():
         a, b = speeds["g2tam"][n], speeds["memory_bank"][n]
         print(f"{'speed views/s':<27}{n:>2} obj  {a:>8.1f}{b:>10.1f}  ratio {a / b:.2f}")

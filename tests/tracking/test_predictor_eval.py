@@ -243,3 +243,60 @@ def test_central_point_inside():
     m[:, 0] = m[0, :] = True  # an L shape whose centroid lies outside it
     x, y = central_point(m)
     assert m[int(y), int(x)]
+
+
+def _known_geometry(split, video_id):
+    frames = video_frames(split, video_id)
+    cams = [split.camera(im) for im in frames]
+    return (frames, np.stack([split.depth(im) for im in frames]), np.stack([c[1] for c in cams]),
+            np.stack([c[0] for c in cams]))
+
+
+def test_known_geometry_is_the_normalised_scene_of_each_window(predictor, video_split):
+    import torch
+
+    from vision.geometry.losses import normalize_scene
+
+    split = load_split(video_split)
+    vid = sorted(split.videos)[0]
+    frames, depth, ext, k = _known_geometry(split, vid)
+    images = np.stack([split.load_image(im) for im in frames])
+    state = predictor.init_state(images, ordered=True)
+    predictor.set_known_geometry(state, depth, ext, k)
+    window = [2, 0, 1, 3]
+    got = predictor._known_world_points(state, window)[0].numpy()
+    d = torch.from_numpy(depth[window])[None]
+    want = normalize_scene(torch.from_numpy(ext[window])[None], torch.from_numpy(k[window])[None], d, None,
+                           d > 0).world_points[0].numpy()
+    valid = depth[window] > 0
+    assert np.isnan(got[~valid]).all()
+    np.testing.assert_allclose(got[valid], want[valid], atol=1e-4)
+
+    # frames given at twice the size: the depth is resized to the model's input and the intrinsics with it
+    big = predictor.init_state(np.repeat(np.repeat(images, 2, 1), 2, 2), ordered=True)
+    k2 = k.copy()
+    k2[:, :2, :2] *= 2
+    k2[:, :2, 2] = (k[:, :2, 2] + 0.5) * 2 - 0.5
+    predictor.set_known_geometry(big, np.repeat(np.repeat(depth, 2, 1), 2, 2), ext, k2)
+    np.testing.assert_allclose(np.nan_to_num(big.known_points), np.nan_to_num(state.known_points), atol=2e-2)
+
+    with pytest.raises(InputError, match="depth must be"):
+        predictor.set_known_geometry(state, depth[:, :8], ext, k)
+    with pytest.raises(InputError, match="extrinsics"):
+        predictor.set_known_geometry(state, depth, ext[:, :2], k)
+
+
+def test_known_geometry_changes_g2tam_and_scores(predictor, video_split):
+    split = load_split(video_split)
+    vid = sorted(split.videos)[0]
+    frames, depth, ext, k = _known_geometry(split, vid)
+    outputs = []
+    for known in (False, True):
+        state = predictor.init_state(np.stack([split.load_image(im) for im in frames]), ordered=True)
+        prompt_video(predictor, state, split, vid, frames, "point")
+        if known:
+            predictor.set_known_geometry(state, depth, ext, k)
+        outputs.append(np.stack([m for _, _, m, _ in predictor.propagate(state)]))
+    assert outputs[0].shape == outputs[1].shape and not np.array_equal(outputs[0], outputs[1])
+    results = track_split(predictor, split, ["point"], known_geometry=True)
+    assert results and 0.0 <= score_tracking(video_split, results)["point/J&F"] <= 1.0

@@ -90,15 +90,23 @@ def prompt_video(predictor: TrackerPredictor, state: Any, split: Split, video_id
     return prompted
 
 
-def track_video(predictor: TrackerPredictor, split: Split, video_id: int, prompt_type: str) -> list[dict]:
+def track_video(predictor: TrackerPredictor, split: Split, video_id: int, prompt_type: str,
+                known_geometry: bool = False) -> list[dict]:
     """The protocol's results for one video and one prompt type (see the module docstring); [] when no track of
-    the video gets a prompt."""
+    the video gets a prompt. ``known_geometry``: the oracle, G2TAM tracks on the split's ground-truth depth and
+    cameras instead of its backbone's point maps (:meth:`TrackerPredictor.set_known_geometry`)."""
     if prompt_type not in PROMPT_TYPES:
         raise InputError(f"prompt_type must be one of {PROMPT_TYPES}, got {prompt_type!r}")
     frames = video_frames(split, video_id)
     if not frames:
         return []
     state = predictor.init_state(np.stack([split.load_image(im) for im in frames]), ordered=True)
+    if known_geometry:
+        cameras = [split.camera(im) for im in frames]
+        if any(cam is None for cam in cameras):
+            raise InputError(f"known_geometry needs a camera on every image of video {video_id} of {split.file}")
+        predictor.set_known_geometry(state, np.stack([split.depth(im) for im in frames]),
+                                     np.stack([cam[1] for cam in cameras]), np.stack([cam[0] for cam in cameras]))
     if not prompt_video(predictor, state, split, video_id, frames, prompt_type):
         return []
     results = []
@@ -111,10 +119,12 @@ def track_video(predictor: TrackerPredictor, split: Split, video_id: int, prompt
 
 
 def track_split(predictor: TrackerPredictor, split: Split, prompt_types: Sequence[str],
-                max_videos: int | None = None) -> list[dict]:
-    """The protocol's results for every video of ``split`` (the first ``max_videos``) and every prompt type."""
+                max_videos: int | None = None, known_geometry: bool = False) -> list[dict]:
+    """The protocol's results for every video of ``split`` (the first ``max_videos``) and every prompt type
+    (``known_geometry``: see :func:`track_video`)."""
     videos = sorted(split.videos)[:max_videos] if max_videos else sorted(split.videos)
-    return [r for kind in prompt_types for vid in videos for r in track_video(predictor, split, vid, kind)]
+    return [r for kind in prompt_types for vid in videos
+            for r in track_video(predictor, split, vid, kind, known_geometry)]
 
 
 def score_tracking(split: str | Path, results: list[dict]) -> dict[str, Any]:

@@ -82,6 +82,8 @@ class TrackerState:
     depth: np.ndarray | None = None
     clouds: dict[int, np.ndarray] = field(default_factory=dict)
     cloud_colors: dict[int, np.ndarray] = field(default_factory=dict)
+    known_points: np.ndarray | None = None
+    known_extrinsics: np.ndarray | None = None
 
     @property
     def num_views(self) -> int:
@@ -226,6 +228,55 @@ class TrackerPredictor:
             ordered = True if ordered is None else ordered
         return TrackerState(frames=np.ascontiguousarray(frames), height=int(height), width=int(width),
                             ordered=bool(ordered))
+
+    def set_known_geometry(self, state: TrackerState, depth: Any, extrinsics: Any, intrinsics: Any) -> None:
+        """Give G2TAM the scene's geometry (an RGB-D sensor with poses, or ground truth: the oracle of the
+        benchmarks): its point maps replace the backbone's in every window.
+
+        Args:
+            depth: float ``[T, H, W]`` metric z-depth at the input size, 0 (or non-finite) where unknown.
+            extrinsics: ``[T, 3, 4]`` OpenCV camera-from-world; intrinsics: ``[T, 3, 3]`` in input pixels.
+
+        In each window the points are expressed in the window's first view's camera frame and scaled to a mean
+        norm of 1, the frame and scale the backbone's point maps have (``vision.geometry.losses.normalize_scene``).
+        The control model has no point maps: it ignores them.
+        """
+        import cv2
+
+        from vision.geometry.camera import depth_to_world_points
+
+        t = state.num_views
+        depth = np.asarray(depth, np.float32)
+        extrinsics = np.asarray(extrinsics, np.float64)
+        intrinsics = np.asarray(intrinsics, np.float64)
+        if depth.shape != (t, state.height, state.width):
+            raise InputError(f"depth must be [T, H, W] = {[t, state.height, state.width]}, got {list(depth.shape)}")
+        if extrinsics.shape != (t, 3, 4) or intrinsics.shape != (t, 3, 3):
+            raise InputError(f"extrinsics / intrinsics must be [{t}, 3, 4] / [{t}, 3, 3], got "
+                             f"{list(extrinsics.shape)} / {list(intrinsics.shape)}")
+        if not (np.isfinite(extrinsics).all() and np.isfinite(intrinsics).all()):
+            raise InputError("extrinsics / intrinsics contain NaN or inf")
+        s = self._size()
+        small = np.stack([cv2.resize(np.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0), (s, s),
+                                     interpolation=cv2.INTER_NEAREST) for d in depth])
+        k = intrinsics.copy()
+        k[:, 0] *= s / state.width
+        k[:, 1] *= s / state.height
+        k[:, :2, 2] = (intrinsics[:, :2, 2] + 0.5) * np.array([s / state.width, s / state.height]) - 0.5
+        points = depth_to_world_points(torch.from_numpy(small)[None], torch.from_numpy(extrinsics)[None].float(),
+                                       torch.from_numpy(k)[None].float())[0].numpy()
+        points[small <= 0] = np.nan
+        state.known_points = points.astype(np.float32)
+        state.known_extrinsics = extrinsics.astype(np.float32)
+
+    def _known_world_points(self, state: TrackerState, window: list[int]) -> torch.Tensor:
+        """``[1, S, s, s, 3]``: the known points of ``window`` in its first view's frame, mean norm 1 (NaN
+        where unknown)."""
+        ext = state.known_extrinsics[window[0]]
+        points = state.known_points[window] @ ext[:, :3].T + ext[:, 3]
+        norms = np.linalg.norm(points, axis=-1)
+        scale = float(np.nanmean(norms)) if np.isfinite(norms).any() else 1.0
+        return torch.from_numpy(points / max(scale, 1e-6))[None].to(self.device)
 
     def reset(self, state: TrackerState) -> None:
         """Remove every prompt and result (frames stay)."""
@@ -391,6 +442,8 @@ class TrackerPredictor:
         for window, emit in self._windows(state):
             images = torch.from_numpy(state.frames[window]).to(self.device).permute(0, 3, 1, 2).float()[None] / 255
             encoded = self.model.encode(images)
+            if is_g2tam and state.known_points is not None:
+                encoded["world_points"] = self._known_world_points(state, window).to(encoded["world_points"].dtype)
             prompts = self._build_prompts(state, obj_ids, window, memory)
             masks, prob = self._decode(encoded, prompts)
             if is_g2tam:
