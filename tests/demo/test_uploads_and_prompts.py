@@ -174,3 +174,15 @@ def test_the_demo_frame_limits_stay_within_the_package_limit(tmp_path):
         DemoConfig(max_detect_frames=MAX_INPUT_FRAMES + 1)
     with pytest.raises(InputError, match="max_track_frames"):
         DemoConfig(max_track_frames=0)
+
+
+def test_the_demo_prefers_the_train_long_checkpoints(tmp_path):
+    from vision.demo.handlers import preferred_checkpoint
+
+    tiny = tmp_path / "tracking" / "tiny" / "checkpoints" / "last.ckpt"
+    assert preferred_checkpoint("tracking", tmp_path) == tiny  # nothing trained yet: make train's path
+    long = tmp_path / "tracking" / "long" / "checkpoints" / "last.ckpt"
+    long.parent.mkdir(parents=True)
+    long.write_bytes(b"")
+    assert preferred_checkpoint("tracking", tmp_path) == long
+    assert preferred_checkpoint("detection", tmp_path).parts[-3] == "tiny"

@@ -25,7 +25,7 @@ from vision.errors import InputError
 from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
 
-__all__ = ["DemoConfig", "Models", "TrackResult", "DetectResult", "ForensicsResult", "draw_prompts", "click_prompt",
+__all__ = ["DemoConfig", "preferred_checkpoint", "Models", "TrackResult", "DetectResult", "ForensicsResult", "draw_prompts", "click_prompt",
            "run_tracking", "run_detection", "run_forensics"]
 
 Progress = Callable[[float, str], None]
@@ -35,12 +35,21 @@ def _no_progress(fraction: float, description: str) -> None:
     return None
 
 
+def preferred_checkpoint(task: str, runs: Path = Path("runs")) -> Path:
+    """The checkpoint the demo uses for ``task`` by default: ``make train-long``'s
+    (``runs/<task>/long/checkpoints/last.ckpt``) when it exists, else ``make train``'s
+    (``runs/<task>/tiny/checkpoints/last.ckpt``)."""
+    long = runs / task / "long" / "checkpoints" / "last.ckpt"
+    return long if long.is_file() else runs / task / "tiny" / "checkpoints" / "last.ckpt"
+
+
 @dataclass
 class DemoConfig:
     """Checkpoints, limits and folders of the demo.
 
-    ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: the ``make train`` runs, relative to
-    the working directory like every path here);
+    ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: :func:`preferred_checkpoint`, the
+    ``make train-long`` run where there is one, else the ``make train`` run, relative to the working directory like
+    every path here);
     ``max_upload_mb``: largest accepted file (its bytes, not its decoded size); ``max_track_frames`` /
     ``max_detect_frames``: frames used of a video (the first ones), at most
     :data:`~vision.data.io.MAX_INPUT_FRAMES`; ``max_pixels``: frames with more pixels are refused before decoding
@@ -49,9 +58,9 @@ class DemoConfig:
     where its presence probability is lower; ``work_dir``: where run outputs go; ``examples_dir``: the example
     cache."""
 
-    tracking_ckpt: Path = Path("runs/tracking/tiny/checkpoints/last.ckpt")
-    detection_ckpt: Path = Path("runs/detection/tiny/checkpoints/last.ckpt")
-    forensics_ckpt: Path = Path("runs/forensics/tiny/checkpoints/last.ckpt")
+    tracking_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("tracking"))
+    detection_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("detection"))
+    forensics_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("forensics"))
     max_upload_mb: float = 200.0
     max_track_frames: int = 64
     max_detect_frames: int = 300
