@@ -15,15 +15,16 @@ transform: a plain resize), and:
   median scaling every pixel gets the image's median GT depth);
 - cameras: relative rotation / translation-direction errors over the pairs i < j of each clip, pooled over clips:
   ``RRA@k``, ``RTA@k`` (k = 5, 15, 30) and ``AUC@30``; baseline ``identity_pose``: identity cameras for every view;
-  with ``match_extrinsics`` in the results, the same for those cameras (``match_pose``);
+  with ``match_extrinsics`` in the results, the same for those cameras (``match_pose``); with ``ray_extrinsics``
+  (the cameras fitted to a predicted ray map), the same for them (``ray_pose``);
 - point maps: ``chamfer`` after a Umeyama similarity alignment, in units of the normalised GT scene (in view 0's
   camera frame, mean point norm 1: :func:`vision.geometry.losses.normalize_scene`), on at most ``max_points``
   valid pixels per clip drawn by one generator seeded with ``seed`` over the clips in order.
 
 The metrics come back flat: the model's unprefixed (``abs_rel``, ``delta_1.25``, ``AUC@30``, ``RRA@15``,
 ``RTA@15``, ``chamfer``, ...), each baseline's prefixed by its row (``constant_depth/abs_rel``,
-``identity_pose/AUC@30``, ``match_pose/AUC@30``), plus ``clips`` and ``images``; :func:`format_geometry_table`
-prints them as one row per method.
+``identity_pose/AUC@30``, ``match_pose/AUC@30``, ``ray_pose/AUC@30``), plus ``clips`` and ``images``;
+:func:`format_geometry_table` prints them as one row per method (``ray_pose``: the cameras from the ray map).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 #: The rows of the geometry table besides the model's, in order; their metrics are prefixed ``"<row>/"``.
-GEOMETRY_ROWS = ("constant_depth", "identity_pose", "match_pose")
+GEOMETRY_ROWS = ("constant_depth", "identity_pose", "match_pose", "ray_pose")
 
 
 def _depth_errors(pred: np.ndarray, gt: np.ndarray) -> tuple[float, float]:
@@ -285,7 +286,8 @@ def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path
     split = Split.from_dict(gt, split_root, check_files=False, file=gt_file)
     rng = np.random.default_rng(seed)
     depth_rows, const_rows, chamfers = [], [], []
-    errors: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"model": [], "identity_pose": [], "match_pose": []}
+    errors: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"model": [], "identity_pose": [], "match_pose": [],
+                                                              "ray_pose": []}
     for clip in sorted(clips):
         entries = clips[clip]
         views = len(clip)
@@ -300,6 +302,8 @@ def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path
         if "match_extrinsics" in entries[0]:
             errors["match_pose"].append(relative_pose_errors(np.stack([e["match_extrinsics"] for e in entries]),
                                                              gt_extr))
+        if "ray_extrinsics" in entries[0]:
+            errors["ray_pose"].append(relative_pose_errors(np.stack([e["ray_extrinsics"] for e in entries]), gt_extr))
         norm = normalize_scene(torch.from_numpy(gt_extr)[None], torch.from_numpy(truth["intrinsics"])[None],
                                torch.from_numpy(gt_depth)[None], None, torch.from_numpy(valid)[None])
         gt_points = norm.world_points[0].numpy()[valid]
@@ -316,8 +320,9 @@ def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path
                                        "clips": len(clips), "images": sum(len(clip) for clip in clips)}
     metrics.update({f"constant_depth/{k}": v for k, v in _depth_summary(const_rows).items()})
     metrics.update({f"identity_pose/{k}": v for k, v in pooled("identity_pose").items()})
-    if errors["match_pose"]:
-        metrics.update({f"match_pose/{k}": v for k, v in pooled("match_pose").items()})
+    for row in ("match_pose", "ray_pose"):
+        if errors[row]:
+            metrics.update({f"{row}/{k}": v for k, v in pooled(row).items()})
     return metrics
 
 

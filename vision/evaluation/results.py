@@ -4,7 +4,8 @@ Detection: ``[{image_id, category_id, bbox: [x, y, w, h], score}]`` (+ optional 
 Tracking: ``[{video_id, track_id, image_id, segmentation: RLE, score[, prompt_type]}]``.
 Forensics: ``[{video_id, score[, verdict]}]``, one per labelled video of the split.
 Geometry: one entry per image of each predicted clip (see :func:`validate_geometry_results`):
-``[{image_id, clip: [image ids], extrinsics: 3x4, depth: array, world_points: array[, match_extrinsics: 3x4]}]`` with dense maps as :func:`encode_array` objects.
+``[{image_id, clip: [image ids], extrinsics: 3x4, depth: array, world_points: array[, match_extrinsics: 3x4]
+[, ray_extrinsics: 3x4]}]`` with dense maps as :func:`encode_array` objects.
 
 Results get the same validation as splits (and share its checks, :mod:`vision.data.schema`): every number is
 finite (NaN, Infinity and numbers beyond a double's range are refused wherever they appear), every mask's counts
@@ -274,7 +275,9 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
       split's images are resized to for scoring; ``world_points``: predicted points ``[H, W, 3]`` in view 0's
       camera frame; both :func:`encode_array` objects;
     - ``match_extrinsics`` (optional, 3x4): the camera registered from learned matches; every result carries it or
-      none does.
+      none does;
+    - ``ray_extrinsics`` (optional, 3x4): the camera fitted to a predicted ray map; every result carries it or none
+      does.
 
     The decoded entries carry ``depth`` and ``world_points`` as float32 arrays and the cameras as float64 arrays.
     """
@@ -286,7 +289,7 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
         raise c.fail("no results: a geometry results file holds one entry per image of each clip", "results", [])
     clips: dict[tuple[int, ...], dict[int, dict]] = {}
     first: dict[tuple[tuple[int, ...], int], int] = {}
-    with_match: bool | None = None
+    with_optional: dict[str, bool] = {}  # optional camera field -> present in the first result
     side: int | None = None
     for i, r in enumerate(results):
         field = f"results[{i}]"
@@ -310,14 +313,13 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
         first[clip, image_id] = i
         entry = {"image_id": image_id, "clip": clip,
                  "extrinsics": np.asarray(c.matrix(r["extrinsics"], f"{field}.extrinsics", 3, 4), np.float64)}
-        has_match = "match_extrinsics" in r
-        if with_match is not None and has_match != with_match:
-            raise c.fail("match_extrinsics must be given in every result or in none", f"{field}.match_extrinsics",
-                         "present" if has_match else "absent")
-        with_match = has_match
-        if has_match:
-            entry["match_extrinsics"] = np.asarray(c.matrix(r["match_extrinsics"], f"{field}.match_extrinsics", 3, 4),
-                                                   np.float64)
+        for name in ("match_extrinsics", "ray_extrinsics"):
+            present = name in r
+            if with_optional.setdefault(name, present) != present:
+                raise c.fail(f"{name} must be given in every result or in none", f"{field}.{name}",
+                             "present" if present else "absent")
+            if present:
+                entry[name] = np.asarray(c.matrix(r[name], f"{field}.{name}", 3, 4), np.float64)
         depth = decode_array(r["depth"], f"{field}.depth", file)
         if depth.ndim != 2 or depth.shape[0] != depth.shape[1]:
             raise c.fail("depth must be a square [H, W] map (the split's images are resized to H x W to score it)",

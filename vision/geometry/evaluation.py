@@ -9,7 +9,9 @@ same model and split.
 
 With a matching projection (``GeometryConfig.match_dim``) each result also carries ``match_extrinsics``: the cameras
 registered from learned patch matches and predicted depth (:func:`vision.geometry.matching.pose_from_matches`; a
-view it cannot register keeps the camera head's pose), scored as the ``match_pose`` row.
+view it cannot register keeps the camera head's pose), scored as the ``match_pose`` row. With a ray head
+(``GeometryConfig.ray_head``) each result carries ``ray_extrinsics``: the cameras fitted to the predicted ray map
+(:func:`vision.geometry.rays.rays_to_cameras`, weighted by ``rays_conf``), scored as the ``ray_pose`` row.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from vision.data.transforms import build_multiview_transform
 from vision.evaluation.evaluate import evaluate
 from vision.evaluation.results import encode_array
 from vision.geometry.matching import pose_from_matches
+from vision.geometry.rays import rays_to_cameras
 from vision.geometry.task import GeometryModel
 
 __all__ = ["clip_results", "evaluate_geometry"]
@@ -50,13 +53,18 @@ def clip_results(model: GeometryModel, outputs: dict[str, Any],
 
     Args:
         model: the model that produced ``outputs`` (its matching projection, if any, adds ``match_extrinsics``).
-        outputs: ``model(images)`` for ``images [B, S, 3, H, W]``.
+        outputs: ``model(images)`` for ``images [B, S, 3, H, W]`` (a ray map, ``ray_origins``, adds
+            ``ray_extrinsics``).
         image_ids: ``[B, S]`` the clips' image ids (``collate_clips``' ``image_ids``).
     """
     extrinsics = outputs["extrinsics"].float().cpu()
     depth = outputs["depth"][..., 0].float().cpu()
     points = outputs["world_points"].float().cpu()
     matched = _match_extrinsics(model, outputs).float() if model.match is not None else None
+    rayed = None
+    if "ray_origins" in outputs:
+        rayed = rays_to_cameras(outputs["ray_origins"].float(), outputs["ray_directions"].float(),
+                                outputs["rays_conf"].float())[0].cpu()
     out = []
     for b, ids in enumerate(image_ids.tolist()):
         clip = tuple(int(i) for i in ids)
@@ -67,6 +75,8 @@ def clip_results(model: GeometryModel, outputs: dict[str, Any],
                      "world_points": encode_array(points[b, s].numpy())}
             if matched is not None:
                 entry["match_extrinsics"] = matched[b, s].tolist()
+            if rayed is not None:
+                entry["ray_extrinsics"] = rayed[b, s].tolist()
             entries.append(entry)
         out.append((clip, entries))
     return out

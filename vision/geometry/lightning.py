@@ -7,14 +7,16 @@ camera 0's frame and divided by the mean norm of the valid 3D points (:func:`vis
 
 Loss = ``camera_weight`` * camera loss (summed over refinement iterations) + ``depth_weight`` * depth loss
 + ``point_weight`` * point loss (+ ``match_weight`` * the cross-view patch correspondence loss of
-:mod:`vision.geometry.matching`, which needs the matching projection: ``GeometryConfig.match_dim``). Every term is
-logged under ``train/`` and ``val/``.
+:mod:`vision.geometry.matching`, which needs the matching projection: ``GeometryConfig.match_dim``) (+ ``ray_weight``
+* the ray-map loss ``loss_rays`` when ``GeometryConfig.ray_head`` is on). Every term is logged under ``train/`` and
+``val/``.
 
 The task metric: ``validation_step`` / ``test_step`` collect each clip's results
 (:func:`vision.geometry.evaluation.clip_results`) keyed by the clip's image ids; at the end of the epoch they are
 gathered from every rank (one copy per clip) and scored against the stage's split with
 ``vision.evaluation.evaluate(split, results, "geometry")``, logged as ``val/abs_rel``, ``val/delta_1.25``,
-``val/AUC@30``, ``val/RRA@15``, ``val/chamfer``, ``val/constant_depth/abs_rel``, ``val/match_pose/AUC@30``, ...
+``val/AUC@30``, ``val/RRA@15``, ``val/chamfer``, ``val/constant_depth/abs_rel``, ``val/match_pose/AUC@30``,
+``val/ray_pose/AUC@30`` (with the ray head), ...
 (``test/...`` in ``test``, which also prints the table on rank 0). ``predict_step`` returns the same results for
 :class:`~vision.training.writer.ResultsWriter`. The collectors hold only per-rank state of the running epoch and are
 emptied by every gather, so nothing of them lives in a checkpoint.
@@ -52,9 +54,11 @@ class GeometryModule(L.LightningModule):
         lr, weight_decay, warmup_steps: AdamW with linear warm-up then cosine decay over the run.
         camera_weight, depth_weight, point_weight: loss weights (VGGT: camera 5, depth 1, points 1).
         match_weight: weight of the cross-view patch correspondence loss (0: off; > 0 needs ``config.match_dim``).
+        ray_weight: weight of the ray-map loss (used only with ``config.ray_head``).
         vggt_weights: optional local VGGT checkpoint (``model.safetensors`` / ``model.pt`` of VGGT-1B) loaded into
             the backbone (``size: vggt_1b``) with :func:`vision.geometry.vggt_keys.load_vggt_weights` (strict) before
-            training: fine-tuning from VGGT. Read once when the module is built; checkpoints hold the weights.
+            training: fine-tuning from VGGT (a ray head, which VGGT has not, keeps its initialisation). Read once
+            when the module is built; checkpoints hold the weights.
         freeze: backbone submodules kept fixed (no gradients), by name: e.g. ``["aggregator.patch_embed"]`` keeps
             the DINOv2 patch embedding frozen while the rest fine-tunes (as VGGT's training does). A name that is
             not a submodule of the backbone is an error.
@@ -63,7 +67,7 @@ class GeometryModule(L.LightningModule):
     def __init__(self, config: GeometryConfig = GeometryConfig(), lr: float = 1e-3, weight_decay: float = 0.05,
                  warmup_steps: int = 100, camera_weight: float = 5.0, depth_weight: float = 1.0,
                  point_weight: float = 1.0, match_weight: float = 0.0, vggt_weights: str | None = None,
-                 freeze: Sequence[str] = ()) -> None:
+                 freeze: Sequence[str] = (), ray_weight: float = 1.0) -> None:
         super().__init__()
         config = GeometryConfig.from_value(config)
         if match_weight > 0 and config.match_dim is None:
@@ -74,7 +78,11 @@ class GeometryModule(L.LightningModule):
         self.config = config
         self.model = build_model(config)
         if vggt_weights:
-            load_vggt_weights(self.model.backbone, vggt_weights)
+            report = load_vggt_weights(self.model.backbone, vggt_weights, strict=not config.ray_head)
+            missing = [k for k in report.missing if not k.startswith("ray_head.")]
+            if config.ray_head and (missing or report.unexpected):
+                raise InputError(f"VGGT checkpoint {vggt_weights!r} does not fit the model: missing={missing[:10]} "
+                                 f"unexpected or mismatched={report.unexpected[:10]}")
         modules = dict(self.model.backbone.named_modules())
         for name in freeze:
             if not name or name not in modules:
@@ -89,7 +97,7 @@ class GeometryModule(L.LightningModule):
     def _losses(self, batch: dict[str, Any], stage: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         losses, outputs = geometry_losses(self.model.backbone, batch, self.hparams.camera_weight,
                                           self.hparams.depth_weight, self.hparams.point_weight, self.model.match,
-                                          self.hparams.match_weight)
+                                          self.hparams.match_weight, self.hparams.ray_weight)
         bs = batch["images"].shape[0]
         self.log(f"{stage}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=stage != "train")
         self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs,

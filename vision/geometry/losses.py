@@ -9,6 +9,10 @@
   conf-weighted L1 of the spatial gradients of ``pred - gt`` over 4 scales (strides 1, 2, 4, 8).
 - NaN/inf: a non-finite *prediction* or confidence at a valid pixel raises :class:`InputError` naming the tensor
   (silently dropping it would hide a diverging model); non-finite *ground truth* marks that pixel invalid.
+- :func:`ray_loss` (the ray head, Depth Anything 3's camera target): :func:`confidence_regression_loss` of the
+  predicted 6-vector [origin, direction] per pixel against the rays of the normalised ground-truth cameras
+  (:func:`vision.geometry.rays.cameras_to_rays`; origins scale with the scene, directions do not), over every
+  pixel of the views with a known camera.
 - :func:`normalize_scene`: moves cameras, depth and points into camera 0's frame and divides all lengths by the
   mean norm of the valid 3D points; returns the scale.
 """
@@ -23,13 +27,14 @@ import torch
 from vision.errors import InputError
 from vision.geometry.camera import (cameras_to_pose_encoding, compose_extrinsics, depth_to_world_points,
                                     invert_extrinsics)
+from vision.geometry.rays import cameras_to_rays
 
 if TYPE_CHECKING:
     from vision.geometry.matching import MatchProjection
     from vision.geometry.model import GeometryBackbone
 
-__all__ = ["geometry_losses", "camera_loss", "confidence_regression_loss", "depth_loss", "point_loss", "gradient_loss",
-           "normalize_scene", "NormalizedScene"]
+__all__ = ["geometry_losses", "camera_loss", "confidence_regression_loss", "depth_loss", "point_loss", "ray_loss",
+           "gradient_loss", "normalize_scene", "NormalizedScene"]
 
 
 def _check_finite(name: str, tensor: torch.Tensor, mask: torch.Tensor | None = None) -> None:
@@ -149,6 +154,23 @@ def point_loss(pred_points: torch.Tensor, points_conf: torch.Tensor, gt_points: 
     return confidence_regression_loss(pred_points, gt_points, points_conf, valid, **kwargs)
 
 
+def ray_loss(pred_origins: torch.Tensor, pred_directions: torch.Tensor, rays_conf: torch.Tensor,
+             gt_extrinsics: torch.Tensor, gt_intrinsics: torch.Tensor, valid: torch.Tensor | None = None,
+             **kwargs: float) -> dict[str, torch.Tensor]:
+    """Ray-map loss: ``pred_origins/pred_directions [B, S, H, W, 3]``, ``rays_conf [B, S, H, W]`` against the rays
+    of the (normalised) cameras ``gt_extrinsics [B, S, 3, 4]``, ``gt_intrinsics [B, S, 3, 3]``; ``valid``: optional
+    ``[B, S]`` bool, the views with a known camera (every pixel of such a view counts). See
+    :func:`confidence_regression_loss` (on the 6-vector [origin, direction])."""
+    b, s, h, w = rays_conf.shape
+    gt_origins, gt_directions = cameras_to_rays(gt_extrinsics.to(pred_origins.dtype),
+                                                gt_intrinsics.to(pred_origins.dtype), h, w)
+    views = torch.ones((b, s), dtype=torch.bool, device=rays_conf.device) if valid is None else valid.bool()
+    pixels = views[:, :, None, None].expand(b, s, h, w)
+    return confidence_regression_loss(torch.cat([pred_origins, pred_directions], dim=-1),
+                                      torch.cat([gt_origins, gt_directions], dim=-1).detach(), rays_conf, pixels,
+                                      **kwargs)
+
+
 class NormalizedScene(NamedTuple):
     extrinsics: torch.Tensor  # [B, S, 3, 4], camera 0 = identity
     intrinsics: torch.Tensor  # [B, S, 3, 3], unchanged
@@ -186,10 +208,11 @@ def normalize_scene(extrinsics: torch.Tensor, intrinsics: torch.Tensor, depth: t
 
 def geometry_losses(model: "GeometryBackbone", batch: dict[str, Any], camera_weight: float = 5.0,
                     depth_weight: float = 1.0, point_weight: float = 1.0, match: "MatchProjection | None" = None,
-                    match_weight: float = 0.0) -> tuple[dict[str, torch.Tensor], dict]:
+                    match_weight: float = 0.0, ray_weight: float = 1.0) -> tuple[dict[str, torch.Tensor], dict]:
     """Run ``model`` on a batch and return ``(losses, predictions)``; ``losses["loss"]`` is the weighted total.
     ``match`` projects the last aggregator layer's patch tokens for the correspondence loss (used when
-    ``match_weight`` > 0)."""
+    ``match_weight`` > 0). With a ray head (``ray_origins`` in the predictions) ``ray_weight`` * :func:`ray_loss`
+    is added, logged as ``loss_rays``."""
     from vision.geometry.matching import correspondence_loss, patch_correspondences
 
     images = batch["images"]
@@ -212,6 +235,12 @@ def geometry_losses(model: "GeometryBackbone", batch: dict[str, Any], camera_wei
         pts = point_loss(pred["world_points"], pred["world_points_conf"], gt.world_points, valid)
         losses.update({"loss_points": pts["loss"]})
         total = total + point_weight * pts["loss"]
+    if "ray_origins" in pred:
+        cam_valid = batch["has_camera"][:, None].expand(-1, images.shape[1])
+        rays = ray_loss(pred["ray_origins"], pred["ray_directions"], pred["rays_conf"], gt.extrinsics, gt.intrinsics,
+                        cam_valid)
+        losses.update({"loss_rays": rays["loss"]})
+        total = total + ray_weight * rays["loss"]
     if match is not None and match_weight > 0:
         target = patch_correspondences(gt.depth, valid, gt.extrinsics, gt.intrinsics, model.patch_size)
         features = match(pred["tokens"][-1][:, :, pred["patch_start_idx"]:])

@@ -17,11 +17,17 @@ Frame 0 defines the world frame. Returns a dict:
 - ``depth``: ``[B, S, H, W, 1]`` z-depth (exp activation); ``depth_conf``: ``[B, S, H, W]`` (1 + exp).
 - ``world_points``: ``[B, S, H, W, 3]`` in frame 0's camera frame (sign(y) expm1(|y|)); ``world_points_conf``:
   ``[B, S, H, W]`` (1 + exp).
+- ``ray_origins``, ``ray_directions``: ``[B, S, H, W, 3]`` the ray map (Depth Anything 3's camera target,
+  :mod:`vision.geometry.rays`): per pixel the camera centre in frame 0's camera frame and the direction
+  ``R^T K^{-1} [u, v, 1]^T`` (so ``depth * direction + origin`` is the pixel's world point); both linear (they are
+  signed, unbounded coordinates); ``rays_conf``: ``[B, S, H, W]`` (1 + exp). Cameras come back from it with
+  :func:`vision.geometry.rays.rays_to_cameras`.
 
 Camera keys are present only with ``enable_camera``, depth keys with ``enable_depth``, point keys with
-``enable_points``. Each head can also be run on its own from ``aggregate(images)`` via ``predict_cameras``,
-``predict_depth`` and ``predict_points``; ``frame_features(images)`` gives ``[B, S, 2C, H/p, W/p]`` patch-grid
-features for dense task heads. Sizes come from :func:`create_backbone` (``"tiny"``, ``"base"``, ``"vggt_1b"``).
+``enable_points``, ray keys with ``enable_rays``. Each head can also be run on its own from ``aggregate(images)``
+via ``predict_cameras``, ``predict_depth``, ``predict_points`` and ``predict_rays``; ``frame_features(images)``
+gives ``[B, S, 2C, H/p, W/p]`` patch-grid features for dense task heads. Sizes come from :func:`create_backbone`
+(``"tiny"``, ``"base"``, ``"vggt_1b"``).
 """
 
 from __future__ import annotations
@@ -102,7 +108,8 @@ class GeometryBackbone(nn.Module):
         dpt_features, dpt_out_channels, dpt_layers: DPT head sizes and the aggregator layers they read.
         camera_trunk_depth, camera_num_heads, camera_iterations: camera head sizes.
         frames_chunk_size: frames per DPT chunk (bounded head memory); ``None`` = all at once.
-        enable_camera, enable_depth, enable_points: which heads exist.
+        enable_camera, enable_depth, enable_points, enable_rays: which heads exist (the ray head, off by default,
+            is a DPT head of 6 channels + confidence: ray origin and direction per pixel).
         keep_only_needed_layers: keep only the aggregator outputs the heads need (+ the last) to save memory;
             the rest of ``tokens`` is ``None`` and layers after the last needed one are not computed.
     """
@@ -115,7 +122,7 @@ class GeometryBackbone(nn.Module):
                  dpt_layers: Sequence[int] = (4, 11, 17, 23), camera_trunk_depth: int = 4,
                  camera_num_heads: int = 16, camera_iterations: int = 4, frames_chunk_size: int | None = 8,
                  enable_camera: bool = True, enable_depth: bool = True, enable_points: bool = True,
-                 keep_only_needed_layers: bool = False) -> None:
+                 enable_rays: bool = False, keep_only_needed_layers: bool = False) -> None:
         super().__init__()
         if any(not -depth <= int(i) < depth for i in dpt_layers):
             raise InputError(f"dpt_layers={list(dpt_layers)} out of range for depth={depth}")
@@ -123,7 +130,7 @@ class GeometryBackbone(nn.Module):
         keep = None
         if keep_only_needed_layers:
             keep = {depth - 1}
-            if enable_depth or enable_points:
+            if enable_depth or enable_points or enable_rays:
                 keep.update(dpt_layers)
         self.aggregator = Aggregator(img_size=img_size, patch_size=patch_size, embed_dim=embed_dim, depth=depth,
                                      num_heads=num_heads, mlp_ratio=mlp_ratio,
@@ -140,6 +147,7 @@ class GeometryBackbone(nn.Module):
                                        num_iterations=camera_iterations) if enable_camera else None)
         self.depth_head = DPTHead(output_dim=2, activation="exp", **dpt) if enable_depth else None
         self.point_head = DPTHead(output_dim=4, activation="inv_log", **dpt) if enable_points else None
+        self.ray_head = DPTHead(output_dim=7, activation="linear", **dpt) if enable_rays else None
 
     @property
     def embed_dim(self) -> int:
@@ -181,6 +189,15 @@ class GeometryBackbone(nn.Module):
         points, conf = self.point_head(tokens, images, patch_start_idx, frames_chunk_size)
         return {"world_points": points, "world_points_conf": conf}
 
+    def predict_rays(self, tokens: list[torch.Tensor | None], images: torch.Tensor, patch_start_idx: int,
+                     frames_chunk_size: int | None = -1) -> dict[str, torch.Tensor]:
+        """Ray head -> ``ray_origins [B, S, H, W, 3]``, ``ray_directions [B, S, H, W, 3]``,
+        ``rays_conf [B, S, H, W]``."""
+        if self.ray_head is None:
+            raise InputError("this GeometryBackbone was built with enable_rays=False")
+        rays, conf = self.ray_head(tokens, images, patch_start_idx, frames_chunk_size)
+        return {"ray_origins": rays[..., :3], "ray_directions": rays[..., 3:], "rays_conf": conf}
+
     def forward(self, images: Any, frames_chunk_size: int | None = -1) -> dict[str, Any]:
         """See the module docstring. ``frames_chunk_size=-1`` uses the heads' default."""
         tokens, start, images = self.aggregate(images)
@@ -191,6 +208,8 @@ class GeometryBackbone(nn.Module):
             out.update(self.predict_depth(tokens, images, start, frames_chunk_size))
         if self.point_head is not None:
             out.update(self.predict_points(tokens, images, start, frames_chunk_size))
+        if self.ray_head is not None:
+            out.update(self.predict_rays(tokens, images, start, frames_chunk_size))
         return out
 
     def tokens_to_feature_map(self, layer_tokens: torch.Tensor, patch_start_idx: int,
@@ -213,7 +232,7 @@ class GeometryBackbone(nn.Module):
 
 def create_backbone(name: str = "tiny", **overrides: Any) -> GeometryBackbone:
     """Build a :class:`GeometryBackbone` from a named size in :data:`BACKBONE_CONFIGS` plus keyword overrides
-    (any ``GeometryBackbone`` argument, e.g. ``enable_points=False``, ``use_checkpoint=True``)."""
+    (any ``GeometryBackbone`` argument, e.g. ``enable_points=False``, ``enable_rays=True``, ``use_checkpoint=True``)."""
     if name not in BACKBONE_CONFIGS:
         raise InputError(f"unknown backbone size {name!r}; choose one of {sorted(BACKBONE_CONFIGS)}")
     config = copy.deepcopy(BACKBONE_CONFIGS[name])

@@ -9,7 +9,8 @@
   ``model.match.*``.
 - :func:`load`: ``(model, config)`` from a checkpoint (``torch.load(weights_only=True)``).
 - :func:`load_backbone_weights`: the backbone's state dict alone (keys ``aggregator.*``, ``camera_head.*``,
-  ``depth_head.*``, ``point_head.*``), for the tasks that start from a trained geometry backbone.
+  ``depth_head.*``, ``point_head.*``; a ray head, a geometry-task output, is left out), for the tasks that start
+  from a trained geometry backbone.
 
 Inference code imports this module; it does not import :mod:`vision.training`.
 """
@@ -48,6 +49,9 @@ class GeometryConfig(TaskConfig):
         match_dim: width of the matching projection of the aggregator's last patch tokens (trained by the
             correspondence loss; the evaluation registers cameras from its matches, the ``match_pose`` row);
             None: no projection.
+        ray_head: add the ray-map head (Depth Anything 3's camera target: per pixel the ray origin and direction,
+            :mod:`vision.geometry.rays`; trained by the ``loss_rays`` term, its cameras scored as the ``ray_pose``
+            row). Checkpoints written before this field existed load with False.
     """
 
     size: str = "tiny"
@@ -56,6 +60,7 @@ class GeometryConfig(TaskConfig):
     patch_embed_weights: str | None = None
     use_checkpoint: bool = False
     match_dim: int | None = None
+    ray_head: bool = False
 
     def __post_init__(self) -> None:
         if self.size not in BACKBONE_CONFIGS:
@@ -65,6 +70,8 @@ class GeometryConfig(TaskConfig):
         if self.match_dim is not None and (isinstance(self.match_dim, bool) or not isinstance(self.match_dim, int)
                                            or self.match_dim < 1):
             raise InputError(f"GeometryConfig.match_dim must be a positive integer or None, got {self.match_dim!r}")
+        if not isinstance(self.ray_head, bool):
+            raise InputError(f"GeometryConfig.ray_head must be true or false, got {self.ray_head!r}")
 
 
 class GeometryModel(nn.Module):
@@ -100,7 +107,7 @@ def build_model(config: GeometryConfig | dict | None = None) -> GeometryModel:
     fields or None for the defaults)."""
     config = GeometryConfig.from_value(config)
     overrides: dict[str, Any] = {"img_size": config.image_size, "patch_embed_weights": config.patch_embed_weights,
-                                 "use_checkpoint": config.use_checkpoint}
+                                 "use_checkpoint": config.use_checkpoint, "enable_rays": config.ray_head}
     if config.patch_embed is not None:
         overrides["patch_embed"] = config.patch_embed
     backbone = create_backbone(config.size, **overrides)
@@ -125,9 +132,11 @@ def read_backbone_checkpoint(checkpoint: str | Path, map_location: Any = "cpu"
                              ) -> tuple[GeometryConfig, dict[str, torch.Tensor]]:
     """``(config, backbone state dict)`` of a ``GeometryModule`` checkpoint, read once: the state dict has the keys
     of :class:`~vision.geometry.model.GeometryBackbone` (``aggregator.*``, ``camera_head.*``, ``depth_head.*``,
-    ``point_head.*``); a checkpoint without them is a :class:`DataError` naming the file."""
+    ``point_head.*``) as the tasks that start from it build it: the ray head (``GeometryConfig.ray_head``,
+    ``ray_head.*``) is left out. A checkpoint without them is a :class:`DataError` naming the file."""
     config, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=map_location)
-    backbone = {k[len("backbone."):]: v for k, v in weights.items() if k.startswith("backbone.")}
+    backbone = {k[len("backbone."):]: v for k, v in weights.items()
+                if k.startswith("backbone.") and not k.startswith("backbone.ray_head.")}
     if not backbone:
         raise DataError("not a geometry checkpoint of this version (no weights under 'model.backbone.')",
                         file=checkpoint, field="state_dict")
