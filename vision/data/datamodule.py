@@ -299,14 +299,6 @@ class DetectionDataModule(SplitDataModule):
         _positive("num_workers", num_workers, minimum=0)
         if image_size is not None:
             _positive("image_size", image_size)
-        if max_stride is not None:
-            _positive("max_stride", max_stride, minimum=stride)
-        if curriculum is not None:
-            curriculum = [float(a) for a in curriculum]
-            if not curriculum or not all(a > 0 for a in curriculum):
-                raise InputError(f"curriculum must be a non-empty list of positive angles (degrees), got {curriculum!r}")
-            if not random_window:
-                raise InputError("curriculum needs random_window=True (it limits the randomly drawn windows)")
         self.save_hyperparameters()
         self.train_split, self.val_split = train_split, val_split
         self.test_split, self.predict_split = test_split, predict_split
