@@ -111,3 +111,30 @@ def test_normalize_scene_camera0_frame_unit_scale_and_similarity_invariance():
     # world points may be omitted: unprojected from depth
     norm3 = normalize_scene(extr, intr, depth, None, valid)
     torch.testing.assert_close(norm3.world_points, norm.world_points)
+
+
+def test_direction_loss_scores_the_direction_at_any_baseline():
+    from vision.geometry.losses import direction_loss
+
+    gt = torch.tensor([[[0.0, 0, 0], [1.0, 0, 0], [0.0, 2.0, 0]]])
+    assert direction_loss(gt * 3.0, gt).item() == pytest.approx(0.0, abs=1e-6)  # any length, right direction
+    # a 100x shorter baseline with the same direction error costs the same; view 0 (t = 0) is left out
+    wrong = torch.tensor([[[5.0, 5, 5], [0.0, 1, 0], [0.0, -2.0, 0]]])
+    assert direction_loss(wrong, gt).item() == pytest.approx(1.5, abs=1e-6)
+    assert direction_loss(wrong * 0.01, gt * 0.01).item() == pytest.approx(1.5, abs=1e-5)
+    assert direction_loss(wrong, gt, torch.tensor([[True, True, False]])).item() == pytest.approx(1.0, abs=1e-6)
+    none = direction_loss(wrong.requires_grad_(), torch.zeros_like(gt))
+    none.backward()
+    assert none.item() == 0.0 and wrong.grad is not None
+
+
+def test_camera_loss_direction_term():
+    extr, intr, _, _ = make_scene(b=2)
+    gt = cameras_to_pose_encoding(extr, intr, (8, 10)).float()
+    off = gt.clone()
+    off[..., :3] = -off[..., :3]  # every translation reversed
+    base = camera_loss([off], extr.float(), intr.float(), (8, 10))
+    with_dir = camera_loss([off], extr.float(), intr.float(), (8, 10), weight_dir=0.5)
+    assert base["loss_dir"].item() == 0.0
+    assert with_dir["loss_dir"].item() == pytest.approx(2.0, abs=1e-5)
+    assert with_dir["loss"].item() == pytest.approx(base["loss"].item() + 1.0, abs=1e-5)

@@ -55,6 +55,9 @@ class GeometryModule(L.LightningModule):
         camera_weight, depth_weight, point_weight: loss weights (VGGT: camera 5, depth 1, points 1).
         match_weight: weight of the cross-view patch correspondence loss (0: off; > 0 needs ``config.match_dim``).
         ray_weight: weight of the ray-map loss (used only with ``config.ray_head``).
+        direction_weight: weight of the translation-direction term (``1 - cos`` between predicted and true camera
+            translations, :func:`vision.geometry.losses.direction_loss`) added to the camera loss and, with a ray
+            head, to the ray loss; 0: off (VGGT's losses alone).
         vggt_weights: optional local VGGT checkpoint (``model.safetensors`` / ``model.pt`` of VGGT-1B) loaded into
             the backbone (``size: vggt_1b``) with :func:`vision.geometry.vggt_keys.load_vggt_weights` (strict) before
             training: fine-tuning from VGGT (a ray head, which VGGT has not, keeps its initialisation). Read once
@@ -67,7 +70,7 @@ class GeometryModule(L.LightningModule):
     def __init__(self, config: GeometryConfig = GeometryConfig(), lr: float = 1e-3, weight_decay: float = 0.05,
                  warmup_steps: int = 100, camera_weight: float = 5.0, depth_weight: float = 1.0,
                  point_weight: float = 1.0, match_weight: float = 0.0, vggt_weights: str | None = None,
-                 freeze: Sequence[str] = (), ray_weight: float = 1.0) -> None:
+                 freeze: Sequence[str] = (), ray_weight: float = 1.0, direction_weight: float = 0.0) -> None:
         super().__init__()
         config = GeometryConfig.from_value(config)
         if match_weight > 0 and config.match_dim is None:
@@ -97,7 +100,8 @@ class GeometryModule(L.LightningModule):
     def _losses(self, batch: dict[str, Any], stage: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         losses, outputs = geometry_losses(self.model.backbone, batch, self.hparams.camera_weight,
                                           self.hparams.depth_weight, self.hparams.point_weight, self.model.match,
-                                          self.hparams.match_weight, self.hparams.ray_weight)
+                                          self.hparams.match_weight, self.hparams.ray_weight,
+                                          self.hparams.get("direction_weight", 0.0))
         bs = batch["images"].shape[0]
         self.log(f"{stage}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=stage != "train")
         self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs,

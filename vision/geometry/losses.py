@@ -23,6 +23,7 @@ import math
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 import torch
+import torch.nn.functional as F
 
 from vision.errors import InputError
 from vision.geometry.camera import (cameras_to_pose_encoding, compose_extrinsics, depth_to_world_points,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from vision.geometry.model import GeometryBackbone
 
 __all__ = ["geometry_losses", "camera_loss", "confidence_regression_loss", "depth_loss", "point_loss", "ray_loss",
-           "gradient_loss", "normalize_scene", "NormalizedScene"]
+           "gradient_loss", "normalize_scene", "NormalizedScene", "direction_loss"]
 
 
 def _check_finite(name: str, tensor: torch.Tensor, mask: torch.Tensor | None = None) -> None:
@@ -46,7 +47,8 @@ def _check_finite(name: str, tensor: torch.Tensor, mask: torch.Tensor | None = N
 
 def camera_loss(pose_enc_list: Sequence[torch.Tensor], gt_extrinsics: torch.Tensor, gt_intrinsics: torch.Tensor,
                 image_hw: tuple[int, int], weight_t: float = 1.0, weight_r: float = 1.0, weight_fov: float = 0.5,
-                gamma: float = 0.6, valid: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+                gamma: float = 0.6, valid: torch.Tensor | None = None,
+                weight_dir: float = 0.0) -> dict[str, torch.Tensor]:
     """Camera loss over refinement iterations.
 
     Args:
@@ -54,13 +56,14 @@ def camera_loss(pose_enc_list: Sequence[torch.Tensor], gt_extrinsics: torch.Tens
         gt_extrinsics ``[B, S, 3, 4]``, gt_intrinsics ``[B, S, 3, 3]``: (normalised) ground truth.
         image_hw: (H, W) for the field-of-view encoding.
         valid: optional ``[B, S]`` bool, frames to include.
-    Returns: ``{"loss", "loss_t", "loss_r", "loss_fov"}`` (the components are the gamma-weighted sums).
+        weight_dir: weight of :func:`direction_loss` on the translations (0: VGGT's loss alone).
+    Returns: ``{"loss", "loss_t", "loss_r", "loss_fov", "loss_dir"}`` (the components are the gamma-weighted sums).
     """
     gt = cameras_to_pose_encoding(gt_extrinsics, gt_intrinsics, image_hw).detach()
     mask = torch.ones(gt.shape[:-1], dtype=torch.bool, device=gt.device) if valid is None else valid.bool()
     n = len(pose_enc_list)
     zero = pose_enc_list[-1].sum() * 0.0
-    parts = {"loss_t": zero, "loss_r": zero, "loss_fov": zero}
+    parts = {"loss_t": zero, "loss_r": zero, "loss_fov": zero, "loss_dir": zero}
     for i, pred in enumerate(pose_enc_list):
         _check_finite(f"pose_enc_list[{i}]", pred, mask)
         w = gamma ** (n - i - 1)
@@ -69,7 +72,10 @@ def camera_loss(pose_enc_list: Sequence[torch.Tensor], gt_extrinsics: torch.Tens
             parts["loss_t"] = parts["loss_t"] + w * diff[:, :3].mean()
             parts["loss_r"] = parts["loss_r"] + w * diff[:, 3:7].mean()
             parts["loss_fov"] = parts["loss_fov"] + w * diff[:, 7:].mean()
-    parts["loss"] = weight_t * parts["loss_t"] + weight_r * parts["loss_r"] + weight_fov * parts["loss_fov"]
+            if weight_dir > 0:
+                parts["loss_dir"] = parts["loss_dir"] + w * direction_loss(pred[..., :3], gt[..., :3], mask)
+    parts["loss"] = (weight_t * parts["loss_t"] + weight_r * parts["loss_r"] + weight_fov * parts["loss_fov"]
+                     + weight_dir * parts["loss_dir"])
     return parts
 
 
@@ -171,6 +177,24 @@ def ray_loss(pred_origins: torch.Tensor, pred_directions: torch.Tensor, rays_con
                                       **kwargs)
 
 
+def direction_loss(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor | None = None,
+                   eps: float = 1e-6) -> torch.Tensor:
+    """Mean ``1 - cos`` between predicted and ground-truth translations ``[B, S, 3]`` (our addition to VGGT's L1).
+
+    In camera 0's frame the relative translation of the pair (0, j) is view j's translation, and the pose metrics
+    score its direction alone (RTA, AUC). An L1 loss on small translations (neighbouring video frames) barely
+    notices a wrong direction; this term weighs the direction the same at every baseline. Views whose ground-truth
+    translation is shorter than ``eps`` (view 0) are left out; ``valid`` ``[B, S]`` bool selects views too.
+    Returns 0 (with gradients) when no view counts."""
+    keep = gt.norm(dim=-1) > eps
+    if valid is not None:
+        keep = keep & valid.bool()
+    if not keep.any():
+        return pred.sum() * 0.0
+    cos = F.cosine_similarity(pred[keep], gt[keep], dim=-1, eps=eps)
+    return (1.0 - cos).mean()
+
+
 class NormalizedScene(NamedTuple):
     extrinsics: torch.Tensor  # [B, S, 3, 4], camera 0 = identity
     intrinsics: torch.Tensor  # [B, S, 3, 3], unchanged
@@ -208,11 +232,14 @@ def normalize_scene(extrinsics: torch.Tensor, intrinsics: torch.Tensor, depth: t
 
 def geometry_losses(model: "GeometryBackbone", batch: dict[str, Any], camera_weight: float = 5.0,
                     depth_weight: float = 1.0, point_weight: float = 1.0, match: "MatchProjection | None" = None,
-                    match_weight: float = 0.0, ray_weight: float = 1.0) -> tuple[dict[str, torch.Tensor], dict]:
+                    match_weight: float = 0.0, ray_weight: float = 1.0,
+                    direction_weight: float = 0.0) -> tuple[dict[str, torch.Tensor], dict]:
     """Run ``model`` on a batch and return ``(losses, predictions)``; ``losses["loss"]`` is the weighted total.
     ``match`` projects the last aggregator layer's patch tokens for the correspondence loss (used when
     ``match_weight`` > 0). With a ray head (``ray_origins`` in the predictions) ``ray_weight`` * :func:`ray_loss`
-    is added, logged as ``loss_rays``."""
+    is added, logged as ``loss_rays``. ``direction_weight`` > 0 adds :func:`direction_loss` on the camera head's
+    translations (inside the camera loss, logged as ``loss_camera_dir``) and, with a ray head, on the camera
+    centres of the ray map (the confidence-weighted mean origins, inside ``loss_rays``)."""
     from vision.geometry.matching import correspondence_loss, patch_correspondences
 
     images = batch["images"]
@@ -224,8 +251,11 @@ def geometry_losses(model: "GeometryBackbone", batch: dict[str, Any], camera_wei
     total = images.new_zeros(())
     if "pose_enc_list" in pred:
         cam_valid = batch["has_camera"][:, None].expand(-1, images.shape[1])
-        cam = camera_loss(pred["pose_enc_list"], gt.extrinsics, gt.intrinsics, hw, valid=cam_valid)
+        cam = camera_loss(pred["pose_enc_list"], gt.extrinsics, gt.intrinsics, hw, valid=cam_valid,
+                          weight_dir=direction_weight)
         losses.update({"loss_camera": cam["loss"], "loss_camera_t": cam["loss_t"], "loss_camera_r": cam["loss_r"]})
+        if direction_weight > 0:
+            losses["loss_camera_dir"] = cam["loss_dir"]
         total = total + camera_weight * cam["loss"]
     if "depth" in pred:
         dep = depth_loss(pred["depth"], pred["depth_conf"], gt.depth, valid)
@@ -239,6 +269,13 @@ def geometry_losses(model: "GeometryBackbone", batch: dict[str, Any], camera_wei
         cam_valid = batch["has_camera"][:, None].expand(-1, images.shape[1])
         rays = ray_loss(pred["ray_origins"], pred["ray_directions"], pred["rays_conf"], gt.extrinsics, gt.intrinsics,
                         cam_valid)
+        if direction_weight > 0:
+            conf = pred["rays_conf"][..., None]
+            centres = (conf * pred["ray_origins"]).sum((2, 3)) / conf.sum((2, 3))  # [B, S, 3]
+            gt_centres = -(gt.extrinsics[..., :3].transpose(-1, -2) @ gt.extrinsics[..., 3:]).squeeze(-1)
+            rays_dir = direction_loss(centres, gt_centres, cam_valid)
+            rays = {**rays, "loss": rays["loss"] + direction_weight * rays_dir}
+            losses["loss_rays_dir"] = rays_dir
         losses.update({"loss_rays": rays["loss"]})
         total = total + ray_weight * rays["loss"]
     if match is not None and match_weight > 0:
