@@ -10,7 +10,7 @@ SYNTH  := datasets/synthetic
 RUNS   := runs
 
 .PHONY: setup sysdeps test train train-geometry train-detection train-tracking train-forensics train-long \
-	train-long-detection detection-data clean-venv
+	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv
 
 setup: $(STAMP)
 
@@ -47,14 +47,25 @@ $(SYNTH)/geometry_train.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train --scenes 512 --views 8 --size 64 --mode unordered --seed 0
 $(SYNTH)/geometry_val.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_val --scenes 16 --views 8 --size 64 --mode unordered --seed 0
+# Video clips for the geometry stage (the tracker's video style, 24 frames of 2-4 degrees each) and their validation
+# split (4-frame windows of 8-frame videos).
+$(SYNTH)/geometry_train_video.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train_video --scenes 256 --views 24 --size 64 --mode video --seed 0
+$(SYNTH)/geometry_val_video.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_val_video --scenes 16 --views 8 --size 64 --mode video --seed 0
+GEOMETRY_DATA := $(SYNTH)/geometry_train.json $(SYNTH)/geometry_val.json $(SYNTH)/geometry_train_video.json \
+	$(SYNTH)/geometry_val_video.json
 
 # Each task trains with `tools/train.py fit`, then `tools/train.py test` prints its table on the config's test split
 # from the last checkpoint (the pipeline's own metric, the one `tools/evaluate.py` computes from a results file).
 test_ckpt = $(BIN)/python tools/train.py test --config configs/$(1).yaml --ckpt_path $(RUNS)/$(1)/checkpoints/last.ckpt
 
-train-geometry: setup $(SYNTH)/geometry_train.json $(SYNTH)/geometry_val.json
+# The geometry table on both validation splits: unordered sets, then 4-frame video windows.
+train-geometry: setup $(GEOMETRY_DATA)
 	$(BIN)/python tools/train.py --config configs/geometry/tiny.yaml $(call resume,geometry/tiny)
 	$(call test_ckpt,geometry/tiny)
+	$(call test_ckpt,geometry/tiny) --data.init_args.test_split $(SYNTH)/geometry_val_video.json
+	$(BIN)/python benchmarks/bench_geometry_real.py --ckpt $(RUNS)/geometry/tiny/checkpoints/last.ckpt
 
 # The task models (each also runs on its own; see the README for their status and figures).
 # `resume` continues an interrupted run from its last checkpoint.
@@ -69,15 +80,28 @@ train-detection: detection-data
 	$(call test_ckpt,detection/tiny)
 
 # `make train-long`: the same configs trained longer, beside the tiny runs (in runs/<task>/long; --run_dir moves
-# every path of a config's run). The detector: twice the steps of train-detection (about 16 min on 2 cores).
+# every path of a config's run), printing the same tables; the demo prefers these checkpoints when they exist.
+# The geometry backbone: 8x the steps of train-geometry (about 2 h 10 min on 2 cores); G2TAM and its control from
+# it (runs/tracking/long, runs/tracking/baseline_long); the detector: 8x the steps of train-detection (about 16 min).
 LONG_DETECTION_STEPS ?= 2400
-train-long: train-long-detection
+LONG_GEOMETRY_STEPS ?= 8192
+train-long: train-long-geometry train-long-detection train-long-tracking
+
+train-long-geometry: setup $(GEOMETRY_DATA)
+	$(BIN)/python tools/train.py --config configs/geometry/tiny.yaml --run_dir $(RUNS)/geometry/long \
+	  --trainer.max_steps $(LONG_GEOMETRY_STEPS) --trainer.max_epochs -1 $(call resume,geometry/long)
+	$(call test_long,geometry/tiny,geometry/long)
+	$(call test_long,geometry/tiny,geometry/long) --data.init_args.test_split $(SYNTH)/geometry_val_video.json
+	$(BIN)/python benchmarks/bench_geometry_real.py --ckpt $(RUNS)/geometry/long/checkpoints/last.ckpt
 
 train-long-detection: detection-data
 	$(BIN)/python tools/train.py --config configs/detection/tiny.yaml --run_dir $(RUNS)/detection/long \
 	  --trainer.max_steps $(LONG_DETECTION_STEPS) --trainer.val_check_interval 800 $(call resume,detection/long)
-	$(BIN)/python tools/train.py test --config configs/detection/tiny.yaml --run_dir $(RUNS)/detection/long \
-	  --ckpt_path $(RUNS)/detection/long/checkpoints/last.ckpt
+	$(call test_long,detection/tiny,detection/long)
+
+# `test_long CONFIG,RUN`: the config's table from the last checkpoint of the run in runs/RUN.
+test_long = $(BIN)/python tools/train.py test --config configs/$(1).yaml --run_dir $(RUNS)/$(2) \
+	--ckpt_path $(RUNS)/$(2)/checkpoints/last.ckpt
 
 # G2TAM and its memory-bank control start from the trained geometry backbone, train on the same video + unordered
 # clips for the same steps, and are scored side by side (J&F, presence, 3D IoU) on rendered validation splits.
@@ -98,9 +122,26 @@ train-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train
 	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
 	$(call test_ckpt,tracking/tiny)
 	$(call test_ckpt,tracking/baseline_tiny)
-	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
-	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
-	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt
+	$(call track_bench,eval,$(RUNS)/tracking/tiny,$(RUNS)/tracking/baseline_tiny,$(GEOMETRY_CKPT))
+
+# `track_bench OUT,G2TAM_RUN,CONTROL_RUN,GEOMETRY_CKPT`: G2TAM beside its control and beside itself on ground-truth
+# point maps (the ceiling the geometry sets), then the learning-free 3D-proximity tracker on the backbone's points.
+track_bench = $(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/$(1) --types point,box,text \
+	  --skip-speed --skip-memory --val-scenes 16 --oracle --g2tam-ckpt $(2)/checkpoints/last.ckpt \
+	  --baseline-ckpt $(3)/checkpoints/last.ckpt && \
+	$(BIN)/python benchmarks/bench_geometry_memory.py --ckpt $(4) --split $(SYNTH)/tracking_val.json \
+	  --split $(RUNS)/tracking/$(1)/val_video.json
+
+LONG_GEOMETRY_CKPT := $(RUNS)/geometry/long/checkpoints/last.ckpt
+train-long-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
+	test -f $(LONG_GEOMETRY_CKPT) || $(MAKE) --no-print-directory train-long-geometry
+	$(BIN)/python tools/train.py --config configs/tracking/tiny.yaml --run_dir $(RUNS)/tracking/long \
+	  $(call resume,tracking/long) --model.init_args.geometry_checkpoint $(LONG_GEOMETRY_CKPT)
+	$(BIN)/python tools/train.py --config configs/tracking/baseline_tiny.yaml --run_dir $(RUNS)/tracking/baseline_long \
+	  $(call resume,tracking/baseline_long) --model.init_args.geometry_checkpoint $(LONG_GEOMETRY_CKPT)
+	$(call test_long,tracking/tiny,tracking/long)
+	$(call test_long,tracking/baseline_tiny,tracking/baseline_long)
+	$(call track_bench,eval_long,$(RUNS)/tracking/long,$(RUNS)/tracking/baseline_long,$(LONG_GEOMETRY_CKPT))
 
 # make train uses a smaller, faster preset of the AIGV benchmark (about 4-5 min); benchmarks/bench_forensics.py
 # uses the full one (python datasets/prepare_aigv.py --out datasets/aigv).
