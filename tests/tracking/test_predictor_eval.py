@@ -70,8 +70,8 @@ def test_propagate_windows_clouds_and_ply(predictor, tmp_path):
     predictor.add_prompt(state, 3, 1, points=[[10, 12], [30, 2]], labels=[1, 0])
     predictor.add_prompt(state, 3, 2, box=[2, 2, 20, 20])
     predictor.add_prompt(state, 5, 9, mask=np.pad(np.ones((6, 8), bool), ((4, 14), (4, 28))))
-    assert predictor._windows(state)[0][0][0] == 3  # the anchor opens every window
-    assert all(w[0][0] == 3 and len(w[0]) <= 4 for w in predictor._windows(state))
+    assert predictor._windows(state, list(range(state.num_views)))[0][0][0] == 3  # the anchor opens every window
+    assert all(w[0][0] == 3 and len(w[0]) <= 4 for w in predictor._windows(state, list(range(state.num_views))))
     seen = []
     for view, ids, masks, scores in predictor.propagate(state):
         seen.append(view)
@@ -300,3 +300,86 @@ def test_known_geometry_changes_g2tam_and_scores(predictor, video_split):
     assert outputs[0].shape == outputs[1].shape and not np.array_equal(outputs[0], outputs[1])
     results = track_split(predictor, split, ["point"], known_geometry=True)
     assert results and 0.0 <= score_tracking(video_split, results)["point/J&F"] <= 1.0
+
+
+class _CountingEncode:
+    """Wraps a model's ``encode`` and counts the views it encodes."""
+
+    def __init__(self, model):
+        self.model, self.views, self.inner = model, 0, model.encode
+
+    def __enter__(self):
+        def encode(images):
+            self.views += images.shape[1]
+            return self.inner(images)
+
+        self.model.encode = encode
+        return self
+
+    def __exit__(self, *exc):
+        self.model.encode = self.inner
+
+
+def _propagated(predictor, state):
+    return [(v, ids, m.copy(), sc.copy()) for v, ids, m, sc in predictor.propagate(state)]
+
+
+def test_correction_click_reuses_the_cached_encodings(predictor):
+    frames = _frames(t=7)
+    state = predictor.init_state(frames)
+    predictor.add_prompt(state, 2, 1, points=[[10, 12]])
+    with _CountingEncode(predictor.model) as count:
+        _propagated(predictor, state)
+        first = count.views
+        predictor.add_prompt(state, 2, 1, points=[[10, 12], [30, 4]], labels=[1, 0])  # a negative click
+        predictor.add_prompt(state, None, 5, text="the red mug")
+        again = _propagated(predictor, state)
+        assert first > 0 and count.views == first  # the second propagation only decodes
+    uncached = TrackerPredictor(predictor.model, text_encoder=predictor._text_encoder, window_size=4, max_anchors=1,
+                                memory_points=8, cache_views=0)
+    fresh = uncached.init_state(frames)
+    uncached.add_prompt(fresh, 2, 1, points=[[10, 12], [30, 4]], labels=[1, 0])
+    uncached.add_prompt(fresh, None, 5, text="the red mug")
+    expected = _propagated(uncached, fresh)
+    assert not fresh.encodings
+    assert [v for v, *_ in again] == [v for v, *_ in expected]
+    for (_, ids_a, masks_a, scores_a), (_, ids_b, masks_b, scores_b) in zip(again, expected):
+        assert ids_a == ids_b
+        np.testing.assert_array_equal(masks_a, masks_b)
+        np.testing.assert_allclose(scores_a, scores_b, rtol=0, atol=1e-6)
+
+
+def test_partial_and_backward_propagation(predictor):
+    state = predictor.init_state(_frames(t=7))
+    predictor.add_prompt(state, 3, 1, points=[[10, 12]])
+    full = {v: m for v, _, m, _ in _propagated(predictor, state)}
+    assert [v for v, *_ in predictor.propagate(state, start_view=3, reverse=True)] == [3, 2, 1, 0]
+    assert [v for v, *_ in predictor.propagate(state, start_view=4, max_views=2)] == [4, 5]
+    assert [v for v, *_ in predictor.propagate(state, reverse=True, max_views=3)] == [6, 5, 4]
+    # the prompted view is decoded the same way whichever way the propagation goes
+    back = {v: m for v, _, m, _ in predictor.propagate(state, start_view=3, reverse=True)}
+    np.testing.assert_array_equal(back[3], full[3])
+    for bad in (dict(start_view=7), dict(start_view=-1), dict(max_views=0)):
+        with pytest.raises(InputError):
+            list(predictor.propagate(state, **bad))
+
+
+def test_clear_prompts_and_the_cache_bound(predictor):
+    state = predictor.init_state(_frames(t=7))
+    predictor.add_prompt(state, 0, 1, points=[[10, 12]])
+    predictor.add_prompt(state, 0, 2, box=[2, 2, 20, 20])
+    list(predictor.propagate(state))
+    cached = dict(state.encodings)
+    predictor.clear_prompts(state, 2)
+    assert state.obj_ids == [1] and 2 not in state.clouds
+    predictor.clear_prompts(state)
+    assert state.obj_ids == [] and state.encodings == cached  # frames and encodings stay
+    with pytest.raises(InputError):
+        predictor.clear_prompts(state, 3)
+    small = TrackerPredictor(predictor.model, text_encoder=None, window_size=4, max_anchors=1, cache_views=4)
+    state = small.init_state(_frames(t=7))
+    small.add_prompt(state, 0, 1, points=[[10, 12]])
+    list(small.propagate(state))
+    assert sum(len(k) for k in state.encodings) <= 4 and len(state.encodings) == 1
+    with pytest.raises(InputError, match="cache_views"):
+        TrackerPredictor(predictor.model, text_encoder=None, cache_views=-1)

@@ -69,7 +69,10 @@ class TrackerState:
 
     ``frames``: uint8 ``[T, s, s, 3]`` at the model size; ``height``/``width``: input frame size; ``ordered``;
     ``prompts``: obj_id -> :class:`ObjectPrompt`; after :meth:`TrackerPredictor.propagate`: ``extrinsics [T, 3, 4]``,
-    ``intrinsics [T, 3, 3]`` (model pixels), ``depth [T, s, s]`` and per-object clouds (:meth:`point_cloud`).
+    ``intrinsics [T, 3, 3]`` (model pixels), ``depth [T, s, s]`` (views not propagated yet are zeros) and per-object
+    clouds of the last propagation (:meth:`point_cloud`). ``encodings``: each window's backbone encoding, keyed by
+    the window's views, kept so that a prompt added after :meth:`TrackerPredictor.propagate` only decodes again
+    (as SAM2 keeps its image features in the inference state).
     """
 
     frames: np.ndarray
@@ -84,6 +87,7 @@ class TrackerState:
     cloud_colors: dict[int, np.ndarray] = field(default_factory=dict)
     known_points: np.ndarray | None = None
     known_extrinsics: np.ndarray | None = None
+    encodings: dict[tuple[int, ...], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @property
     def num_views(self) -> int:
@@ -131,6 +135,11 @@ class TrackerState:
         return path
 
 
+#: What :meth:`TrackerPredictor.propagate` reads of a window's encoding (the decoders' inputs and G2TAM's cameras and
+#: depth), the part kept in :attr:`TrackerState.encodings`.
+_DECODE_INPUTS = frozenset({"images", "feats", "hires", "world_points", "extrinsics", "intrinsics", "depth"})
+
+
 def _as_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(f"{name} must be an int, got {value!r}")
@@ -152,12 +161,14 @@ class TrackerPredictor:
             prompt's mask on its view; for a text prompt, the mask on the view where the object is most surely
             present.
         device: torch device (default: the model's).
+        cache_views: the encodings of at most this many views (whole windows, least recently used dropped first)
+            are kept in the state between propagations; 0 keeps none. The default holds a 64-frame demo clip.
     """
 
     def __init__(self, model: G2TAM | MemoryBankTracker, text_encoder: Any = "minilm", window_size: int = 8,
                  max_anchors: int = 2, memory_points: int = 64, max_cloud_points: int = 20000,
                  presence_threshold: float = 0.5, mask_threshold: float = 0.0, refine: bool = True,
-                 device: torch.device | str | None = None) -> None:
+                 device: torch.device | str | None = None, cache_views: int = 96) -> None:
         if window_size < 2 or max_anchors < 1 or max_anchors >= window_size:
             raise InputError(f"need window_size >= 2 and 1 <= max_anchors < window_size, got {window_size}, "
                              f"{max_anchors}")
@@ -171,6 +182,9 @@ class TrackerPredictor:
         self.presence_threshold = presence_threshold
         self.mask_threshold = mask_threshold
         self.refine = refine
+        if isinstance(cache_views, bool) or not isinstance(cache_views, int) or cache_views < 0:
+            raise InputError(f"cache_views must be an integer >= 0, got {cache_views!r}")
+        self.cache_views = cache_views
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, image_size: int | None = None, **kwargs: Any) -> "TrackerPredictor":
@@ -279,11 +293,20 @@ class TrackerPredictor:
         return torch.from_numpy(points / max(scale, 1e-6))[None].to(self.device)
 
     def reset(self, state: TrackerState) -> None:
-        """Remove every prompt and result (frames stay)."""
+        """Remove every prompt and result (frames and cached encodings stay)."""
         state.prompts.clear()
         state.clouds.clear()
         state.cloud_colors.clear()
         state.extrinsics = state.intrinsics = state.depth = None
+
+    def clear_prompts(self, state: TrackerState, obj_id: int | None = None) -> None:
+        """Remove the prompts of object ``obj_id`` (the object and its cloud go with them), or of every object
+        with ``obj_id=None``. Frames and cached encodings stay, so prompting again decodes without re-encoding.
+        An unknown id raises :class:`InputError`."""
+        if obj_id is None:
+            self.reset(state)
+        else:
+            self.remove_object(state, _as_int(obj_id, "obj_id"))
 
     def remove_object(self, state: TrackerState, obj_id: int) -> None:
         """Forget one object; unknown ids raise :class:`InputError`."""
@@ -379,19 +402,54 @@ class TrackerPredictor:
 
     # ------------------------------------------------------------------ propagation
 
-    def _windows(self, state: TrackerState) -> list[tuple[list[int], list[int]]]:
-        """``[(window views, views to yield)]``: anchors first, then the next unprocessed views."""
+    def _windows(self, state: TrackerState, views: list[int]) -> list[tuple[list[int], list[int]]]:
+        """``[(window views, views to yield)]`` over ``views`` (in their order): anchors first, then the next
+        unprocessed views. Anchors outside ``views`` still sit in every window (they hold the prompts) but are not
+        yielded."""
         anchors = sorted({p.view for p in state.prompts.values() if p.view is not None})[: self.max_anchors]
         if not anchors:
-            anchors = [0]
-        rest = [v for v in range(state.num_views) if v not in anchors]
+            anchors = [views[0]]
+        rest = [v for v in views if v not in anchors]
         chunk = self.window_size - len(anchors)
         windows = []
         for i in range(0, max(len(rest), 1), chunk):
             new = rest[i: i + chunk]
-            emit = sorted(new + (anchors if i == 0 else []))
+            emit = new + ([a for a in anchors if a in views] if i == 0 else [])
             windows.append((anchors + new, emit))
         return windows
+
+    def _views(self, state: TrackerState, start_view: int | None, reverse: bool, max_views: int | None) -> list[int]:
+        """The views one :meth:`propagate` yields, in its order."""
+        t = state.num_views
+        order = list(range(t - 1, -1, -1)) if reverse else list(range(t))
+        if start_view is not None:
+            start_view = _as_int(start_view, "start_view")
+            if not 0 <= start_view < t:
+                raise InputError(f"start_view {start_view} is out of range: the state has {t} views")
+            order = order[order.index(start_view):]
+        if max_views is not None:
+            max_views = _as_int(max_views, "max_views")
+            if max_views < 1:
+                raise InputError(f"max_views must be >= 1, got {max_views}")
+            order = order[:max_views]
+        return order
+
+    def _encode(self, state: TrackerState, window: list[int]) -> dict[str, Any]:
+        """The window's encoding: from ``state.encodings`` when this window was encoded before, else the backbone
+        (kept in the state); known point maps (:meth:`set_known_geometry`) replace G2TAM's on the way out."""
+        key = tuple(window)
+        encoded = state.encodings.pop(key, None)
+        if encoded is None:
+            images = torch.from_numpy(state.frames[window]).to(self.device).permute(0, 3, 1, 2).float()[None] / 255
+            encoded = {k: v for k, v in self.model.encode(images).items() if k in _DECODE_INPUTS}
+        if self.cache_views > 0:
+            state.encodings[key] = encoded  # most recently used last
+            while sum(len(k) for k in state.encodings) > self.cache_views and len(state.encodings) > 1:
+                del state.encodings[next(iter(state.encodings))]
+        if isinstance(self.model, G2TAM) and state.known_points is not None:
+            encoded = {**encoded, "world_points": self._known_world_points(state, window).to(
+                encoded["world_points"].dtype)}
+        return encoded
 
     def _build_prompts(self, state: TrackerState, obj_ids: list[int], window: list[int],
                        memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> Prompts:
@@ -422,28 +480,32 @@ class TrackerPredictor:
         return p.to(self.device)
 
     @torch.no_grad()
-    def propagate(self, state: TrackerState) -> Iterator[tuple[int, list[int], np.ndarray, np.ndarray]]:
-        """Yield ``(view, obj_ids, masks bool [N, H, W], scores [N])`` for every view (input size; score = presence
-        probability). Ordered videos come out in frame order; windows are processed one after another."""
+    def propagate(self, state: TrackerState, start_view: int | None = None, reverse: bool = False,
+                  max_views: int | None = None) -> Iterator[tuple[int, list[int], np.ndarray, np.ndarray]]:
+        """Yield ``(view, obj_ids, masks bool [N, H, W], scores [N])`` per view (input size; score = presence
+        probability), in frame order from ``start_view`` (default the first view; with ``reverse`` in backward
+        order from it, default the last view), at most ``max_views`` views (default all). Windows are processed
+        one after another; each window's encoding is kept in the state, so propagating again after
+        :meth:`add_prompt` (a correction click) only decodes."""
         if not state.prompts:
             raise InputError("no prompts: call add_prompt(state, ...) before propagate(state)")
         import cv2
 
+        views = self._views(state, start_view, reverse, max_views)
+        position = {v: i for i, v in enumerate(views)}
         obj_ids = state.obj_ids
         s = self._size()
         t = state.num_views
-        state.extrinsics = np.zeros((t, 3, 4), np.float32)
-        state.intrinsics = np.zeros((t, 3, 3), np.float32)
-        state.depth = np.zeros((t, s, s), np.float32)
+        if state.extrinsics is None or len(state.extrinsics) != t:
+            state.extrinsics = np.zeros((t, 3, 4), np.float32)
+            state.intrinsics = np.zeros((t, 3, 3), np.float32)
+            state.depth = np.zeros((t, s, s), np.float32)
         state.clouds = {o: np.zeros((0, 3), np.float32) for o in obj_ids}
         state.cloud_colors = {o: np.zeros((0, 3), np.float32) for o in obj_ids}
         memory: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         is_g2tam = isinstance(self.model, G2TAM)
-        for window, emit in self._windows(state):
-            images = torch.from_numpy(state.frames[window]).to(self.device).permute(0, 3, 1, 2).float()[None] / 255
-            encoded = self.model.encode(images)
-            if is_g2tam and state.known_points is not None:
-                encoded["world_points"] = self._known_world_points(state, window).to(encoded["world_points"].dtype)
+        for window, emit in self._windows(state, views):
+            encoded = self._encode(state, window)
             prompts = self._build_prompts(state, obj_ids, window, memory)
             masks, prob = self._decode(encoded, prompts)
             if is_g2tam:
@@ -462,7 +524,7 @@ class TrackerPredictor:
                         state.intrinsics[v] = encoded["intrinsics"][0, i].float().cpu().numpy()
                         state.depth[v] = encoded["depth"][0, i, ..., 0].float().cpu().numpy()
                 self._update_memory(state, obj_ids, window, emit, masks, wp, feats, memory)
-            for i, v in sorted(((window.index(v), v) for v in emit), key=lambda x: x[1]):
+            for i, v in sorted(((window.index(v), v) for v in emit), key=lambda x: position[x[1]]):
                 full = np.stack([cv2.resize(m.astype(np.uint8), (state.width, state.height),
                                             interpolation=cv2.INTER_NEAREST) > 0 for m in masks_np[i]])
                 yield v, list(obj_ids), full, prob_np[i].astype(np.float32)
