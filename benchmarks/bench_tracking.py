@@ -136,6 +136,28 @@ def speed(model, size: int, views: int = 8, repeats: int = 5, refine: bool = Tru
     return out
 
 
+def correction_click(model, size: int, views: int = 8, repeats: int = 5) -> tuple[list[float], list[float]]:
+    """Seconds of the first ``propagate`` of a fresh state (one point-prompted object, ``views`` random frames: the
+    backbone runs) and of the propagation after a correction click (a negative point added to the same object:
+    the cached encodings are decoded again), ``repeats`` times each."""
+    from vision.tracking.predictor import TrackerPredictor
+
+    predictor = TrackerPredictor(model, text_encoder=None, window_size=views, max_anchors=1)
+    frames = (np.random.default_rng(0).random((views, size, size, 3)) * 255).astype(np.uint8)
+    first, click = [], []
+    for _ in range(repeats + 1):  # the first round warms up
+        state = predictor.init_state(frames)
+        predictor.add_prompt(state, 0, 1, points=[[size // 3, size // 3]])
+        t = time.perf_counter()
+        list(predictor.propagate(state))
+        first.append(time.perf_counter() - t)
+        predictor.add_prompt(state, 0, 1, points=[[size // 3, size // 3], [2 * size // 3, size // 2]], labels=[1, 0])
+        t = time.perf_counter()
+        list(predictor.propagate(state))
+        click.append(time.perf_counter() - t)
+    return first[1:], click[1:]
+
+
 def peak_memory_child(frames: int, size: int, ckpt: str | None = None) -> None:
     """Child process: run the predictor (the trained G2TAM of ``ckpt``, else an untrained one) over a random video
     of ``frames`` frames; print peak RSS (MiB)."""
@@ -196,7 +218,7 @@ def main() -> None:
         from vision.text import get_text_encoder
 
         text_encoder = get_text_encoder("minilm")
-    tables, speeds, times = {}, {}, {}
+    tables, speeds, times, clicks = {}, {}, {}, {}
     for arch in ("g2tam", "memory_bank"):
         if trained:
             from vision.tracking.task import load
@@ -211,6 +233,7 @@ def main() -> None:
                                             known_geometry=True)
             if not args.skip_speed:
                 speeds[arch] = speed(model, args.size, refine=not args.no_refine)
+                clicks[arch] = correction_click(model, args.size)
     print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}")
     if trained:
         print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
@@ -231,6 +254,10 @@ def main() -> None:
     for n in (1, 4, 16) if speeds else ():
         a, b = speeds["g2tam"][n], speeds["memory_bank"][n]
         print(f"{'speed views/s':<27}{n:>2} obj  {a:>8.1f}{b:>10.1f}  ratio {a / b:.2f}")
+    for arch, (first, click) in clicks.items():
+        print(f"correction click {arch:<12} first propagate s min {min(first):.4f} median {np.median(first):.4f}; "
+              f"after a click min {min(click):.4f} median {np.median(click):.4f}; ratio min "
+              f"{min(click) / min(first):.3f} median {np.median(click) / np.median(first):.3f} (target <= 0.25)")
     if not args.skip_memory:
         m100, m800 = peak_memory(100, args.size, args.g2tam_ckpt), peak_memory(800, args.size, args.g2tam_ckpt)
         print(f"peak RSS MiB, G2TAM predictor: 100 frames {m100:.0f}, 800 frames {m800:.0f}, ratio {m800 / m100:.2f}"
@@ -238,7 +265,7 @@ def main() -> None:
     (args.out / "results.json").write_text(json.dumps(
         {"tables": {a: {s: {k: {m: v for m, v in d.items() if isinstance(v, (int, float))} for k, d in r.items()}
                         for s, r in t.items()} for a, t in tables.items()},
-         "speed": speeds, "train_seconds": times}, indent=1, sort_keys=True))
+         "speed": speeds, "correction_click": clicks, "train_seconds": times}, indent=1, sort_keys=True))
 
 
 if __name__ == "__main__":
