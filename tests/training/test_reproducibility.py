@@ -45,11 +45,13 @@ def _data(root: Path) -> dict[str, dict]:
     aigv = make_tiny_split(root / "aigv")
     tools = ["spectrum", "residual", "temporal"]
     return {
-        "geometry": {
+        "geometry": {  # with make train's viewpoint curriculum: its limit changes between epoch 0 and the kill's
             "model": {"class_path": "vision.geometry.lightning.GeometryModule",
                       "init_args": {"config": {"size": "tiny", "image_size": 32, "match_dim": 64}, "warmup_steps": 2,
                                     "match_weight": 1.0}},
-            "data": {"class_path": "vision.data.datamodule.MultiViewDataModule", "init_args": multiview},
+            "data": {"class_path": "vision.data.datamodule.MultiViewDataModule",
+                     "init_args": {**multiview, "max_stride": 2, "curriculum": [30, 180]}},
+            "trainer": {"reload_dataloaders_every_n_epochs": 1},
         },
         "tracking": {
             "model": {"class_path": "vision.tracking.lightning.TrackingModule",
@@ -94,6 +96,7 @@ def _config(run: Path, task: dict, workers: int, kill_at: int | None) -> Path:
         "model": task["model"],
         "data": data,
     }
+    cfg["trainer"].update(task.get("trainer", {}))
     path = run / "config.yaml"
     run.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(cfg))
