@@ -25,8 +25,8 @@ from vision.errors import InputError
 from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
 
-__all__ = ["DemoConfig", "preferred_checkpoint", "Models", "TrackResult", "DetectResult", "ForensicsResult", "draw_prompts", "click_prompt",
-           "run_tracking", "run_detection", "run_forensics"]
+__all__ = ["DemoConfig", "preferred_checkpoint", "Models", "TrackResult", "DetectResult", "ForensicsResult",
+           "draw_prompts", "click_prompt", "run_tracking", "run_detection", "run_forensics"]
 
 Progress = Callable[[float, str], None]
 

@@ -101,7 +101,7 @@ class GeometryModule(L.LightningModule):
         losses, outputs = geometry_losses(self.model.backbone, batch, self.hparams.camera_weight,
                                           self.hparams.depth_weight, self.hparams.point_weight, self.model.match,
                                           self.hparams.match_weight, self.hparams.ray_weight,
-                                          self.hparams.get("direction_weight", 0.0))
+                                          self.hparams.direction_weight)
         bs = batch["images"].shape[0]
         self.log(f"{stage}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=stage != "train")
         self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs,

@@ -249,8 +249,8 @@ def geometry_losses(model: "GeometryBackbone", batch: dict[str, Any], camera_wei
     hw = (images.shape[-2], images.shape[-1])
     losses: dict[str, torch.Tensor] = {}
     total = images.new_zeros(())
+    cam_valid = batch["has_camera"][:, None].expand(-1, images.shape[1])  # [B, S]: views with a known camera
     if "pose_enc_list" in pred:
-        cam_valid = batch["has_camera"][:, None].expand(-1, images.shape[1])
         cam = camera_loss(pred["pose_enc_list"], gt.extrinsics, gt.intrinsics, hw, valid=cam_valid,
                           weight_dir=direction_weight)
         losses.update({"loss_camera": cam["loss"], "loss_camera_t": cam["loss_t"], "loss_camera_r": cam["loss_r"]})
@@ -266,13 +266,12 @@ def geometry_losses(model: "GeometryBackbone", batch: dict[str, Any], camera_wei
         losses.update({"loss_points": pts["loss"]})
         total = total + point_weight * pts["loss"]
     if "ray_origins" in pred:
-        cam_valid = batch["has_camera"][:, None].expand(-1, images.shape[1])
         rays = ray_loss(pred["ray_origins"], pred["ray_directions"], pred["rays_conf"], gt.extrinsics, gt.intrinsics,
                         cam_valid)
         if direction_weight > 0:
             conf = pred["rays_conf"][..., None]
             centres = (conf * pred["ray_origins"]).sum((2, 3)) / conf.sum((2, 3))  # [B, S, 3]
-            gt_centres = -(gt.extrinsics[..., :3].transpose(-1, -2) @ gt.extrinsics[..., 3:]).squeeze(-1)
+            gt_centres = invert_extrinsics(gt.extrinsics)[..., 3]  # camera centres
             rays_dir = direction_loss(centres, gt_centres, cam_valid)
             rays = {**rays, "loss": rays["loss"] + direction_weight * rays_dir}
             losses["loss_rays_dir"] = rays_dir

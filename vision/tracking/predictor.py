@@ -85,13 +85,27 @@ class TrackerState:
     depth: np.ndarray | None = None
     clouds: dict[int, np.ndarray] = field(default_factory=dict)
     cloud_colors: dict[int, np.ndarray] = field(default_factory=dict)
-    known_points: np.ndarray | None = None
+    known_depth: np.ndarray | None = None
     known_extrinsics: np.ndarray | None = None
+    known_intrinsics: np.ndarray | None = None
     encodings: dict[tuple[int, ...], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @property
     def num_views(self) -> int:
         return int(self.frames.shape[0])
+
+    @property
+    def known_points(self) -> np.ndarray | None:
+        """World points ``[T, s, s, 3]`` of the known geometry (:meth:`TrackerPredictor.set_known_geometry`; NaN
+        where the depth is unknown), or None without it."""
+        if self.known_depth is None:
+            return None
+        from vision.geometry.camera import depth_to_world_points
+
+        points = depth_to_world_points(torch.from_numpy(self.known_depth), torch.from_numpy(self.known_extrinsics),
+                                       torch.from_numpy(self.known_intrinsics)).numpy()
+        points[self.known_depth <= 0] = np.nan
+        return points
 
     @property
     def obj_ids(self) -> list[int]:
@@ -257,8 +271,6 @@ class TrackerPredictor:
         """
         import cv2
 
-        from vision.geometry.camera import depth_to_world_points
-
         t = state.num_views
         depth = np.asarray(depth, np.float32)
         extrinsics = np.asarray(extrinsics, np.float64)
@@ -277,20 +289,21 @@ class TrackerPredictor:
         k[:, 0] *= s / state.width
         k[:, 1] *= s / state.height
         k[:, :2, 2] = (intrinsics[:, :2, 2] + 0.5) * np.array([s / state.width, s / state.height]) - 0.5
-        points = depth_to_world_points(torch.from_numpy(small)[None], torch.from_numpy(extrinsics)[None].float(),
-                                       torch.from_numpy(k)[None].float())[0].numpy()
-        points[small <= 0] = np.nan
-        state.known_points = points.astype(np.float32)
+        state.known_depth = np.where(small > 0, small, 0.0).astype(np.float32)
         state.known_extrinsics = extrinsics.astype(np.float32)
+        state.known_intrinsics = k.astype(np.float32)
 
     def _known_world_points(self, state: TrackerState, window: list[int]) -> torch.Tensor:
-        """``[1, S, s, s, 3]``: the known points of ``window`` in its first view's frame, mean norm 1 (NaN
-        where unknown)."""
-        ext = state.known_extrinsics[window[0]]
-        points = state.known_points[window] @ ext[:, :3].T + ext[:, 3]
-        norms = np.linalg.norm(points, axis=-1)
-        scale = float(np.nanmean(norms)) if np.isfinite(norms).any() else 1.0
-        return torch.from_numpy(points / max(scale, 1e-6))[None].to(self.device)
+        """``[1, S, s, s, 3]``: the known points of ``window`` in its first view's frame, mean norm 1 (the
+        backbone's normalisation, :func:`~vision.geometry.losses.normalize_scene`), NaN where unknown."""
+        from vision.geometry.losses import normalize_scene
+
+        depth = torch.from_numpy(state.known_depth[window])[None]
+        valid = depth > 0
+        points = normalize_scene(torch.from_numpy(state.known_extrinsics[window])[None],
+                                 torch.from_numpy(state.known_intrinsics[window])[None], depth, None,
+                                 valid).world_points
+        return torch.where(valid[..., None], points, torch.full_like(points, float("nan"))).to(self.device)
 
     def reset(self, state: TrackerState) -> None:
         """Remove every prompt and result (frames and cached encodings stay)."""
@@ -446,7 +459,7 @@ class TrackerPredictor:
             state.encodings[key] = encoded  # most recently used last
             while sum(len(k) for k in state.encodings) > self.cache_views and len(state.encodings) > 1:
                 del state.encodings[next(iter(state.encodings))]
-        if isinstance(self.model, G2TAM) and state.known_points is not None:
+        if isinstance(self.model, G2TAM) and state.known_depth is not None:
             encoded = {**encoded, "world_points": self._known_world_points(state, window).to(
                 encoded["world_points"].dtype)}
         return encoded
