@@ -64,7 +64,8 @@ class Attention(nn.Module):
         q, k, v = qkv.unbind(0)  # each [N, heads, T, head_dim]
         q, k = self.q_norm(q), self.k_norm(k)
         if self.rope is not None and pos is not None:
-            q, k = self.rope(q, pos), self.rope(k, pos)
+            tables = self.rope.tables(pos, self.head_dim, q.dtype)
+            q, k = self.rope.rotate(q, tables), self.rope.rotate(k, tables)
         out = F.scaled_dot_product_attention(q, k, v)
         return self.proj(out.transpose(1, 2).reshape(n, t, c))
 

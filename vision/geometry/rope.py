@@ -43,25 +43,41 @@ class RotaryEmbedding2D(nn.Module):
 
     def _cos_sin(self, positions: torch.Tensor, dim: int,
                  dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos/sin tables for 1D integer positions ``[N, T]`` -> each ``[N, 1, T, dim]``."""
+        """cos/sin tables for 1D integer positions ``[N, T]`` -> each ``[N, 1, T, dim]``. Positions broadcast
+        along N (stride 0, as the aggregator passes one frame's positions for every frame) are computed once."""
+        n = positions.shape[0]
+        shared = n > 1 and positions.stride(0) == 0
+        if shared:
+            positions = positions[:1]
         exponents = torch.arange(0, dim, 2, device=positions.device, dtype=torch.float32) / dim
         inv_freq = self.freq ** (-exponents)  # [dim/2]
         angles = positions.to(torch.float32)[..., None] * inv_freq  # [N, T, dim/2]
         angles = torch.cat([angles, angles], dim=-1)  # [N, T, dim]
-        return angles.cos().to(dtype)[:, None], angles.sin().to(dtype)[:, None]
+        cos, sin = angles.cos().to(dtype)[:, None], angles.sin().to(dtype)[:, None]
+        if shared:
+            cos, sin = cos.expand(n, -1, -1, -1), sin.expand(n, -1, -1, -1)
+        return cos, sin
 
     @staticmethod
     def _rotate_half(x: torch.Tensor) -> torch.Tensor:
         half = x.shape[-1] // 2
         return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
 
+    def tables(self, positions: torch.Tensor, head_dim: int,
+               dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The (cos, sin) tables of the y and x halves for integer positions ``[N, T, 2]`` and a head dimension
+        ``head_dim`` (a multiple of 4), for :meth:`rotate`: compute them once for queries and keys."""
+        if head_dim % 4 != 0:
+            raise ValueError(f"2D RoPE needs a head dimension divisible by 4, got {head_dim}")
+        return [self._cos_sin(positions[..., axis], head_dim // 2, dtype) for axis in range(2)]
+
+    def rotate(self, x: torch.Tensor, tables: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """Rotate ``x [N, heads, T, D]`` with :meth:`tables` computed for its positions."""
+        half = x.shape[-1] // 2
+        out = [part * cos + self._rotate_half(part) * sin
+               for part, (cos, sin) in zip((x[..., :half], x[..., half:]), tables)]
+        return torch.cat(out, dim=-1)
+
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Rotate ``x`` ``[N, heads, T, D]`` by integer positions ``[N, T, 2]`` (y, x). ``D`` must be a multiple of 4."""
-        if x.shape[-1] % 4 != 0:
-            raise ValueError(f"2D RoPE needs a head dimension divisible by 4, got {x.shape[-1]}")
-        half = x.shape[-1] // 2
-        out = []
-        for axis, part in enumerate((x[..., :half], x[..., half:])):
-            cos, sin = self._cos_sin(positions[..., axis], half, x.dtype)
-            out.append(part * cos + self._rotate_half(part) * sin)
-        return torch.cat(out, dim=-1)
+        return self.rotate(x, self.tables(positions, x.shape[-1], x.dtype))
