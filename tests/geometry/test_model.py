@@ -138,6 +138,18 @@ def test_keep_only_needed_layers_and_head_flags(model):
         cam_only.predict_depth(out["tokens"], out["images"], out["patch_start_idx"])
 
 
+def test_forward_runs_only_the_heads_named(model):
+    x = images(1, 2, seed=6)
+    with torch.no_grad():
+        full, some = model(x), model(x, heads=("camera", "points"))
+    assert model.heads == ("camera", "depth", "points")
+    assert "depth" not in some and "depth_conf" not in some
+    for key in ("world_points", "world_points_conf", "extrinsics", "intrinsics", "pose_enc"):
+        torch.testing.assert_close(some[key], full[key])
+    with pytest.raises(InputError, match=r"\['rays'\] are not in this GeometryBackbone"):
+        model(x, heads=("camera", "rays"))
+
+
 @pytest.mark.parametrize("bad,match", [
     (torch.rand(3, HW, HW), "shape"),
     (torch.rand(1, 1, 1, 2, 3, HW, HW), "shape"),

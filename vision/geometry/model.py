@@ -24,9 +24,10 @@ Frame 0 defines the world frame. Returns a dict:
   :func:`vision.geometry.rays.rays_to_cameras`.
 
 Camera keys are present only with ``enable_camera``, depth keys with ``enable_depth``, point keys with
-``enable_points``, ray keys with ``enable_rays``. Each head can also be run on its own from ``aggregate(images)``
-via ``predict_cameras``, ``predict_depth``, ``predict_points`` and ``predict_rays``; ``frame_features(images)``
-gives ``[B, S, 2C, H/p, W/p]`` patch-grid features for dense task heads. Sizes come from :func:`create_backbone`
+``enable_points``, ray keys with ``enable_rays``; ``forward(images, heads=(...))`` runs (and returns the keys of)
+only the heads it names. Each head can also be run on its own from ``aggregate(images)`` via ``predict_cameras``,
+``predict_depth``, ``predict_points`` and ``predict_rays``; ``frame_features(images)`` gives
+``[B, S, 2C, H/p, W/p]`` patch-grid features for dense task heads. Sizes come from :func:`create_backbone`
 (``"tiny"``, ``"base"``, ``"vggt_1b"``).
 """
 
@@ -44,7 +45,10 @@ from vision.geometry.aggregator import Aggregator
 from vision.geometry.camera import pose_encoding_to_cameras
 from vision.geometry.heads import CameraHead, DPTHead
 
-__all__ = ["GeometryBackbone", "BACKBONE_CONFIGS", "create_backbone", "validate_images"]
+__all__ = ["GeometryBackbone", "BACKBONE_CONFIGS", "HEADS", "create_backbone", "validate_images"]
+
+#: The heads a backbone can have; ``backbone(images, heads=(...))`` runs a subset of those it was built with.
+HEADS: tuple[str, ...] = ("camera", "depth", "points", "rays")
 
 VALUE_TOLERANCE = 1e-3
 
@@ -198,17 +202,30 @@ class GeometryBackbone(nn.Module):
         rays, conf = self.ray_head(tokens, images, patch_start_idx, frames_chunk_size)
         return {"ray_origins": rays[..., :3], "ray_directions": rays[..., 3:], "rays_conf": conf}
 
-    def forward(self, images: Any, frames_chunk_size: int | None = -1) -> dict[str, Any]:
-        """See the module docstring. ``frames_chunk_size=-1`` uses the heads' default."""
+    @property
+    def heads(self) -> tuple[str, ...]:
+        """Names of the heads this backbone was built with, in :data:`HEADS` order."""
+        built = (self.camera_head, self.depth_head, self.point_head, self.ray_head)
+        return tuple(name for name, head in zip(HEADS, built) if head is not None)
+
+    def forward(self, images: Any, frames_chunk_size: int | None = -1,
+                heads: Sequence[str] | None = None) -> dict[str, Any]:
+        """See the module docstring. ``frames_chunk_size=-1`` uses the heads' default. ``heads``: the heads to run
+        (names from :data:`HEADS`; default every head the backbone has), e.g. ``("camera", "points")`` when the
+        depth map is not read; only their keys are returned."""
+        run = self.heads if heads is None else tuple(heads)
+        unknown = sorted(set(run) - set(self.heads))
+        if unknown:
+            raise InputError(f"heads {unknown} are not in this GeometryBackbone; it has {list(self.heads)}")
         tokens, start, images = self.aggregate(images)
         out: dict[str, Any] = {"tokens": tokens, "patch_start_idx": start, "images": images}
-        if self.camera_head is not None:
+        if "camera" in run:
             out.update(self.predict_cameras(tokens, (images.shape[-2], images.shape[-1])))
-        if self.depth_head is not None:
+        if "depth" in run:
             out.update(self.predict_depth(tokens, images, start, frames_chunk_size))
-        if self.point_head is not None:
+        if "points" in run:
             out.update(self.predict_points(tokens, images, start, frames_chunk_size))
-        if self.ray_head is not None:
+        if "rays" in run:
             out.update(self.predict_rays(tokens, images, start, frames_chunk_size))
         return out
 
