@@ -76,6 +76,27 @@ def test_decoder_shapes():
     assert out["masks"].shape == (5, 3, 16, 16) and out["iou"].shape == (5, 3) and out["presence"].shape == (5,)
 
 
+def test_decoder_ignores_padded_token_slots():
+    """Slots padded in every pair are dropped before the transformer; the outputs equal those with the slots kept,
+    whatever the padded tokens hold."""
+    torch.manual_seed(0)
+    dec = MaskDecoder(32, num_masks=3, depth=2, num_heads=2, mlp_dim=32).eval()
+    image = torch.randn(4, 32, 4, 4)
+    hires = dec.encode_hires(torch.rand(4, 3, 32, 32), (4, 4))
+    sparse = torch.randn(4, 6, 32)
+    pad = torch.tensor([[False, True, False, True, True, False]] * 4)
+    pad[0, 1] = False  # slot 1 is used by one pair only: it stays
+    with torch.no_grad():
+        out = dec(image, torch.zeros_like(image), sparse, pad, hires)
+        noisy = sparse.clone()
+        noisy[pad] = 1e3  # padded slots' contents do not matter
+        again = dec(image, torch.zeros_like(image), noisy, pad, hires)
+        kept = dec(image, torch.zeros_like(image), sparse[:, [0, 1, 2, 5]], pad[:, [0, 1, 2, 5]], hires)
+    for key in ("masks", "iou", "presence"):
+        torch.testing.assert_close(out[key], again[key], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(out[key], kept[key])
+
+
 def test_focal_dice_iou_values():
     logits = torch.tensor([[0.0, 0.0]]).view(1, 1, 2)
     target = torch.tensor([[1.0, 0.0]]).view(1, 1, 2)
@@ -156,6 +177,32 @@ def test_proximity_maps_follow_the_geometry():
     assert maps[0, 1, 0, 1, :, w // 2:].max() == pytest.approx(math.exp(-1 / (2 * 0.15 ** 2)), abs=1e-6)
     assert torch.allclose(maps[0, 1, 1, 2, :, w // 2:], torch.ones(h, w // 2))  # object 1's negative map
     assert maps[0, :, 0, 2].abs().sum() == 0  # object 0 has no negative anchor
+
+
+def test_proximity_maps_equal_a_brute_force_nearest_anchor():
+    """Many objects with different anchor counts (none of a kind for some), NaN points, more anchors than one
+    chunk: the maps equal exp(-d^2 / 2 sigma^2) of the nearest anchor found by comparing every pair."""
+    g = torch.Generator().manual_seed(0)
+    enc = SpatialEncoder(16)
+    b, s, n, a, hw = 2, 3, 5, SpatialEncoder.ANCHOR_CHUNK + 9, 6
+    wp = torch.randn(b, s, hw, hw, 3, generator=g)
+    wp[0, 1, 2, 3] = float("nan")
+    anchors = torch.randn(b, n, a, 3, generator=g) * 0.3
+    positive = torch.rand(b, n, a, generator=g) < 0.5
+    negative = torch.rand(b, n, a, generator=g) < 0.1
+    positive[0, 2] = False  # no positive anchor at all
+    negative[1] = False  # no negative anchor in the second clip
+    scale = torch.tensor([1.0, 2.0])
+    maps = enc.proximity_maps(wp, anchors, positive, negative, scale, (hw, hw))
+    pts = torch.nan_to_num(wp).flatten(2, 3) / scale.view(b, 1, 1, 1)  # [B, S, P, 3]
+    d2 = ((pts[:, :, None, :, None] - (anchors / scale.view(b, 1, 1, 1))[:, None, :, None]) ** 2).sum(-1)
+    for kind, channels in ((positive, range(3)), (negative, [3])):
+        nearest = torch.where(kind[:, None, :, None], d2, torch.full_like(d2, 1e6)).amin(-1).clamp(max=1e6)
+        for c in channels:
+            sigma = enc.proximity_sigmas[0 if c == 3 else c]
+            expected = torch.exp(-nearest / (2 * sigma ** 2)).view(b, s, n, hw, hw)
+            torch.testing.assert_close(maps[:, :, :, c], expected, atol=1e-4, rtol=0)
+    assert maps[0, :, 2, :3].abs().sum() == 0 and maps[1, :, :, 3].abs().sum() == 0
 
 
 def test_proximity_sigmas_set_the_map_channels():

@@ -138,6 +138,9 @@ class MaskDecoder(nn.Module):
             in [0, 1] with ``iou_sigmoid``), ``presence [L]`` logits.
         """
         l, d, gh, gw = image.shape
+        used = ~sparse_pad.all(0)  # token slots that are padding in every pair are dropped: no token reads them
+        if not bool(used.all()):
+            sparse, sparse_pad = sparse[:, used], sparse_pad[:, used]
         out_tokens = torch.cat([self.presence_token, self.iou_token, self.mask_tokens], dim=0)
         out_tokens = out_tokens[None].expand(l, -1, -1)
         tokens = torch.cat([out_tokens, sparse], dim=1)

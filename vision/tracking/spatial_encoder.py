@@ -111,6 +111,8 @@ class SpatialEncoder(nn.Module):
     """
 
     ANCHOR_CHUNK = 64  # anchors compared at once in proximity_maps (bounds its memory)
+    NO_ANCHOR = 1e6  # squared scene-normalised distance where an object has no anchor of a kind (the map is 0)
+    FAR = 1e4  # scene-normalised coordinates are clamped to +-FAR (a point that far is as good as absent)
     DEFAULT_PROXIMITY_SIGMAS = (0.015, 0.05, 0.15)
 
     def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0,
@@ -158,25 +160,44 @@ class SpatialEncoder(nn.Module):
             nearest negative anchor (first sigma); 0 where an object has no anchor of that kind.
         """
         b, s = world_points.shape[:2]
-        n, a = anchors.shape[1:3]
         h, w = size_hw
         pts = torch.nan_to_num(world_points).permute(0, 1, 4, 2, 3).flatten(0, 1)
         pts = F.adaptive_avg_pool2d(pts, size_hw).view(b, s, 3, h * w).transpose(2, 3)  # [B, S, hw, 3]
-        pts = (pts / scale.view(b, 1, 1, 1))[:, :, None].expand(b, s, n, h * w, 3).reshape(b * s * n, h * w, 3)
-        anc = torch.nan_to_num(anchors) / scale.view(b, 1, 1, 1)
-        d2_pos = pts.new_full((b * s * n, h * w), 1e6)
-        d2_neg = pts.new_full((b * s * n, h * w), 1e6)
-        for start in range(0, a, self.ANCHOR_CHUNK):  # a running minimum: memory O(pixels x chunk), not x anchors
-            sl = slice(start, start + self.ANCHOR_CHUNK)
-            chunk = anc[:, None, :, sl].expand(b, s, n, -1, 3).reshape(b * s * n, -1, 3)
-            d2 = torch.cdist(pts, chunk) ** 2  # [BSN, hw, chunk]
-            for kind, best in ((positive, d2_pos), (negative, d2_neg)):
-                keep = kind[:, None, :, sl].expand(b, s, n, -1).reshape(b * s * n, 1, -1)
-                torch.minimum(best, torch.where(keep, d2, torch.full_like(d2, 1e6)).amin(-1), out=best)
-        d2_pos, d2_neg = d2_pos.view(b, s, n, h * w), d2_neg.view(b, s, n, h * w)
+        pts = (pts / scale.view(b, 1, 1, 1)).clamp(-self.FAR, self.FAR)
+        anc = (torch.nan_to_num(anchors) / scale.view(b, 1, 1, 1)).clamp(-self.FAR, self.FAR)
+        d2_pos = self._nearest_squared(pts, anc, positive).view(b, s, -1, h * w)
+        d2_neg = self._nearest_squared(pts, anc, negative).view(b, s, -1, h * w)
         maps = [torch.exp(-d2_pos / (2 * sig ** 2)) for sig in self.proximity_sigmas]
         maps.append(torch.exp(-d2_neg / (2 * self.proximity_sigmas[0] ** 2)))
-        return torch.stack(maps, dim=3).view(b, s, n, len(maps), h, w)
+        return torch.stack(maps, dim=3).view(b, s, anchors.shape[1], len(maps), h, w)
+
+    def _nearest_squared(self, pts: torch.Tensor, anchors: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """Squared distance from each point ``pts [B, S, P, 3]`` to the nearest kept anchor of each object
+        (``anchors [B, N, A, 3]``, ``keep [B, N, A]`` bool) -> ``[B, S, N, P]``, at most ``NO_ANCHOR``
+        (the value where an object has no kept anchor).
+
+        The kept anchors are moved to the front and the rest cut off (a point prompt has one anchor among a hundred
+        slots); ``|p - a|^2 = |p|^2 + (|a|^2 - 2 p.a)`` with the bracket from one batched matmul per chunk of
+        ``ANCHOR_CHUNK`` anchors (a running minimum: memory O(points x objects x chunk))."""
+        b, s, p = pts.shape[:3]
+        n = anchors.shape[1]
+        best = pts.new_full((b * s, p, n), float(self.NO_ANCHOR))
+        count = int(keep.sum(-1).max()) if keep.numel() else 0
+        if count:
+            order = torch.sort(keep.to(torch.uint8), dim=-1, descending=True, stable=True).indices[..., :count]
+            anchors = torch.gather(anchors, 2, order[..., None].expand(-1, -1, -1, 3))  # [B, N, k, 3]
+            bias = torch.where(torch.gather(keep, 2, order), anchors.square().sum(-1),
+                               torch.full_like(anchors[..., 0], float("inf")))  # [B, N, k]
+            flat = pts.reshape(b * s, p, 3)
+            for start in range(0, count, self.ANCHOR_CHUNK):
+                chunk = anchors[:, :, start:start + self.ANCHOR_CHUNK]
+                c = chunk.shape[2]
+                weight = (-2 * chunk).reshape(b, 1, n * c, 3).expand(b, s, n * c, 3).reshape(b * s, n * c, 3)
+                offset = bias[:, :, start:start + c].reshape(b, 1, 1, n * c).expand(b, s, 1, n * c)
+                partial = torch.baddbmm(offset.reshape(b * s, 1, n * c), flat, weight.transpose(1, 2))
+                torch.minimum(best, partial.view(b * s, p, n, c).amin(-1) + flat.square().sum(-1, keepdim=True),
+                              out=best)
+        return best.clamp(0, self.NO_ANCHOR).view(b, s, p, n).permute(0, 1, 3, 2)
 
     def code3d(self, points: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         """3D positional code of world points ``[B, ..., 3]`` with per-clip ``scale [B]`` -> ``[B, ..., dim]``."""
@@ -196,26 +217,34 @@ class SpatialEncoder(nn.Module):
         return code.permute(0, 1, 4, 2, 3) + pe2d[None, None]
 
     def forward(self, feats: torch.Tensor, world_points: torch.Tensor, prompts: Prompts,
-                prompt_encoder: PromptEncoder, image_hw: tuple[int, int]) -> dict[str, torch.Tensor]:
-        """Encode prompts for every (view, object).
+                prompt_encoder: PromptEncoder, image_hw: tuple[int, int],
+                views: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
+        """Encode prompts for every (view, object), or for the listed ``views`` only.
 
         Args:
             feats: view features ``[B, S, dim, gh, gw]``. world_points: ``[B, S, H, W, 3]`` (detached inside).
             prompts: :class:`Prompts` with N slots. prompt_encoder: the 2D / text encoder. image_hw: (H, W).
+            views: indices of the V views to encode the prompts for (default all S). Prompt points are read on
+                their own view, the scene scale and the text attention use every view, whichever are listed.
 
         Returns:
-            ``view_pos [B, S, dim, gh, gw]``, ``sparse [B, S, N, T, dim]``, ``sparse_pad [B, S, N, T]`` (True =
-            padding), ``dense [B, S, N, dim, gh, gw]`` (the prompt-map embedding on the prompted view; elsewhere
-            ``no_mask`` + the 3D proximity embedding), ``maps [B, S, N, C, 4gh, 4gw]``: the prompt maps on the
+            ``view_pos [B, V, dim, gh, gw]``, ``sparse [B, V, N, T, dim]``, ``sparse_pad [B, V, N, T]`` (True =
+            padding), ``dense [B, V, N, dim, gh, gw]`` (the prompt-map embedding on the prompted view; elsewhere
+            ``no_mask`` + the 3D proximity embedding), ``maps [B, V, N, C, 4gh, 4gw]``: the prompt maps on the
             prompted view (zeros elsewhere) and, with ``proximity``, the
             ``num_proximity_maps`` proximity maps on every view (C = 4, or 4 + num_proximity_maps).
         """
         world_points = world_points.detach()
-        s, gh, gw = feats.shape[1], feats.shape[3], feats.shape[4]
+        gh, gw = feats.shape[3], feats.shape[4]
         scale = scene_scale(world_points)
-        view_pos = self.view_positions(world_points, (gh, gw), scale, prompt_encoder.dense_pe((gh, gw), image_hw))
+        all_pos = self.view_positions(world_points, (gh, gw), scale, prompt_encoder.dense_pe((gh, gw), image_hw))
+        chosen = torch.arange(feats.shape[1], device=feats.device) if views is None else \
+            torch.as_tensor(list(views), dtype=torch.long, device=feats.device)
+        view_pos = all_pos if views is None else all_pos[:, chosen]
+        view_points = world_points if views is None else world_points[:, chosen]
+        s = len(chosen)
         has_view = (prompts.view >= 0) & prompts.valid
-        on_view = (torch.arange(s, device=feats.device)[None, :, None] == prompts.view[:, None, :])  # [B, S, N]
+        on_view = chosen[None, :, None] == prompts.view[:, None, :]  # [B, V, N]
         labels = torch.where(has_view[..., None], prompts.labels, torch.full_like(prompts.labels, PAD))
         has_mask = prompts.has_mask & has_view
         wp_view = torch.nan_to_num(_take_view(world_points, prompts.view))  # [B, N, H, W, 3]
@@ -224,15 +253,15 @@ class SpatialEncoder(nn.Module):
                                                          on_view, scale, image_hw)
         region, has_box, box_centre = self._box_region(prompts, labels, image_hw)
         region = torch.where(has_mask[..., None, None], prompts.masks.float(), region)
-        region_tokens, region_pad = self._region_tokens(feats, wp_view, region, prompts.view, has_view, scale)
+        region_tokens, region_pad = self._region_tokens(feats, wp_view, region, prompts.view, has_view, scale, s)
         mask_tokens, mask_pad = self._mask_tokens(prompts, wp_view, has_mask, scale, s)
-        text_tokens, text_pad = self._text_tokens(feats, view_pos, prompts, prompt_encoder)
+        text_tokens, text_pad = self._text_tokens(feats, all_pos, prompts, prompt_encoder, s)
         mem_tokens, mem_pad, mf_tok, mf_pad = self._memory_tokens(prompts, scale, s, feats.shape[2])
         sparse = torch.cat([point_tokens, region_tokens, mask_tokens, text_tokens, mem_tokens, mf_tok], dim=3)
         sparse_pad = torch.cat([point_pad, region_pad, mask_pad, text_pad, mem_pad, mf_pad], dim=3)
 
-        dense, maps = self._dense(feats, world_points, wp_view, prompts, prompt_encoder, labels, on_view, has_view,
-                                  has_mask, has_box, box_centre, p3, scale)
+        dense, maps = self._dense(feats, world_points, view_points, wp_view, prompts, prompt_encoder, labels,
+                                  on_view, has_view, has_mask, has_box, box_centre, p3, scale)
         return {"view_pos": view_pos, "sparse": sparse, "sparse_pad": sparse_pad, "dense": dense, "scale": scale,
                 "maps": maps}
 
@@ -240,9 +269,9 @@ class SpatialEncoder(nn.Module):
                       prompt_encoder: PromptEncoder, labels: torch.Tensor, on_view: torch.Tensor,
                       scale: torch.Tensor, image_hw: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor,
                                                                                torch.Tensor]:
-        """Prompt points (clicks and box corners) lifted to 3D: tokens ``[B, S, N, K, dim]``, padding
-        ``[B, S, N, K]`` and the 3D points under them ``[B, N, K, 3]``."""
-        s = feats.shape[1]
+        """Prompt points (clicks and box corners) lifted to 3D: tokens ``[B, V, N, K, dim]`` (V: the views of
+        ``on_view [B, V, N]``), padding ``[B, V, N, K]`` and the 3D points under them ``[B, N, K, 3]``."""
+        s = on_view.shape[1]
         pt_pad = labels == PAD
         p3 = gather_points(world_points, prompts.view, prompts.points)  # [B, N, K, 3]
         app = sample_features(feats, prompts.view, prompts.points, image_hw)  # [B, N, K, dim]
@@ -277,10 +306,10 @@ class SpatialEncoder(nn.Module):
         return region, has_box, torch.stack([(x0 + x1) / 2, (y0 + y1) / 2], -1)
 
     def _region_tokens(self, feats: torch.Tensor, wp_view: torch.Tensor, region: torch.Tensor, view: torch.Tensor,
-                       has_view: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One token per box or mask region on the prompted view (its mean 3D point and mean appearance):
-        ``[B, S, N, 1, dim]`` and padding ``[B, S, N, 1]``."""
-        b, s, _, gh, gw = feats.shape
+                       has_view: torch.Tensor, scale: torch.Tensor, s: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per box or mask region on the prompted view (its mean 3D point and mean appearance), for
+        each of ``s`` views: ``[B, s, N, 1, dim]`` and padding ``[B, s, N, 1]``."""
+        b, _, _, gh, gw = feats.shape
         n = region.shape[1]
         area = region.flatten(2).sum(-1)  # [B, N]
         has_region = (area > 0) & has_view
@@ -303,14 +332,15 @@ class SpatialEncoder(nn.Module):
         return mask_tok[:, None].expand(-1, s, -1, -1, -1), (~mvalid)[:, None].expand(-1, s, -1, -1)
 
     def _text_tokens(self, feats: torch.Tensor, view_pos: torch.Tensor, prompts: Prompts,
-                     prompt_encoder: PromptEncoder) -> tuple[torch.Tensor, torch.Tensor]:
+                     prompt_encoder: PromptEncoder, s: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A text prompt: its projected token and the same after cross-attention over every view's geometric
-        tokens, ``[B, S, N, 2, dim]``, and padding ``[B, S, N, 2]``."""
-        b, s, d, gh, gw = feats.shape
+        tokens (``feats``, ``view_pos [B, S, dim, gh, gw]``), for each of ``s`` views: ``[B, s, N, 2, dim]``,
+        and padding ``[B, s, N, 2]``."""
+        b, views, d, gh, gw = feats.shape
         has_text = prompts.has_text & prompts.valid
         t = prompt_encoder.embed_text(prompts.text) + self.text_embed  # [B, N, dim]
-        keys = (feats + view_pos).flatten(3).permute(0, 1, 3, 2).reshape(b, s * gh * gw, d)
-        values = feats.flatten(3).permute(0, 1, 3, 2).reshape(b, s * gh * gw, d)
+        keys = (feats + view_pos).flatten(3).permute(0, 1, 3, 2).reshape(b, views * gh * gw, d)
+        values = feats.flatten(3).permute(0, 1, 3, 2).reshape(b, views * gh * gw, d)
         t2 = self.text_norm(t + self.text_attn(t, keys, values))
         return (torch.stack([t, t2], dim=2)[:, None].expand(-1, s, -1, -1, -1),
                 (~has_text)[:, None, :, None].expand(-1, s, -1, 2))
@@ -329,13 +359,15 @@ class SpatialEncoder(nn.Module):
         return (mem_tok[:, None].expand(-1, s, -1, -1, -1), (~mem_valid)[:, None].expand(-1, s, -1, -1), mf_tok,
                 (~has_mem_feat)[:, None, :, None].expand(-1, s, -1, -1))
 
-    def _dense(self, feats: torch.Tensor, world_points: torch.Tensor, wp_view: torch.Tensor, prompts: Prompts,
-               prompt_encoder: PromptEncoder, labels: torch.Tensor, on_view: torch.Tensor, has_view: torch.Tensor,
-               has_mask: torch.Tensor, has_box: torch.Tensor, box_centre: torch.Tensor, p3: torch.Tensor,
-               scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The dense prompt of every (view, object) ``[B, S, N, dim, gh, gw]`` and the maps ``[B, S, N, C, 4gh,
-        4gw]``: the prompt map (mask, clicks, box) on the prompted view, the 3D proximity maps on every view."""
-        b, s, d, gh, gw = feats.shape
+    def _dense(self, feats: torch.Tensor, world_points: torch.Tensor, view_points: torch.Tensor,
+               wp_view: torch.Tensor, prompts: Prompts, prompt_encoder: PromptEncoder, labels: torch.Tensor,
+               on_view: torch.Tensor, has_view: torch.Tensor, has_mask: torch.Tensor, has_box: torch.Tensor,
+               box_centre: torch.Tensor, p3: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The dense prompt of every decoded (view, object) ``[B, V, N, dim, gh, gw]`` and the maps ``[B, V, N, C,
+        4gh, 4gw]``: the prompt map (mask, clicks, box) on the prompted view, the 3D proximity maps on every view
+        (``view_points [B, V, H, W, 3]``: the decoded views' world points; ``world_points``: every view's)."""
+        b, _, d, gh, gw = feats.shape
+        s = view_points.shape[1]
         n = prompts.num_objects
         dense = prompt_encoder.no_mask.view(1, 1, 1, d, 1, 1).expand(b, s, n, d, gh, gw)
         maps = [feats.new_zeros(b, s, n, prompt_encoder.PROMPT_MAP_CHANNELS, 4 * gh, 4 * gw)]
@@ -350,7 +382,7 @@ class SpatialEncoder(nn.Module):
             positive = torch.cat([(labels == POSITIVE) & clicks, (has_box & has_view)[..., None], pvalid, mem_valid],
                                  dim=2)
             negative = torch.cat([(labels == NEGATIVE) & clicks, torch.zeros_like(positive[..., p3.shape[2]:])], dim=2)
-            prox = self.proximity_maps(world_points, anchors, positive, negative, scale, (4 * gh, 4 * gw))
+            prox = self.proximity_maps(view_points, anchors, positive, negative, scale, (4 * gh, 4 * gw))
             dense = dense + self.proximity_embed(prox.flatten(0, 2)).view(b, s, n, d, gh, gw)
             maps.append(prox)
         has_visual = prompt_encoder.has_dense(labels, has_mask)
