@@ -51,6 +51,22 @@ def test_g2tam_shapes_and_slot_independence():
     assert torch.allclose(out2["masks"], out["masks"][:, :, perm], atol=1e-4)
 
 
+def test_g2tam_decodes_a_subset_of_views_as_the_full_decode_does():
+    """decode(views=...) gives each listed view the outputs of decoding every view: prompts on views left out
+    (object 0 on view 1, a text prompt that attends over every view) still reach the listed ones."""
+    torch.manual_seed(0)
+    model = G2TAM(image_size=32, dim=32).eval()
+    p = _prompts()
+    p.text[0, 1], p.has_text[0, 1] = torch.randn(TEXT_DIM), True
+    with torch.no_grad():
+        enc = model.encode(torch.rand(1, 3, 3, 32, 32))
+        full = model.decode(enc, p)
+        for views in ([0], [2, 0], [0, 1, 2]):
+            part = model.decode(enc, p, views)
+            for key in ("masks", "iou", "presence", "view_pos"):
+                torch.testing.assert_close(part[key], full[key][:, views], atol=1e-5, rtol=1e-5)
+
+
 def test_baseline_shapes_and_bounded_bank():
     torch.manual_seed(0)
     model = MemoryBankTracker(image_size=32, dim=32, memory_size=2).eval()
@@ -200,15 +216,16 @@ def test_second_pass_lifts_the_prompted_view_into_memory(tmp_path):
         seen = []
         original = pred._decode
 
-        def spy(encoded, prompts, original=original, seen=seen):
-            seen.append(bool(prompts.memory_valid.any()))
-            return original(encoded, prompts)
+        def spy(encoded, prompts, views=None, original=original, seen=seen):
+            seen.append((bool(prompts.memory_valid.any()), views))
+            return original(encoded, prompts, views)
 
         pred._decode = spy
         state = pred.init_state(frames, ordered=True)
         pred.add_prompt(state, 0, 1, points=[[10, 12]], labels=[1])
         outputs[refine] = [m for _, _, m, _ in pred.propagate(state)]
-        assert seen == ([False, True] if refine else [False])
+        # the first pass decodes only the prompted view, the one the second pass lifts from
+        assert seen == ([(False, [0]), (True, None)] if refine else [(False, None)])
     assert len(outputs[True]) == len(outputs[False]) == 4
 
 
@@ -223,8 +240,9 @@ def test_text_only_objects_lift_their_surest_view():
         decoded, lifted_from = [], []
         original_decode, original_lift = pred._decode, pred._lift
 
-        def spy_decode(encoded, prompts, original=original_decode, decoded=decoded):
-            out = original(encoded, prompts)
+        def spy_decode(encoded, prompts, views=None, original=original_decode, decoded=decoded):
+            assert views is None  # a text-only object needs every view's presence
+            out = original(encoded, prompts, views)
             decoded.append((bool(prompts.memory_valid.any()), out[1].cpu()))
             return out
 

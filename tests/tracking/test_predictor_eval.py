@@ -309,9 +309,9 @@ class _CountingEncode:
         self.model, self.views, self.inner = model, 0, model.encode
 
     def __enter__(self):
-        def encode(images):
+        def encode(images, **kwargs):
             self.views += images.shape[1]
-            return self.inner(images)
+            return self.inner(images, **kwargs)
 
         self.model.encode = encode
         return self

@@ -97,23 +97,30 @@ class G2TAM(nn.Module):
         hires = self.decoder.encode_hires(images.flatten(0, 1), (gh, gw))
         return {**geometry, "feats": feats, "hires": hires.view(b, s, *hires.shape[1:])}
 
-    def encode(self, images: Any) -> dict[str, Any]:
-        """Backbone over all views -> geometry dict (see :mod:`vision.geometry.model`) + ``feats`` + ``hires``."""
-        return self.features_from_geometry(self.backbone(images))
+    def encode(self, images: Any, heads: Sequence[str] | None = None) -> dict[str, Any]:
+        """Backbone over all views -> geometry dict (see :mod:`vision.geometry.model`) + ``feats`` + ``hires``.
+        ``heads``: the backbone heads to run (default all; :meth:`decode` reads only ``"points"``)."""
+        return self.features_from_geometry(self.backbone(images, heads=heads))
 
-    def decode(self, encoded: dict[str, Any], prompts: Prompts) -> dict[str, torch.Tensor]:
-        """Masks for every (view, object slot).
+    def decode(self, encoded: dict[str, Any], prompts: Prompts,
+               views: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
+        """Masks for every (view, object slot), or for the ``views`` listed only (indices into the S encoded
+        views; the prompts, the scene scale and text attention still see every view, so each listed view's
+        outputs are those of the full decode).
 
         Returns:
-            ``masks [B, S, N, M, H, W]`` logits at input resolution, ``iou [B, S, N, M]``, ``presence [B, S, N]``
-            logits, ``view_pos`` and ``scale`` (see :class:`SpatialEncoder`).
+            ``masks [B, V, N, M, H, W]`` logits at input resolution, ``iou [B, V, N, M]``, ``presence [B, V, N]``
+            logits, ``view_pos`` and ``scale`` (see :class:`SpatialEncoder`); V = S without ``views``.
         """
         feats, hires = encoded["feats"], encoded["hires"]
         images = encoded["images"]
-        b, s, d, gh, gw = feats.shape
         h, w = images.shape[-2:]
         n = prompts.num_objects
-        enc = self.spatial_encoder(feats, encoded["world_points"], prompts, self.prompt_encoder, (h, w))
+        enc = self.spatial_encoder(feats, encoded["world_points"], prompts, self.prompt_encoder, (h, w), views)
+        if views is not None:
+            index = torch.as_tensor(list(views), dtype=torch.long, device=feats.device)
+            feats, hires = feats[:, index], hires[:, index]
+        b, s, d, gh, gw = feats.shape
         image = (feats[:, :, None] + enc["dense"]).flatten(0, 2)  # [B*S*N, d, gh, gw]
         pos = enc["view_pos"][:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
         hr = hires[:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)

@@ -154,6 +154,19 @@ class TrackerState:
 _DECODE_INPUTS = frozenset({"images", "feats", "hires", "world_points", "extrinsics", "intrinsics", "depth"})
 
 
+def _tracking_encoding(model: G2TAM, images: torch.Tensor) -> dict[str, Any]:
+    """G2TAM's encoding of a window ``images [1, S, 3, s, s]`` for tracking: the backbone's camera and point heads
+    only (the depth head is not run); ``depth [1, S, s, s, 1]`` is the z of the world points in each view's camera,
+    the geometry the tracker's memory is made of."""
+    from vision.geometry.camera import world_to_camera_points
+
+    encoded = {k: v for k, v in model.encode(images, heads=("camera", "points")).items() if k in _DECODE_INPUTS}
+    points = encoded["world_points"]
+    b, s, h, w, _ = points.shape
+    camera = world_to_camera_points(points.reshape(b, s, h * w, 3), encoded["extrinsics"])
+    return {**encoded, "depth": camera[..., 2:].reshape(b, s, h, w, 1)}
+
+
 def _as_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(f"{name} must be an int, got {value!r}")
@@ -454,7 +467,10 @@ class TrackerPredictor:
         encoded = state.encodings.pop(key, None)
         if encoded is None:
             images = torch.from_numpy(state.frames[window]).to(self.device).permute(0, 3, 1, 2).float()[None] / 255
-            encoded = {k: v for k, v in self.model.encode(images).items() if k in _DECODE_INPUTS}
+            if isinstance(self.model, G2TAM):
+                encoded = _tracking_encoding(self.model, images)
+            else:
+                encoded = {k: v for k, v in self.model.encode(images).items() if k in _DECODE_INPUTS}
         if self.cache_views > 0:
             state.encodings[key] = encoded  # most recently used last
             while sum(len(k) for k in state.encodings) > self.cache_views and len(state.encodings) > 1:
@@ -520,14 +536,12 @@ class TrackerPredictor:
         for window, emit in self._windows(state, views):
             encoded = self._encode(state, window)
             prompts = self._build_prompts(state, obj_ids, window, memory)
-            masks, prob = self._decode(encoded, prompts)
             if is_g2tam:
                 wp = encoded["world_points"][0].float().cpu().numpy()  # [S, s, s, 3]
                 feats = encoded["feats"][0]
-                lifted = self._second_pass_memory(state, obj_ids, window, masks, prob, wp, feats, memory) \
-                    if self.refine else None
-                if lifted is not None:
-                    masks, prob = self._decode(encoded, self._build_prompts(state, obj_ids, window, lifted))
+                masks, prob = self._two_pass_decode(state, obj_ids, window, encoded, prompts, wp, feats, memory)
+            else:
+                masks, prob = self._decode(encoded, prompts)
             masks_np = masks.cpu().numpy()
             prob_np = prob.float().cpu().numpy()
             if is_g2tam:
@@ -542,9 +556,11 @@ class TrackerPredictor:
                                             interpolation=cv2.INTER_NEAREST) > 0 for m in masks_np[i]])
                 yield v, list(obj_ids), full, prob_np[i].astype(np.float32)
 
-    def _decode(self, encoded: dict[str, Any], prompts: Prompts) -> tuple[torch.Tensor, torch.Tensor]:
-        """Best-hypothesis masks ``[S, N, s, s]`` (emptied under the presence threshold) and presence ``[S, N]``."""
-        out = self.model.decode(encoded, prompts)
+    def _decode(self, encoded: dict[str, Any], prompts: Prompts,
+                views: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Best-hypothesis masks ``[V, N, s, s]`` (emptied under the presence threshold) and presence ``[V, N]``
+        on the window's ``views`` (indices into the window; default all, V = S)."""
+        out = self.model.decode(encoded, prompts) if views is None else self.model.decode(encoded, prompts, views)
         best, _ = select_best_mask(out["masks"][0], out["iou"][0])
         prob = out["presence"][0].sigmoid()
         return (best > self.mask_threshold) & (prob[..., None, None] >= self.presence_threshold), prob
@@ -571,28 +587,60 @@ class TrackerPredictor:
             feat = np.zeros(feats.shape[1], np.float32)
         return pts[take].astype(np.float32), np.asarray(feat, np.float32)
 
-    def _second_pass_memory(self, state: TrackerState, obj_ids: list[int], window: list[int], masks: torch.Tensor,
-                            prob: torch.Tensor, wp: np.ndarray, feats: torch.Tensor,
+    def _first_pass_views(self, state: TrackerState, obj_ids: list[int], window: list[int]) -> list[int]:
+        """The window's views (indices into it) whose first-pass masks :meth:`_second_pass_memory` reads: each
+        visual prompt's view in this window; every view when an object has a text prompt only."""
+        rows = set()
+        for o in obj_ids:
+            view = state.prompts[o].view
+            if view is None:
+                return list(range(len(window)))
+            if view in window:
+                rows.add(window.index(view))
+        return sorted(rows)
+
+    def _two_pass_decode(self, state: TrackerState, obj_ids: list[int], window: list[int], encoded: dict[str, Any],
+                         prompts: Prompts, wp: np.ndarray, feats: torch.Tensor,
+                         memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """G2TAM's masks ``[S, N, s, s]`` and presence ``[S, N]`` on a window: with ``refine``, a first pass on the
+        views the second pass lifts from (:meth:`_first_pass_views`), then every view decoded with the lifted
+        memory; each view's masks are those of decoding every view in both passes (a view's decode does not depend
+        on which other views are decoded with it)."""
+        rows = self._first_pass_views(state, obj_ids, window) if self.refine else []
+        if not rows:
+            return self._decode(encoded, prompts)
+        every = len(rows) == len(window)
+        masks, prob = self._decode(encoded, prompts, None if every else rows)
+        lifted = self._second_pass_memory(state, obj_ids, window, rows, masks, prob, wp, feats, memory)
+        if lifted is not None:
+            return self._decode(encoded, self._build_prompts(state, obj_ids, window, lifted))
+        return (masks, prob) if every else self._decode(encoded, prompts)
+
+    def _second_pass_memory(self, state: TrackerState, obj_ids: list[int], window: list[int], rows: list[int],
+                            masks: torch.Tensor, prob: torch.Tensor, wp: np.ndarray, feats: torch.Tensor,
                             memory: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, tuple[np.ndarray,
                                                                                               np.ndarray]] | None:
         """Carried memory plus each object's first-pass mask lifted to 3D: on its prompted view for a visual
         prompt in this window, on the view where it is most surely present (presence at least
         ``presence_threshold``) for a text-only prompt. Objects with a visual prompt outside this window keep
-        their carried memory only. None when no object has anything to add."""
-        masks_np = masks.cpu().numpy()  # [S, N, s, s]
-        prob_np = prob.float().cpu().numpy()  # [S, N]
+        their carried memory only. ``masks [R, N, s, s]`` and ``prob [R, N]`` are the first pass on the window's
+        views ``rows`` (every view when an object has a text prompt only). None when no object has anything
+        to add."""
+        masks_np = masks.cpu().numpy()  # [R, N, s, s]
+        prob_np = prob.float().cpu().numpy()  # [R, N]
         lifted, added = dict(memory), False
         for j, o in enumerate(obj_ids):
             view = state.prompts[o].view
             if view is None:
-                i = int(prob_np[:, j].argmax())
-                if prob_np[i, j] < self.presence_threshold:
+                r = int(prob_np[:, j].argmax())
+                if prob_np[r, j] < self.presence_threshold:
                     continue
             elif view in window:
-                i = window.index(view)
+                r = rows.index(window.index(view))
             else:
                 continue
-            entry = self._lift(masks_np[[i], j], wp[[i]], feats[[i]], memory.get(o))
+            i = rows[r]
+            entry = self._lift(masks_np[[r], j], wp[[i]], feats[[i]], memory.get(o))
             if entry is not None:
                 lifted[o] = entry
                 added = True
