@@ -47,6 +47,9 @@ class Clip:
     fps: float = 25.0
     path: Path | None = None
     name: str = "clip"
+    # per-clip intermediate results shared by the tools (luma frames, frame changes), computed on first use;
+    # ``frames`` must not be modified after the first call of :meth:`gray` or :meth:`frame_changes`
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         frames = np.asarray(self.frames)
@@ -70,6 +73,24 @@ class Clip:
     @property
     def width(self) -> int:
         return int(self.frames.shape[2])
+
+    def gray(self, index: int) -> np.ndarray:
+        """Luma ``uint8 [H, W]`` of frame ``index`` (OpenCV ``COLOR_RGB2GRAY``), converted once per clip."""
+        import cv2
+
+        cache = self._cache.setdefault("gray", {})
+        index = int(index)
+        if index not in cache:
+            cache[index] = cv2.cvtColor(self.frames[index], cv2.COLOR_RGB2GRAY)
+        return cache[index]
+
+    def frame_changes(self) -> np.ndarray:
+        """``bool [T - 1]``: entry ``t`` is True when frame ``t + 1`` differs from frame ``t`` in any byte;
+        computed once per clip, frame pair by frame pair (no clip-sized temporary)."""
+        if "changes" not in self._cache:
+            self._cache["changes"] = np.array([not np.array_equal(self.frames[t], self.frames[t + 1])
+                                               for t in range(self.num_frames - 1)], bool)
+        return self._cache["changes"]
 
 
 @dataclass

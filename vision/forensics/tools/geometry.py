@@ -98,7 +98,7 @@ class GeometryTool(ForensicTool):
         self.max_views, self.gap, self.min_parallax = max_views, gap, min_parallax
 
     def measure(self, clip: Clip) -> tuple[dict[str, float], dict, dict[str, Any]] | str:
-        gray = np.stack([cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in clip.frames[:64]])
+        gray = np.stack([clip.gray(i) for i in range(min(clip.num_frames, 64))])
         values: dict[str, float] = {}
         locations: dict[str, tuple[list[int], list[int] | None]] = {}
         classical = self._classical(gray)

@@ -88,21 +88,14 @@ class NoiseTool(ForensicTool):
         self.max_pairs, self.max_frames = max_pairs, max_frames
 
     def measure(self, clip: Clip) -> tuple[dict[str, float], dict, dict[str, Any]] | str:
-        flat_frames = clip.frames.reshape(clip.num_frames, -1)
-        moving = np.any(flat_frames[1:] != flat_frames[:-1], axis=1)
+        moving = clip.frame_changes()
         if not moving.any():
             return "frozen video: no frame differs from the previous one"
         h, w = clip.height, clip.width
         inner = np.zeros((h, w), bool)
         b = BORDER if h > 4 * BORDER and w > 4 * BORDER else 0
         inner[b:h - b, b:w - b] = True
-        gray: dict[int, np.ndarray] = {}
-
-        def grey(i: int) -> np.ndarray:
-            if i not in gray:
-                gray[i] = cv2.cvtColor(clip.frames[i], cv2.COLOR_RGB2GRAY)
-            return gray[i]
-
+        grey = clip.gray
         moving_starts = np.flatnonzero(moving)
         starts = moving_starts[sample_indices(len(moving_starts), self.max_pairs)]
         rows = []

@@ -55,7 +55,8 @@ class NPRTool(ForensicTool):
             h_in, h_across = dh[:, 0::2].mean(), dh[:, 1::2].mean() + 1e-6
             v_in, v_across = dv[0::2, :].mean(), dv[1::2, :].mean() + 1e-6
             centred = r - r.mean()
-            kurt = float((centred ** 4).mean() / (centred.var() ** 2 + 1e-20))
+            squared = centred * centred  # (c * c) ** 2 instead of c ** 4: the same up to rounding, without pow()
+            kurt = float((squared * squared).mean() / (centred.var() ** 2 + 1e-20))
             d_ratio = float(np.abs(r[1::2, 1::2]).mean() / (np.abs(r[0::2, 1::2]).mean() + 1e-6))
             rows.append([float(np.abs(r).mean()), float(r.std()), kurt, float(h_in / h_across),
                          float(v_in / v_across), d_ratio])

@@ -84,8 +84,7 @@ class PlanarTool(ForensicTool):
         h, w = clip.height, clip.width
         rows, used, worst = [], [], (-1.0, None, None)
         for s in starts:
-            a = cv2.cvtColor(clip.frames[s], cv2.COLOR_RGB2GRAY)
-            b = cv2.cvtColor(clip.frames[s + gap], cv2.COLOR_RGB2GRAY)
+            a, b = clip.gray(s), clip.gray(s + gap)
             flow = dis_flow(a, b, cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
             gx = cv2.Sobel(a, cv2.CV_32F, 1, 0, ksize=3)
             gy = cv2.Sobel(a, cv2.CV_32F, 0, 1, ksize=3)
