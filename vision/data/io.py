@@ -167,15 +167,21 @@ def read_image(path: str | Path, size: tuple[int, int] | None = None,
     return resize_frame(cv2.cvtColor(image, cv2.COLOR_BGR2RGB, dst=image), size)  # in place: no second copy
 
 
-def resize_frame(frame: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
+def resize_frame(frame: np.ndarray, size: tuple[int, int] | None, dst: np.ndarray | None = None) -> np.ndarray:
     """``frame`` resized to ``size`` ``(W, H)`` (None or its own size: returned as is); area interpolation when
-    shrinking, bilinear when enlarging (OpenCV, pixel-centre aligned). Every reader resizes with this."""
+    shrinking, bilinear when enlarging (OpenCV, pixel-centre aligned). Every reader resizes with this.
+
+    ``dst``: a C-contiguous array of the output's shape and dtype to write the result into (it is then returned;
+    a frame that needs no resizing is copied into it)."""
     import cv2
 
     if size is None or tuple(size) == (frame.shape[1], frame.shape[0]):
-        return frame
+        if dst is None:
+            return frame
+        np.copyto(dst, frame)
+        return dst
     if len(size) != 2 or min(size) < 1:
         raise InputError(f"size must be a (W, H) pair of positive ints; got {size!r}")
     shrinking = size[0] * size[1] < frame.shape[0] * frame.shape[1]
-    return cv2.resize(frame, (int(size[0]), int(size[1])),
+    return cv2.resize(frame, (int(size[0]), int(size[1])), dst=dst,
                       interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)

@@ -144,6 +144,12 @@ def iter_frames(path: str | Path, stride: int = 1, max_frames: int | None = None
             the file holds), no frame at all could be decoded, or its frames are over ``max_pixels``.
         InputError: bad ``stride`` / ``max_frames`` / ``size``.
     """
+    return _open_frames(path, stride, max_frames, size, max_pixels, None)
+
+
+def _open_frames(path: str | Path, stride: int, max_frames: int | None, size: SizeArg, max_pixels: int | None,
+                 buffer: _FrameBuffer | None) -> Iterator[np.ndarray]:
+    """Check the arguments, open ``path`` and check its frame size; the frame generator (see :func:`iter_frames`)."""
     _check_sampling(stride, max_frames)
     _target_size(1, 1, size)  # validate the size argument before touching the file
     container, stream = _open_for_reading(path)  # errors about the file surface here, not at the first next()
@@ -152,7 +158,47 @@ def iter_frames(path: str | Path, stride: int = 1, max_frames: int | None = None
     except VideoError:
         container.close()
         raise
-    return _decode_frames(path, container, stream, stride, max_frames, size)
+    if buffer is not None:
+        declared = int(stream.frames or 0)
+        buffer.reserve(-(-declared // stride) if declared else 0, max_frames)
+    return _decode_frames(path, container, stream, stride, max_frames, size, buffer)
+
+
+class _FrameBuffer:
+    """The ``[T, H, W, 3]`` array :func:`read_video` returns, filled frame by frame in place (each frame is resized
+    straight into its slot: no per-frame copy and no final stack). Sized from the container's declared frame count
+    (at most 1024 frames at first); it doubles when more frames come."""
+
+    def __init__(self) -> None:
+        self.capacity, self.count = 64, 0
+        self.array: np.ndarray | None = None
+
+    def reserve(self, expected: int, max_frames: int | None) -> None:
+        if expected > 0:
+            self.capacity = min(expected, 1024)
+        if max_frames is not None:
+            self.capacity = min(self.capacity, max_frames)
+        self.capacity = max(self.capacity, 1)
+
+    def slot(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The next frame's ``uint8`` slot of ``shape``; frames of another shape than the first raise ValueError
+        (like ``np.stack``)."""
+        if self.array is None:
+            self.array = np.empty((self.capacity, *shape), np.uint8)
+        elif tuple(shape) != self.array.shape[1:]:
+            raise ValueError(f"all input arrays must have the same shape: frame {self.count} is {tuple(shape)}, "
+                             f"frame 0 is {self.array.shape[1:]}")
+        elif self.count == len(self.array):
+            grown = np.empty((2 * len(self.array), *shape), np.uint8)
+            grown[: self.count] = self.array
+            self.array = grown
+        self.count += 1
+        return self.array[self.count - 1]
+
+    def result(self) -> np.ndarray:
+        if self.array is None:
+            raise VideoError("no frame could be decoded")  # not reached: the decoder raises first
+        return self.array[: self.count] if self.count < len(self.array) else self.array
 
 
 def _is_data(packet: av.Packet) -> bool:
@@ -168,8 +214,10 @@ def _refuse_if_short(path: str | Path, declared: int, found: int, detail: str = 
 
 
 def _decode_frames(path: str | Path, container: av.container.InputContainer, stream: av.video.stream.VideoStream,
-                   stride: int, max_frames: int | None, size: SizeArg) -> Iterator[np.ndarray]:
-    """The generator behind :func:`iter_frames`; closes the container when done or when closed early."""
+                   stride: int, max_frames: int | None, size: SizeArg,
+                   buffer: _FrameBuffer | None = None) -> Iterator[np.ndarray]:
+    """The generator behind :func:`iter_frames`; closes the container when done or when closed early. With
+    ``buffer``, each frame is written into the buffer's next slot and that slot is yielded."""
     declared = int(stream.frames or 0)
     out_wh: tuple[int, int] | None = None
     packets = 0
@@ -187,7 +235,10 @@ def _decode_frames(path: str | Path, container: av.container.InputContainer, str
                     image = frame.to_ndarray(format="rgb24")
                     if yielded == 0:
                         out_wh = _target_size(image.shape[1], image.shape[0], size)
-                    yield resize_frame(image, out_wh)
+                    dst = None
+                    if buffer is not None:
+                        dst = buffer.slot(image.shape if out_wh is None else (out_wh[1], out_wh[0], image.shape[2]))
+                    yield resize_frame(image, out_wh, dst=dst)
                     yielded += 1
                     if max_frames is not None and yielded >= max_frames:
                         # enough frames: count the rest of the file's packets without decoding them
@@ -208,8 +259,10 @@ def _decode_frames(path: str | Path, container: av.container.InputContainer, str
 def read_video(path: str | Path, stride: int = 1, max_frames: int | None = None, size: SizeArg = None,
                max_pixels: int | None = MAX_INPUT_PIXELS) -> np.ndarray:
     """Read a video into one array ``uint8 [T, H, W, 3]`` RGB; same arguments and errors as :func:`iter_frames`."""
-    frames = list(iter_frames(path, stride=stride, max_frames=max_frames, size=size, max_pixels=max_pixels))
-    return np.stack(frames, axis=0)
+    buffer = _FrameBuffer()
+    for _ in _open_frames(path, stride, max_frames, size, max_pixels, buffer):
+        pass  # each frame lands in the buffer
+    return buffer.result()
 
 
 def check_video(path: str | Path, max_pixels: int | None = MAX_INPUT_PIXELS) -> VideoInfo:
