@@ -325,3 +325,28 @@ def test_validate_forensics_results_names_entry_and_field(mutate, field):
     split["videos"][0].pop("id")
     with pytest.raises(DataError, match=r"^split\.json: videos\[0\]\.id"):
         validate_forensics_results(results, split, "preds.json", split_file="split.json")
+
+
+def test_the_first_bad_entry_is_named_although_compressed_masks_are_checked_in_batches():
+    """Compressed RLE counts of results and of ground truth are decoded in batches after the other checks; the
+    error raised is still that of the first bad entry in file order, whichever check finds it."""
+    split, results = detection_case()
+    assert len(results) >= 3 and len(split["annotations"]) >= 2
+    results[1]["segmentation"] = {**results[1]["segmentation"], "counts": "0000"}  # found by the batch
+    results[2]["category_id"] = 999  # found at once, later in the file
+    with pytest.raises(DataError) as info:
+        evaluate(split, results, "detection")
+    assert info.value.field == "results[1].segmentation.counts"
+    results[1]["segmentation"] = detection_case()[1][1]["segmentation"]
+    with pytest.raises(DataError) as info:
+        evaluate(split, results, "detection")
+    assert info.value.field == "results[2].category_id"
+
+    split, results = detection_case()
+    first = split["annotations"][0]
+    first["segmentation"] = {"size": [_image_size(split, first["image_id"])[0],
+                                      _image_size(split, first["image_id"])[1]], "counts": "0000"}
+    split["annotations"][1]["category_id"] = 999
+    with pytest.raises(DataError) as info:
+        evaluate(split, results, "detection")
+    assert info.value.field == "annotations[0].segmentation.counts"

@@ -104,8 +104,9 @@ class DeferredRle:
     MAX_CHARS = 1 << 20
     MAX_STRINGS = 1 << 15
 
-    def __init__(self, c: Checker) -> None:
+    def __init__(self, c: Checker, prefix: str = "annotations") -> None:
         self.c = c
+        self.prefix = prefix  # errors name f"{prefix}[{index}].segmentation"
         self.indexes: list[int] = []
         self.segmentations: list[dict] = []
         self.strings: list[str] = []
@@ -121,6 +122,18 @@ class DeferredRle:
         if self.chars >= self.MAX_CHARS or len(self.strings) >= self.MAX_STRINGS:
             self.flush()
 
+    def offer(self, index: int, seg: Any, height: int, width: int) -> bool:
+        """Queue ``seg`` when it is a compressed RLE whose ``size`` is exactly ``[height, width]`` (ints) and
+        return True; False for anything else, which :func:`check_rle` (or the polygon checks) must decide now."""
+        if type(seg) is not dict:
+            return False
+        size, counts = seg.get("size"), seg.get("counts")
+        if (type(size) is list and len(size) == 2 and type(size[0]) is int and type(size[1]) is int
+                and size[0] == height and size[1] == width and type(counts) is str):
+            self.add(index, seg, counts, height * width)
+            return True
+        return False
+
     def flush(self) -> None:
         if not self.strings:
             return
@@ -130,7 +143,7 @@ class DeferredRle:
         self.indexes, self.segmentations, self.strings, self.pixels, self.chars = [], [], [], [], 0
         for k in suspects.tolist():
             height, width = segmentations[k]["size"]
-            check_rle(self.c, segmentations[k], f"annotations[{indexes[k]}].segmentation", height, width)
+            check_rle(self.c, segmentations[k], f"{self.prefix}[{indexes[k]}].segmentation", height, width)
 
 
 NUMBER_TYPES = frozenset((int, float))

@@ -96,7 +96,7 @@ def coco_ground_truth(split: dict, *, file: str | None = None, need_segmentation
         }
         seg = ann.get("segmentation")
         if seg is not None and seg != []:
-            out["segmentation"] = copy.deepcopy(seg)
+            out["segmentation"] = _copy_segmentation(seg)
         elif need_segmentation:
             raise DataError("segm evaluation needs a segmentation on every ground-truth annotation",
                             file=file, field=f"{field}.segmentation")
@@ -108,6 +108,17 @@ def coco_ground_truth(split: dict, *, file: str | None = None, need_segmentation
             out["area"] = float(out["bbox"][2] * out["bbox"][3])
         annotations.append(out)
     return {"images": images, "annotations": annotations, "categories": categories}
+
+
+def _copy_segmentation(seg: Any) -> Any:
+    """A copy of a COCO segmentation that shares nothing mutable with it: an RLE dict (``size`` and ``counts``
+    lists copied; a counts string is immutable) or a list of polygons (each list copied); anything else deep-copied
+    (it has been validated before, so that is rare)."""
+    if isinstance(seg, dict) and all(isinstance(v, (list, str, bytes)) for v in seg.values()):
+        return {k: list(v) if isinstance(v, list) else v for k, v in seg.items()}
+    if isinstance(seg, list) and all(isinstance(poly, list) for poly in seg):
+        return [list(poly) for poly in seg]
+    return copy.deepcopy(seg)
 
 
 def _results_for(results: Iterable[dict], iou_type: str) -> list[dict]:
@@ -159,7 +170,8 @@ def _summary(evaluator: Any, max_dets: tuple[int, int, int]) -> list[float]:
 
 
 def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
-            category_ids: Iterable[int] | None = None, max_dets: tuple[int, int, int] = (1, 10, 100)) -> dict:
+            category_ids: Iterable[int] | None = None, max_dets: tuple[int, int, int] = (1, 10, 100),
+            file: str | None = None) -> dict:
     """COCO AP/AR of ``results`` against ``gt``.
 
     Args:
@@ -170,6 +182,7 @@ def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
         category_ids: restrict the evaluation to these categories (IV mAP over a vocabulary).
         max_dets: three increasing limits of detections per image (see the module docstring for which figure
             uses which, as in pycocotools).
+        file: the split's path, named by errors in ``gt``.
 
     Returns:
         The twelve figures keyed by :func:`stat_keys` (:data:`COCO_STAT_KEYS` for the default ``max_dets``), floats
@@ -181,7 +194,7 @@ def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
     if len(max_dets) != 3 or not 0 < max_dets[0] < max_dets[1] < max_dets[2]:
         raise ValueError(f"max_dets must be three increasing positive limits, got {max_dets!r}")
     keys = stat_keys(max_dets)
-    gt_dict = coco_ground_truth(gt, need_segmentation=iou_type == "segm")
+    gt_dict = coco_ground_truth(gt, file=file, need_segmentation=iou_type == "segm")
     coco_gt = COCO(gt_dict)
     coco_dt = coco_gt.loadRes(_results_for(results, iou_type))
     evaluator = COCOeval_faster(coco_gt, coco_dt, iou_type, print_function=_LOG.debug)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from vision.errors import DataError, InputError
-from vision.evaluation.detection import coco_ap, coco_ground_truth
+from vision.evaluation.detection import coco_ap
 from vision.evaluation.geometry import evaluate_geometry_results
 from vision.evaluation.results import (load_document, load_results, validate_detection_results,
                                        validate_tracking_results)
@@ -88,12 +88,10 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
             raise InputError("openset_convention applies to the open-set figures: give unknown_category_id too")
         extra = tuple(options.get("extra_category_ids", ())) + ((int(unknown_id),) if unknown_id is not None else ())
         with_segm = validate_detection_results(results, gt, results_file, extra, split_file=split_file)
-        coco_gt = coco_ground_truth(gt, file=split_file)
         category_ids = options.get("category_ids")
-        metrics: dict[str, Any] = dict(coco_ap(coco_gt, results, "bbox", category_ids=category_ids))
+        metrics: dict[str, Any] = dict(coco_ap(gt, results, "bbox", category_ids=category_ids, file=split_file))
         if with_segm:
-            coco_gt_segm = coco_ground_truth(gt, file=split_file, need_segmentation=True)
-            segm = coco_ap(coco_gt_segm, results, "segm", category_ids=category_ids)
+            segm = coco_ap(gt, results, "segm", category_ids=category_ids, file=split_file)
             metrics.update({f"segm_{k}": v for k, v in segm.items()})
         metrics["num_results"] = len(results)
         if unknown_id is not None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from vision.data.schema import (MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, VIDEO_LABELS, Checker, check_rle,
                                 check_segmentation)
+from vision.data.schema_columns import DeferredRle
 from vision.errors import DataError, InputError
 
 __all__ = ["load_document", "load_json", "load_results", "check_finite", "validate_ground_truth",
@@ -154,22 +155,29 @@ def validate_detection_results(results: list, split: dict, file: str | None = No
     images = {int(img["id"]): img for img in split.get("images", [])}
     categories = {int(cat["id"]) for cat in split.get("categories", [])} | {int(i) for i in extra_category_ids}
     all_segm = bool(results)
-    for i, r in enumerate(results):
-        field = f"results[{i}]"
-        c.entry(r, field, ("image_id", "category_id", "bbox", "score"))
-        image_id = c.int_(r["image_id"], f"{field}.image_id")
-        if image_id not in images:
-            raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
-        category_id = c.int_(r["category_id"], f"{field}.category_id")
-        if category_id not in categories:
-            raise c.fail("category_id is not in the split's categories", f"{field}.category_id", category_id)
-        c.bbox(r["bbox"], f"{field}.bbox")
-        c.number(r["score"], f"{field}.score")
-        if "segmentation" in r:
-            image = images[image_id]
-            check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
-        else:
-            all_segm = False
+    deferred = DeferredRle(c, "results")  # compressed RLE counts are decoded in batches
+    try:
+        for i, r in enumerate(results):
+            field = f"results[{i}]"
+            c.entry(r, field, ("image_id", "category_id", "bbox", "score"))
+            image_id = c.int_(r["image_id"], f"{field}.image_id")
+            if image_id not in images:
+                raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
+            category_id = c.int_(r["category_id"], f"{field}.category_id")
+            if category_id not in categories:
+                raise c.fail("category_id is not in the split's categories", f"{field}.category_id", category_id)
+            c.bbox(r["bbox"], f"{field}.bbox")
+            c.number(r["score"], f"{field}.score")
+            if "segmentation" in r:
+                image = images[image_id]
+                if not deferred.offer(i, r["segmentation"], image["height"], image["width"]):
+                    check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+            else:
+                all_segm = False
+    except DataError:
+        deferred.flush()  # a deferred RLE of an earlier result is the first error
+        raise
+    deferred.flush()
     return all_segm
 
 
@@ -421,6 +429,17 @@ def _annotation_image(c: _Checker, ann: Any, field: str, images: dict[int, dict]
 
 
 def _check_detection_annotations(c: _Checker, split: dict, images: dict[int, dict], categories: set[int]) -> None:
+    deferred = DeferredRle(c)  # compressed RLE counts are decoded in batches
+    try:
+        _check_detection_annotations_in_order(c, split, images, categories, deferred)
+    except DataError:
+        deferred.flush()  # a deferred RLE of an earlier annotation is the first error
+        raise
+    deferred.flush()
+
+
+def _check_detection_annotations_in_order(c: _Checker, split: dict, images: dict[int, dict], categories: set[int],
+                                          deferred: DeferredRle) -> None:
     for i, ann in enumerate(c.top_list(split, "annotations")):
         field = f"annotations[{i}]"
         image = _annotation_image(c, ann, field, images)
@@ -433,8 +452,9 @@ def _check_detection_annotations(c: _Checker, split: dict, images: dict[int, dic
             raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", ann["iscrowd"])
         if "area" in ann:
             c.number(ann["area"], f"{field}.area", minimum=0.0)
-        if ann.get("segmentation") not in (None, []):
-            check_segmentation(c, ann["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+        seg = ann.get("segmentation")
+        if seg not in (None, []) and not deferred.offer(i, seg, image["height"], image["width"]):
+            check_segmentation(c, seg, f"{field}.segmentation", image["height"], image["width"])
 
 
 def _check_tracking_annotations(c: _Checker, split: dict, images: dict[int, dict]) -> None:

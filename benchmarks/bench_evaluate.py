@@ -1,0 +1,216 @@
+"""Scoring detections: ``tools/evaluate.py --task detection`` (bbox + segm) against pycocotools' ``COCOeval``.
+
+    python benchmarks/bench_evaluate.py [--images 5000] [--annotations 36000] [--detections 107000] [--reps 3]
+                                        [--out DIR] [--profile]
+
+Generates, in ``--out`` (kept, and reused when it already holds files of the same sizes) or else in a temporary
+folder (removed), a split sized like COCO val 2017 by default (5k images, 36k annotations with compressed-RLE
+masks, 80 categories; :func:`bench_loading.generate`) and a results file of ``--detections`` detections with
+boxes, compressed-RLE masks and scores: per image, jittered copies of its objects (some matched at high IoU, some
+at low) and false positives, scores rounded to two decimals (many ties).
+
+Each measurement runs in a fresh Python process that first imports both libraries, then times the whole scoring
+of both IoU types from the two JSON files:
+
+- ours: ``vision.cli.evaluate.main(["--split", ..., "--results", ..., "--task", "detection"])`` (reads and
+  validates the split and every result, scores bbox and segm, prints the table);
+- pycocotools: ``COCO(split)``, the results read with ``json``, ``loadRes`` and ``COCOeval`` ``evaluate`` /
+  ``accumulate`` / ``summarize`` for ``bbox`` and for ``segm`` (its own printing silenced); for ``segm`` the results
+  lose their ``bbox`` first, as detectron2 does, so that detection areas come from the masks (our convention).
+
+The table gives the minimum and median over ``--reps`` runs and the ratio ours / pycocotools; the twelve figures
+of both IoU types are compared (they must be identical). ``--profile`` prints cProfile's top lines of ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import json
+import math
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_loading import generate  # noqa: E402
+
+
+def _jittered_mask(rng: np.random.Generator, box: list[float], width: int, height: int) -> np.ndarray:
+    """A filled ellipse inside ``box`` (XYWH), moved and scaled at random: ``uint8 [H, W]`` (Fortran order)."""
+    x, y, w, h = box
+    cx = x + w / 2 + rng.normal(0, 0.1 * w + 0.5)
+    cy = y + h / 2 + rng.normal(0, 0.1 * h + 0.5)
+    rx = max(w / 2 * math.exp(rng.normal(0, 0.15)), 1.0)
+    ry = max(h / 2 * math.exp(rng.normal(0, 0.15)), 1.0)
+    x0, x1 = max(int(cx - rx), 0), min(int(math.ceil(cx + rx)) + 1, width)
+    y0, y1 = max(int(cy - ry), 0), min(int(math.ceil(cy + ry)) + 1, height)
+    mask = np.zeros((height, width), np.uint8, order="F")
+    if x1 > x0 and y1 > y0:
+        ys, xs = np.ogrid[y0:y1, x0:x1]
+        mask[y0:y1, x0:x1] = (((xs + 0.5 - cx) / rx) ** 2 + ((ys + 0.5 - cy) / ry) ** 2 <= 1.0)
+    if not mask.any():
+        mask[min(int(cy), height - 1), min(int(cx), width - 1)] = 1
+    return mask
+
+
+def make_results(split: Path, out: Path, n_detections: int, seed: int = 1) -> Path:
+    """Write ``results.json``: for each ground-truth object one or two jittered copies (same or another category),
+    the rest false positives on random images; reused when ``out`` already holds one of this size."""
+    from pycocotools import mask as mask_utils
+
+    path = out / "results.json"
+    stamp = out / "results_size.json"
+    wanted = {"detections": n_detections, "seed": seed, "split": split.name}
+    if stamp.exists() and path.exists() and json.loads(stamp.read_text()) == wanted:
+        return path
+    gt = json.loads(split.read_text())
+    images = {img["id"]: img for img in gt["images"]}
+    anns = gt["annotations"]
+    rng = np.random.default_rng(seed)
+    results = []
+    while len(results) < n_detections:
+        if rng.random() < 0.75:  # a copy of an object, sometimes of another category
+            ann = anns[int(rng.integers(len(anns)))]
+            img = images[ann["image_id"]]
+            category = ann["category_id"] if rng.random() < 0.8 else int(rng.integers(1, 81))
+            box = ann["bbox"]
+        else:  # a false positive anywhere
+            img = images[int(rng.integers(1, len(images) + 1))]
+            category = int(rng.integers(1, 81))
+            w = math.exp(rng.uniform(math.log(4), math.log(0.5 * img["width"])))
+            h = min(w * math.exp(rng.uniform(-0.7, 0.7)), 0.5 * img["height"])
+            box = [rng.uniform(0, img["width"] - w), rng.uniform(0, img["height"] - h), w, h]
+        mask = _jittered_mask(rng, box, img["width"], img["height"])
+        rle = mask_utils.encode(mask)
+        x, y, w, h = mask_utils.toBbox(rle).tolist()
+        results.append({"image_id": img["id"], "category_id": category, "bbox": [x, y, w, h],
+                        "score": round(float(rng.uniform(0.01, 1.0)), 2),
+                        "segmentation": {"size": rle["size"], "counts": rle["counts"].decode("ascii")}})
+        if len(results) % 20000 == 0:
+            print(f"  generated {len(results)} / {n_detections} detections", file=sys.stderr)
+    path.write_text(json.dumps(results, separators=(",", ":")))
+    stamp.write_text(json.dumps(wanted))
+    return path
+
+
+def _ours(split: Path, results: Path) -> dict:
+    from vision.cli.evaluate import main
+
+    out = split.parent / "ours_metrics.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["--split", str(split), "--results", str(results), "--task", "detection", "--out", str(out)])
+    if code != 0:
+        raise SystemExit(f"vision-evaluate failed with code {code}")
+    return json.loads(out.read_text())
+
+
+def _pycocotools(split: Path, results: Path) -> dict:
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    metrics = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO(str(split))
+        detections = json.loads(results.read_text())
+        for iou_type in ("bbox", "segm"):
+            if iou_type == "segm":  # as detectron2: without the box, detection areas come from the masks
+                detections = [{k: v for k, v in d.items() if k != "bbox"} for d in detections]
+            evaluator = COCOeval(gt, gt.loadRes(detections), iou_type)
+            evaluator.evaluate()
+            evaluator.accumulate()
+            evaluator.summarize()
+            metrics[iou_type] = [float(v) for v in evaluator.stats]
+    return metrics
+
+
+def _measure(tool: str, split: str, results: str) -> None:
+    """Child process: import both libraries, then time one scoring; print JSON."""
+    import pycocotools.cocoeval  # noqa: F401  (imports are not timed)
+
+    import vision.cli.evaluate  # noqa: F401
+
+    run = _ours if tool == "ours" else _pycocotools
+    start = time.perf_counter()
+    metrics = run(Path(split), Path(results))
+    print(json.dumps({"seconds": time.perf_counter() - start, "metrics": metrics}))
+
+
+def _run_child(tool: str, split: Path, results: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--_measure", tool, str(split), str(results)],
+                         capture_output=True, text=True, cwd=ROOT)
+    if out.returncode != 0:
+        raise SystemExit(f"{tool} measurement failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _profile(split: Path, results: Path, top: int = 20) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    _ours(split, results)
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
+    return text.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--images", type=int, default=5000)
+    parser.add_argument("--annotations", type=int, default=36000)
+    parser.add_argument("--detections", type=int, default=107000)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None, help="keep the generated files here (and reuse them)")
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top lines of ours")
+    parser.add_argument("--_measure", nargs=3, metavar=("TOOL", "SPLIT", "RESULTS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args._measure:
+        _measure(*args._measure)
+        return
+    if args.reps < 1:
+        parser.error("--reps must be >= 1")
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench_evaluate_"))
+    try:
+        split = generate(out, args.images, args.annotations, ["rle"])["rle"]
+        results = make_results(split, out, args.detections)
+        runs: dict[str, list[dict]] = {"ours": [], "pycocotools": []}
+        for _ in range(args.reps):
+            for tool in runs:
+                runs[tool].append(_run_child(tool, split, results))
+        ours, ref = runs["ours"][0]["metrics"], runs["pycocotools"][0]["metrics"]
+        print(f"split: {args.images} images, {args.annotations} annotations (RLE masks); results: "
+              f"{args.detections} detections (boxes + RLE masks), bbox + segm")
+        print(f"{'tool':<14}{'min s':>9}{'median s':>10}")
+        seconds = {tool: [r["seconds"] for r in rs] for tool, rs in runs.items()}
+        for tool, values in seconds.items():
+            print(f"{tool:<14}{min(values):>9.2f}{statistics.median(values):>10.2f}")
+        print(f"ratio ours / pycocotools: min {min(seconds['ours']) / min(seconds['pycocotools']):.3f}, median "
+              f"{statistics.median(seconds['ours']) / statistics.median(seconds['pycocotools']):.3f} "
+              f"(target <= 0.25)")
+        keys = ["AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl"]
+        worst = 0.0
+        for iou_type, prefix in (("bbox", ""), ("segm", "segm_")):
+            for key, value in zip(keys, ref[iou_type]):
+                worst = max(worst, abs(ours[prefix + key] - value))
+        print(f"largest difference over the 24 figures (bbox + segm): {worst:.2e}; "
+              f"AP bbox {ours['AP']:.4f} / {ref['bbox'][0]:.4f}, segm {ours['segm_AP']:.4f} / {ref['segm'][0]:.4f}")
+        if args.profile:
+            print(_profile(split, results))
+    finally:
+        if args.out is None:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
