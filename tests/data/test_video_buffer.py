@@ -52,3 +52,15 @@ def test_resize_frame_into_destination() -> None:
     np.testing.assert_array_equal(dst[1], cv2.resize(frame, (602, 256), interpolation=cv2.INTER_AREA))
     same = resize_frame(frame, (640, 272), dst=np.empty_like(frame))  # no resize: copied
     np.testing.assert_array_equal(same, frame)
+
+
+def test_rgb_conversion_on_one_thread_gives_the_pooled_bytes() -> None:
+    """read_video converts on the calling thread (PyAV >= 17 would use a thread pool): the same RGB bytes."""
+    import av
+
+    from vision.data.video import _RGB_ARGS
+
+    with av.open(str(CARPHONE)) as container:
+        pooled = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)][:30]
+    assert int(av.__version__.split(".")[0]) < 17 or _RGB_ARGS == {"threads": 1}
+    np.testing.assert_array_equal(read_video(CARPHONE, max_frames=30), np.stack(pooled))
