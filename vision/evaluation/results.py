@@ -83,9 +83,38 @@ def load_results(results: list | str | Path) -> tuple[list, str | None]:
     return results, file
 
 
+def _all_finite(document: Any) -> bool:
+    """True when no number anywhere in ``document`` is NaN, infinite or beyond a double's range (the walk of
+    :func:`check_finite` without building field names; exact JSON types take the quick tests)."""
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            stack.extend(value.values())
+        elif kind is list:
+            stack.extend(value)
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is int:
+            if value.bit_length() > 1023 and _beyond_double(value):
+                return False
+        elif kind is not str and kind is not bool and value is not None:
+            if isinstance(value, (list, tuple)):
+                stack.extend(value)
+            elif isinstance(value, dict):
+                stack.extend(value.values())
+            elif _beyond_double(value):
+                return False
+    return True
+
+
 def check_finite(document: Any, file: str | None, root: str = "results") -> None:
     """Raise a :class:`DataError` naming the field (``results[3].bbox[2]``) of the first number that is NaN,
     infinite or beyond a double's range, anywhere in ``document``."""
+    if _all_finite(document):
+        return
     stack: list[tuple[Any, str]] = [(document, root)]
     while stack:
         value, field = stack.pop()
@@ -158,6 +187,15 @@ def validate_detection_results(results: list, split: dict, file: str | None = No
     deferred = DeferredRle(c, "results")  # compressed RLE counts are decoded in batches
     try:
         for i, r in enumerate(results):
+            if _plain_detection(r, images, categories):  # every check below surely passes
+                if "segmentation" in r:
+                    image = images[r["image_id"]]
+                    if not deferred.offer(i, r["segmentation"], image["height"], image["width"]):
+                        check_rle(c, r["segmentation"], f"results[{i}].segmentation", image["height"],
+                                  image["width"])
+                else:
+                    all_segm = False
+                continue
             field = f"results[{i}]"
             c.entry(r, field, ("image_id", "category_id", "bbox", "score"))
             image_id = c.int_(r["image_id"], f"{field}.image_id")
@@ -179,6 +217,25 @@ def validate_detection_results(results: list, split: dict, file: str | None = No
         raise
     deferred.flush()
     return all_segm
+
+
+def _plain_detection(r: Any, images: dict[int, dict], categories: set[int]) -> bool:
+    """True when :func:`validate_detection_results` surely accepts result ``r`` but for its segmentation: exact
+    JSON types (a dict; int ids of the split; a list of four finite int / float numbers, width and height >= 0; a
+    finite score). False: the one-by-one checks decide and word the error."""
+    if type(r) is not dict:
+        return False
+    image_id, category_id, bbox, score = r.get("image_id"), r.get("category_id"), r.get("bbox"), r.get("score")
+    if (type(image_id) is not int or image_id not in images or type(category_id) is not int
+            or category_id not in categories or type(bbox) is not list or len(bbox) != 4):
+        return False
+    for v in (*bbox, score):
+        if type(v) is float:
+            if not math.isfinite(v):
+                return False
+        elif type(v) is not int or v.bit_length() > 1023:
+            return False
+    return bbox[2] >= 0 and bbox[3] >= 0
 
 
 def validate_tracking_results(results: list, split: dict, file: str | None = None,
