@@ -125,3 +125,14 @@ def test_codec_trace_without_loop_filter_equals_full_decode() -> None:
         np.testing.assert_array_equal(rows[:, 0], vectors["dst_x"])
         np.testing.assert_array_equal(rows[:, 2], vectors["motion_x"] / np.maximum(vectors["motion_scale"], 1.0))
         np.testing.assert_array_equal(rows[:, 3], vectors["motion_y"] / np.maximum(vectors["motion_scale"], 1.0))
+
+
+def test_a_tool_version_changes_its_feature_cache_key(tmp_path):
+    """Caches are keyed by the tool's version: a tool whose values changed never reads the old file."""
+    from vision.forensics.features import _cache_path
+    from vision.forensics.tools import build_tools
+
+    tool = build_tools(["periodicity"])[0]
+    path = _cache_path(tmp_path, tmp_path / "split.json", b"{}", tool, 64, 16)
+    tool.version = tool.version + 1
+    assert _cache_path(tmp_path, tmp_path / "split.json", b"{}", tool, 64, 16) != path

@@ -179,9 +179,9 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
     as ``{video_id, generator, family, source}``).
 
     With ``cache_dir``, each tool's features are cached in their own JSON file, keyed by the split file's content,
-    the tool and its feature names, ``size`` and ``max_frames``, and, for a tool holding a geometry backbone
-    (``tool.backbone``), the backbone's :func:`backbone_fingerprint`; only the tools without a cache are run (each
-    video decoded once for all of them), so any subset of cached tools is read without decoding.
+    the tool, its feature names and ``version``, ``size`` and ``max_frames``, and, for a tool holding a geometry
+    backbone (``tool.backbone``), the backbone's :func:`backbone_fingerprint`; only the tools without a cache are
+    run (each video decoded once for all of them), so any subset of cached tools is read without decoding.
     """
     from vision.data.coco import load_split
     from vision.data.datasets import LabelledVideoDataset
@@ -228,6 +228,8 @@ def _cache_path(cache_dir: str | Path | None, split_file: str | Path, content: b
     if cache_dir is None:
         return None
     key = [tool.name, list(tool.feature_names), size, max_frames]
+    if tool.version != 1:  # version 1 keeps the keys written before tools had versions
+        key.append(tool.version)
     if getattr(tool, "backbone", None) is not None:  # features of another backbone are other features
         key.append(backbone_fingerprint(tool.backbone))
     key_src = content + json.dumps(key).encode()

@@ -165,6 +165,8 @@ class ForensicTool(ABC):
     feature_names: tuple[str, ...] = ()
     descriptions: dict[str, str] = {}
     min_frames: int = 1
+    #: bumped whenever the tool's feature values change: feature caches are keyed by it, so none is read stale
+    version: int = 1
 
     def check(self, clip: Clip) -> str | None:
         """Return a reason string when the tool cannot apply to ``clip``, else None."""

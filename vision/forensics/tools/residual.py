@@ -47,6 +47,7 @@ class ResidualTool(ForensicTool):
     """SRM residual statistics (see the module docstring); values are on the 0-255 intensity scale."""
 
     name = "residual"
+    version = 2  # kurtosis without pow (values moved by < 2e-7 relative)
     feature_names = ("first_std", "second_std", "kv3_std", "kv5_std", "kv3_kurt", "kv5_kurt", "channel_corr",
                      "block_cv", "temporal_corr")
     descriptions = {
