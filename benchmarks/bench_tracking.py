@@ -114,25 +114,31 @@ def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refi
     return table
 
 
-def speed(model, size: int, views: int = 8, repeats: int = 5, refine: bool = True) -> dict[int, float]:
-    """Views per second of ``propagate`` over one window of ``views`` random frames, for 1, 4 and 16 point-prompted
-    objects: the fastest of ``repeats`` timed runs after a warm-up (the least disturbed by other load)."""
+def speed(models: dict, size: int, views: int = 8, repeats: int = 5,
+          refine: bool = True) -> dict[str, dict[int, list[float]]]:
+    """Seconds of ``propagate`` over one window of ``views`` random frames, for 1, 4 and 16 point-prompted
+    objects: ``{arch: {objects: [seconds of each of the repeats]}}`` after a warm-up, the models timed in turn
+    within each repetition (so a change of load on the machine reaches both alike)."""
     from vision.tracking.predictor import TrackerPredictor
 
-    predictor = TrackerPredictor(model, text_encoder=None, window_size=views, max_anchors=1, refine=refine)
     frames = (np.random.default_rng(0).random((views, size, size, 3)) * 255).astype(np.uint8)
-    out = {}
+    out: dict[str, dict[int, list[float]]] = {arch: {} for arch in models}
     for n in (1, 4, 16):
-        state = predictor.init_state(frames)
-        for o in range(n):
-            predictor.add_prompt(state, 0, o, points=[[(o * 7) % size, (o * 13) % size]])
-        list(predictor.propagate(state))  # warm-up
-        times = []
+        runs = {}
+        for arch, model in models.items():
+            predictor = TrackerPredictor(model, text_encoder=None, window_size=views, max_anchors=1, refine=refine,
+                                         cache_views=0)
+            state = predictor.init_state(frames)
+            for o in range(n):
+                predictor.add_prompt(state, 0, o, points=[[(o * 7) % size, (o * 13) % size]])
+            list(predictor.propagate(state))  # warm-up
+            runs[arch] = (predictor, state)
+            out[arch][n] = []
         for _ in range(repeats):
-            t = time.perf_counter()
-            list(predictor.propagate(state))
-            times.append(time.perf_counter() - t)
-        out[n] = views / min(times)
+            for arch, (predictor, state) in runs.items():
+                t = time.perf_counter()
+                list(predictor.propagate(state))
+                out[arch][n].append(time.perf_counter() - t)
     return out
 
 
@@ -199,6 +205,8 @@ def main() -> None:
     ap.add_argument("--g2tam-ckpt", default=None, help="evaluate this trained G2TAM (TrackingModule checkpoint)")
     ap.add_argument("--baseline-ckpt", default=None, help="evaluate this trained memory-bank control")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--skip-accuracy", action="store_true",
+                    help="with --g2tam-ckpt / --baseline-ckpt: only the speed and correction-click rows")
     ap.add_argument("--no-refine", action="store_true", help="G2TAM without the predictor's second pass")
     ap.add_argument("--oracle", action="store_true",
                     help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
@@ -212,13 +220,16 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     types = [t for t in args.types.split(",") if t]
     trained = {"g2tam": args.g2tam_ckpt, "memory_bank": args.baseline_ckpt} if args.g2tam_ckpt else None
-    paths = render(args.out, 0 if trained else args.train_scenes, args.views, args.size, args.val_scenes)
+    if args.skip_accuracy and (not trained or args.skip_speed):
+        ap.error("--skip-accuracy needs --g2tam-ckpt / --baseline-ckpt and the speed rows")
+    paths = None if args.skip_accuracy else render(args.out, 0 if trained else args.train_scenes, args.views,
+                                                   args.size, args.val_scenes)
     text_encoder = None
-    if "text" in types:
+    if "text" in types and paths is not None:
         from vision.text import get_text_encoder
 
         text_encoder = get_text_encoder("minilm")
-    tables, speeds, times, clicks = {}, {}, {}, {}
+    tables, models, times, clicks = {}, {}, {}, {}
     for arch in ("g2tam", "memory_bank"):
         if trained:
             from vision.tracking.task import load
@@ -227,22 +238,25 @@ def main() -> None:
         else:
             model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, args.geometry_ckpt)
         with torch.no_grad():
-            tables[arch] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine)
-            if args.oracle and arch == "g2tam":
+            if paths is not None:
+                tables[arch] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine)
+            if args.oracle and arch == "g2tam" and paths is not None:
                 tables["oracle"] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine,
                                             known_geometry=True)
             if not args.skip_speed:
-                speeds[arch] = speed(model, args.size, refine=not args.no_refine)
                 clicks[arch] = correction_click(model, args.size)
+                models[arch] = model
+    speeds = speed(models, args.size, refine=not args.no_refine) if models else {}
     print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}")
     if trained:
         print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
     oracle = "oracle" in tables
-    print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}"
-          + (f"{'G2TAM, GT points':>18}" if oracle else ""))
-    for split in tables["g2tam"]:
+    if tables:
+        print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}"
+              + (f"{'G2TAM, GT points':>18}" if oracle else ""))
+    for split in tables.get("g2tam", {}):
         for kind in types:
             for key in ("J&F", "presence_accuracy", "iou3d"):
                 a = tables["g2tam"][split][kind].get(key, float("nan"))
@@ -251,9 +265,15 @@ def main() -> None:
                 if oracle:
                     row += f"{tables['oracle'][split][kind].get(key, float('nan')):>18.3f}"
                 print(row)
+    if speeds:
+        print(f"speed: views/s of propagate, one {args.views}-view window at {args.size} px, one thread; "
+              f"min / median over the repetitions (cache_views=0: every propagate encodes)")
     for n in (1, 4, 16) if speeds else ():
-        a, b = speeds["g2tam"][n], speeds["memory_bank"][n]
-        print(f"{'speed views/s':<27}{n:>2} obj  {a:>8.1f}{b:>10.1f}  ratio {a / b:.2f}")
+        g, c = speeds["g2tam"][n], speeds["memory_bank"][n]
+        a, b = args.views / min(g), args.views / min(c)
+        am, bm = args.views / np.median(g), args.views / np.median(c)
+        print(f"{'speed views/s':<27}{n:>2} obj  G2TAM {a:>6.1f} / {am:>6.1f}  control {b:>6.1f} / {bm:>6.1f}  "
+              f"ratio {a / b:.2f} / {am / bm:.2f} (target >= 1.0)")
     for arch, (first, click) in clicks.items():
         print(f"correction click {arch:<12} first propagate s min {min(first):.4f} median {np.median(first):.4f}; "
               f"after a click min {min(click):.4f} median {np.median(click):.4f}; ratio min "
