@@ -81,7 +81,7 @@ train-detection: detection-data
 
 # `make train-long`: the same configs trained longer, beside the tiny runs (in runs/<task>/long; --run_dir moves
 # every path of a config's run), printing the same tables; the demo prefers these checkpoints when they exist.
-# The geometry backbone: 8x the steps of train-geometry (about 2 h 10 min on 2 cores); G2TAM and its control from
+# The geometry backbone: 8x the steps of train-geometry (about 75 min on 2 cores alone); G2TAM and its control from
 # it (runs/tracking/long, runs/tracking/baseline_long); the detector: 8x the steps of train-detection (about 16 min).
 LONG_DETECTION_STEPS ?= 2400
 LONG_GEOMETRY_STEPS ?= 8192
