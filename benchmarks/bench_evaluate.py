@@ -41,10 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_loading import generate  # run as a script, this folder is on the path
 
-from bench_loading import generate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _jittered_mask(rng: np.random.Generator, box: list[float], width: int, height: int) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 
 from vision.data.checker import BOX_TOLERANCE_PX, Checker, check_rle
 from vision.data.rle import rle_runs_summary
+from vision.errors import DataError
 
 __all__ = [
     "Listings",
@@ -94,10 +95,11 @@ class Listings:
 class DeferredRle:
     """Compressed RLE ``counts`` of annotations that passed every other check, checked many at once.
 
-    :meth:`add` queues an annotation's segmentation (its ``size`` already checked); :meth:`flush` (called when a
-    batch is full, when a later annotation fails, and at the end) decodes the batch with :func:`rle_runs_summary`
-    and hands every string it cannot vouch for (not decoded, a run out of range, a sum other than ``height *
-    width``) to :func:`check_rle`, in file order: the first error is the one the one-by-one checks would raise.
+    :meth:`add` (or :meth:`offer`) queues an annotation's segmentation (its ``size`` already checked);
+    :meth:`flush` (called when a batch is full, and by ``with DeferredRle(...)`` when a later annotation fails and
+    at the end) decodes the batch with :func:`rle_runs_summary` and hands every string it cannot vouch for (not
+    decoded, a run out of range, a sum other than ``height * width``) to :func:`check_rle`, in file order: the
+    first error is the one the one-by-one checks would raise.
     """
 
     #: a batch is decoded once it holds this many characters or strings (bounds the decoder's memory)
@@ -121,6 +123,16 @@ class DeferredRle:
         self.chars += len(counts)
         if self.chars >= self.MAX_CHARS or len(self.strings) >= self.MAX_STRINGS:
             self.flush()
+
+    def __enter__(self) -> "DeferredRle":
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, trace: Any) -> bool:
+        """Flush at the end of the block, and when a check of a later entry fails (a :class:`DataError`): a
+        deferred RLE of an earlier entry is then the first error, and it is the one raised."""
+        if kind is None or issubclass(kind, DataError):
+            self.flush()
+        return False
 
     def offer(self, index: int, seg: Any, height: int, width: int) -> bool:
         """Queue ``seg`` when it is a compressed RLE whose ``size`` is exactly ``[height, width]`` (ints) and

@@ -184,43 +184,36 @@ def validate_detection_results(results: list, split: dict, file: str | None = No
     images = {int(img["id"]): img for img in split.get("images", [])}
     categories = {int(cat["id"]) for cat in split.get("categories", [])} | {int(i) for i in extra_category_ids}
     all_segm = bool(results)
-    deferred = DeferredRle(c, "results")  # compressed RLE counts are decoded in batches
-    try:
+    with DeferredRle(c, "results") as deferred:  # compressed RLE counts are decoded in batches
         for i, r in enumerate(results):
-            if _plain_detection(r, images, categories):  # every check below surely passes
-                if "segmentation" in r:
-                    image = images[r["image_id"]]
-                    if not deferred.offer(i, r["segmentation"], image["height"], image["width"]):
-                        check_rle(c, r["segmentation"], f"results[{i}].segmentation", image["height"],
-                                  image["width"])
-                else:
-                    all_segm = False
-                continue
-            field = f"results[{i}]"
-            c.entry(r, field, ("image_id", "category_id", "bbox", "score"))
-            image_id = c.int_(r["image_id"], f"{field}.image_id")
-            if image_id not in images:
-                raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
-            category_id = c.int_(r["category_id"], f"{field}.category_id")
-            if category_id not in categories:
-                raise c.fail("category_id is not in the split's categories", f"{field}.category_id", category_id)
-            c.bbox(r["bbox"], f"{field}.bbox")
-            c.number(r["score"], f"{field}.score")
-            if "segmentation" in r:
-                image = images[image_id]
-                if not deferred.offer(i, r["segmentation"], image["height"], image["width"]):
-                    check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+            if _plain_detection(r, images, categories):  # every check of _checked_image surely passes
+                image = images[r["image_id"]]
             else:
+                image = _checked_image(c, r, f"results[{i}]", images, categories)
+            if "segmentation" not in r:
                 all_segm = False
-    except DataError:
-        deferred.flush()  # a deferred RLE of an earlier result is the first error
-        raise
-    deferred.flush()
+            elif not deferred.offer(i, r["segmentation"], image["height"], image["width"]):
+                check_rle(c, r["segmentation"], f"results[{i}].segmentation", image["height"], image["width"])
     return all_segm
 
 
+def _checked_image(c: _Checker, r: Any, field: str, images: dict[int, dict], categories: set[int]) -> dict:
+    """Every check of one detection result but its segmentation, one by one, each error naming the field and
+    the value; returns the split's image the result is on."""
+    c.entry(r, field, ("image_id", "category_id", "bbox", "score"))
+    image_id = c.int_(r["image_id"], f"{field}.image_id")
+    if image_id not in images:
+        raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
+    category_id = c.int_(r["category_id"], f"{field}.category_id")
+    if category_id not in categories:
+        raise c.fail("category_id is not in the split's categories", f"{field}.category_id", category_id)
+    c.bbox(r["bbox"], f"{field}.bbox")
+    c.number(r["score"], f"{field}.score")
+    return images[image_id]
+
+
 def _plain_detection(r: Any, images: dict[int, dict], categories: set[int]) -> bool:
-    """True when :func:`validate_detection_results` surely accepts result ``r`` but for its segmentation: exact
+    """True when :func:`_checked_image` surely accepts result ``r`` (every check but the segmentation): exact
     JSON types (a dict; int ids of the split; a list of four finite int / float numbers, width and height >= 0; a
     finite score). False: the one-by-one checks decide and word the error."""
     if type(r) is not dict:
@@ -486,32 +479,22 @@ def _annotation_image(c: _Checker, ann: Any, field: str, images: dict[int, dict]
 
 
 def _check_detection_annotations(c: _Checker, split: dict, images: dict[int, dict], categories: set[int]) -> None:
-    deferred = DeferredRle(c)  # compressed RLE counts are decoded in batches
-    try:
-        _check_detection_annotations_in_order(c, split, images, categories, deferred)
-    except DataError:
-        deferred.flush()  # a deferred RLE of an earlier annotation is the first error
-        raise
-    deferred.flush()
-
-
-def _check_detection_annotations_in_order(c: _Checker, split: dict, images: dict[int, dict], categories: set[int],
-                                          deferred: DeferredRle) -> None:
-    for i, ann in enumerate(c.top_list(split, "annotations")):
-        field = f"annotations[{i}]"
-        image = _annotation_image(c, ann, field, images)
-        category_id = c.int_(c.key(ann, "category_id", field), f"{field}.category_id")
-        if category_id not in categories:
-            raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
-                         category_id)
-        c.bbox(c.key(ann, "bbox", field), f"{field}.bbox")
-        if "iscrowd" in ann and (ann["iscrowd"] not in (0, 1) or not isinstance(ann["iscrowd"], (int, bool))):
-            raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", ann["iscrowd"])
-        if "area" in ann:
-            c.number(ann["area"], f"{field}.area", minimum=0.0)
-        seg = ann.get("segmentation")
-        if seg not in (None, []) and not deferred.offer(i, seg, image["height"], image["width"]):
-            check_segmentation(c, seg, f"{field}.segmentation", image["height"], image["width"])
+    with DeferredRle(c) as deferred:  # compressed RLE counts are decoded in batches
+        for i, ann in enumerate(c.top_list(split, "annotations")):
+            field = f"annotations[{i}]"
+            image = _annotation_image(c, ann, field, images)
+            category_id = c.int_(c.key(ann, "category_id", field), f"{field}.category_id")
+            if category_id not in categories:
+                raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
+                             category_id)
+            c.bbox(c.key(ann, "bbox", field), f"{field}.bbox")
+            if "iscrowd" in ann and (ann["iscrowd"] not in (0, 1) or not isinstance(ann["iscrowd"], (int, bool))):
+                raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", ann["iscrowd"])
+            if "area" in ann:
+                c.number(ann["area"], f"{field}.area", minimum=0.0)
+            seg = ann.get("segmentation")
+            if seg not in (None, []) and not deferred.offer(i, seg, image["height"], image["width"]):
+                check_segmentation(c, seg, f"{field}.segmentation", image["height"], image["width"])
 
 
 def _check_tracking_annotations(c: _Checker, split: dict, images: dict[int, dict]) -> None:
