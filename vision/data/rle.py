@@ -116,8 +116,7 @@ def rle_counts_batch(strings: list[str]) -> tuple[np.ndarray, np.ndarray, np.nda
     del joined
     if code.max() > 63:
         decoded[np.searchsorted(ends, np.flatnonzero(code > 63), side="right")] = False
-    continued = code & 0x20
-    is_end = continued == 0
+    is_end = (code & 0x20) == 0  # a run's last character has no continuation bit
     nonempty = np.flatnonzero(lengths)
     last = ends[nonempty] - 1
     decoded[nonempty[~is_end[last]]] = False  # truncated: the last run continues past the end
@@ -126,13 +125,13 @@ def rle_counts_batch(strings: list[str]) -> tuple[np.ndarray, np.ndarray, np.nda
     offsets = np.zeros(n + 1, np.int64)
     offsets[1:] = np.searchsorted(run_end, ends, side="left")
     # one character per run (most of them): the signed 5-bit value of that character
-    value = _RLE_LAST_VALUE[code[run_end]]
-    # several characters (found from the continued ones): the last, signed, holds the top 5 bits, those before it
-    # the lower ones, lowest first
-    multi = np.searchsorted(run_end, np.flatnonzero(continued))
+    value = _RLE_LAST_VALUE.take(code.take(run_end))
+    # several characters: the last, signed, holds the top 5 bits, those before it the lower ones, lowest first (a
+    # string's end is a run's end, so the characters of a run are those after the previous run's end)
+    chars = np.diff(run_end, prepend=-1)
+    multi = np.flatnonzero(chars > 1)
     if multi.size:
-        multi = multi[np.concatenate(([True], multi[1:] != multi[:-1]))]
-        chars = run_end[multi] - np.where(multi > 0, run_end[np.maximum(multi - 1, 0)], -1)
+        chars = chars[multi]
         long_runs = chars > FAST_RLE_RUN_CHARS
         if long_runs.any():
             decoded[np.searchsorted(offsets[1:], multi[long_runs], side="right")] = False
@@ -147,22 +146,28 @@ def rle_counts_batch(strings: list[str]) -> tuple[np.ndarray, np.ndarray, np.nda
     # running sums over the whole batch, one per parity of the position, less each string's sum before its start
     # (int32 sums wrap; see "Exactness" above)
     starts = offsets[:-1][nonempty]
-    chained = value.copy()
-    chained[starts] = 0
-    summed = np.empty_like(chained)
-    np.cumsum(chained[0::2], out=summed[0::2], dtype=np.int32)
-    np.cumsum(chained[1::2], out=summed[1::2], dtype=np.int32)
+    first_values = value[starts]
+    value[starts] = 0
+    # the runs at even and at odd positions of the batch, each summed contiguously (faster than in place, strided),
+    # after a leading 0: ``sum_even[j]`` is the sum of the values at even positions before position 2 * j
+    sum_even = np.zeros(run_end.size - run_end.size // 2 + 1, np.int32)
+    sum_odd = np.zeros(run_end.size // 2 + 1, np.int32)
+    even, odd = sum_even[1:], sum_odd[1:]
+    even[:], odd[:] = value[0::2], value[1::2]
+    np.cumsum(even, dtype=np.int32, out=even)
+    np.cumsum(odd, dtype=np.int32, out=odd)
     start = np.minimum(offsets[:-1], run_end.size - 1)  # (an empty string at the end has no runs to correct)
-    before_same = summed[start]  # chained[start] = 0: the sum before the string, same parity as its start
-    before_other = np.where(start > 0, summed[np.maximum(start - 1, 0)], 0).astype(np.int32)
-    start_even = (start & 1) == 0
-    base_even = np.where(start_even, before_same, before_other)  # for runs at even positions of the batch
-    base_odd = np.where(start_even, before_other, before_same)
-    string_of_run = np.repeat(np.arange(n, dtype=np.int32), np.diff(offsets))
-    runs = summed
-    runs[0::2] -= base_even[string_of_run[0::2]]
-    runs[1::2] -= base_odd[string_of_run[1::2]]
-    runs[starts] = value[starts]
+    at_even, half = (start & 1) == 0, start // 2
+    # the sums before each string in the parity of its start and in the other one
+    before_same = np.where(at_even, sum_even[half], sum_odd[half])
+    before_other = np.where(at_even, sum_odd[half], sum_even[half + 1])
+    # string i's runs at even (odd) positions are a block of ``even`` (``odd``) from ceil(offsets[i] / 2) (floor) on
+    even -= np.repeat(np.where(at_even, before_same, before_other), np.diff((offsets + 1) // 2))
+    odd -= np.repeat(np.where(at_even, before_other, before_same), np.diff(offsets // 2))
+    runs = np.empty_like(value)
+    runs[0::2] = even
+    runs[1::2] = odd
+    runs[starts] = first_values
     return runs, offsets, decoded
 
 

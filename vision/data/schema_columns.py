@@ -102,8 +102,9 @@ class DeferredRle:
     first error is the one the one-by-one checks would raise.
     """
 
-    #: a batch is decoded once it holds this many characters or strings (bounds the decoder's memory)
-    MAX_CHARS = 1 << 20
+    #: a batch is decoded once it holds this many characters or strings: this bounds the decoder's memory, and
+    #: batches this small keep its arrays within the processor's cache (see docs/speed.md)
+    MAX_CHARS = 1 << 18
     MAX_STRINGS = 1 << 15
 
     def __init__(self, c: Checker, prefix: str = "annotations") -> None:
