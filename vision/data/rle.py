@@ -149,21 +149,17 @@ def rle_counts_batch(strings: list[str]) -> tuple[np.ndarray, np.ndarray, np.nda
     first_values = value[starts]
     value[starts] = 0
     # the runs at even and at odd positions of the batch, each summed contiguously (faster than in place, strided),
-    # after a leading 0: ``sum_even[j]`` is the sum of the values at even positions before position 2 * j
+    # after a leading 0: ``sum_even[j]`` (``sum_odd[j]``) sums the values at even (odd) positions before 2j (2j + 1)
     sum_even = np.zeros(run_end.size - run_end.size // 2 + 1, np.int32)
     sum_odd = np.zeros(run_end.size // 2 + 1, np.int32)
     even, odd = sum_even[1:], sum_odd[1:]
     even[:], odd[:] = value[0::2], value[1::2]
     np.cumsum(even, dtype=np.int32, out=even)
     np.cumsum(odd, dtype=np.int32, out=odd)
-    start = np.minimum(offsets[:-1], run_end.size - 1)  # (an empty string at the end has no runs to correct)
-    at_even, half = (start & 1) == 0, start // 2
-    # the sums before each string in the parity of its start and in the other one
-    before_same = np.where(at_even, sum_even[half], sum_odd[half])
-    before_other = np.where(at_even, sum_odd[half], sum_even[half + 1])
-    # string i's runs at even (odd) positions are a block of ``even`` (``odd``) from ceil(offsets[i] / 2) (floor) on
-    even -= np.repeat(np.where(at_even, before_same, before_other), np.diff((offsets + 1) // 2))
-    odd -= np.repeat(np.where(at_even, before_other, before_same), np.diff(offsets // 2))
+    # string i's runs at even (odd) positions are the block of ``even`` (``odd``) from ceil(offsets[i] / 2) (floor)
+    # on, and the values before the string sum to ``sum_even`` (``sum_odd``) at that same index (value[start] = 0)
+    even -= np.repeat(sum_even[(offsets[:-1] + 1) // 2], np.diff((offsets + 1) // 2))
+    odd -= np.repeat(sum_odd[offsets[:-1] // 2], np.diff(offsets // 2))
     runs = np.empty_like(value)
     runs[0::2] = even
     runs[1::2] = odd
