@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import cProfile
 import io
 import json
 import math
-import pstats
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_loading import generate  # run as a script, this folder is on the path
+from bench_loading import child_json, generate, profile_top  # run as a script, this folder is on the path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -147,21 +144,8 @@ def _measure(tool: str, split: str, results: str) -> None:
 
 
 def _run_child(tool: str, split: Path, results: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--_measure", tool, str(split), str(results)],
-                         capture_output=True, text=True, cwd=ROOT)
-    if out.returncode != 0:
-        raise SystemExit(f"{tool} measurement failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _profile(split: Path, results: Path, top: int = 20) -> str:
-    profiler = cProfile.Profile()
-    profiler.enable()
-    _ours(split, results)
-    profiler.disable()
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
-    return text.getvalue()
+    return child_json([sys.executable, __file__, "--_measure", tool, str(split), str(results)],
+                      f"{tool} measurement")
 
 
 def main() -> None:
@@ -205,7 +189,7 @@ def main() -> None:
         print(f"largest difference over the 24 figures (bbox + segm): {worst:.2e}; "
               f"AP bbox {ours['AP']:.4f} / {ref['bbox'][0]:.4f}, segm {ours['segm_AP']:.4f} / {ref['segm'][0]:.4f}")
         if args.profile:
-            print(_profile(split, results))
+            print(profile_top(lambda: _ours(split, results), 20))
     finally:
         if args.out is None:
             shutil.rmtree(out, ignore_errors=True)

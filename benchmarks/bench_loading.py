@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -198,18 +199,23 @@ def _run_child(tool: str, path: Path, check_files: bool, pythonpath: Path | None
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_measure", tool, str(path)]
     if not check_files:
         cmd.append("--no-check-files")
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(pythonpath or ROOT))
+    return child_json(cmd, f"{tool} on {path}", env, pythonpath or ROOT)
+
+
+def child_json(cmd: list[str], what: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> dict:
+    """Run one ``--_measure`` child process and return the JSON object its last output line holds; exits naming
+    ``what`` with the child's error output when it fails."""
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(cwd))
     if done.returncode != 0:
-        raise SystemExit(f"{tool} on {path} failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"{what} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _profile(path: Path, check_files: bool, top: int = 18) -> str:
-    from vision.data.coco import load_split
-
+def profile_top(call, top: int) -> str:
+    """cProfile's ``top`` lines by own time of ``call()``, under the line that gives the total."""
     profiler = cProfile.Profile()
     profiler.enable()
-    load_split(path, check_files=check_files)
+    call()
     profiler.disable()
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
@@ -285,9 +291,11 @@ def main() -> None:
             print(f"{'':9s} (JSON file {sizes[variant]:.0f} MiB)")
         print("time x: min time / pycocotools' min time; peak x, +load x: median peak / pycocotools' median peak")
         if args.profile:
+            from vision.data.coco import load_split
+
             for variant in args.variants:
                 print(f"\ncProfile of load_split({paths[variant].name}), top lines by own time:")
-                print(_profile(paths[variant], check_files))
+                print(profile_top(partial(load_split, paths[variant], check_files=check_files), 18))
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
