@@ -22,7 +22,6 @@ A split is one COCO JSON file plus the files it names, relative to the JSON's fo
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from vision.data.io import resolve_inside
 from vision.data.rle import (FAST_RLE_RUN_CHARS, FAST_RLE_STRING_CHARS, MAX_IMAGE_PIXELS, MAX_RLE_RUN_CHARS,
                              rle_counts_batch, rle_counts_from_string, rle_runs_summary)
 from vision.data.schema_columns import (ABSENT, FLOAT_MAX, FLOAT_MAX_INT, INT_TYPES, NUMBER_TYPES, DeferredRle,
-                                        Listings, annotations_pass_by_column, polygons_pass)
+                                        Listings, annotations_pass_by_column, polygons_pass, rle_size_is)
 from vision.errors import DataError
 
 __all__ = [
@@ -273,49 +272,51 @@ def _check_annotations(c: Checker, dataset: dict, images: dict[int, dict], categ
         return
     first: dict[int, int] = {}
     track_frames: dict[tuple[int, int], int] = {}
-    tol = BOX_TOLERANCE_PX
     with DeferredRle(c) as deferred:
         for i, ann in enumerate(annotations):
-            # Fast path: exact types and values that every check of _check_annotation surely accepts; compressed RLE
-            # counts are checked in batches (DeferredRle). Everything else, errors included, takes _check_annotation.
-            if type(ann) is dict and "track_id" not in ann and "score" not in ann:
-                ident, image_id, category_id = ann.get("id"), ann.get("image_id"), ann.get("category_id")
-                bbox, crowd, area = ann.get("bbox"), ann.get("iscrowd", 0), ann.get("area", 0)
-                img = images.get(image_id) if type(image_id) is int else None
-                if (img is not None and type(ident) is int and ident not in first and type(category_id) is int
-                        and category_id in categories and type(crowd) is int and (crowd == 0 or crowd == 1)
-                        and ((type(area) is float and 0.0 <= area <= FLOAT_MAX)
-                             or (type(area) is int and 0 <= area <= FLOAT_MAX_INT))
-                        and type(bbox) is list and len(bbox) == 4 and NUMBER_TYPES.issuperset(map(type, bbox))):
-                    width, height = img["width"], img["height"]
-                    try:
-                        x, y, w, h = float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3])
-                    except OverflowError:  # an integer beyond float range: the checks below word it
-                        x = y = w = h = math.nan
-                    # NaN fails every comparison, an infinity one of them
-                    if (w >= 0 and h >= 0 and x >= -tol and y >= -tol and x + w <= width + tol
-                            and y + h <= height + tol):
-                        seg = ann.get("segmentation", ABSENT)
-                        passed = False
-                        if type(seg) is list:
-                            passed = polygons_pass(seg, width, height)
-                        elif type(seg) is dict:
-                            size, counts = seg.get("size"), seg.get("counts")
-                            if (type(size) is list and len(size) == 2 and type(size[0]) is int
-                                    and type(size[1]) is int and size[0] == height and size[1] == width):
-                                if type(counts) is str:
-                                    deferred.add(i, seg, counts, height * width)
-                                    passed = True
-                                elif (type(counts) is list and counts and INT_TYPES.issuperset(map(type, counts))
-                                      and min(counts) >= 0 and sum(counts) == height * width):
-                                    passed = True
-                        elif seg is ABSENT:
-                            passed = True
-                        if passed:
-                            first[ident] = i
-                            continue
-            # raises the first error; leaving the block on it flushes the deferred RLE of earlier annotations first
-            _check_annotation(c, i, ann, first, track_frames, images, categories, tracks)
+            if _surely_valid(i, ann, first, images, categories, deferred):
+                first[ann["id"]] = i
+            else:
+                # raises the first error; leaving the block on it flushes the deferred RLE of earlier annotations
+                _check_annotation(c, i, ann, first, track_frames, images, categories, tracks)
+
+
+def _surely_valid(i: int, ann: Any, first: dict[int, int], images: dict[int, dict], categories: dict[int, dict],
+                  deferred: DeferredRle) -> bool:
+    """The fast path of :func:`_check_annotations`: True when every check of :func:`_check_annotation` surely
+    accepts annotation ``i`` (exact types, values well inside every limit; a compressed RLE is queued on
+    ``deferred``, which checks it later); False when those checks must decide, errors included."""
+    if type(ann) is not dict or "track_id" in ann or "score" in ann:
+        return False
+    ident, image_id, category_id = ann.get("id"), ann.get("image_id"), ann.get("category_id")
+    bbox, crowd, area = ann.get("bbox"), ann.get("iscrowd", 0), ann.get("area", 0)
+    img = images.get(image_id) if type(image_id) is int else None
+    if not (img is not None and type(ident) is int and ident not in first and type(category_id) is int
+            and category_id in categories and type(crowd) is int and (crowd == 0 or crowd == 1)
+            and ((type(area) is float and 0.0 <= area <= FLOAT_MAX)
+                 or (type(area) is int and 0 <= area <= FLOAT_MAX_INT))
+            and type(bbox) is list and len(bbox) == 4 and NUMBER_TYPES.issuperset(map(type, bbox))):
+        return False
+    width, height = img["width"], img["height"]
+    try:
+        x, y, w, h = float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3])
+    except OverflowError:  # an integer beyond float range: the one-by-one checks word it
+        return False
+    tol = BOX_TOLERANCE_PX
+    # NaN fails every comparison, an infinity one of them
+    if not (w >= 0 and h >= 0 and x >= -tol and y >= -tol and x + w <= width + tol and y + h <= height + tol):
+        return False
+    seg = ann.get("segmentation", ABSENT)
+    if seg is ABSENT:
+        return True
+    if type(seg) is list:
+        return polygons_pass(seg, width, height)
+    if deferred.offer(i, seg, height, width):
+        return True
+    # uncompressed RLE
+    counts = seg.get("counts") if type(seg) is dict else None
+    return (type(counts) is list and bool(counts) and rle_size_is(seg, height, width)
+            and INT_TYPES.issuperset(map(type, counts)) and min(counts) >= 0 and sum(counts) == height * width)
 
 
 def _check_annotation(c: Checker, i: int, ann: Any, first: dict[int, int], track_frames: dict[tuple[int, int], int],

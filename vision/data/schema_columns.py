@@ -27,6 +27,7 @@ from vision.errors import DataError
 __all__ = [
     "Listings",
     "DeferredRle",
+    "rle_size_is",
     "Absent",
     "ABSENT",
     "NUMBER_TYPES",
@@ -92,6 +93,13 @@ class Listings:
         return listing is not None and name in listing[0]
 
 
+def rle_size_is(seg: dict, height: int, width: int) -> bool:
+    """True when the RLE object ``seg``'s ``size`` is exactly ``[height, width]``: a list of two ``int``."""
+    size = seg.get("size")
+    return (type(size) is list and len(size) == 2 and type(size[0]) is int and type(size[1]) is int
+            and size[0] == height and size[1] == width)
+
+
 class DeferredRle:
     """Compressed RLE ``counts`` of annotations that passed every other check, checked many at once.
 
@@ -138,11 +146,7 @@ class DeferredRle:
     def offer(self, index: int, seg: Any, height: int, width: int) -> bool:
         """Queue ``seg`` when it is a compressed RLE whose ``size`` is exactly ``[height, width]`` (ints) and
         return True; False for anything else, which :func:`check_rle` (or the polygon checks) must decide now."""
-        if type(seg) is not dict:
-            return False
-        size, counts = seg.get("size"), seg.get("counts")
-        if (type(size) is list and len(size) == 2 and type(size[0]) is int and type(size[1]) is int
-                and size[0] == height and size[1] == width and type(counts) is str):
+        if type(seg) is dict and type(counts := seg.get("counts")) is str and rle_size_is(seg, height, width):
             self.add(index, seg, counts, height * width)
             return True
         return False
