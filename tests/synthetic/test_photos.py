@@ -1,4 +1,4 @@
-"""Tests of the photo texture bank (vision.data.photo_textures) and of photo-textured synthetic scenes."""
+"""Tests of the photo texture bank (vision.synthetic.photos) and of photo-textured synthetic scenes."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vision.data import photo_textures
-from vision.data.photo_textures import EXCLUDED, PHOTO_SIDE, PHOTO_SOURCES, photo_bank, sample_photos
-from vision.data.synthetic import (PHOTO_OBJECT_P, generate_scene, sample_scene_spec, scene_seed, write_split)
-from vision.data.synthetic_render import AMBIENT, DIFFUSE, ROOM_HALF, SurfaceStyle, render_scene
 from vision.errors import InputError
+from vision.synthetic import photos
+from vision.synthetic.photos import EXCLUDED, PHOTO_SIDE, PHOTO_SOURCES, photo_bank, sample_photos
+from vision.synthetic.render import AMBIENT, DIFFUSE, ROOM_HALF, SurfaceStyle, render_scene
+from vision.synthetic.scenes import PHOTO_OBJECT_P, generate_scene, sample_scene_spec, scene_seed, write_split
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -207,9 +207,10 @@ def test_missing_packages_raise_input_error(fresh_bank, monkeypatch, tmp_path):
     assert not (tmp_path / "train.json").exists()
     with pytest.raises(InputError, match="textures must be one of"):
         write_split(tmp_path, "train", 1, 1, 16, textures="photos", threads=1)
-    assert photo_textures  # the module imports without the optional packages
+    assert photos  # the module imports without the optional packages
 
 
+@pytest.mark.slow
 def test_cli_textures_flag(tmp_path):
     cmd = [sys.executable, str(ROOT / "tools" / "make_synthetic.py"), "--out", str(tmp_path), "--split", "val",
            "--scenes", "1", "--views", "1", "--size", "16", "--seed", "2", "--no-progress", "--threads", "1",

@@ -1,6 +1,6 @@
 """The synthetic OOV split: IV-only training annotations, OOV objects unannotated, novel classes only at test.
 
-:func:`write_oov_synthetic` renders (with :func:`vision.data.synthetic.write_split`)
+:func:`write_oov_synthetic` renders (with :func:`vision.synthetic.scenes.write_split`)
 
 - ``<name>_render`` for training: scenes drawn from the ``iv`` and ``oov`` categories only (novel classes are never
   seen in training), then :func:`derive_train_split` writes ``<name>_train.json``: same images, annotations
@@ -17,8 +17,8 @@ import copy
 from pathlib import Path
 
 from vision.data.coco import write_split as write_coco_split
-from vision.data.synthetic import format_vocab, parse_vocab, write_split
 from vision.errors import DataError
+from vision.synthetic.scenes import format_vocab, parse_vocab, write_split
 
 __all__ = ["derive_train_split", "write_oov_synthetic"]
 
@@ -69,7 +69,7 @@ def write_oov_synthetic(out_dir: str | Path, name: str = "oov", train_scenes: in
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI: ``python -m vision.detection.data --out datasets/synthetic [--train-scenes 480 ...]``.
+    """CLI: ``python -m vision.synthetic.detection --out datasets/synthetic [--train-scenes 480 ...]``.
 
     480 training scenes x 4 views (1920 images): with the first 60 scenes alone the detector learned its training
     images (IV AP50 32 on them, 5 on the test split; ``benchmarks/diagnose_oovdet.py``). The validation and test

@@ -1,5 +1,20 @@
+"""Tests of the synthetic OOV detection splits (vision.synthetic.detection)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
 from vision.data.coco import load_split, read_json
-from vision.detection.data import derive_train_split
+from vision.synthetic.detection import derive_train_split, write_oov_synthetic
+
+
+@pytest.fixture(scope="module")
+def oov_splits(tmp_path_factory) -> dict[str, Path]:
+    """Tiny synthetic OOV splits (64 px): train 3 scenes x 2 views, val 1 x 2, test 2 x 2."""
+    out = tmp_path_factory.mktemp("oov")
+    return write_oov_synthetic(out, train_scenes=3, val_scenes=1, test_scenes=2, views=2, size=64, seed=0)
 
 
 def test_derive_train_split_keeps_only_iv_annotations():

@@ -1,4 +1,4 @@
-"""Tests of the synthetic scene generator (vision.data.synthetic): geometry, annotations, determinism, CLI."""
+"""Tests of the synthetic scene generator (vision.synthetic.scenes): geometry, annotations, determinism, CLI."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from vision.data.masks import decode_rle, mask_to_bbox
-from vision.data.synthetic import (CATEGORIES, COLOURS, DEFAULT_VOCAB, TEXTURES, ObjectSpec, caption_for,
-                                   generate_scene, parse_vocab, render_scene, sample_scene_spec, scene_seed,
-                                   write_split)
-from vision.data.synthetic_objects import NOMINAL_SIZE, TEXTURE_WORDS, category_mesh
-from vision.data.synthetic_render import ROOM_HALF
 from vision.errors import InputError
+from vision.synthetic.objects import NOMINAL_SIZE, TEXTURE_WORDS, category_mesh
+from vision.synthetic.render import ROOM_HALF
+from vision.synthetic.scenes import (CATEGORIES, COLOURS, DEFAULT_VOCAB, TEXTURES, ObjectSpec, caption_for,
+                                     generate_scene, parse_vocab, render_scene, sample_scene_spec, scene_seed,
+                                     write_split)
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = 64
@@ -287,6 +287,7 @@ def test_bad_arguments_raise_input_error(tmp_path, kwargs):
         write_split(**args)
 
 
+@pytest.mark.slow
 def test_cli_writes_a_split(tmp_path):
     cmd = [sys.executable, str(ROOT / "tools" / "make_synthetic.py"), "--out", str(tmp_path), "--split", "val",
            "--scenes", "1", "--views", "2", "--size", "32", "--mode", "unordered", "--seed", "3", "--no-progress",

@@ -84,8 +84,9 @@ def _require(module: str, package: str):
 
 
 def _to_rgb01(image: np.ndarray, name: str) -> np.ndarray:
-    """uint8 grey / RGB / RGBA -> float32 [h, w, 3] in [0, 1], longer side PHOTO_SIDE (area interpolation)."""
-    import cv2
+    """uint8 grey / RGB / RGBA -> float32 [h, w, 3] in [0, 1], longer side PHOTO_SIDE
+    (:func:`vision.data.resize.resize_image`)."""
+    from vision.data.resize import resize_image
 
     image = np.asarray(image)
     if image.dtype != np.uint8:
@@ -98,7 +99,7 @@ def _to_rgb01(image: np.ndarray, name: str) -> np.ndarray:
     h, w = image.shape[:2]
     f = PHOTO_SIDE / max(h, w)
     size = (max(1, int(round(w * f))), max(1, int(round(h * f))))
-    image = cv2.resize(image, size, interpolation=cv2.INTER_AREA if f < 1 else cv2.INTER_LINEAR)
+    image = resize_image(image, (size[1], size[0]))
     return (image.astype(np.float32) / np.float32(255.0)).copy()
 
 
