@@ -6,8 +6,9 @@ import numpy as np
 import open3d as o3d
 import pytest
 
-from vision.data.transforms import (build_detection_transform, build_multiview_transform, crop_resize_intrinsics,
-                                    flip_extrinsics, flip_intrinsics)
+from vision.data.resize import crop_resize_intrinsics, resize_image, resize_nearest
+from vision.data.transforms import (build_detection_transform, build_multiview_transform, flip_extrinsics,
+                                    flip_intrinsics)
 from vision.errors import InputError
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -203,6 +204,16 @@ def test_eval_transform_is_a_deterministic_resize(scene: dict) -> None:
                                                        [0, 0, 1]], rtol=1e-6)
     covisible, agree = _cross_view_agreement(first)
     assert covisible > 0.5 and agree >= 0.99
+
+
+def test_eval_transform_resizes_by_the_one_rule(scene: dict) -> None:
+    """Images by resize_image (area to shrink, linear to enlarge), depth / validity / ids by pixel-centre nearest."""
+    for size in (40, 200):
+        out = build_multiview_transform(size, train=False)(scene)
+        for view in range(len(scene["images"])):
+            np.testing.assert_array_equal(out["images"][view], resize_image(scene["images"][view], (size, size)))
+            for key in ("depth", "valid_depth", "instance_ids"):
+                np.testing.assert_array_equal(out[key][view], resize_nearest(scene[key][view], (size, size)))
 
 
 def test_photometric_is_drawn_per_view(scene: dict) -> None:

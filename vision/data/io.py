@@ -168,12 +168,13 @@ def read_image(path: str | Path, size: tuple[int, int] | None = None,
 
 
 def resize_frame(frame: np.ndarray, size: tuple[int, int] | None, dst: np.ndarray | None = None) -> np.ndarray:
-    """``frame`` resized to ``size`` ``(W, H)`` (None or its own size: returned as is); area interpolation when
-    shrinking, bilinear when enlarging (OpenCV, pixel-centre aligned). Every reader resizes with this.
+    """``frame`` resized to ``size`` ``(W, H)`` by :func:`vision.data.resize.resize_image` (area when shrinking,
+    bilinear when enlarging, pixel-centre aligned); None or its own size: returned as is. Every reader resizes
+    with this.
 
     ``dst``: a C-contiguous array of the output's shape and dtype to write the result into (it is then returned;
     a frame that needs no resizing is copied into it)."""
-    import cv2
+    from vision.data.resize import resize_image
 
     if size is None or tuple(size) == (frame.shape[1], frame.shape[0]):
         if dst is None:
@@ -182,6 +183,4 @@ def resize_frame(frame: np.ndarray, size: tuple[int, int] | None, dst: np.ndarra
         return dst
     if len(size) != 2 or min(size) < 1:
         raise InputError(f"size must be a (W, H) pair of positive ints; got {size!r}")
-    shrinking = size[0] * size[1] < frame.shape[0] * frame.shape[1]
-    return cv2.resize(frame, (int(size[0]), int(size[1])), dst=dst,
-                      interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)
+    return resize_image(frame, (int(size[1]), int(size[0])), dst=dst)

@@ -22,9 +22,9 @@ camera point projects to ``u = fx * X / Z + s * Y / Z + cx``. Under this convent
 
 * cropping at ``(x0, y0)`` gives ``cx' = cx - x0``, ``cy' = cy - y0``;
 * resizing a ``w x h`` crop to ``W' x H'`` (``sx = W'/w``, ``sy = H'/h``) maps ``u -> (u + 0.5) * sx - 0.5``, so
-  ``fx' = sx fx``, ``s' = sx s``, ``cx' = sx (cx + 0.5) - 0.5`` and likewise ``fy, cy`` with ``sy``. OpenCV's area
-  and bilinear resizes and its ``INTER_NEAREST_EXACT`` follow this convention (plain ``INTER_NEAREST`` does not, and
-  is not used);
+  ``fx' = sx fx``, ``s' = sx s``, ``cx' = sx (cx + 0.5) - 0.5`` and likewise ``fy, cy`` with ``sy``. Images and
+  maps are resized by :mod:`vision.data.resize`, which follows this convention (area or bilinear for images,
+  pixel-centre nearest neighbour for depth, validity and ids);
 * a horizontal flip of an image ``W'`` wide maps ``u -> W' - 1 - u``.
 
 Horizontal flip with cameras. Mirroring an image is a reflection, which no rotation can express. We mirror the
@@ -60,11 +60,11 @@ import re
 from typing import Any, Callable
 
 import albumentations as A
-import cv2
 import numpy as np
 
 from torch.utils.data import get_worker_info
 
+from vision.data.resize import crop_resize_intrinsics, resize_image, resize_nearest
 from vision.errors import InputError
 
 __all__ = [
@@ -72,7 +72,6 @@ __all__ = [
     "build_detection_transform",
     "MultiViewTransform",
     "DetectionTransform",
-    "crop_resize_intrinsics",
     "flip_intrinsics",
     "flip_extrinsics",
     "DETECTION_INSTANCE_KEYS",
@@ -87,20 +86,6 @@ DETECTION_INSTANCE_KEYS = ("category_ids", "iscrowd", "track_ids", "captions", "
 
 # ----------------------------------------------------------------------------------------------------------------
 # camera updates
-
-
-def crop_resize_intrinsics(K: np.ndarray, crop: CropBox, out_size: tuple[int, int]) -> np.ndarray:
-    """Intrinsics ``[3, 3]`` after cropping ``crop = (x0, y0, x1, y1)`` and resizing it to ``out_size = (W', H')``.
-
-    Pixel-centre convention (module docstring): ``u' = (u - x0 + 0.5) * sx - 0.5`` with ``sx = W' / (x1 - x0)``.
-    """
-    x0, y0, x1, y1 = crop
-    sx = out_size[0] / float(x1 - x0)
-    sy = out_size[1] / float(y1 - y0)
-    A_ = np.array([[sx, 0.0, sx * (0.5 - x0) - 0.5],
-                   [0.0, sy, sy * (0.5 - y0) - 0.5],
-                   [0.0, 0.0, 1.0]], dtype=np.float64)
-    return (A_ @ np.asarray(K, np.float64)).astype(np.float32)
 
 
 def flip_intrinsics(K: np.ndarray, width: int) -> np.ndarray:
@@ -184,17 +169,26 @@ def _photometric() -> A.Compose:
     ])
 
 
+class _Resize(A.Resize):
+    """Albumentations' resize (boxes and keypoints follow) with images resized by
+    :func:`vision.data.resize.resize_image` and masks (depth, ids, instance masks) by
+    :func:`vision.data.resize.resize_nearest`: the one resize rule, pixel-centre aligned."""
+
+    def apply(self, img: np.ndarray, **params: Any) -> np.ndarray:
+        return resize_image(img, (self.height, self.width))
+
+    def apply_to_mask(self, mask: np.ndarray, **params: Any) -> np.ndarray:
+        return resize_nearest(mask, (self.height, self.width))
+
+
 def _geometric(crop: CropBox, image_size: int, flip: bool, targets: dict[str, str],
                bbox_params: A.BboxParams | None = None) -> A.Compose:
-    """Crop, resize to ``image_size`` square (area when shrinking, bilinear when enlarging; masks nearest-exact
-    with pixel-centre alignment) and optionally mirror horizontally."""
+    """Crop, resize to ``image_size`` square (:mod:`vision.data.resize`: area when shrinking, bilinear when
+    enlarging, masks pixel-centre nearest) and optionally mirror horizontally."""
     x0, y0, x1, y1 = crop
-    shrinking = (x1 - x0) * (y1 - y0) > image_size * image_size
     steps: list[A.BasicTransform] = [
         A.Crop(x_min=x0, y_min=y0, x_max=x1, y_max=y1),
-        A.Resize(height=image_size, width=image_size,
-                 interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR,
-                 mask_interpolation=cv2.INTER_NEAREST_EXACT),
+        _Resize(height=image_size, width=image_size),
     ]
     if flip:
         steps.append(A.HorizontalFlip(p=1.0))

@@ -28,6 +28,7 @@ The reading policy, the same for every task (every reader in the package goes th
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
@@ -48,6 +49,7 @@ __all__ = [
     "read_video",
     "write_video",
     "read_frames_from_paths",
+    "read_frames",
 ]
 
 SizeArg = int | tuple[int, int] | None
@@ -480,3 +482,42 @@ def read_frames_from_paths(paths: Sequence[str | Path], size: SizeArg = None,
                              f"{frames[0].shape[1]}x{frames[0].shape[0]}", file=file, field=f"paths[{index}]")
         frames.append(image)
     return np.stack(frames, axis=0)
+
+
+def read_frames(source: object, size: SizeArg = None, stride: int = 1, max_frames: int | None = None,
+                max_pixels: int | None = MAX_INPUT_PIXELS) -> tuple[np.ndarray, tuple[int, int]]:
+    """Read a model's input, whatever its form, into ``uint8 [T, H', W', 3]`` RGB under the ``size`` policy.
+
+    ``source``: a video path (:func:`read_video`, with ``stride`` and ``max_frames``), a list of image paths
+    (:func:`read_frames_from_paths`), frames ``uint8 [T, H, W, 3]`` RGB, or a torch float tensor ``[T, 3, H, W]``
+    in [0, 1] (rounded to uint8); files with frames over ``max_pixels`` are refused before decoding. Returns the
+    frames and the input's ``(height, width)`` (the video's, the first image's, the frames'), the pixels prompts
+    and results are given in.
+
+    Raises:
+        InputError: an empty list, frames of another dtype or shape. VideoError: as the readers above.
+    """
+    if isinstance(source, (str, Path)):
+        info = probe_video(source)
+        frames = read_video(source, stride=stride, max_frames=max_frames, size=size, max_pixels=max_pixels)
+        return frames, (int(info.height), int(info.width))
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise InputError("got an empty list of image paths")
+        from vision.data.io import image_size
+
+        width, height = image_size(source[0])
+        return read_frames_from_paths(list(source), size=size, max_pixels=max_pixels), (int(height), int(width))
+    torch = sys.modules.get("torch")  # a tensor can only come from an imported torch
+    if torch is not None and isinstance(source, torch.Tensor):
+        if source.ndim != 4 or source.shape[1] != 3 or not source.is_floating_point():
+            raise InputError(f"frames tensor must be float [T, 3, H, W] in [0, 1], got "
+                             f"{source.dtype} {tuple(source.shape)}")
+        source = (source.clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1).cpu().numpy()
+    arr = np.asarray(source)
+    if arr.ndim != 4 or arr.shape[-1] != 3 or arr.dtype != np.uint8 or arr.shape[0] == 0:
+        raise InputError(f"frames must be uint8 [T, H, W, 3] RGB, got {arr.dtype} {arr.shape}")
+    height, width = arr.shape[1:3]
+    out = _target_size(width, height, size)
+    frames = arr.copy() if out is None else np.stack([resize_frame(f, out) for f in arr])
+    return frames, (int(height), int(width))

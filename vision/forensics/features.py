@@ -139,7 +139,7 @@ def load_clip(path: str | Path, size: int | None = 64, max_frames: int = 16,
 def frames_to_clip(frames: np.ndarray, size: int | None = 64, max_frames: int = 16, fps: float = 25.0,
                    name: str = "frames") -> Clip:
     """Decoded frames ``uint8 [T, H, W, 3]`` (or float [0, 1]) -> :class:`Clip` under the same size policy."""
-    import cv2
+    from vision.data.resize import resize_image
 
     frames = np.asarray(frames)
     if frames.ndim == 3 and frames.shape[-1] == 3:
@@ -156,8 +156,7 @@ def frames_to_clip(frames: np.ndarray, size: int | None = 64, max_frames: int = 
         scale = size / min(h, w)
         out = (max(size, int(round(w * scale))), max(size, int(round(h * scale))))
         if out != (w, h):
-            interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-            frames = np.stack([cv2.resize(f, out, interpolation=interp) for f in frames])
+            frames = np.stack([resize_image(f, (out[1], out[0])) for f in frames])
         frames = _centre_square(frames, size)
     return Clip(frames=frames, fps=fps, path=None, name=name)
 

@@ -20,6 +20,7 @@ import cv2
 import numpy as np
 
 from vision.data.io import atomic_write_bytes, atomic_write_json
+from vision.data.resize import resize_nearest
 from vision.forensics.tools.base import Clip
 
 __all__ = ["png_base64", "bar_plot", "line_plot", "thumbnails", "render_html", "write_report", "evidence_rows"]
@@ -87,8 +88,7 @@ def thumbnails(clip: Clip, evidence: list[dict[str, Any]], count: int = 4, size:
             if item.get("region"):
                 x0, y0, x1, y1 = item["region"]
                 cv2.rectangle(frame, (x0, y0), (x1 - 1, y1 - 1), (255, 0, 0), 1)
-        thumb = cv2.resize(frame, (max(1, int(frame.shape[1] * scale)), max(1, int(frame.shape[0] * scale))),
-                           interpolation=cv2.INTER_NEAREST)
+        thumb = resize_nearest(frame, (max(1, int(frame.shape[0] * scale)), max(1, int(frame.shape[1] * scale))))
         out.append({"frame": f, "png": png_base64(thumb), "statistics": [i["statistic"] for i in items]})
     return out
 
@@ -112,7 +112,8 @@ def _plots(report: dict[str, Any], extras: dict[str, dict[str, Any]]) -> list[tu
 
 
 def _typical(e: dict[str, Any]) -> str:
-    """What real (and generated) clips typically show, for reports made before ``typical`` existed too."""
+    """What real (and generated) clips typically show: the item's ``typical`` text, or for an item without one, the
+    real reference ``ref_mean`` ± ``ref_std`` beside this clip's value."""
     if e.get("typical"):
         return e["typical"]
     if e.get("ref_mean") is None or e.get("ref_std") is None:

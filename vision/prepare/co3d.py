@@ -85,9 +85,10 @@ from pycocotools import mask as mask_utils
 
 from vision.data.coco import read_json, write_depth_npz, write_split
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
+from vision.data.resize import resize_nearest
 from vision.errors import DataError, InputError, VisionError
 from vision.prepare.cameras import first_view_world, parse_scale
-from vision.prepare.files import place_file
+from vision.prepare.files import output_folder, place_file
 
 __all__ = ["INTRINSICS_FORMATS", "MAX_ANNOTATION_BYTES", "Co3dFrame", "read_jgz", "read_frame_annotations",
            "viewpoint_to_opencv", "read_depth_png", "read_mask_png", "convert_co3d", "main"]
@@ -316,14 +317,14 @@ def read_mask_png(path: str | Path, size_hw: tuple[int, int] | None = None,
 
 
 def _fit(array: np.ndarray, size_hw: tuple[int, int], path: Path, what: str) -> np.ndarray:
-    """Nearest-neighbour resize of a depth map / mask to its image's size when the aspect ratios agree."""
+    """Nearest-neighbour resize (pixel centres, :func:`vision.data.resize.resize_nearest`) of a depth map / mask to its image's size when the aspect ratios agree."""
     h, w = array.shape
     H, W = size_hw
     if (h, w) == (H, W):
         return array
     if abs(w * H / h - W) > 1.0 or abs(h * W / w - H) > 1.0:
         raise DataError(f"{what} is {w}x{h} but its image is {W}x{H} (another aspect ratio)", file=path)
-    return cv2.resize(array, (W, H), interpolation=cv2.INTER_NEAREST)
+    return resize_nearest(array, (H, W))
 
 
 def _inside(root: Path, relative: str, file: Path, field: str, what: str) -> Path:
@@ -426,7 +427,7 @@ def convert_co3d(root: str | Path, category: str, out: str | Path, *, sequences:
     split = split or (subset if set_list is not None else "test")
     if not split or "/" in split or "\\" in split or split.startswith("."):
         raise InputError(f"split must be a plain file stem, got {split!r}")
-    root, out = Path(root), Path(out)
+    root, out = Path(root), output_folder(out)
     if not root.is_dir():
         raise DataError("CO3D root folder not found", file=root)
     category_dir = resolve_inside(root, category, field="category")

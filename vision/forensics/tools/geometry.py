@@ -21,6 +21,7 @@ import cv2
 import numpy as np
 import torch
 
+from vision.data.resize import resize_image
 from vision.forensics.tools.base import Clip, ForensicTool, sample_indices
 
 __all__ = ["GeometryTool", "track_pair", "sampson_distance", "run_backbone"]
@@ -28,14 +29,14 @@ __all__ = ["GeometryTool", "track_pair", "sampson_distance", "run_backbone"]
 
 @torch.no_grad()
 def run_backbone(model: torch.nn.Module, clip: Clip, max_views: int) -> dict[str, Any]:
-    """The geometry backbone's outputs on at most ``max_views`` frames of ``clip`` spread evenly, each area-resized
-    to the backbone's square input (its ``img_size`` rounded down to the patch size; 112 without one), in [0, 1]:
+    """The geometry backbone's outputs on at most ``max_views`` frames of ``clip`` spread evenly, each resized
+    (:func:`vision.data.resize.resize_image`) to the backbone's square input (its ``img_size`` rounded down to the patch size; 112 without one), in [0, 1]:
     the backbone's output dict (``extrinsics [1, S, 3, 4]``, ``depth [1, S, H, W, 1]``, ...)."""
     size = int(model.aggregator.img_size) if hasattr(model.aggregator, "img_size") else 112
     patch = int(model.patch_size)
     size = max(patch, size // patch * patch)
     idx = sample_indices(clip.num_frames, max_views)
-    frames = np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) for f in clip.frames[idx]])
+    frames = np.stack([resize_image(f, (size, size)) for f in clip.frames[idx]])
     images = torch.from_numpy(frames).permute(0, 3, 1, 2).float().div(255.0)[None]
     return model(images)
 

@@ -14,6 +14,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from vision.data.resize import resize_image
 from vision.forensics.tools.base import Clip, ForensicTool
 
 __all__ = ["TemporalTool", "frame_descriptors", "d3_statistic"]
@@ -31,7 +32,7 @@ def frame_descriptors(frames: np.ndarray, kind: str = "pixel") -> np.ndarray:
             gx = cv2.Sobel(g, cv2.CV_32F, 1, 0, ksize=3)
             gy = cv2.Sobel(g, cv2.CV_32F, 0, 1, ksize=3)
             g = np.sqrt(gx * gx + gy * gy)
-        out.append(cv2.resize(g, (GRID, GRID), interpolation=cv2.INTER_AREA).reshape(-1))
+        out.append(resize_image(g, (GRID, GRID)).reshape(-1))
     return np.asarray(out, np.float64)
 
 
