@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import lightning as L
-import numpy as np
 import pytest
 import torch
 
@@ -205,58 +204,3 @@ def test_memory_training_step_reaches_the_memory_tokens(clip_batch):
     off = TrackingModule(config=TINY, max_objects=2)
     off.training_step(clip_batch, 0)["loss"].backward()
     assert off.model.spatial_encoder.memory_embed.grad is None or off.model.spatial_encoder.memory_embed.grad.abs().sum() == 0
-
-
-def test_second_pass_lifts_the_prompted_view_into_memory(tmp_path):
-    model = G2TAM(image_size=32, dim=32)
-    frames = (torch.rand(4, 32, 32, 3) * 255).to(torch.uint8).numpy()
-    outputs = {}
-    for refine in (False, True):
-        pred = TrackerPredictor(model, text_encoder=None, refine=refine, presence_threshold=0.0)
-        seen = []
-        original = pred._decode
-
-        def spy(encoded, prompts, views=None, original=original, seen=seen):
-            seen.append((bool(prompts.memory_valid.any()), views))
-            return original(encoded, prompts, views)
-
-        pred._decode = spy
-        state = pred.init_state(frames, ordered=True)
-        pred.add_prompt(state, 0, 1, points=[[10, 12]], labels=[1])
-        outputs[refine] = [m for _, _, m, _ in pred.propagate(state)]
-        # the first pass decodes only the prompted view, the one the second pass lifts from
-        assert seen == ([(False, [0]), (True, None)] if refine else [(False, None)])
-    assert len(outputs[True]) == len(outputs[False]) == 4
-
-
-def test_text_only_objects_lift_their_surest_view():
-    """A text-only object's second pass lifts its first-pass mask on the view of highest presence; below the
-    presence threshold on every view it keeps its first pass."""
-    model = G2TAM(image_size=32, dim=32, text_dim=8)
-    frames = (torch.rand(3, 32, 32, 3) * 255).to(torch.uint8).numpy()
-    for threshold, passes in ((0.0, 2), (1.01, 1)):
-        pred = TrackerPredictor(model, text_encoder=lambda texts: torch.ones(len(texts), 8), refine=True,
-                                presence_threshold=threshold)
-        decoded, lifted_from = [], []
-        original_decode, original_lift = pred._decode, pred._lift
-
-        def spy_decode(encoded, prompts, views=None, original=original_decode, decoded=decoded):
-            assert views is None  # a text-only object needs every view's presence
-            out = original(encoded, prompts, views)
-            decoded.append((bool(prompts.memory_valid.any()), out[1].cpu()))
-            return out
-
-        def spy_lift(masks, wp, feats, carried, original=original_lift, lifted_from=lifted_from):
-            lifted_from.append(wp.copy())
-            return original(masks, wp, feats, carried)
-
-        pred._decode, pred._lift = spy_decode, spy_lift
-        state = pred.init_state(frames, ordered=True)
-        pred.add_prompt(state, None, 1, text="the red mug")
-        assert len(list(pred.propagate(state))) == 3
-        assert [memory for memory, _ in decoded] == [False, True][:passes]
-        if passes == 2:
-            surest = int(decoded[0][1][:, 0].argmax())
-            with torch.no_grad():
-                wp = model.encode(torch.from_numpy(frames).permute(0, 3, 1, 2).float()[None] / 255)["world_points"]
-            assert np.allclose(lifted_from[0][0], wp[0, surest].numpy(), atol=1e-5)

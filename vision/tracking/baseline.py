@@ -19,7 +19,7 @@ Text prompts give a projected text token to every frame (a global prompt). Image
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -64,7 +64,13 @@ class MemoryBankTracker(nn.Module):
         memory_layers: memory-attention layers.
         click_maps: dense click / box maps on the prompted frame (:class:`PromptEncoder`), as G2TAM.
         hires_maps: the decoder also fuses the prompted frame's maps at its upsampled resolution, as G2TAM.
+
+    For :class:`~vision.tracking.predictor.TrackerPredictor` (:class:`~vision.tracking.interface.TrackingModel`):
+    ``uses_geometry_memory`` is False (no point maps, no 3D memory prompts).
     """
+
+    #: no point maps or cameras, no 3D memory prompts (:class:`~vision.tracking.interface.TrackingModel`)
+    uses_geometry_memory: bool = False
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = TEXT_DIM, memory_size: int = 4,
@@ -96,6 +102,15 @@ class MemoryBankTracker(nn.Module):
     def patch_size(self) -> int:
         return self.backbone.patch_size
 
+    @property
+    def image_size(self) -> int:
+        """The square input size the backbone is built for."""
+        return int(self.backbone.aggregator.img_size)
+
+    def tracking_encoding(self, images: torch.Tensor) -> dict[str, Any]:
+        """The encoding of a window ``images [1, S, 3, s, s]`` for tracking: :meth:`encode` (no geometry)."""
+        return self.encode(images)
+
     def encode(self, images: Any) -> dict[str, Any]:
         """Per-frame features: ``feats [B, S, dim, gh, gw]``, ``hires``, ``images`` (each frame encoded alone)."""
         images = self.backbone.validate(images)
@@ -118,11 +133,22 @@ class MemoryBankTracker(nn.Module):
         mem = mem + absent * self.no_object[None, :, None, None]
         return mem.flatten(2).transpose(1, 2)
 
-    def decode(self, encoded: dict[str, Any], prompts: Prompts) -> dict[str, torch.Tensor]:
+    def decode(self, encoded: dict[str, Any], prompts: Prompts,
+               views: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
         """Track every object slot through the frames (see the module docstring).
 
-        Returns ``masks [B, S, N, M, H, W]`` logits, ``iou [B, S, N, M]``, ``presence [B, S, N]`` logits.
+        Returns ``masks [B, V, N, M, H, W]`` logits, ``iou [B, V, N, M]``, ``presence [B, V, N]`` logits: every
+        frame (V = S), or the ``views`` listed only (indices into the S frames), taken from tracking every frame
+        (a frame's outputs depend on the frames tracked before it).
         """
+        out = self._track(encoded, prompts)
+        if views is None:
+            return out
+        index = torch.as_tensor(list(views), dtype=torch.long, device=out["masks"].device)
+        return {key: value[:, index] for key, value in out.items()}
+
+    def _track(self, encoded: dict[str, Any], prompts: Prompts) -> dict[str, torch.Tensor]:
+        """:meth:`decode` over every frame."""
         feats, hires, images = encoded["feats"], encoded["hires"], encoded["images"]
         b, s, d, gh, gw = feats.shape
         h, w = images.shape[-2:]

@@ -20,18 +20,23 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import cv2
 import numpy as np
 
 from vision.data.io import atomic_write_bytes, atomic_write_json
 from vision.data.masks import encode_mask
+from vision.data.resize import resize_nearest
 from vision.data.video import write_video
 from vision.errors import DataError, InputError
-from vision.tracking.predictor import TrackerPredictor, TrackerState
+from vision.tracking.session import TrackerState
 
-__all__ = ["OBJECT_COLOURS", "object_colour", "overlay_masks", "scene_points", "track_and_export", "TrackingExport"]
+if TYPE_CHECKING:
+    from vision.tracking.predictor import TrackerPredictor
+
+__all__ = ["OBJECT_COLOURS", "object_colour", "overlay_masks", "scene_points", "track_and_export", "TrackingExport",
+           "object_point_cloud", "export_object_ply"]
 
 #: RGB colour of object id k is ``OBJECT_COLOURS[(k - 1) % len(OBJECT_COLOURS)]``.
 OBJECT_COLOURS: tuple[tuple[int, int, int], ...] = (
@@ -46,8 +51,8 @@ def object_colour(obj_id: int) -> tuple[int, int, int]:
 
 def overlay_masks(frame: np.ndarray, masks: np.ndarray | list[np.ndarray], obj_ids: list[int],
                   alpha: float = 0.5) -> np.ndarray:
-    """``frame`` uint8 [H, W, 3] RGB with each ``masks[i]`` (bool, any size: resized to [H, W] by nearest
-    neighbour, so model-size masks can be drawn on a frame of any size) blended in the colour of ``obj_ids[i]``,
+    """``frame`` uint8 [H, W, 3] RGB with each ``masks[i]`` (bool, any size: resized to [H, W] by pixel-centre
+    nearest neighbour, so model-size masks can be drawn on a frame of any size) blended in the colour of ``obj_ids[i]``,
     outlined in white and labelled with the id at its top-left; returns a new array.
 
     Memory: one uint8 copy of the frame and of each mask, and float work only inside the mask's bounding box."""
@@ -56,7 +61,7 @@ def overlay_masks(frame: np.ndarray, masks: np.ndarray | list[np.ndarray], obj_i
     for obj_id, mask in zip(obj_ids, masks):
         mask = np.asarray(mask).astype(np.uint8)
         if mask.shape != (height, width):
-            mask = cv2.resize(mask, (width, height), interpolation=cv2.INTER_NEAREST)
+            mask = resize_nearest(mask, (height, width))
         x, y, w, h = cv2.boundingRect(mask)
         if w == 0 or h == 0:
             continue
@@ -123,6 +128,40 @@ class TrackingExport:
     frames_with_object: dict[int, int] = field(default_factory=dict)
 
 
+def object_point_cloud(state: TrackerState, obj_id: int) -> Any:
+    """Object ``obj_id``'s cloud of the last propagation as an ``open3d.geometry.PointCloud`` (world frame of the
+    first anchor view, coloured by the frames); an unknown id, or no propagation yet, raises :class:`InputError`."""
+    import open3d as o3d
+
+    if obj_id not in state.clouds:
+        raise InputError(f"unknown object id {obj_id!r} or no propagation yet; objects: {sorted(state.clouds)}")
+    pcd = o3d.geometry.PointCloud()
+    pcd.points = o3d.utility.Vector3dVector(state.clouds[obj_id].astype(np.float64))
+    pcd.colors = o3d.utility.Vector3dVector(state.cloud_colors[obj_id].astype(np.float64))
+    return pcd
+
+
+def export_object_ply(state: TrackerState, path: str | Path, obj_id: int | None = None) -> Path:
+    """Write object ``obj_id``'s cloud (None: every object's, each coloured by its RGB) to a ``.ply`` file; returns
+    the path. An object found in no view has an empty cloud: exporting only such objects raises
+    :class:`InputError`."""
+    import open3d as o3d
+
+    ids = [obj_id] if obj_id is not None else sorted(state.clouds)
+    if not ids:
+        raise InputError("no point clouds yet: add prompts and call propagate(state) first")
+    pcd = o3d.geometry.PointCloud()
+    for i in ids:
+        pcd += object_point_cloud(state, i)
+    if not pcd.has_points():
+        raise InputError(f"nothing to export to {path}: object(s) {ids} were found in no view (empty point cloud)")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not o3d.io.write_point_cloud(str(path), pcd):
+        raise InputError(f"open3d could not write {path}")
+    return path
+
+
 def _write_scene_ply(path: Path, points: np.ndarray, colours: np.ndarray) -> Path:
     import open3d as o3d
 
@@ -166,8 +205,7 @@ def track_and_export(predictor: TrackerPredictor, state: TrackerState, frames: n
                                 "segmentation": encode_mask(mask), "score": float(score)})
                 ok, png = cv2.imencode(".png", mask.astype(np.uint8) * 255)
                 zf.writestr(f"object_{obj_id}/frame_{view:05d}.png", png.tobytes())
-                small[obj_id][view] = cv2.resize(mask.astype(np.uint8), (size, size),
-                                                 interpolation=cv2.INTER_NEAREST) > 0
+                small[obj_id][view] = resize_nearest(mask, (size, size))
                 counts[obj_id] += int(mask.any())
             if progress is not None:
                 progress(done, total)

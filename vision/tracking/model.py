@@ -55,7 +55,13 @@ class G2TAM(nn.Module):
             num_masks=4, num_heads=8, decoder_depth=2, click_maps=False``
             (:data:`vision.tracking.sam2_keys.SAM2_1_HEADS`) the prompt encoder and the mask decoder take a SAM 2.1
             checkpoint's weights (:func:`vision.tracking.sam2_keys.load_sam2_heads`).
+
+    For :class:`~vision.tracking.predictor.TrackerPredictor` (:class:`~vision.tracking.interface.TrackingModel`):
+    ``uses_geometry_memory`` is True (point maps, cameras and 3D memory prompts).
     """
+
+    #: predicts point maps and cameras and takes 3D memory prompts (:class:`~vision.tracking.interface.TrackingModel`)
+    uses_geometry_memory: bool = True
 
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = TEXT_DIM, mask_points: int = 8,
@@ -86,6 +92,11 @@ class G2TAM(nn.Module):
     def patch_size(self) -> int:
         return self.backbone.patch_size
 
+    @property
+    def image_size(self) -> int:
+        """The square input size the backbone is built for."""
+        return int(self.backbone.aggregator.img_size)
+
     def features_from_geometry(self, geometry: dict[str, Any]) -> dict[str, Any]:
         """Add ``feats [B, S, dim, gh, gw]`` and ``hires [B, S, dim/8, 4gh, 4gw]`` to a backbone output dict."""
         images = geometry["images"]
@@ -101,6 +112,20 @@ class G2TAM(nn.Module):
         """Backbone over all views -> geometry dict (see :mod:`vision.geometry.model`) + ``feats`` + ``hires``.
         ``heads``: the backbone heads to run (default all; :meth:`decode` reads only ``"points"``)."""
         return self.features_from_geometry(self.backbone(images, heads=heads))
+
+    def tracking_encoding(self, images: torch.Tensor) -> dict[str, Any]:
+        """The encoding of a window ``images [1, S, 3, s, s]`` for tracking: the backbone's camera and point heads
+        only (the depth head is not run), the entries :meth:`decode` reads (``images``, ``feats``, ``hires``,
+        ``world_points``) with the cameras (``extrinsics``, ``intrinsics``), and ``depth [1, S, s, s, 1]``, the z
+        of the world points in each view's camera: the geometry the tracker's memory is made of."""
+        from vision.geometry.camera import world_to_camera_points
+
+        keep = ("images", "feats", "hires", "world_points", "extrinsics", "intrinsics")
+        encoded = {k: v for k, v in self.encode(images, heads=("camera", "points")).items() if k in keep}
+        points = encoded["world_points"]
+        b, s, h, w, _ = points.shape
+        camera = world_to_camera_points(points.reshape(b, s, h * w, 3), encoded["extrinsics"])
+        return {**encoded, "depth": camera[..., 2:].reshape(b, s, h, w, 1)}
 
     def decode(self, encoded: dict[str, Any], prompts: Prompts,
                views: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
