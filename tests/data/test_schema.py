@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 
 from vision.data.coco import load_split
 from vision.data.masks import encode_mask
-from vision.data.schema import rle_counts_from_string, validate_split
-from vision.errors import DataError
+from vision.data.rle import rle_counts_from_string
+from vision.data.schema import validate_scored_parts, validate_split
+from vision.errors import DataError, InputError
 
 
 def _ann(d: dict, i: int) -> dict:
@@ -102,6 +103,38 @@ def test_each_error_names_file_field_and_value(split_dict, fixture_dir, name, mu
     assert "fixture.json" in text
     assert err.field is not None and field in err.field, (name, err.field, text)
     assert value in text, (name, text)
+
+
+SCORED_TASKS = ("detection", "tracking", "forensics", "geometry")
+
+
+@pytest.mark.parametrize("task", SCORED_TASKS)
+def test_a_valid_split_passes_the_parts_every_task_scores(split_dict, task):
+    validate_scored_parts(split_dict, task, "split.json")
+
+
+@pytest.mark.parametrize("task", SCORED_TASKS)
+def test_scored_parts_leave_alone_what_scoring_does_not_read(split_dict, fixture_dir, task):
+    """File names, cameras and category names are the split file's business, not scoring's: a split that
+    validate_split refuses for them still scores, and a bad field that scoring reads is named as validate_split
+    names it."""
+    d = copy.deepcopy(split_dict)
+    for img in d["images"]:
+        img.pop("file_name")
+        if "camera" in img:
+            img["camera"] = {"K": img["camera"]["K"]}
+    d["categories"][0].pop("name")
+    with pytest.raises(DataError):
+        validate_split(d, fixture_dir, "split.json", check_files=False)
+    validate_scored_parts(d, task, "split.json")
+    d["images"][1]["width"] = "16" if task != "forensics" else d["images"][1]["width"]
+    d["videos"][0]["label"] = "fake"
+    with pytest.raises(DataError) as info:
+        validate_scored_parts(d, task, "split.json")
+    want = "videos[0].label" if task == "forensics" else "images[1].width"
+    assert info.value.field == want and str(info.value).startswith("split.json: ")
+    with pytest.raises(InputError):
+        validate_scored_parts(d, "segmentation", "split.json")
 
 
 def test_top_level_must_be_an_object(fixture_dir):
@@ -215,6 +248,7 @@ def _expect_only_data_error(path: Path, check_files: bool = True) -> None:
             assert split.annotation_mask(ann).shape == (img["height"], img["width"])
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_structural_mutations_only_raise_data_error(fixture_dir, split_path, data):

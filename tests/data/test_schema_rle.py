@@ -19,8 +19,9 @@ from pycocotools import mask as mask_utils
 
 from vision.data import schema, schema_columns
 from vision.data.masks import encode_mask
-from vision.data.schema import (FAST_RLE_RUN_CHARS, MAX_IMAGE_PIXELS, MAX_RLE_RUN_CHARS, rle_counts_batch, rle_counts_from_string,
-                                rle_runs_summary, validate_split)
+from vision.data.rle import (FAST_RLE_RUN_CHARS, MAX_IMAGE_PIXELS, MAX_RLE_RUN_CHARS, rle_counts_batch,
+                             rle_counts_from_string, rle_runs_summary)
+from vision.data.schema import validate_split
 from vision.errors import DataError
 
 
@@ -314,6 +315,7 @@ fields = st.sampled_from(["id", "image_id", "category_id", "bbox", "area", "iscr
                           "bbox[i]", "polygon[i]", "size", "counts", "counts[i]", "file_name", "width", "height"])
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_fast_paths_agree_with_one_by_one_checks(split_dict, fixture_dir, data):
@@ -384,6 +386,7 @@ def _places(dataset: dict, indexes: list[int]) -> list[tuple[str, Any, Any]]:
     return places
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("by_column", [True, False], ids=["by column", "per annotation"])
 def test_every_single_mutation_gets_the_one_by_one_verdict(split_dict, fixture_dir, monkeypatch, by_column):
     """Each value the fast paths read, set to each tricky value (or deleted): the same error, or none, as the

@@ -12,13 +12,14 @@ import torch
 
 from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
-from vision.data.synthetic import write_split
+from vision.synthetic.scenes import write_split
 from vision.data.transforms import build_multiview_transform
 from vision.errors import DataError
 from vision.evaluation.evaluate import evaluate
-from vision.evaluation.geometry import depth_metrics, format_geometry_table, pose_metrics
+from vision.evaluation.geometry import chamfer_metrics, depth_metrics, format_geometry_table, pose_metrics
 from vision.evaluation.results import decode_array, encode_array
-from vision.geometry.evaluation import clip_results
+from vision.geometry.losses import normalize_scene
+from vision.geometry.results import clip_results
 from vision.geometry.task import GeometryConfig, build_model
 
 
@@ -58,6 +59,24 @@ def test_scores_equal_the_figures_of_the_loader_batches(scored):
     assert "match_pose/AUC@30" not in metrics and 0.0 <= metrics["identity_pose/AUC@30"] <= 1.0
     table = format_geometry_table(metrics).splitlines()
     assert [line.split()[0] for line in table] == ["method", "model", "constant_depth", "identity_pose"]
+
+
+def test_chamfer_equals_the_one_of_the_loader_batches_and_the_training_normalisation(scored):
+    """Scoring resizes the split's depth and cameras itself and normalises the scene in NumPy: the Chamfer figure
+    equals the one from the loader's batches and the torch normalisation of the training losses (every valid
+    pixel drawn, so the subsample's order does not matter), to float32 rounding."""
+    split, results, batches, _ = scored
+    metrics = evaluate(split, results, "geometry", max_points=10 ** 6)
+    by_image = {(tuple(r["clip"]), r["image_id"]): r for r in results}
+    chamfers = []
+    for batch in batches:
+        clip = tuple(int(i) for i in batch["image_ids"][0])
+        valid = batch["valid_depth"] & (batch["depth"] > 0)
+        gt = normalize_scene(batch["extrinsics"], batch["intrinsics"], batch["depth"], None, valid)
+        mask = valid[0].numpy()
+        pred = np.stack([decode_array(by_image[clip, i]["world_points"], "x") for i in clip])
+        chamfers.append(chamfer_metrics(pred[mask], gt.world_points[0].numpy()[mask])["chamfer"])
+    assert metrics["chamfer"] == pytest.approx(np.mean(chamfers), rel=1e-6)
 
 
 def test_array_encoding_round_trips_exactly():

@@ -18,9 +18,10 @@ from _pytest.faulthandler import fault_handler_stderr_fd_key
 from tests.evaluation.conftest import label_sequence, make_detection_case
 from tests.evaluation.conftest import evaluate_cli
 from tests.evaluation.test_tracking import _results_from_labels, _video_split_from_labels
+from vision.data.schema import validate_scored_parts
 from vision.errors import DataError
 from vision.evaluation.evaluate import evaluate
-from vision.evaluation.results import load_results, validate_forensics_results, validate_ground_truth
+from vision.evaluation.results import load_results, validate_forensics_results
 
 
 
@@ -279,14 +280,14 @@ def test_malformed_splits_are_refused_naming_file_entry_and_field(tmp_path, caps
     code, err = run_cli(capsys, split_path, results_path, task)
     assert_one_line_error(code, err, split_path, field)
     with pytest.raises(DataError) as info:
-        validate_ground_truth(split, task, str(split_path))
+        validate_scored_parts(split, task, str(split_path))
     assert info.value.field.startswith(field)
 
 
 @pytest.mark.parametrize("task", sorted(CASES))
 def test_valid_splits_and_results_pass_validation(task):
     split, results = CASES[task]()
-    validate_ground_truth(split, task, "split.json")
+    validate_scored_parts(split, task, "split.json")
     metrics = evaluate(split, results, task)
     assert metrics
 

@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from tests.data.test_schema import json_value, mutated_splits
 from tests.evaluation.test_results import CASES, no_hang  # noqa: F401  (no_hang: the autouse watchdog)
 from vision.data.masks import encode_mask
+from vision.data.schema import validate_scored_parts
 from vision.errors import DataError, InputError
 from vision.evaluation.evaluate import evaluate
-from vision.evaluation.results import load_results, validate_forensics_results, validate_ground_truth
+from vision.evaluation.results import load_results, validate_forensics_results
 
 # Small cases evaluate in well under a second; the deadline flags a case that becomes slow, the watchdog of
 # test_results ends the run on one that never returns.
@@ -41,7 +42,7 @@ def _expect_metrics_or_data_error(split: Any, results: Any, task: str) -> None:
     """The split is checked first, as tools/evaluate.py does; forensics results must pass
     validate_forensics_results exactly when evaluate_forensics accepts them."""
     try:
-        validate_ground_truth(split, task, "split.json")
+        validate_scored_parts(split, task, "split.json")
     except DataError as exc:
         assert "\n" not in str(exc)
         return

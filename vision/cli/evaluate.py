@@ -1,6 +1,6 @@
 """``vision-evaluate`` (and ``python tools/evaluate.py``): score a results file against a split.
 
-    vision-evaluate --split SPLIT.json --results RESULTS.json --task detection|tracking|forensics
+    vision-evaluate --split SPLIT.json --results RESULTS.json --task detection|tracking|forensics|geometry
                     [--out METRICS.json]
 
 Prints a table of metrics and, with ``--out``, writes them as JSON (atomically). Bad input exits with status 2
@@ -15,10 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vision.data.io import atomic_write_json
 from vision.errors import VisionError
-from vision.evaluation.evaluate import TASKS, evaluate, format_table
-from vision.evaluation.tracking import PROTOCOLS
+from vision.evaluation.options import PROTOCOLS, TASKS
 
 __all__ = ["main", "build_parser"]
 
@@ -95,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         options["split_root"] = str(args.split.resolve().parent)
     elif args.threshold is not None:
         options["threshold"] = args.threshold
+    # imported here: the scorers load NumPy, OpenCV and SciPy, which --help and a bad command line do not need
+    from vision.data.io import atomic_write_json
+    from vision.evaluation.evaluate import evaluate, format_table
+
     try:
         metrics = evaluate(args.split, args.results, args.task, **options)
         if args.out is not None:

@@ -1,7 +1,7 @@
-"""The typed checks that every split validation shares: :class:`Checker` (holds the file name for messages) and
-:func:`check_rle`, the pure-Python verdict on one RLE segmentation. Used by the one-by-one checks of
-:mod:`vision.data.schema` (which re-exports them), by the fast paths of :mod:`vision.data.schema_columns` for
-whatever they cannot vouch for, and by :mod:`vision.evaluation.results`.
+"""The typed checks that every split validation shares: :class:`Checker` (holds the file name for messages; its
+:class:`ScalarChecker` also takes NumPy numbers) and :func:`check_rle`, the pure-Python verdict on one RLE
+segmentation. Used by the one-by-one checks of :mod:`vision.data.schema` (which re-exports them), by the fast paths
+of :mod:`vision.data.schema_columns` for whatever they cannot vouch for, and by :mod:`vision.evaluation.results`.
 """
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from vision.data.rle import rle_counts_from_string
 from vision.errors import DataError
 
-__all__ = ["BOX_TOLERANCE_PX", "Checker", "check_rle"]
+__all__ = ["BOX_TOLERANCE_PX", "Checker", "ScalarChecker", "check_rle"]
 
 BOX_TOLERANCE_PX = 1.0
 
@@ -94,6 +96,18 @@ class Checker:
         if ident in seen:
             raise self.fail(f"duplicate id (first used by entry {seen[ident]})", f"{field}.id", ident)
         return ident
+
+
+class ScalarChecker(Checker):
+    """The checks of :class:`Checker`, also accepting NumPy integers and floats where numbers are expected
+    (documents built in Python rather than read from JSON: results, splits handed to the evaluation)."""
+
+    def int_(self, value: Any, field: str, minimum: int | None = None, maximum: int | None = None) -> int:
+        return super().int_(value.item() if isinstance(value, np.integer) else value, field, minimum, maximum)
+
+    def number(self, value: Any, field: str, minimum: float | None = None) -> float:
+        return super().number(value.item() if isinstance(value, (np.integer, np.floating)) else value, field,
+                              minimum)
 
 
 def check_rle(c: Checker, seg: Any, field: str, height: int, width: int) -> None:

@@ -18,6 +18,8 @@ A split is one COCO JSON file plus the files it names, relative to the JSON's fo
 
 :func:`validate_split` checks all of that and raises :class:`~vision.errors.DataError` naming the file, the field
 (e.g. ``annotations[3].bbox``) and the value. It never raises anything else on any JSON-like input.
+:func:`validate_scored_parts` runs the same checks on the fields that scoring one task reads (the evaluation's
+check of a ground-truth split), leaving the rest alone.
 """
 
 from __future__ import annotations
@@ -25,14 +27,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vision.data.checker import BOX_TOLERANCE_PX, Checker, check_rle
+from vision.data.checker import BOX_TOLERANCE_PX, Checker, ScalarChecker, check_rle
 from vision.data.io import resolve_inside
-# re-exported: defined here before the split, still imported from here (vision.evaluation.results, tests)
-from vision.data.rle import (FAST_RLE_RUN_CHARS, FAST_RLE_STRING_CHARS, MAX_IMAGE_PIXELS, MAX_RLE_RUN_CHARS,
-                             rle_counts_batch, rle_counts_from_string, rle_runs_summary)
+from vision.data.rle import MAX_IMAGE_PIXELS
 from vision.data.schema_columns import (ABSENT, FLOAT_MAX, FLOAT_MAX_INT, INT_TYPES, NUMBER_TYPES, DeferredRle,
                                         Listings, annotations_pass_by_column, polygons_pass, rle_size_is)
-from vision.errors import DataError
+from vision.errors import DataError, InputError
+from vision.tasks import task_names
 
 __all__ = [
     "CATEGORY_SPLITS",
@@ -40,10 +41,8 @@ __all__ = [
     "DEPTH_SUFFIXES",
     "BOX_TOLERANCE_PX",
     "validate_split",
+    "validate_scored_parts",
     "safe_path",
-    "rle_counts_from_string",
-    "rle_counts_batch",
-    "rle_runs_summary",
     "Checker",
     "check_rle",
     "check_segmentation",
@@ -138,10 +137,7 @@ def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool) -> d
                 c.int_(video[key], f"{field}.{key}", minimum=1, maximum=MAX_IMAGE_SIDE)
         if "ordered" in video:
             c.bool_(video["ordered"], f"{field}.ordered")
-        if "label" in video:
-            c.choice(video["label"], f"{field}.label", VIDEO_LABELS)
-        if "generator" in video and video["generator"] is not None:
-            c.str_(video["generator"], f"{field}.generator")
+        _check_provenance(c, video, field)
         for key in ("source", "family"):
             if key in video and video[key] is not None:
                 c.str_(video[key], f"{field}.{key}")
@@ -152,6 +148,15 @@ def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool) -> d
         first[ident] = i
         videos[ident] = video
     return videos
+
+
+def _check_provenance(c: Checker, video: dict, field: str) -> None:
+    """A video's forensic ``label`` (one of :data:`VIDEO_LABELS`) and ``generator`` (a string or null), when
+    present."""
+    if "label" in video:
+        c.choice(video["label"], f"{field}.label", VIDEO_LABELS)
+    if video.get("generator") is not None:
+        c.str_(video["generator"], f"{field}.generator")
 
 
 def _check_tracks(c: Checker, dataset: dict, videos: dict[int, dict], categories: dict[int, dict]) -> dict[int, dict]:
@@ -181,6 +186,17 @@ def _check_camera(c: Checker, camera: Any, field: str) -> None:
     c.matrix(c.key(camera, "extrinsics", field), f"{field}.extrinsics", 3, 4)
 
 
+def _image_size(c: Checker, img: dict, field: str) -> tuple[int, int]:
+    """``(width, height)`` of an image entry: integers in [1, :data:`MAX_IMAGE_SIDE`], at most
+    :data:`MAX_IMAGE_PIXELS` pixels in all."""
+    width = c.int_(c.key(img, "width", field), f"{field}.width", minimum=1, maximum=MAX_IMAGE_SIDE)
+    height = c.int_(c.key(img, "height", field), f"{field}.height", minimum=1, maximum=MAX_IMAGE_SIDE)
+    if width * height > MAX_IMAGE_PIXELS:
+        raise c.fail(f"image of {width}x{height} pixels exceeds the limit of {MAX_IMAGE_PIXELS} pixels",
+                     f"{field}.width", width)
+    return width, height
+
+
 def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path,
                   check_files: bool) -> dict[int, dict]:
     images: dict[int, dict] = {}
@@ -204,11 +220,7 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
         ident = c.unique_id(first, img, field)
         file_name = c.key(img, "file_name", field)
         path = safe_path(root, file_name, file=c.file, field=f"{field}.file_name")
-        width = c.int_(c.key(img, "width", field), f"{field}.width", minimum=1, maximum=MAX_IMAGE_SIDE)
-        height = c.int_(c.key(img, "height", field), f"{field}.height", minimum=1, maximum=MAX_IMAGE_SIDE)
-        if width * height > MAX_IMAGE_PIXELS:
-            raise c.fail(f"image of {width}x{height} pixels exceeds the limit of {MAX_IMAGE_PIXELS} pixels",
-                         f"{field}.width", width)
+        _image_size(c, img, field)
         if check_files and not _is_file(path):
             raise c.fail(f"image file not found at {path}", f"{field}.file_name", file_name)
         has_video, has_frame = "video_id" in img, "frame_index" in img
@@ -319,6 +331,24 @@ def _surely_valid(i: int, ann: Any, first: dict[int, int], images: dict[int, dic
             and INT_TYPES.issuperset(map(type, counts)) and min(counts) >= 0 and sum(counts) == height * width)
 
 
+def _bbox(c: Checker, bbox: Any, field: str) -> tuple[float, float, float, float]:
+    """An annotation's ``[x, y, width, height]``: four finite numbers, width and height >= 0."""
+    if not isinstance(bbox, list) or len(bbox) != 4:
+        raise c.fail("expected bbox as [x, y, width, height] (XYWH pixels)", field, bbox)
+    x, y, w, h = (c.number(v, f"{field}[{j}]") for j, v in enumerate(bbox))
+    if w < 0 or h < 0:
+        raise c.fail("bbox has a negative width or height", field, bbox)
+    return x, y, w, h
+
+
+def _check_crowd(c: Checker, ann: dict, field: str) -> None:
+    """``iscrowd``, when present, is 0 or 1."""
+    if "iscrowd" in ann:
+        crowd = ann["iscrowd"]
+        if crowd not in (0, 1) or (not isinstance(crowd, (int, bool))):
+            raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", crowd)
+
+
 def _check_annotation(c: Checker, i: int, ann: Any, first: dict[int, int], track_frames: dict[tuple[int, int], int],
                       images: dict[int, dict], categories: dict[int, dict], tracks: dict[int, dict]) -> None:
     """Every check of ``annotations[i]``, one by one, each error naming the field and the value."""
@@ -335,11 +365,7 @@ def _check_annotation(c: Checker, i: int, ann: Any, first: dict[int, int], track
         raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
                      category_id)
     bbox = c.key(ann, "bbox", field)
-    if not isinstance(bbox, list) or len(bbox) != 4:
-        raise c.fail("expected bbox as [x, y, width, height] (XYWH pixels)", f"{field}.bbox", bbox)
-    x, y, w, h = (c.number(v, f"{field}.bbox[{j}]") for j, v in enumerate(bbox))
-    if w < 0 or h < 0:
-        raise c.fail("bbox has a negative width or height", f"{field}.bbox", bbox)
+    x, y, w, h = _bbox(c, bbox, f"{field}.bbox")
     tol = BOX_TOLERANCE_PX
     if x < -tol or y < -tol or x + w > width + tol or y + h > height + tol:
         raise c.fail(f"bbox lies outside its {width}x{height} image (tolerance {tol:g} px)", f"{field}.bbox", bbox)
@@ -347,10 +373,7 @@ def _check_annotation(c: Checker, i: int, ann: Any, first: dict[int, int], track
         check_segmentation(c, ann["segmentation"], f"{field}.segmentation", height, width)
     if "area" in ann:
         c.number(ann["area"], f"{field}.area", minimum=0.0)
-    if "iscrowd" in ann:
-        crowd = ann["iscrowd"]
-        if crowd not in (0, 1) or (not isinstance(crowd, (int, bool))):
-            raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", crowd)
+    _check_crowd(c, ann, field)
     if "score" in ann:
         c.number(ann["score"], f"{field}.score")
     if "track_id" in ann:
@@ -383,3 +406,147 @@ def _check_info(c: Checker, dataset: dict, categories: dict[int, dict]) -> None:
             c.str_(name, f"info.vocabulary[{j}]")
             if name not in names:
                 raise c.fail("vocabulary name is not a category name", f"info.vocabulary[{j}]", name)
+
+
+# ---------------------------------------------------------------- the parts of a split that scoring reads
+
+def validate_scored_parts(dataset: Any, task: str, file: str | Path | None = None) -> None:
+    """Check what scoring ``task`` reads from a split, with the checks of :func:`validate_split` for those fields
+    (NumPy numbers accepted, for splits built in Python); anything else (file names, cameras, extra keys) is left
+    alone, so a split scores wherever its read parts are sound.
+
+    - detection: ``images`` (unique integer id, width, height), ``categories`` (unique integer id), ``annotations``
+      (image_id and category_id that exist, a finite bbox with w, h >= 0, iscrowd 0/1, a finite area >= 0, a
+      segmentation of its image's size);
+    - tracking: ``images`` (also video_id, frame_index), ``videos`` and ``tracks`` (integer ids), ``annotations``
+      (image_id, track_id of a track of the image's video, at most one per track and image, RLE segmentations);
+    - forensics: ``videos`` (unique integer id, label ``real``/``generated``/``cgi`` when present, generator a
+      string);
+    - geometry: ``images`` (as for tracking) and ``videos`` (integer ids); the cameras and depth files of the
+      images a result uses are checked by :func:`vision.evaluation.results.validate_geometry_results`.
+
+    Raises:
+        DataError: naming ``file``, the entry and the field.
+        InputError: an unknown ``task``.
+    """
+    if task not in task_names():
+        raise InputError(f"unknown task {task!r}; expected one of {', '.join(task_names())}")
+    c = ScalarChecker(None if file is None else str(file))
+    c.dict_(dataset, "<top level>")
+    if task == "forensics":
+        for field, video, _ in _entries(c, _top_list(c, dataset, "videos"), "videos"):
+            _check_provenance(c, video, field)
+        return
+    images = _scored_images(c, dataset)
+    if task == "geometry":
+        _entries(c, _top_list(c, dataset, "videos", required=False), "videos")
+        return
+    if task == "detection":
+        categories = {ident: cat for _, cat, ident in _entries(c, _top_list(c, dataset, "categories"),
+                                                                "categories")}
+        _scored_detection_annotations(c, _top_list(c, dataset, "annotations"), images, categories)
+    else:
+        _scored_tracking_annotations(c, dataset, images)
+
+
+def _top_list(c: Checker, dataset: dict, key: str, required: bool = True) -> list:
+    """``dataset[key]``, a list; a missing key is refused when ``required``, else read as empty (as is null)."""
+    if required and key not in dataset:
+        raise c.fail(f"missing required key {key!r}", key, sorted(map(str, dataset)))
+    if not required and dataset.get(key) is None:
+        return []
+    return c.list_(dataset[key], key)
+
+
+def _entries(c: Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
+    """``(field, entry, id)`` of each object of a top-level list; a non-object, a missing or a duplicate id is
+    refused."""
+    out: list[tuple[str, dict, int]] = []
+    first: dict[int, int] = {}
+    for i, item in enumerate(items):
+        field = f"{key}[{i}]"
+        c.dict_(item, field)
+        ident = c.unique_id(first, item, field)
+        first[ident] = i
+        out.append((field, item, ident))
+    return out
+
+
+def _scored_images(c: Checker, dataset: dict) -> dict[int, dict]:
+    """The images by id: unique integer ids, a valid size, an integer video_id (or null) and frame_index >= 0."""
+    images: dict[int, dict] = {}
+    for field, img, ident in _entries(c, _top_list(c, dataset, "images"), "images"):
+        _image_size(c, img, field)
+        if img.get("video_id") is not None:
+            c.int_(img["video_id"], f"{field}.video_id")
+        if "frame_index" in img:
+            c.int_(img["frame_index"], f"{field}.frame_index", minimum=0)
+        images[ident] = img
+    return images
+
+
+def _annotation_image(c: Checker, ann: Any, field: str, images: dict[int, dict]) -> dict:
+    c.dict_(ann, field)
+    image_id = c.int_(c.key(ann, "image_id", field), f"{field}.image_id")
+    if image_id not in images:
+        raise c.fail("annotation points to an image id that is not in 'images'", f"{field}.image_id", image_id)
+    return images[image_id]
+
+
+def _scored_detection_annotations(c: Checker, annotations: list, images: dict[int, dict],
+                                  categories: dict[int, dict]) -> None:
+    """The fields of each annotation that detection scoring reads. The fast paths of :func:`validate_split` vouch
+    for a superset of these checks; whatever they cannot vouch for is checked one by one."""
+    if annotations_pass_by_column(annotations, images, categories):
+        return
+    first: dict[int, int] = {}
+    with DeferredRle(c) as deferred:  # compressed RLE counts are decoded in batches
+        for i, ann in enumerate(annotations):
+            if _surely_valid(i, ann, first, images, categories, deferred):
+                first[ann["id"]] = i
+                continue
+            field = f"annotations[{i}]"
+            image = _annotation_image(c, ann, field, images)
+            category_id = c.int_(c.key(ann, "category_id", field), f"{field}.category_id")
+            if category_id not in categories:
+                raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
+                             category_id)
+            _bbox(c, c.key(ann, "bbox", field), f"{field}.bbox")
+            _check_crowd(c, ann, field)
+            if "area" in ann:
+                c.number(ann["area"], f"{field}.area", minimum=0.0)
+            seg = ann.get("segmentation")
+            if seg not in (None, []) and not deferred.offer(i, seg, image["height"], image["width"]):
+                check_segmentation(c, seg, f"{field}.segmentation", image["height"], image["width"])
+
+
+def _scored_tracking_annotations(c: Checker, dataset: dict, images: dict[int, dict]) -> None:
+    """Videos and tracks (integer ids; a track's video_id an integer) and the fields of each annotation that
+    tracking scoring reads: its image, its track (of the image's video; one annotation per track and image) and an
+    RLE segmentation of the image's size."""
+    _entries(c, _top_list(c, dataset, "videos", required=False), "videos")
+    has_tracks = dataset.get("tracks") is not None
+    track_videos: dict[int, int] = {}
+    for field, track, ident in _entries(c, _top_list(c, dataset, "tracks", required=False), "tracks"):
+        track_videos[ident] = c.int_(c.key(track, "video_id", field), f"{field}.video_id")
+    seen: dict[tuple[int, int], int] = {}
+    for i, ann in enumerate(_top_list(c, dataset, "annotations", required=False)):
+        field = f"annotations[{i}]"
+        image = _annotation_image(c, ann, field, images)
+        if ann.get("track_id") is None:
+            continue
+        track_id = c.int_(ann["track_id"], f"{field}.track_id")
+        if has_tracks and track_id not in track_videos:
+            raise c.fail("annotation points to a track id that is not in 'tracks'", f"{field}.track_id", track_id)
+        if image.get("video_id") is None:
+            raise c.fail(f"image {image['id']} belongs to no video, so it cannot carry a track",
+                         f"{field}.track_id", track_id)
+        if has_tracks and image["video_id"] != track_videos[track_id]:
+            raise c.fail(f"track {track_id} belongs to video {track_videos[track_id]} but image {image['id']} to "
+                         f"video {image['video_id']}", f"{field}.track_id", track_id)
+        if (track_id, image["id"]) in seen:
+            raise c.fail(f"track {track_id} has two annotations on image {image['id']} "
+                         f"(first: annotations[{seen[(track_id, image['id'])]}])", f"{field}.track_id", track_id)
+        seen[(track_id, image["id"])] = i
+        if ann.get("segmentation"):
+            check_rle(c, ann["segmentation"], f"{field}.segmentation", image["height"], image["width"])

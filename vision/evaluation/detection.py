@@ -26,7 +26,7 @@ from faster_coco_eval import COCO, COCOeval_faster
 from vision.data.masks import decode_rle, encode_mask
 from vision.errors import DataError
 
-__all__ = ["COCO_STAT_KEYS", "stat_keys", "coco_ground_truth", "coco_ap"]
+__all__ = ["COCO_STAT_KEYS", "stat_keys", "coco_ground_truth", "coco_ap", "class_agnostic_ap"]
 
 #: The twelve COCO summary statistics at the default max_dets (1, 10, 100), in COCOeval.stats order.
 COCO_STAT_KEYS: tuple[str, ...] = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm",
@@ -213,3 +213,36 @@ def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
     evaluator.evaluate()
     evaluator.accumulate()
     return dict(zip(keys, _summary(evaluator, max_dets)))
+
+
+def class_agnostic_ap(gt: dict, results: list[dict], *, gt_category_ids: Iterable[int] | None = None,
+                      result_category_ids: Iterable[int] | None = None, ignore_other: bool = False,
+                      max_dets: tuple[int, int, int] = (1, 10, 100), file: str | None = None) -> dict:
+    """Class-agnostic COCO bbox AP/AR (are objects found at all, whatever their label?): :func:`coco_ap` of one-class
+    copies of ``gt`` and ``results`` (the inputs are not modified).
+
+    Args:
+        gt: a COCO split dict.
+        results: ``[{image_id, category_id, bbox (XYWH), score}]``.
+        gt_category_ids: the annotations that count as objects (None: every annotation). The others are dropped or,
+            with ``ignore_other``, kept as crowd regions (``iscrowd=1``), so a detection on one of them counts
+            neither as a hit nor as a false positive (COCO's ignore rule).
+        result_category_ids: the detections that take part (None: every detection); the others are dropped.
+        max_dets / file: as for :func:`coco_ap`.
+
+    Returns:
+        The twelve figures of :func:`coco_ap` for the single class ``1`` ("object").
+    """
+    stripped = coco_ground_truth(gt, file=file)
+    keep_gt = None if gt_category_ids is None else {int(c) for c in gt_category_ids}
+    annotations = []
+    for ann in stripped["annotations"]:
+        if keep_gt is None or ann["category_id"] in keep_gt:
+            annotations.append(dict(ann, category_id=1))
+        elif ignore_other:
+            annotations.append(dict(ann, category_id=1, iscrowd=1))
+    one_class = {"images": stripped["images"], "annotations": annotations,
+                 "categories": [{"id": 1, "name": "object"}]}
+    keep_dt = None if result_category_ids is None else {int(c) for c in result_category_ids}
+    detections = [dict(r, category_id=1) for r in results if keep_dt is None or int(r["category_id"]) in keep_dt]
+    return coco_ap(one_class, detections, max_dets=max_dets, file=file)

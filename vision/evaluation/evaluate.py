@@ -47,19 +47,10 @@ from vision.evaluation.geometry import evaluate_geometry_results
 from vision.evaluation.results import (load_document, load_results, validate_detection_results,
                                        validate_tracking_results)
 from vision.evaluation.openset import evaluate_openset
+from vision.evaluation.options import TASK_OPTIONS, TASKS
 from vision.evaluation.tracking3d import evaluate_tracking_task
 
 __all__ = ["TASKS", "evaluate", "format_table"]
-
-TASKS: tuple[str, ...] = ("detection", "tracking", "forensics", "geometry")
-
-_OPTIONS = {
-    "detection": {"category_ids", "extra_category_ids", "unknown_category_id", "openset_convention"},
-    "tracking": {"protocol", "prompted_image_ids", "skip_first_and_last", "match_iou", "allow_unknown_tracks",
-                 "tolerance", "split_root", "voxel_size", "presence_threshold"},
-    "forensics": {"threshold", "pass_rate", "fpr"},
-    "geometry": {"split_root", "max_points", "seed"},
-}
 
 
 def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **options: Any) -> dict:
@@ -76,7 +67,7 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     """
     if task not in TASKS:
         raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
-    unknown = set(options) - _OPTIONS[task]
+    unknown = set(options) - TASK_OPTIONS[task]
     if unknown:
         raise InputError(f"unknown option(s) for task {task!r}: {', '.join(sorted(unknown))}")
     gt, split_file = load_document(split, dict, "a split must be a JSON object")

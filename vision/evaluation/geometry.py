@@ -18,7 +18,7 @@ transform: a plain resize), and:
   with ``match_extrinsics`` in the results, the same for those cameras (``match_pose``); with ``ray_extrinsics``
   (the cameras fitted to a predicted ray map), the same for them (``ray_pose``);
 - point maps: ``chamfer`` after a Umeyama similarity alignment, in units of the normalised GT scene (in view 0's
-  camera frame, mean point norm 1: :func:`vision.geometry.losses.normalize_scene`), on at most ``max_points``
+  camera frame, mean point norm 1: :func:`vision.alignment.normalize_scene_points`), on at most ``max_points``
   valid pixels per clip drawn by one generator seeded with ``seed`` over the clips in order.
 
 The metrics come back flat: the model's unprefixed (``abs_rel``, ``delta_1.25``, ``AUC@30``, ``RRA@15``,
@@ -36,8 +36,9 @@ import numpy as np
 from scipy.spatial import cKDTree
 from scipy.spatial.transform import Rotation
 
+from vision.alignment import normalize_scene_points, umeyama
+from vision.data.resize import crop_resize_intrinsics, resize_nearest
 from vision.errors import InputError
-from vision.geometry.matching import umeyama_batch
 
 __all__ = [
     "depth_metrics", "relative_pose_errors", "pose_auc", "pose_metrics", "umeyama", "chamfer_metrics",
@@ -181,27 +182,6 @@ def pose_metrics(pred_extrinsics: np.ndarray, gt_extrinsics: np.ndarray,
     return out
 
 
-def umeyama(source: np.ndarray, target: np.ndarray, with_scale: bool = True) -> tuple[float, np.ndarray, np.ndarray]:
-    """Least-squares similarity (s, R, t) with target ≈ s R source + t (Umeyama 1991).
-
-    Args:
-        source, target: corresponding points ``[N, 3]``, N >= 3 and not all collinear.
-
-    Returns:
-        s (float), R ``[3, 3]`` (a proper rotation), t ``[3]``.
-    """
-    x = np.asarray(source, dtype=np.float64)
-    y = np.asarray(target, dtype=np.float64)
-    if x.shape != y.shape or x.ndim != 2 or x.shape[1] != 3 or len(x) < 3:
-        raise InputError(f"umeyama needs two [N, 3] arrays with N >= 3; got {x.shape} and {y.shape}")
-    if not np.any(x != x[0]):
-        raise InputError("umeyama: source points are all identical")
-    scale, rot, trans = umeyama_batch(x[None], y[None])
-    if not with_scale:
-        return 1.0, rot[0], y.mean(axis=0) - rot[0] @ x.mean(axis=0)
-    return float(scale[0]), rot[0], trans[0]
-
-
 def chamfer_metrics(pred_points: np.ndarray, gt_points: np.ndarray, *, align: bool = True,
                     correspondences: bool = True) -> dict:
     """Accuracy (mean distance pred -> nearest GT), completeness (GT -> nearest pred) and
@@ -248,18 +228,17 @@ def _depth_summary(rows: list[tuple[dict, int]]) -> dict[str, float]:
 
 def _clip_ground_truth(split: Any, clip: tuple[int, ...], side: int) -> dict[str, np.ndarray]:
     """The split's depth ``[S, side, side]``, valid mask, intrinsics and extrinsics of a clip, resized as the
-    evaluation loader resizes them (:func:`vision.data.transforms.build_multiview_transform`, eval)."""
-    from vision.data.transforms import build_multiview_transform
-
+    evaluation loader resizes them (the eval multi-view transform of :mod:`vision.data.transforms`: depth and its
+    valid mask by pixel-centre nearest neighbour, the intrinsics by the pixel-centre rule, the extrinsics kept)."""
     images = [split.images[i] for i in clip]
     depth = np.stack([split.depth(img) for img in images]).astype(np.float32)
     cameras = [split.camera(img) for img in images]
-    sample = {"images": np.zeros(depth.shape + (3,), np.uint8), "depth": depth, "valid_depth": depth > 0,
-              "intrinsics": np.stack([k for k, _ in cameras]).astype(np.float32),
-              "extrinsics": np.stack([e for _, e in cameras]).astype(np.float32)}
-    out = build_multiview_transform(side, train=False)(sample)
-    out["valid_depth"] = np.asarray(out["valid_depth"], bool) & (out["depth"] > 0)
-    return out
+    height, width = depth.shape[1:]
+    resized = np.stack([resize_nearest(d, (side, side)) for d in depth])
+    valid = np.stack([resize_nearest(d > 0, (side, side)) for d in depth]) & (resized > 0)
+    intrinsics = np.stack([crop_resize_intrinsics(k, (0, 0, width, height), (side, side)) for k, _ in cameras])
+    return {"depth": resized, "valid_depth": valid, "intrinsics": intrinsics,
+            "extrinsics": np.stack([e for _, e in cameras]).astype(np.float32)}
 
 
 def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path | None = None,
@@ -272,11 +251,8 @@ def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path
         results: the results list (format: :func:`vision.evaluation.results.validate_geometry_results`).
         results_file, gt_file: names for messages. max_points, seed: Chamfer's subsample per clip.
     """
-    import torch
-
     from vision.data.coco import Split
     from vision.evaluation.results import validate_geometry_results
-    from vision.geometry.losses import normalize_scene
 
     clips = validate_geometry_results(results, gt, results_file, split_file=gt_file)
     if split_root is None:
@@ -304,9 +280,7 @@ def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path
                                                              gt_extr))
         if "ray_extrinsics" in entries[0]:
             errors["ray_pose"].append(relative_pose_errors(np.stack([e["ray_extrinsics"] for e in entries]), gt_extr))
-        norm = normalize_scene(torch.from_numpy(gt_extr)[None], torch.from_numpy(truth["intrinsics"])[None],
-                               torch.from_numpy(gt_depth)[None], None, torch.from_numpy(valid)[None])
-        gt_points = norm.world_points[0].numpy()[valid]
+        gt_points = normalize_scene_points(gt_extr, truth["intrinsics"], gt_depth, valid)[0][valid]
         pred_points = np.stack([e["world_points"] for e in entries])[valid]
         if len(gt_points) >= 3:
             pick = rng.choice(len(gt_points), size=min(max_points, len(gt_points)), replace=False)

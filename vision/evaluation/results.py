@@ -1,4 +1,4 @@
-"""Loading and validating results files (COCO results format) and the splits they are scored against.
+"""Loading and validating results files (COCO results format).
 
 Detection: ``[{image_id, category_id, bbox: [x, y, w, h], score}]`` (+ optional ``segmentation`` RLE).
 Tracking: ``[{video_id, track_id, image_id, segmentation: RLE, score[, prompt_type]}]``.
@@ -7,12 +7,13 @@ Geometry: one entry per image of each predicted clip (see :func:`validate_geomet
 ``[{image_id, clip: [image ids], extrinsics: 3x4, depth: array, world_points: array[, match_extrinsics: 3x4]
 [, ray_extrinsics: 3x4]}]`` with dense maps as :func:`encode_array` objects.
 
-Results get the same validation as splits (and share its checks, :mod:`vision.data.schema`): every number is
+Results get the same validation as splits (and share its checks, :mod:`vision.data.checker`): every number is
 finite (NaN, Infinity and numbers beyond a double's range are refused wherever they appear), every mask's counts
 decode to exactly the H x W pixels of its image, and every problem raises a :class:`DataError` naming the file,
 the entry and the field, e.g. ``preds.json: results[3].bbox=[1, 2]: bbox must be 4 finite numbers``.
-:func:`validate_ground_truth` checks the parts of a split that scoring reads, so that a malformed split is
-reported the same way before any metric is computed.
+Each ``validate_*_results`` first checks the parts of the split that scoring reads
+(:func:`vision.data.schema.validate_scored_parts`), so that a malformed split is reported the same way before any
+metric is computed.
 """
 
 from __future__ import annotations
@@ -27,13 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from vision.data.schema import (MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, VIDEO_LABELS, Checker, check_rle,
-                                check_segmentation)
+from vision.data.checker import ScalarChecker, check_rle
+from vision.data.schema import MAX_IMAGE_SIDE, VIDEO_LABELS, validate_scored_parts
 from vision.data.schema_columns import DeferredRle
-from vision.errors import DataError, InputError
+from vision.errors import DataError
 
-__all__ = ["load_document", "load_json", "load_results", "check_finite", "validate_ground_truth",
-           "validate_detection_results", "validate_tracking_results", "validate_forensics_results",
+__all__ = ["load_document", "load_json", "load_results", "check_finite", "validate_detection_results", "validate_tracking_results", "validate_forensics_results",
            "validate_geometry_results", "encode_array", "decode_array"]
 
 #: JSON integers with more characters than this cannot be finite doubles; they are read as floats (+-inf) and
@@ -135,15 +135,9 @@ def _beyond_double(value: Any) -> bool:
     return False
 
 
-class _Checker(Checker):
-    """The split checks of :mod:`vision.data.schema`, also accepting NumPy scalars (results built in Python)."""
-
-    def int_(self, value: Any, field: str, minimum: int | None = None, maximum: int | None = None) -> int:
-        return super().int_(value.item() if isinstance(value, np.integer) else value, field, minimum, maximum)
-
-    def number(self, value: Any, field: str, minimum: float | None = None) -> float:
-        return super().number(value.item() if isinstance(value, (np.integer, np.floating)) else value, field,
-                              minimum)
+class _Checker(ScalarChecker):
+    """The typed checks of :mod:`vision.data.checker` (NumPy scalars accepted: results built in Python), plus the
+    checks of a result entry."""
 
     def entry(self, value: Any, field: str, required: tuple[str, ...]) -> dict:
         if not isinstance(value, dict):
@@ -151,13 +145,6 @@ class _Checker(Checker):
         for key in required:
             self.key(value, key, field)
         return value
-
-    def top_list(self, document: dict, key: str, required: bool = True) -> list:
-        if required and key not in document:
-            raise self.fail(f"missing required key {key!r}", key, sorted(map(str, document)))
-        if not required and document.get(key) is None:
-            return []
-        return self.list_(document[key], key)
 
     def bbox(self, value: Any, field: str) -> list[float]:
         if not (isinstance(value, (list, tuple)) and len(value) == 4
@@ -175,11 +162,12 @@ class _Checker(Checker):
 
 def validate_detection_results(results: list, split: dict, file: str | None = None,
                                extra_category_ids: tuple[int, ...] = (), split_file: str | None = None) -> bool:
-    """Check the split (:func:`validate_ground_truth`, errors naming ``split_file``) and the detection results in
+    """Check the split (:func:`vision.data.schema.validate_scored_parts`, errors naming
+    ``split_file``) and the detection results in
     ``file`` against it; return True when every result carries a segmentation (so segm AP can be computed too).
     ``extra_category_ids`` are accepted besides the split's categories (e.g. an ``oov`` id for rejected objects;
     they never match ground truth)."""
-    validate_ground_truth(split, "detection", split_file)
+    validate_scored_parts(split, "detection", split_file)
     c = _Checker(file)
     images = {int(img["id"]): img for img in split.get("images", [])}
     categories = {int(cat["id"]) for cat in split.get("categories", [])} | {int(i) for i in extra_category_ids}
@@ -233,11 +221,12 @@ def _plain_detection(r: Any, images: dict[int, dict], categories: set[int]) -> b
 
 def validate_tracking_results(results: list, split: dict, file: str | None = None,
                               split_file: str | None = None) -> None:
-    """Check the split (:func:`validate_ground_truth`, errors naming ``split_file``) and the tracking results in
+    """Check the split (:func:`vision.data.schema.validate_scored_parts`, errors naming
+    ``split_file``) and the tracking results in
     ``file`` against it: ids are integers, video_id and image_id exist, the image belongs to that video, the score
     is a finite number, the segmentation an RLE of exactly the image's pixels and ``prompt_type`` (optional) a
     string."""
-    validate_ground_truth(split, "tracking", split_file)
+    validate_scored_parts(split, "tracking", split_file)
     c = _Checker(file)
     images = {int(img["id"]): img for img in split.get("images", [])}
     videos = {int(v["id"]) for v in split.get("videos") or []} | \
@@ -264,10 +253,11 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
 
 def validate_forensics_results(results: list, split: dict, file: str | None = None,
                                split_file: str | None = None) -> None:
-    """Check the split (:func:`validate_ground_truth`, errors naming ``split_file``) and the forensics results in
+    """Check the split (:func:`vision.data.schema.validate_scored_parts`, errors naming
+    ``split_file``) and the forensics results in
     ``file`` against it: one result per labelled video, each with an integer video_id of a labelled video and a
     finite score."""
-    validate_ground_truth(split, "forensics", split_file)
+    validate_scored_parts(split, "forensics", split_file)
     c = _Checker(file)
     labelled = {v["id"] for v in split["videos"] if v.get("label") in VIDEO_LABELS}
     seen: set[int] = set()
@@ -320,7 +310,8 @@ def decode_array(value: Any, field: str, file: str | None = None, size: tuple[in
 
 def validate_geometry_results(results: list, split: dict, file: str | None = None,
                               split_file: str | None = None) -> dict[tuple[int, ...], list[dict]]:
-    """Check the split (:func:`validate_ground_truth`, errors naming ``split_file``) and the geometry results in
+    """Check the split (:func:`vision.data.schema.validate_scored_parts`, errors naming
+    ``split_file``) and the geometry results in
     ``file`` against it; return the clips: ``{clip image ids: [decoded entry per view, in clip order]}``.
 
     Each result is one image of one clip of S >= 2 views of the split:
@@ -339,7 +330,7 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
 
     The decoded entries carry ``depth`` and ``world_points`` as float32 arrays and the cameras as float64 arrays.
     """
-    validate_ground_truth(split, "geometry", split_file)
+    validate_scored_parts(split, "geometry", split_file)
     c = _Checker(file)
     g = _Checker(split_file)
     images = {int(img["id"]): img for img in split.get("images", [])}
@@ -401,134 +392,3 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
             g.matrix(g.key(camera, "extrinsics", f"{field}.camera"), f"{field}.camera.extrinsics", 3, 4)
             g.str_(g.key(image, "depth_file", field), f"{field}.depth_file", nonempty=True)
     return {clip: [entries[m] for m in clip] for clip, entries in clips.items()}
-
-
-# ---------------------------------------------------------------- the split
-
-
-def validate_ground_truth(split: Any, task: str, file: str | Path | None = None) -> None:
-    """Check what scoring ``task`` (``detection``, ``tracking`` or ``forensics``) reads from a split, with the
-    checks of :mod:`vision.data.schema`; anything else (file names, cameras, extra keys) is left alone.
-
-    - detection: ``images`` (unique integer id, width, height), ``categories`` (unique integer id), ``annotations``
-      (image_id and category_id that exist, a finite bbox with w, h >= 0, iscrowd 0/1, a finite area >= 0, a
-      segmentation of its image's size);
-    - tracking: ``images`` (also video_id, frame_index), ``videos`` and ``tracks`` (integer ids), ``annotations``
-      (image_id, track_id of a track of the image's video, at most one per track and image, RLE segmentations);
-    - forensics: ``videos`` (unique integer id, label ``real``/``generated`` when present, generator a string);
-    - geometry: ``images`` (as for detection, plus video_id, frame_index) and ``videos`` (integer ids); the cameras
-      and depth files of the images a result uses are checked by :func:`validate_geometry_results`.
-
-    Raises:
-        DataError: naming ``file``, the entry and the field.
-    """
-    if task not in ("detection", "tracking", "forensics", "geometry"):
-        raise InputError(f"unknown task {task!r}; expected detection, tracking, forensics or geometry")
-    c = _Checker(None if file is None else str(file))
-    c.dict_(split, "<top level>")
-    if task == "forensics":
-        _check_labelled_videos(c, split)
-        return
-    images = _check_gt_images(c, split)
-    if task == "geometry":
-        _entries(c, c.top_list(split, "videos", required=False), "videos")
-        return
-    if task == "detection":
-        categories = {ident for _, _, ident in _entries(c, c.top_list(split, "categories"), "categories")}
-        _check_detection_annotations(c, split, images, categories)
-    else:
-        _check_tracking_annotations(c, split, images)
-
-
-def _entries(c: _Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
-    """``(field, entry, id)`` of each object of a top-level list; a non-object, a missing or a duplicate id is
-    refused."""
-    out: list[tuple[str, dict, int]] = []
-    first: dict[int, int] = {}
-    for i, item in enumerate(items):
-        field = f"{key}[{i}]"
-        c.dict_(item, field)
-        ident = c.unique_id(first, item, field)
-        first[ident] = i
-        out.append((field, item, ident))
-    return out
-
-
-def _check_gt_images(c: _Checker, split: dict) -> dict[int, dict]:
-    images: dict[int, dict] = {}
-    for field, img, ident in _entries(c, c.top_list(split, "images"), "images"):
-        width = c.int_(c.key(img, "width", field), f"{field}.width", minimum=1, maximum=MAX_IMAGE_SIDE)
-        height = c.int_(c.key(img, "height", field), f"{field}.height", minimum=1, maximum=MAX_IMAGE_SIDE)
-        if width * height > MAX_IMAGE_PIXELS:
-            raise c.fail(f"image of {width}x{height} pixels exceeds the limit of {MAX_IMAGE_PIXELS} pixels",
-                         f"{field}.width", width)
-        if img.get("video_id") is not None:
-            c.int_(img["video_id"], f"{field}.video_id")
-        if "frame_index" in img:
-            c.int_(img["frame_index"], f"{field}.frame_index", minimum=0)
-        images[ident] = img
-    return images
-
-
-def _annotation_image(c: _Checker, ann: Any, field: str, images: dict[int, dict]) -> dict:
-    c.dict_(ann, field)
-    image_id = c.int_(c.key(ann, "image_id", field), f"{field}.image_id")
-    if image_id not in images:
-        raise c.fail("annotation points to an image id that is not in 'images'", f"{field}.image_id", image_id)
-    return images[image_id]
-
-
-def _check_detection_annotations(c: _Checker, split: dict, images: dict[int, dict], categories: set[int]) -> None:
-    with DeferredRle(c) as deferred:  # compressed RLE counts are decoded in batches
-        for i, ann in enumerate(c.top_list(split, "annotations")):
-            field = f"annotations[{i}]"
-            image = _annotation_image(c, ann, field, images)
-            category_id = c.int_(c.key(ann, "category_id", field), f"{field}.category_id")
-            if category_id not in categories:
-                raise c.fail("annotation points to a category id that is not in 'categories'", f"{field}.category_id",
-                             category_id)
-            c.bbox(c.key(ann, "bbox", field), f"{field}.bbox")
-            if "iscrowd" in ann and (ann["iscrowd"] not in (0, 1) or not isinstance(ann["iscrowd"], (int, bool))):
-                raise c.fail("expected iscrowd 0 or 1", f"{field}.iscrowd", ann["iscrowd"])
-            if "area" in ann:
-                c.number(ann["area"], f"{field}.area", minimum=0.0)
-            seg = ann.get("segmentation")
-            if seg not in (None, []) and not deferred.offer(i, seg, image["height"], image["width"]):
-                check_segmentation(c, seg, f"{field}.segmentation", image["height"], image["width"])
-
-
-def _check_tracking_annotations(c: _Checker, split: dict, images: dict[int, dict]) -> None:
-    _entries(c, c.top_list(split, "videos", required=False), "videos")
-    has_tracks = split.get("tracks") is not None
-    track_videos: dict[int, int] = {}
-    for field, track, ident in _entries(c, c.top_list(split, "tracks", required=False), "tracks"):
-        track_videos[ident] = c.int_(c.key(track, "video_id", field), f"{field}.video_id")
-    seen: dict[tuple[int, int], int] = {}
-    for i, ann in enumerate(c.top_list(split, "annotations", required=False)):
-        field = f"annotations[{i}]"
-        image = _annotation_image(c, ann, field, images)
-        if ann.get("track_id") is None:
-            continue
-        track_id = c.int_(ann["track_id"], f"{field}.track_id")
-        if has_tracks and track_id not in track_videos:
-            raise c.fail("annotation points to a track id that is not in 'tracks'", f"{field}.track_id", track_id)
-        if image.get("video_id") is None:
-            raise c.fail(f"image {image['id']} belongs to no video, so it cannot carry a track",
-                         f"{field}.track_id", track_id)
-        if has_tracks and image["video_id"] != track_videos[track_id]:
-            raise c.fail(f"track {track_id} belongs to video {track_videos[track_id]} but image {image['id']} to "
-                         f"video {image['video_id']}", f"{field}.track_id", track_id)
-        if (track_id, image["id"]) in seen:
-            raise c.fail(f"track {track_id} has two annotations on image {image['id']} "
-                         f"(first: annotations[{seen[(track_id, image['id'])]}])", f"{field}.track_id", track_id)
-        seen[(track_id, image["id"])] = i
-        if ann.get("segmentation"):
-            check_rle(c, ann["segmentation"], f"{field}.segmentation", image["height"], image["width"])
-
-
-def _check_labelled_videos(c: _Checker, split: dict) -> None:
-    for field, video, _ in _entries(c, c.top_list(split, "videos"), "videos"):
-        if "label" in video:
-            c.choice(video["label"], f"{field}.label", VIDEO_LABELS)
-        if video.get("generator") is not None:
-            c.str_(video["generator"], f"{field}.generator")

@@ -29,6 +29,7 @@ from scipy.optimize import linear_sum_assignment
 
 from vision.data.masks import decode_rle
 from vision.errors import DataError, InputError
+from vision.evaluation.options import PROTOCOLS
 
 __all__ = [
     "region_similarity", "boundary_map", "boundary_f_measure", "sequence_statistics", "evaluate_sequence",
@@ -174,9 +175,6 @@ def _check_ground_truth(gt: dict, file: str | None) -> None:
         if ann.get("track_id") is not None and int(ann["image_id"]) not in image_ids:
             raise DataError("image_id is not in the split's images", file=file, field=f"annotations[{i}].image_id",
                             value=ann["image_id"])
-
-
-PROTOCOLS: tuple[str, ...] = ("vos-benchmark", "davis2017")
 
 
 def _scored_range(protocol: str, gt_present: list[bool], pred_present: list[bool]) -> range | None:

@@ -20,11 +20,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vision.alignment import umeyama_batch
 from vision.errors import InputError
 from vision.geometry.camera import depth_to_camera_points, depth_to_world_points, project_points
 
-__all__ = ["MatchProjection", "patch_correspondences", "correspondence_loss", "mutual_matches", "umeyama_batch",
-           "pose_from_matches"]
+__all__ = ["MatchProjection", "patch_correspondences", "correspondence_loss", "mutual_matches", "pose_from_matches"]
 
 
 class MatchProjection(nn.Module):
@@ -115,25 +115,6 @@ def mutual_matches(query: torch.Tensor, reference: torch.Tensor) -> tuple[torch.
     best_query = sim.argmax(0)
     keep = best_query[best_ref] == torch.arange(len(query), device=query.device)
     return keep.nonzero()[:, 0], best_ref[keep]
-
-
-def umeyama_batch(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Batched Umeyama (1991): least-squares ``dst ≈ s R src + t`` for ``[K, n, 3]`` point sets -> s ``[K]``, R ``[K, 3, 3]``,
-    t ``[K, 3]`` (degenerate sets get s = 0)."""
-    mu_s, mu_d = src.mean(1, keepdims=True), dst.mean(1, keepdims=True)
-    xs, xd = src - mu_s, dst - mu_d
-    var = (xs ** 2).sum(-1).mean(1)
-    cov = np.einsum("kni,knj->kij", xd, xs) / src.shape[1]
-    u, d, vt = np.linalg.svd(cov)
-    sign = np.where(np.linalg.det(u) * np.linalg.det(vt) < 0, -1.0, 1.0)
-    d = d.copy()
-    d[:, 2] *= sign
-    u = u.copy()
-    u[:, :, 2] *= sign[:, None]
-    rot = u @ vt
-    scale = np.where(var > 1e-12, d.sum(1) / np.maximum(var, 1e-12), 0.0)
-    trans = mu_d[:, 0] - scale[:, None] * np.einsum("kij,kj->ki", rot, mu_s[:, 0])
-    return scale, rot, trans
 
 
 def _ransac_similarity(src: np.ndarray, dst: np.ndarray, threshold: float, iterations: int,
