@@ -22,12 +22,10 @@ datamodule's training split (categories with ``split: iv``); it is stored in the
 Evaluation (the task metric inside the loop): ``validation_step`` / ``test_step`` / ``predict_step`` detect with the
 vocabulary the evaluated split gives (``info.vocabulary``: iv + novel names on the synthetic OOV splits; novel names
 are zero-shot) and turn the detections into COCO results in the split's image pixels exactly as
-:class:`~vision.detection.predictor.DetectorPredictor` writes them
-(:func:`~vision.detection.predictor.label_detections`, :func:`~vision.detection.predictor.coco_results`; OOV-rejected
-boxes under
-:data:`~vision.detection.predictor.UNKNOWN_CATEGORY_ID`), keyed by image id. At the end of the epoch the results of
-every rank are gathered (:class:`~vision.training.collect.KeyedResults`) and scored once with
-:func:`vision.evaluation.evaluate` (COCO AP over the vocabulary, and the open-set figures: ``IV_AP50``,
+:class:`~vision.detection.predictor.DetectorPredictor` writes them (:func:`vision.detection.results.image_results`;
+OOV-rejected boxes under :data:`~vision.detection.results.UNKNOWN_CATEGORY_ID`), keyed by image id. At the end of the
+epoch the module's :class:`~vision.training.evaluator.TaskEvaluator` gathers the results of every rank and scores
+them once with :func:`vision.evaluation.evaluate` (COCO AP over the vocabulary, and the open-set figures: ``IV_AP50``,
 ``U-Recall``, ``WI``, ``A-OSE``, ``H-mean``, ``novel_AP50``), logged as ``val/<name>`` / ``test/<name>``; ``test``
 also prints :func:`format_openset`'s table. ``predict_step`` returns ``(image_id, results)`` pairs for
 :class:`~vision.training.writer.ResultsWriter`.
@@ -50,21 +48,18 @@ from vision.detection.attribution import attribution_evidence, dirichlet_uncerta
 from vision.detection.kde import low_density_penalty
 from vision.detection.losses import assign_targets, detection_losses
 from vision.detection.oov_synthesis import ClassGaussianBank
-from vision.detection.predictor import UNKNOWN_CATEGORY_ID, coco_results, label_detections
+from vision.detection.results import UNKNOWN_CATEGORY_ID, image_results
 from vision.detection.task import DetectionConfig, build_model
+from vision.geometry.weights import load_backbone
 from vision.detection.vocabulary import check_vocabulary, encode_vocabulary
 from vision.errors import DataError, InputError
-from vision.evaluation.evaluate import evaluate
-from vision.training.collect import KeyedResults, log_metrics
+from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import decay_param_groups, warmup_cosine
 
 __all__ = ["OOVDetModule", "format_openset", "OPENSET_ORDER"]
 
 #: The open-set figures :func:`format_openset` prints, in order.
 OPENSET_ORDER = ("IV_AP", "IV_AP50", "novel_AP50", "U-Recall", "AP_U", "WI", "A-OSE", "H-mean")
-
-#: Lightning stage -> the prefix its figures are logged under.
-_PREFIX = {"validate": "val", "test": "test"}
 
 
 def format_openset(metrics: dict[str, Any]) -> str:
@@ -86,8 +81,8 @@ class OOVDetModule(L.LightningModule):
     Args:
         config: the detector (:class:`DetectionConfig`, a mapping of its fields, or None for the defaults).
         class_names / category_ids: the training vocabulary (None: the training split's iv categories).
-        geometry_checkpoint: a GeometryModule checkpoint whose backbone's ``aggregator.*`` weights initialise the
-            backbone.
+        geometry_checkpoint: a GeometryModule checkpoint (or VGGT-format weights) whose aggregator initialises the
+            backbone (:func:`vision.geometry.weights.load_backbone`; the detector builds no geometry heads).
         synthesis, synthesis_start, synthesis_weight, queue_size, samples_per_class, keep_per_class: the virtual
             outlier synthesis and its bank (``queue_size`` embeddings per class).
         mining, mining_start, mining_fraction, mining_min_objectness, mining_topk: attribution mining.
@@ -116,14 +111,14 @@ class OOVDetModule(L.LightningModule):
         self.config = config
         self.model = build_model(config)
         if geometry_checkpoint:
-            self.model.load_geometry_checkpoint(_geometry_weights(geometry_checkpoint))
+            load_backbone(self.model.backbone, geometry_checkpoint)
         self.register_buffer("text_embeddings", torch.zeros(0, config.embed_dim), persistent=False)
         self.bank: ClassGaussianBank | None = None
         self._cat_to_index: dict[int, int] = {}
         #: the text encoder of the vocabularies (None: the shared MiniLM); not saved.
         self.text_encoder: Any = None
         self._eval_vocabularies: dict[str, tuple[list[str], list[int], torch.Tensor]] = {}
-        self._collectors = {stage: KeyedResults() for stage in _PREFIX}
+        self.evaluator = TaskEvaluator("detection", options=self._score_options)
         if class_names is not None:
             self.set_vocabulary(class_names, category_ids)
 
@@ -288,9 +283,7 @@ class OOVDetModule(L.LightningModule):
     # ------------------------------------------------------------------ steps
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, torch.Tensor]:
         losses = self.compute_losses(batch, train=True)
-        bs = batch["images"].shape[0]
-        self.log("train/loss", losses["loss"], prog_bar=True, batch_size=bs)
-        self.log_dict({f"train/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs)
+        log_losses(self, "train", losses, batch["images"].shape[0])
         return losses
 
     def detect(self, outputs: dict[str, torch.Tensor], batch: dict[str, Any], stage: str) -> list[tuple[int, list]]:
@@ -301,22 +294,13 @@ class OOVDetModule(L.LightningModule):
         split = self.trainer.datamodule.eval_dataset(stage).split
         sizes = [(int(h), int(w)) for h, w in batch["image_sizes"].tolist()]
         detections = self.model.postprocess(outputs, text, sizes)
-        pairs = []
-        for image_id, (h, w), det in zip(batch["image_ids"].tolist(), sizes, detections):
-            image = split.images[int(image_id)]
-            result = label_detections(det, names, ids, UNKNOWN_CATEGORY_ID,
-                                      (float(image["width"]) / w, float(image["height"]) / h))
-            pairs.append((int(image_id), coco_results([result], [int(image_id)])))
-        return pairs
+        return image_results(detections, batch["image_ids"].tolist(), sizes, split.images, names, ids)
 
     def _evaluation_step(self, batch: dict[str, Any], stage: str) -> None:
         losses, outputs = self._forward_losses(batch, train=False)
-        prefix = _PREFIX[stage]
-        bs = batch["images"].shape[0]
-        self.log(f"{prefix}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=True)
-        self.log_dict({f"{prefix}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs, sync_dist=True)
+        log_losses(self, stage, losses, batch["images"].shape[0])
         for image_id, results in self.detect(outputs, batch, stage):
-            self._collectors[stage].add(image_id, results)
+            self.evaluator.process(image_id, results)
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         self._evaluation_step(batch, "validate")
@@ -327,26 +311,22 @@ class OOVDetModule(L.LightningModule):
     def predict_step(self, batch: dict[str, Any], batch_idx: int) -> list[tuple[int, list]]:
         return self.detect(self.model(batch["images"].to(self.device)), batch, "predict")
 
+    def _score_options(self, stage: str) -> dict[str, Any]:
+        """The detection options of the split of ``stage``: its vocabulary's ids, and the open-set figures (OOV
+        detections under :data:`UNKNOWN_CATEGORY_ID`)."""
+        _, ids, _ = self.eval_vocabulary(stage)
+        return {"category_ids": ids, "unknown_category_id": UNKNOWN_CATEGORY_ID}
+
     def score(self, stage: str, results: list[dict]) -> dict[str, Any]:
         """:func:`vision.evaluation.evaluate` of COCO ``results`` on the split of ``stage``, over the vocabulary that
         split gives, with the open-set figures (OOV detections under :data:`UNKNOWN_CATEGORY_ID`)."""
-        _, ids, _ = self.eval_vocabulary(stage)
-        return evaluate(self.trainer.datamodule.split_path(stage), results, "detection", category_ids=ids,
-                        unknown_category_id=UNKNOWN_CATEGORY_ID)
-
-    def _end_of_evaluation(self, stage: str) -> dict[str, Any] | None:
-        results = self._collectors[stage].gather()  # a collective: every rank, also in the sanity check
-        if self.trainer.sanity_checking:
-            return None
-        metrics = self.score(stage, results)
-        log_metrics(self, _PREFIX[stage], metrics)
-        return metrics
+        return self.evaluator.score(self, stage, results)
 
     def on_validation_epoch_end(self) -> None:
-        self._end_of_evaluation("validate")
+        self.evaluator.evaluate(self, "validate")
 
     def on_test_epoch_end(self) -> None:
-        metrics = self._end_of_evaluation("test")
+        metrics = self.evaluator.evaluate(self, "test")
         if metrics is not None and self.trainer.is_global_zero:
             names, _, _ = self.eval_vocabulary("test")
             print(f"OOVDet on {self.trainer.datamodule.split_path('test')} (vocabulary: {', '.join(names)}; "
@@ -359,11 +339,3 @@ class OOVDetModule(L.LightningModule):
                                     or "text_projection" in name)
         opt = torch.optim.AdamW(groups, lr=self.hparams.lr)
         return warmup_cosine(opt, self.hparams.lr, self.hparams.warmup_steps, self.trainer.estimated_stepping_batches)
-
-
-def _geometry_weights(path: str) -> dict[str, torch.Tensor]:
-    """A geometry checkpoint's backbone weights (:func:`vision.geometry.task.load_backbone_weights`) as
-    ``model.*`` keys; their ``aggregator.*`` part initialises the detector's backbone."""
-    from vision.geometry.task import load_backbone_weights
-
-    return {f"model.{k}": v for k, v in load_backbone_weights(path).items()}

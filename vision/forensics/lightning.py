@@ -8,12 +8,14 @@ training split, on every rank). Every validation epoch gathers the validation fe
 video), re-fits the calibration (logit / real-anomaly standardisation, Platt scaling), the real-calibrated
 threshold and the per-tool reliability on them (every rank computes them from the same rows; rank 0's are then
 broadcast so they agree bit for bit), then scores the calibrated probabilities with
-:func:`vision.evaluation.evaluate.evaluate` (``val/AUC``, ``val/AP``, ``val/EER``, ``val/TPR@5%FPR``,
+:func:`vision.evaluation.evaluate.evaluate` through the module's :class:`~vision.training.evaluator.TaskEvaluator`
+(whose results hook does the re-fit) (``val/AUC``, ``val/AP``, ``val/EER``, ``val/TPR@5%FPR``,
 ``val/ACC``, ``val/real_acc``, per generator and ``val/macro/...``). Those buffers belong to the detector, so the
 checkpoint written after that validation (ModelCheckpoint saves at the end of validation, after this module's
 epoch-end hook) holds the calibration that produced the logged figures. ``test`` scores the test split at the
 checkpoint's own threshold and prints the table (:func:`vision.evaluation.forensics.format_forensics`, the
 threshold in full); ``predict`` returns ``(video_id, [{video_id, score, verdict}])``
+(:func:`vision.forensics.results.results_of`)
 pairs for :class:`vision.training.writer.ResultsWriter` and prints the threshold that ``tools/evaluate.py
 --task forensics --threshold T`` scores them at (to the figures ``test`` prints).
 Results: ``score`` = calibrated probability of generated; ``verdict`` = ``generated`` when ``score >= threshold``,
@@ -41,15 +43,15 @@ from torch.utils.data import DataLoader, Dataset
 from vision.data.coco import read_json
 from vision.data.datamodule import EVAL_STAGES, ResumableDataModule
 from vision.errors import DataError, InputError
-from vision.evaluation.evaluate import evaluate
 from vision.evaluation.forensics import format_forensics
 from vision.forensics.features import ToolBackbone, backbone_fingerprint, split_features
 from vision.forensics.model import calibrate, feature_matrix, training_loss
+from vision.forensics.results import results_of
 from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, build_backbone, build_model, load_geometry_backbone
 from vision.forensics.tools import build_tools, feature_names
-from vision.training.collect import KeyedResults, gather_unique, log_metrics
+from vision.training.evaluator import TaskEvaluator, log_losses
 
-__all__ = ["ForensicFeatureDataModule", "ForensicsModule", "FeatureDataset", "results_of"]
+__all__ = ["ForensicFeatureDataModule", "ForensicsModule", "FeatureDataset"]
 
 
 class FeatureDataset(Dataset):
@@ -184,13 +186,6 @@ class ForensicFeatureDataModule(ResumableDataModule):
         return self._eval_loader("predict")
 
 
-def results_of(video_ids: Sequence[int], probabilities: Sequence[float], threshold: float) -> list[dict]:
-    """Results ``[{video_id, score, verdict}]``: score = calibrated probability of generated, verdict
-    ``generated`` when ``score >= threshold`` else ``real``."""
-    return [{"video_id": int(v), "score": float(p), "verdict": "generated" if float(p) >= threshold else "real"}
-            for v, p in zip(video_ids, probabilities)]
-
-
 class ForensicsModule(L.LightningModule):
     """The detector's LightningModule (``self.model``: :func:`vision.forensics.task.build_model` of ``config``).
 
@@ -219,8 +214,8 @@ class ForensicsModule(L.LightningModule):
         self.backbone = (load_geometry_backbone(config, geometry_checkpoint) if geometry_checkpoint
                          else build_backbone(config))
         self.geometry_checkpoint = str(geometry_checkpoint) if geometry_checkpoint else None
-        self._collected = KeyedResults()
-        self._val_rows: list[tuple[int, tuple[list[float], int]]] = []
+        self.evaluator = TaskEvaluator("forensics", results=self._results, split=self._scored_split,
+                                       options=self._score_options)
 
     def train(self, mode: bool = True) -> "ForensicsModule":
         """Lightning's train / eval switch; the frozen backbone stays in eval mode."""
@@ -275,33 +270,37 @@ class ForensicsModule(L.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = training_loss(self.model, batch["features"], batch["label"])
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["label"]))
+        log_losses(self, "train", {"loss": loss}, len(batch["label"]))
         return loss
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        """The loss, and each video's feature row and label for the calibration the epoch's end re-fits."""
         loss = training_loss(self.model, batch["features"], batch["label"])
-        self.log("val/loss", loss, prog_bar=True, batch_size=len(batch["label"]), sync_dist=True)
+        log_losses(self, "validate", {"loss": loss}, len(batch["label"]))
         rows = batch["features"].detach().cpu().tolist()
         for video_id, row, label in zip(batch["video_id"].tolist(), rows, batch["label"].tolist()):
-            self._val_rows.append((int(video_id), (int(video_id), row, int(label))))
+            self.evaluator.process(int(video_id), (int(video_id), row, int(label)))
 
     def on_validation_epoch_end(self) -> None:
-        """Gather every rank's validation rows (one per video, in video id order; a collective), re-fit the
-        calibration, threshold and reliability on them (identical on every rank), score and log ``val/...``.
-        Lightning's sanity check only empties the rows (the model is not calibrated on it)."""
-        rows, self._val_rows = self._val_rows, []
-        gathered = gather_unique(rows)
-        if self.trainer.sanity_checking or not gathered:
-            return
-        ids = [video_id for video_id, _, _ in gathered]
-        x = np.asarray([row for _, row, _ in gathered], np.float32).reshape(len(gathered), -1)
-        y = np.asarray([label for _, _, label in gathered], np.int64)
+        """Score the gathered validation rows (:meth:`_results` re-fits the calibration on them) and log
+        ``val/...``; Lightning's sanity check only empties the rows (the model is not calibrated on it)."""
+        self.evaluator.evaluate(self, "validate")
+
+    def _results(self, stage: str, items: list[Any]) -> list[dict]:
+        """The evaluator's results hook. Test: the items are the steps' result lists, concatenated. Validation:
+        the items are every rank's ``(video_id, feature row, label)`` (one per video, in video id order); the
+        calibration, threshold and reliability are re-fitted on them (identical on every rank), then the results
+        are the calibrated probabilities at the new threshold."""
+        if stage != "validate":
+            return [result for results in items for result in results]
+        ids = [video_id for video_id, _, _ in items]
+        x = np.asarray([row for _, row, _ in items], np.float32).reshape(len(items), -1)
+        y = np.asarray([label for _, _, label in items], np.int64)
         calibrate(self.model, x, y, self.hparams.pass_rate)
         self._broadcast_calibration()
         with torch.no_grad():
             probabilities = self.model.probability(torch.as_tensor(x, device=self.model.threshold.device))
-        results = results_of(ids, probabilities.cpu().tolist(), float(self.model.threshold))
-        log_metrics(self, "val", self._evaluate("validate", results))
+        return results_of(ids, probabilities.cpu().tolist(), float(self.model.threshold))
 
     def _broadcast_calibration(self) -> None:
         """Every rank re-fits the calibration on the same gathered rows; rank 0's buffers are then broadcast so the
@@ -314,17 +313,19 @@ class ForensicsModule(L.LightningModule):
             for name, buffer in self.model.named_buffers():
                 buffer.copy_(values[name].to(buffer.device))
 
-    def _evaluate(self, stage: str, results: list[dict]) -> dict[str, Any]:
-        """:func:`vision.evaluation.evaluate` of ``results`` against the split of ``stage`` at the detector's
-        threshold (validation: only the videos it was given, without cgi and excluded generators / families)."""
-        datamodule = self.trainer.datamodule
-        path = datamodule.split_path(stage)
-        split: Any = path
-        if stage == "validate":
-            gt = read_json(path)
-            scored = {int(r["video_id"]) for r in results}
-            split = dict(gt, videos=[v for v in gt["videos"] if "label" not in v or int(v["id"]) in scored])
-        return evaluate(split, results, "forensics", threshold=float(self.model.threshold))
+    def _scored_split(self, stage: str, results: list[dict]) -> str | dict:
+        """The evaluator's split hook: the split of ``stage``; in validation only the videos it was given (without
+        cgi and excluded generators / families)."""
+        path = self.trainer.datamodule.split_path(stage)
+        if stage != "validate":
+            return path
+        gt = read_json(path)
+        scored = {int(r["video_id"]) for r in results}
+        return dict(gt, videos=[v for v in gt["videos"] if "label" not in v or int(v["id"]) in scored])
+
+    def _score_options(self, stage: str) -> dict[str, Any]:
+        """The evaluator's options hook: results are scored at the detector's threshold."""
+        return {"threshold": float(self.model.threshold)}
 
     def _split_name(self, stage: str) -> str:
         return Path(self.trainer.datamodule.split_path(stage)).stem
@@ -333,13 +334,11 @@ class ForensicsModule(L.LightningModule):
         threshold = float(self.model.threshold)
         probabilities = self.model.probability(batch["features"]).cpu().tolist()
         for result in results_of(batch["video_id"].tolist(), probabilities, threshold):
-            self._collected.add(result["video_id"], [result])
+            self.evaluator.process(result["video_id"], [result])
 
     def on_test_epoch_end(self) -> None:
-        results = self._collected.gather()
-        metrics = self._evaluate("test", results)
-        log_metrics(self, "test", metrics)
-        if self.trainer.is_global_zero:
+        metrics = self.evaluator.evaluate(self, "test")
+        if metrics is not None and self.trainer.is_global_zero:
             print(format_forensics(metrics, self._split_name("test")))
 
     def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> list[tuple[int, list[dict]]]:

@@ -11,15 +11,15 @@ Loss = ``camera_weight`` * camera loss (summed over refinement iterations) + ``d
 * the ray-map loss ``loss_rays`` when ``GeometryConfig.ray_head`` is on). Every term is logged under ``train/`` and
 ``val/``.
 
-The task metric: ``validation_step`` / ``test_step`` collect each clip's results
-(:func:`vision.geometry.evaluation.clip_results`) keyed by the clip's image ids; at the end of the epoch they are
-gathered from every rank (one copy per clip) and scored against the stage's split with
-``vision.evaluation.evaluate(split, results, "geometry")``, logged as ``val/abs_rel``, ``val/delta_1.25``,
+The task metric: ``validation_step`` / ``test_step`` hand each clip's results
+(:func:`vision.geometry.results.clip_results`) keyed by the clip's image ids to the module's
+:class:`~vision.training.evaluator.TaskEvaluator`; at the end of the epoch it gathers them from every rank (one copy
+per clip) and scores them against the stage's split with ``vision.evaluation.evaluate(split, results, "geometry")``,
+logged as ``val/abs_rel``, ``val/delta_1.25``,
 ``val/AUC@30``, ``val/RRA@15``, ``val/chamfer``, ``val/constant_depth/abs_rel``, ``val/match_pose/AUC@30``,
 ``val/ray_pose/AUC@30`` (with the ray head), ...
 (``test/...`` in ``test``, which also prints the table on rank 0). ``predict_step`` returns the same results for
-:class:`~vision.training.writer.ResultsWriter`. The collectors hold only per-rank state of the running epoch and are
-emptied by every gather, so nothing of them lives in a checkpoint.
+:class:`~vision.training.writer.ResultsWriter`.
 """
 
 from __future__ import annotations
@@ -31,18 +31,15 @@ import lightning as L
 import torch
 
 from vision.errors import InputError
-from vision.evaluation.evaluate import evaluate
 from vision.evaluation.geometry import format_geometry_table
-from vision.geometry.evaluation import clip_results
 from vision.geometry.losses import geometry_losses
+from vision.geometry.results import clip_results
 from vision.geometry.task import GeometryConfig, build_model
-from vision.geometry.vggt_keys import load_vggt_weights
-from vision.training.collect import KeyedResults, log_metrics
+from vision.geometry.weights import load_backbone
+from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import decay_param_groups, warmup_cosine
 
 __all__ = ["GeometryModule"]
-
-_STAGES = {"val": "validate", "test": "test"}
 
 
 class GeometryModule(L.LightningModule):
@@ -58,9 +55,9 @@ class GeometryModule(L.LightningModule):
         direction_weight: weight of the translation-direction term (``1 - cos`` between predicted and true camera
             translations, :func:`vision.geometry.losses.direction_loss`) added to the camera loss and, with a ray
             head, to the ray loss; 0: off (VGGT's losses alone).
-        vggt_weights: optional local VGGT checkpoint (``model.safetensors`` / ``model.pt`` of VGGT-1B) loaded into
-            the backbone (``size: vggt_1b``) with :func:`vision.geometry.vggt_keys.load_vggt_weights` (strict) before
-            training: fine-tuning from VGGT (a ray head, which VGGT has not, keeps its initialisation). Read once
+        vggt_weights: optional local VGGT checkpoint (``model.safetensors`` / ``model.pt`` of VGGT-1B) or geometry
+            checkpoint loaded into the backbone (``size: vggt_1b``) with :func:`vision.geometry.weights.load_backbone`
+            before training: fine-tuning from VGGT (a ray head, which VGGT has not, keeps its initialisation). Read once
             when the module is built; checkpoints hold the weights.
         freeze: backbone submodules kept fixed (no gradients), by name: e.g. ``["aggregator.patch_embed"]`` keeps
             the DINOv2 patch embedding frozen while the rest fine-tunes (as VGGT's training does). A name that is
@@ -81,18 +78,14 @@ class GeometryModule(L.LightningModule):
         self.config = config
         self.model = build_model(config)
         if vggt_weights:
-            report = load_vggt_weights(self.model.backbone, vggt_weights, strict=not config.ray_head)
-            missing = [k for k in report.missing if not k.startswith("ray_head.")]
-            if config.ray_head and (missing or report.unexpected):
-                raise InputError(f"VGGT checkpoint {vggt_weights!r} does not fit the model: missing={missing[:10]} "
-                                 f"unexpected or mismatched={report.unexpected[:10]}")
+            load_backbone(self.model.backbone, vggt_weights, fresh=("ray_head",) if config.ray_head else ())
         modules = dict(self.model.backbone.named_modules())
         for name in freeze:
             if not name or name not in modules:
                 raise InputError(f"GeometryModule.freeze: {name!r} is not a submodule of the backbone (e.g. "
                                  "'aggregator.patch_embed', 'camera_head')")
             modules[name].requires_grad_(False)
-        self.collectors = {stage: KeyedResults() for stage in _STAGES}
+        self.evaluator = TaskEvaluator("geometry")
 
     def forward(self, images: torch.Tensor) -> dict[str, Any]:
         return self.model(images)
@@ -102,10 +95,7 @@ class GeometryModule(L.LightningModule):
                                           self.hparams.depth_weight, self.hparams.point_weight, self.model.match,
                                           self.hparams.match_weight, self.hparams.ray_weight,
                                           self.hparams.direction_weight)
-        bs = batch["images"].shape[0]
-        self.log(f"{stage}/loss", losses["loss"], prog_bar=True, batch_size=bs, sync_dist=stage != "train")
-        self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs,
-                      sync_dist=stage != "train")
+        log_losses(self, stage, losses, batch["images"].shape[0])
         return losses, outputs
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
@@ -114,10 +104,10 @@ class GeometryModule(L.LightningModule):
     def _evaluation_step(self, batch: dict[str, Any], stage: str) -> None:
         _, outputs = self._losses(batch, stage)
         for key, results in clip_results(self.model, outputs, batch["image_ids"]):
-            self.collectors[stage].add(key, results)
+            self.evaluator.process(key, results)
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
-        self._evaluation_step(batch, "val")
+        self._evaluation_step(batch, "validate")
 
     def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         self._evaluation_step(batch, "test")
@@ -126,21 +116,11 @@ class GeometryModule(L.LightningModule):
                      dataloader_idx: int = 0) -> list[tuple[tuple[int, ...], list[dict]]]:
         return clip_results(self.model, self.model(batch["images"]), batch["image_ids"])
 
-    def _score(self, stage: str) -> dict[str, Any] | None:
-        """Gather the epoch's results from every rank (all ranks call this), score them against the stage's
-        split and log the figures; None during the sanity check (the results are dropped)."""
-        results = self.collectors[stage].gather()
-        if self.trainer.sanity_checking or not results:
-            return None
-        metrics = evaluate(self.trainer.datamodule.split_path(_STAGES[stage]), results, "geometry")
-        log_metrics(self, stage, metrics)
-        return metrics
-
     def on_validation_epoch_end(self) -> None:
-        self._score("val")
+        self.evaluator.evaluate(self, "validate")
 
     def on_test_epoch_end(self) -> None:
-        metrics = self._score("test")
+        metrics = self.evaluator.evaluate(self, "test")
         if metrics is not None and self.trainer.is_global_zero:
             print(format_geometry_table(metrics))
 

@@ -11,12 +11,13 @@ TrackingModule`), ``benchmarks/bench_tracking.py`` and anyone scoring a tracker 
   track's caption (else its category name), with no view, for every track of the video. Tracks never visible get
   no visual prompt (and are not scored).
 - Results: one per (prompted track, frame): ``{video_id, track_id, image_id, segmentation (RLE at the image's
-  size), score (presence probability), prompt_type}``. Nothing is random and nothing depends on which other videos
-  are tracked alongside, so the figure does not depend on batches or ranks.
-- Scoring (:func:`score_tracking`): ``vision.evaluation.evaluate(split, results, "tracking")`` with the split's
-  folder as ``split_root`` (3D IoU where the split has cameras and depth), the vos-benchmark protocol over every
-  frame, prompted frames included; figures per prompt type (``point/J&F``...) and their mean (``J&F``). It is what
-  ``tools/evaluate.py --task tracking --split S --results R`` computes for the same results file.
+  size), score (presence probability), prompt_type}`` (:mod:`vision.tracking.results`). Nothing is random and
+  nothing depends on which other videos are tracked alongside, so the figure does not depend on batches or ranks.
+- Scoring (:func:`score_tracking`): ``vision.evaluation.evaluate(split, results, "tracking",
+  **tracking_options(split))``: the split's folder as ``split_root`` (3D IoU where the split has cameras and depth),
+  the vos-benchmark protocol over every frame, prompted frames included; figures per prompt type (``point/J&F``...)
+  and their mean (``J&F``). It is what ``tools/evaluate.py --task tracking --split S --results R`` computes for the
+  same results file.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from vision.data.coco import Split
-from vision.data.masks import encode_mask
 from vision.errors import InputError
 from vision.tracking.predictor import TrackerPredictor
+from vision.tracking.results import propagated_results
 from vision.tracking.sampling import PROMPT_TYPES
 
 __all__ = ["WINDOW_SIZE", "MAX_ANCHORS", "central_point", "protocol_predictor", "video_frames", "prompt_video",
-           "track_video", "track_split", "score_tracking"]
+           "track_video", "track_split", "tracking_options", "score_tracking"]
 
 #: views per predictor window and prompted views kept in every window, in the protocol
 WINDOW_SIZE, MAX_ANCHORS = 8, 1
@@ -109,13 +110,7 @@ def track_video(predictor: TrackerPredictor, split: Split, video_id: int, prompt
                                      np.stack([cam[1] for cam in cameras]), np.stack([cam[0] for cam in cameras]))
     if not prompt_video(predictor, state, split, video_id, frames, prompt_type):
         return []
-    results = []
-    for view, obj_ids, masks, scores in predictor.propagate(state):
-        img = frames[view]
-        for oid, mask, score in zip(obj_ids, masks, scores):
-            results.append({"video_id": int(video_id), "track_id": int(oid), "image_id": int(img["id"]),
-                            "segmentation": encode_mask(mask), "score": float(score), "prompt_type": prompt_type})
-    return results
+    return propagated_results(predictor.propagate(state), video_id, [int(im["id"]) for im in frames], prompt_type)
 
 
 def track_split(predictor: TrackerPredictor, split: Split, prompt_types: Sequence[str],
@@ -127,10 +122,15 @@ def track_split(predictor: TrackerPredictor, split: Split, prompt_types: Sequenc
             for r in track_video(predictor, split, vid, kind, known_geometry)]
 
 
+def tracking_options(split: str | Path) -> dict[str, Any]:
+    """The protocol's options of ``evaluate(split, results, "tracking", ...)`` for the split file ``split``: its
+    folder as ``split_root`` (the depth and cameras of 3D IoU), every frame scored (prompted ones included)."""
+    return {"split_root": str(Path(split).resolve().parent), "skip_first_and_last": False}
+
+
 def score_tracking(split: str | Path, results: list[dict]) -> dict[str, Any]:
     """Score the protocol's ``results`` against the split file ``split``: the figures of
     ``tools/evaluate.py --task tracking --split SPLIT`` (see the module docstring)."""
     from vision.evaluation.evaluate import evaluate
 
-    return evaluate(split, results, "tracking", split_root=str(Path(split).resolve().parent),
-                    skip_first_and_last=False)
+    return evaluate(split, results, "tracking", **tracking_options(split))

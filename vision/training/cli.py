@@ -6,7 +6,7 @@
   command line (``--model.init_args.lr 1e-3``).
 - The resolved config is written to the run folder (``config.yaml`` beside the logs).
 - ``fit`` validates with the task's own metric (``val/AP50``, ``val/J&F``, ``val/AUC``, ``val/abs_rel``, ... gathered
-  across ranks, :mod:`vision.training.collect`); ``test --config C --ckpt_path P`` prints the test split's table;
+  across ranks, :mod:`vision.training.evaluator`); ``test --config C --ckpt_path P`` prints the test split's table;
   ``predict --config C --ckpt_path P [--results out.json]`` writes one merged COCO-format results file
   (:class:`~vision.training.writer.ResultsWriter`; default ``<default_root_dir>/predictions.json``) that
   ``tools/evaluate.py`` scores to the same figures.

@@ -1,4 +1,4 @@
-"""Geometry predictions as results, and the evaluation of a model on a split through them.
+"""The geometry model's outputs as the task's results, and the evaluation of a model on a split through them.
 
 :func:`clip_results` turns the model's outputs on a batch of clips into the geometry task's results (one entry per
 image of each clip, format: :func:`vision.evaluation.results.validate_geometry_results`), keyed by the clip's image
