@@ -18,7 +18,8 @@ import torch
 
 from vision.errors import DataError, InputError
 
-__all__ = ["TaskConfig", "load_checkpoint", "load_weights", "first_mismatch", "read_task_checkpoint"]
+__all__ = ["TaskConfig", "load_checkpoint", "load_weights", "first_mismatch", "read_task_checkpoint",
+           "task_checkpoint_parts"]
 
 C = TypeVar("C", bound="TaskConfig")
 
@@ -109,6 +110,14 @@ def read_task_checkpoint(path: str | Path, config_cls: type[C], prefix: str = "m
     ``prefix``, is a :class:`DataError` naming the file (and saying which task's checkpoint was expected).
     """
     checkpoint = load_checkpoint(path, map_location=map_location)
+    config, weights = task_checkpoint_parts(checkpoint, path, config_cls, prefix)
+    return config, weights, checkpoint
+
+
+def task_checkpoint_parts(checkpoint: Mapping[str, Any], path: str | Path, config_cls: type[C],
+                          prefix: str = "model.") -> tuple[C, dict[str, torch.Tensor]]:
+    """``(config, weights under prefix with the prefix removed)`` of a checkpoint already read from ``path``
+    (:func:`read_task_checkpoint`'s checks and errors)."""
     task = config_cls.__name__.removesuffix("Config").lower() or config_cls.__name__
     hparams = checkpoint.get("hyper_parameters")
     state = checkpoint.get("state_dict")
@@ -118,4 +127,4 @@ def read_task_checkpoint(path: str | Path, config_cls: type[C], prefix: str = "m
     weights = {k[len(prefix):]: v for k, v in (state or {}).items() if k.startswith(prefix)}
     if not weights:
         raise DataError(f"not a {task} checkpoint (no weights under {prefix!r})", file=path, field="state_dict")
-    return config_cls.from_value(hparams["config"], file=path), weights, checkpoint
+    return config_cls.from_value(hparams["config"], file=path), weights

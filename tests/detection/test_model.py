@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from vision.detection.model import UNKNOWN_LABEL, OpenVocabClassifier
+from vision.detection.model import UNKNOWN_LABEL, OpenVocabClassifier, location_scores
 from vision.detection.task import DetectionConfig, build_model
 from vision.errors import InputError
 from vision.geometry.model import create_backbone
@@ -74,18 +74,17 @@ def test_postprocess_labels_unknown(detector):
     assert (d["boxes"] >= 0).all() and (d["boxes"] <= 64).all()
 
 
-def test_geometry_checkpoint_init(detector):
-    geo = create_backbone("tiny", img_size=64)
-    state = {f"model.{k}": v + 1.0 for k, v in geo.state_dict().items()}
-    loaded = detector.load_geometry_checkpoint(state)
-    assert loaded > 0
-    key = "aggregator.camera_token"
-    assert torch.equal(detector.backbone.state_dict()[key], state[f"model.{key}"])
-    bad = {"model.aggregator.camera_token": torch.zeros(3)}
-    with pytest.raises(InputError, match="shape"):
-        detector.load_geometry_checkpoint(bad)
-    with pytest.raises(InputError, match="no aggregator"):
-        detector.load_geometry_checkpoint({"model.other": torch.zeros(1)})
+def test_location_scores_hand_computed():
+    """Score = sqrt(sigmoid(objectness) * p) of the best foreground column (background skipped), OOV index = K;
+    without an OOV column only vocabulary rows win."""
+    logits = torch.log(torch.tensor([[0.2, 0.1, 0.6, 0.1],     # background wins the softmax: the best
+                                     [0.1, 0.2, 0.3, 0.4]]))   # foreground column is row 0; OOV wins
+    scores, index = location_scores(logits, torch.tensor([0.0, 2.0]), num_classes=2)
+    assert index.tolist() == [0, 2]
+    expected = torch.tensor([0.5 * 0.2, torch.sigmoid(torch.tensor(2.0)) * 0.4]).sqrt()
+    assert torch.allclose(scores, expected, atol=1e-6)
+    closed, index = location_scores(logits[:, :3], torch.zeros(2), num_classes=2)
+    assert index.tolist() == [0, 1] and closed.shape == (2,)
 
 
 def test_pixel_stem_starts_as_the_detector_without_it():

@@ -10,7 +10,9 @@ import pytest
 from tests.training.ddp import (checkpoint_files, last_logged, train_cli, training_config, validate_in_process,
                                 write_config)
 from vision.checkpoint import load_checkpoint
-from vision.data.synthetic import write_split
+from vision.synthetic.scenes import write_split
+
+pytestmark = pytest.mark.slow  # tools/train.py under DDP (two processes)
 
 METRICS = ("val/abs_rel", "val/delta_1.25", "val/AUC@30", "val/RRA@15", "val/chamfer", "val/match_pose/AUC@30")
 

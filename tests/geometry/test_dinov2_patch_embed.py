@@ -55,6 +55,7 @@ def _assert_equal_tokens(ours: torch.Tensor, ref: torch.Tensor, what: str) -> No
     assert diff <= 1e-5, f"{what}: max abs difference to timm's forward_features = {diff:.3g}"
 
 
+@pytest.mark.slow
 def test_timm_and_dinov2_weight_files_give_timms_patch_tokens(tmp_path):
     vit = _reference()
     state = vit.state_dict()

@@ -2,17 +2,19 @@
 tiny model learns their relative poses and depth (a wiring check: a sign or convention error between the pose
 encoding, the normalised ground truth and the evaluation keeps the pose error at chance)."""
 
+import pytest
 import torch
 
 from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
-from vision.data.synthetic import write_split
+from vision.synthetic.scenes import write_split
 from vision.data.transforms import build_multiview_transform
-from vision.geometry.evaluation import evaluate_geometry
+from vision.geometry.results import evaluate_geometry
 from vision.geometry.lightning import GeometryModule
 from vision.geometry.losses import geometry_losses
 
 
+@pytest.mark.slow  # 100 optimiser steps of the backbone
 def test_tiny_backbone_fits_the_poses_and_depth_of_two_clips(tmp_path):
     torch.manual_seed(0)
     split = write_split(tmp_path, "fit", scenes=2, views=4, size=32, mode="unordered", seed=3, threads=1)

@@ -4,8 +4,8 @@ cameras registered from its matches."""
 import torch
 
 from vision.data.datamodule import MultiViewDataModule
-from vision.data.synthetic import write_split
-from vision.geometry.evaluation import evaluate_geometry
+from vision.synthetic.scenes import write_split
+from vision.geometry.results import evaluate_geometry
 from vision.geometry.lightning import GeometryModule
 from vision.geometry.losses import geometry_losses
 from vision.geometry.task import GeometryConfig, build_model

@@ -10,18 +10,18 @@ import torch
 
 from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
-from vision.data.synthetic import write_split
+from vision.synthetic.scenes import write_split
 from vision.data.transforms import build_multiview_transform
 from vision.errors import DataError, InputError
 from vision.evaluation.evaluate import evaluate
 from vision.evaluation.geometry import format_geometry_table
 from vision.geometry.camera import depth_to_world_points, quat_to_matrix
-from vision.geometry.evaluation import clip_results, evaluate_geometry
+from vision.geometry.results import clip_results, evaluate_geometry
 from vision.geometry.lightning import GeometryModule
 from vision.geometry.losses import geometry_losses, normalize_scene, ray_loss
 from vision.geometry.model import create_backbone
 from vision.geometry.rays import cameras_to_rays, rays_to_cameras
-from vision.geometry.task import GeometryConfig, load, load_backbone_weights
+from vision.geometry.task import GeometryConfig, load, read_backbone_checkpoint
 
 H, W = 24, 32
 
@@ -153,7 +153,7 @@ def test_ray_checkpoint_loads_and_old_checkpoints_load_without_rays(tmp_path):
     for key in ("ray_origins", "ray_directions", "rays_conf", "depth"):
         assert torch.equal(ours[key], theirs[key]), key
     # the backbone weights that downstream tasks load leave the ray head out
-    assert not any(k.startswith("ray_head.") for k in load_backbone_weights(path))
+    assert not any(k.startswith("ray_head.") for k in read_backbone_checkpoint(path)[1])
     # a checkpoint written before the field existed
     old = GeometryModule(config={"size": "tiny", "image_size": 32})
     hparams = dict(old.hparams)
@@ -207,6 +207,6 @@ def test_vggt_weights_fill_everything_but_the_ray_head(tmp_path):
     # anything else missing is still an error
     partial = {k: v.contiguous() for k, v in source.state_dict().items() if not k.startswith("depth_head.")}
     save_file(partial, str(tmp_path / "partial.safetensors"))
-    with pytest.raises(InputError, match="depth_head"):
+    with pytest.raises(DataError, match="partial.safetensors.*missing=.*depth_head"):
         GeometryModule(config={"size": "tiny", "image_size": 32, "ray_head": True},
                        vggt_weights=str(tmp_path / "partial.safetensors"))

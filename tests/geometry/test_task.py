@@ -7,12 +7,14 @@ import pytest
 import torch
 
 from tests.training.ddp import training_config, write_config
-from vision.data.synthetic import write_split
+from vision.synthetic.scenes import write_split
 from vision.errors import DataError, InputError
 from vision.evaluation.evaluate import evaluate
 from vision.geometry.lightning import GeometryModule
-from vision.geometry.task import GeometryConfig, build_model, load, load_backbone_weights
+from vision.geometry.task import GeometryConfig, build_model, load, read_backbone_checkpoint
 from vision.training.cli import main
+
+pytestmark = pytest.mark.slow  # tools/train.py fit, test and predict
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,7 @@ def test_module_and_load_give_identical_outputs(trained):
         for key in ("extrinsics", "depth", "world_points"):
             assert torch.equal(ours[key], theirs[key]), key
         assert torch.equal(module.model.match_features(ours), loaded.match_features(theirs))
-    backbone = load_backbone_weights(ckpt)
+    backbone = read_backbone_checkpoint(ckpt)[1]
     assert backbone.keys() == loaded.backbone.state_dict().keys()
     assert all(torch.equal(backbone[k], v) for k, v in loaded.backbone.state_dict().items())
 
@@ -79,4 +81,4 @@ def test_config_errors_are_named(tmp_path):
     with pytest.raises(DataError, match="other.ckpt"):
         load(other)
     with pytest.raises(DataError, match="model.backbone"):
-        load_backbone_weights(other)
+        read_backbone_checkpoint(other)

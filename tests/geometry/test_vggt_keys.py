@@ -5,9 +5,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from vision.errors import InputError
+from vision.errors import DataError, InputError
 from vision.geometry.model import create_backbone
-from vision.geometry.vggt_keys import convert_vggt_state_dict, load_vggt_weights
+from vision.geometry.vggt_keys import convert_vggt_state_dict
+from vision.geometry.weights import load_backbone
 
 REFERENCE = Path(__file__).parent / "data" / "vggt_1b_params.json"
 
@@ -41,7 +42,7 @@ def _vggt_format(model):
     return state
 
 
-def test_load_vggt_weights_round_trip(tmp_path):
+def test_vggt_weights_round_trip(tmp_path):
     kwargs = dict(img_size=56, patch_size=14, embed_dim=384, depth=1, num_heads=6,
                   patch_embed="vit_small_patch14_reg4_dinov2", dpt_layers=(0, 0, 0, 0), camera_num_heads=6)
     torch.manual_seed(0)
@@ -50,8 +51,8 @@ def test_load_vggt_weights_round_trip(tmp_path):
     save_file(_vggt_format(source), str(path))
     torch.manual_seed(1)
     target = create_backbone("tiny", **kwargs).eval()
-    report = load_vggt_weights(target, path)
-    assert report.missing == [] and report.unexpected == []
+    report = load_backbone(target, path)
+    assert report.source == "VGGT-format" and report.loaded == sorted(target.state_dict())
     assert report.skipped == ["aggregator.patch_embed.mask_token", "track_head.feature_extractor.norm.weight"]
     x = torch.rand(1, 2, 3, 56, 56)
     with torch.no_grad():
@@ -60,9 +61,9 @@ def test_load_vggt_weights_round_trip(tmp_path):
         torch.testing.assert_close(a[key], b[key])
     # a model without a point head skips point_head.* keys; a conv patch embed cannot take DINOv2 weights
     no_points = create_backbone("tiny", enable_points=False, **kwargs)
-    assert any(k.startswith("point_head.") for k in load_vggt_weights(no_points, path).skipped)
+    assert any(k.startswith("point_head.") for k in load_backbone(no_points, path).skipped)
     torch.save({"model": _vggt_format(source)}, tmp_path / "vggt.pt")
     with pytest.raises(InputError, match="conv"):
-        load_vggt_weights(create_backbone("tiny", **{**kwargs, "patch_embed": "conv"}), tmp_path / "vggt.pt")
-    with pytest.raises(InputError, match="does not exist"):
-        load_vggt_weights(target, tmp_path / "missing.pt")
+        load_backbone(create_backbone("tiny", **{**kwargs, "patch_embed": "conv"}), tmp_path / "vggt.pt")
+    with pytest.raises(DataError, match="missing.pt: weights file not found"):
+        load_backbone(target, tmp_path / "missing.pt")

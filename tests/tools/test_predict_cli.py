@@ -10,6 +10,7 @@ import pytest
 from tests.data.conftest import png_claiming
 from vision.cli import predict as predict_cli
 from vision.errors import InputError
+from vision.tasks import task_names
 
 
 def test_missing_checkpoint_and_input(tmp_path, capsys):
@@ -37,6 +38,7 @@ def test_prompts_are_parsed_or_refused(tmp_path, capsys):
     assert "--vocabulary" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_tracking_end_to_end_with_prompt_lines(tmp_path, capsys):
     """``--task tracking`` with ``--prompt`` lines for two objects on a video: COCO-video results, annotated video,
     masks, one .ply per found object and the scene reconstruction; a malformed line is one clear error."""
@@ -47,7 +49,7 @@ def test_tracking_end_to_end_with_prompt_lines(tmp_path, capsys):
     import torch
 
     from tests.tracking.conftest import train_tiny_checkpoint
-    from vision.data.synthetic import generate_scene
+    from vision.synthetic.scenes import generate_scene
     from vision.data.video import read_video, write_video
 
     torch.set_num_threads(1)
@@ -106,7 +108,7 @@ def _untrained_checkpoint(task: str, path: Path) -> Path:
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("untrained")
-    return {task: _untrained_checkpoint(task, root / f"{task}.ckpt") for task in ("detection", "tracking", "forensics")}
+    return {task: _untrained_checkpoint(task, root / f"{task}.ckpt") for task in task_names(predictor=True)}
 
 
 def _task_args(task: str, checkpoints: dict[str, Path]) -> list[str]:
@@ -115,7 +117,7 @@ def _task_args(task: str, checkpoints: dict[str, Path]) -> list[str]:
     return ["--task", task, "--ckpt", str(checkpoints[task]), *extra]
 
 
-@pytest.mark.parametrize("task", ["detection", "tracking", "forensics"])
+@pytest.mark.parametrize("task", task_names(predictor=True))
 def test_a_truncated_video_is_refused_by_every_task(task, checkpoints, tmp_path, capsys):
     """The first 10 % of a faststart mp4 opens and its first frames decode; every task refuses it with one line
     naming the file and the declared vs readable frame counts (forensics, which reads only its first frames, too)."""
@@ -131,7 +133,7 @@ def test_a_truncated_video_is_refused_by_every_task(task, checkpoints, tmp_path,
     assert "tenth.mp4" in err[0] and re.search(r"declares 100 frames but only \d+ could be read", err[0]), err[0]
 
 
-@pytest.mark.parametrize("task", ["detection", "tracking", "forensics"])
+@pytest.mark.parametrize("task", task_names(predictor=True))
 def test_an_image_over_the_pixel_cap_is_refused_from_its_header(task, checkpoints, tmp_path, capsys):
     """A 10000 x 10000 PNG is refused before anything is decoded: one line naming the file, its size, the cap
     and the flag that raises it."""

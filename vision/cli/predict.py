@@ -35,8 +35,9 @@ import numpy as np
 from vision.cli.inputs import Input, load_input
 from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS, MAX_WORKING_PIXELS
 from vision.errors import InputError, VisionError
+from vision.tasks import task_names
 
-__all__ = ["main", "build_parser", "parse_points", "tracking_prompts"]
+__all__ = ["RUNNERS", "main", "build_parser", "parse_points", "tracking_prompts"]
 
 
 def _numbers(text: str, what: str) -> list[float]:
@@ -145,11 +146,15 @@ def run_forensics(args: argparse.Namespace, out: Path) -> None:
     print(f"verdict: {report['verdict']} (p_generated={shown}); wrote {report['json']} and {report['html']}")
 
 
+#: what ``vision-predict --task NAME`` runs, for every task of the registry that has a predictor
+RUNNERS = {"detection": run_detection, "tracking": run_tracking, "forensics": run_forensics}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``vision-predict``."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", type=Path, help="an image, a folder of images, or a video")
-    parser.add_argument("--task", required=True, choices=["detection", "tracking", "forensics"])
+    parser.add_argument("--task", required=True, choices=task_names(predictor=True))
     parser.add_argument("--ckpt", required=True, type=Path,
                         help="a checkpoint written by vision-train (tools/train.py)")
     parser.add_argument("--out", type=Path, default=Path("outputs"), help="output folder (created)")
@@ -188,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out.exists() and not args.out.is_dir():
             raise InputError(f"--out exists and is not a folder: {args.out}")
         args.out.mkdir(parents=True, exist_ok=True)
-        {"detection": run_detection, "tracking": run_tracking, "forensics": run_forensics}[args.task](args, args.out)
+        RUNNERS[args.task](args, args.out)
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

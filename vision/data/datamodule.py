@@ -251,6 +251,17 @@ class MultiViewDataModule(SplitDataModule):
                                                                   transform=val_tf, random_window=False))
 
 
+    def category_names(self) -> tuple[str, ...]:
+        """The category names of the splits read so far, in category-id order, underscores as spaces (how text
+        prompts name them): the training splits' once :meth:`setup` ran for ``fit``, else the evaluation splits'."""
+        built = [self.train_dataset] if self.train_dataset is not None else list(self.eval_datasets.values())
+        names: dict[int, str] = {}
+        for dataset in built:
+            for part in getattr(dataset, "datasets", [dataset]):
+                for category_id, category in part.split.categories.items():
+                    names.setdefault(category_id, category["name"])
+        return tuple(names[key].replace("_", " ") for key in sorted(names))
+
     def view_angle_limit(self, epoch: int) -> float | None:
         """The curriculum's largest viewpoint change (degrees) in ``epoch`` (0-based), or None without one."""
         if self.curriculum is None:

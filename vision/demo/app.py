@@ -47,11 +47,12 @@ from vision.data.io import IMAGE_SUFFIXES, VIDEO_SUFFIXES  # noqa: E402
 from vision.demo import handlers  # noqa: E402
 from vision.demo.examples import Examples, prepare_examples  # noqa: E402
 from vision.errors import VisionError  # noqa: E402
+from vision.tasks import TASKS  # noqa: E402
 
 __all__ = ["build_app", "main", "TABS"]
 
 log = logging.getLogger("vision.demo")
-TABS = ("track", "detect", "forensics")
+TABS = tuple(task.demo_tab for task in TASKS if task.demo_tab is not None)
 
 TRACK_HELP = """**Track objects through a video or a set of images.** Upload a video (or several images), pick a frame
 with the slider and click on the frame: each click adds a *positive* or *negative* point, or (mode *box*) two
@@ -286,8 +287,8 @@ def build_app(config: handlers.DemoConfig, examples: Examples | None, tab: str =
     with gr.Blocks(title="vision: track, detect, forensics") as app:
         gr.Markdown("# vision demo\nG2TAM tracking with 3D, open-vocabulary detection (OOVDet) and AI-generated "
                     "video forensics, on the tiny checkpoints.")
-        missing = [t for t in ("tracking", "detection", "forensics")
-                   if not Path(getattr(config, f"{t}_ckpt")).is_file()]
+        missing = [t.name for t in TASKS
+                   if t.demo_tab is not None and not Path(getattr(config, f"{t.name}_ckpt")).is_file()]
         notes = list(examples.notes if examples else [])
         notes += [f"no {t} checkpoint at `{getattr(config, f'{t}_ckpt')}`: run `make train-{t}` or `make demo`"
                   for t in missing]
@@ -339,9 +340,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--share", action="store_true", help="also make a public gradio.live link (off by default)")
     parser.add_argument("--tab", choices=TABS, default="track", help="the tab shown first")
-    parser.add_argument("--tracking-ckpt", type=Path, default=defaults.tracking_ckpt)
-    parser.add_argument("--detection-ckpt", type=Path, default=defaults.detection_ckpt)
-    parser.add_argument("--forensics-ckpt", type=Path, default=defaults.forensics_ckpt)
+    for task in (t.name for t in TASKS if t.demo_tab is not None):
+        parser.add_argument(f"--{task}-ckpt", type=Path, default=getattr(defaults, f"{task}_ckpt"),
+                            help=f"the {task} checkpoint")
     parser.add_argument("--examples-dir", type=Path, default=defaults.examples_dir,
                         help="cache folder of the example inputs (made on first launch)")
     parser.add_argument("--no-examples", action="store_true", help="do not prepare or show the examples")
@@ -359,8 +360,8 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
     """Prepare the examples, build the app and serve it (``block=False`` returns once it is listening)."""
     work_dir = Path(tempfile.mkdtemp(prefix="vision-demo-"))
     atexit.register(shutil.rmtree, work_dir, ignore_errors=True)
-    config = handlers.DemoConfig(tracking_ckpt=args.tracking_ckpt, detection_ckpt=args.detection_ckpt,
-                                 forensics_ckpt=args.forensics_ckpt, max_upload_mb=args.max_upload_mb,
+    checkpoints = {f"{t.name}_ckpt": getattr(args, f"{t.name}_ckpt") for t in TASKS if t.demo_tab is not None}
+    config = handlers.DemoConfig(**checkpoints, max_upload_mb=args.max_upload_mb,
                                  max_track_frames=args.max_frames, max_pixels=args.max_pixels,
                                  presence_threshold=args.presence_threshold,
                                  work_dir=work_dir, examples_dir=args.examples_dir)

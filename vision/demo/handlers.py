@@ -22,6 +22,7 @@ import numpy as np
 from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS, VIDEO_SUFFIXES
 from vision.demo.uploads import Media, check_file, load_media
 from vision.errors import InputError
+from vision.tasks import TASKS, get_task
 from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
 
@@ -89,14 +90,11 @@ class Models:
     its vocabulary), so runs of one task take turns (:meth:`run_lock`); a missing checkpoint is an error that names
     the ``make`` target creating it."""
 
-    _MAKE = {"tracking": "make train-tracking", "detection": "make train-detection",
-             "forensics": "make train-forensics"}
-
     def __init__(self, config: DemoConfig) -> None:
         self.config = config
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._run_locks = {task: threading.Lock() for task in self._MAKE}
+        self._run_locks = {task.name: threading.Lock() for task in TASKS if task.demo_tab is not None}
 
     def run_lock(self, task: str) -> threading.Lock:
         """The lock a run of ``task`` holds (a button press and an example click may arrive together)."""
@@ -105,7 +103,7 @@ class Models:
     def _checkpoint(self, task: str) -> Path:
         path = Path(getattr(self.config, f"{task}_ckpt"))
         if not path.is_file():
-            raise InputError(f"no {task} checkpoint at {path}: run `{self._MAKE[task]}` (or `make demo`), or start "
+            raise InputError(f"no {task} checkpoint at {path}: run `make train-{task}` (or `make demo`), or start "
                              f"the demo with --{task}-ckpt PATH")
         return path
 
@@ -114,19 +112,8 @@ class Models:
         with self._lock:
             if task not in self._loaded:
                 path = self._checkpoint(task)
-                if task == "tracking":
-                    from vision.tracking.predictor import TrackerPredictor
-
-                    self._loaded[task] = TrackerPredictor.from_checkpoint(
-                        path, presence_threshold=self.config.presence_threshold)
-                elif task == "detection":
-                    from vision.detection.predictor import DetectorPredictor
-
-                    self._loaded[task] = DetectorPredictor.from_checkpoint(path)
-                else:
-                    from vision.forensics.predictor import ForensicsPredictor
-
-                    self._loaded[task] = ForensicsPredictor.from_checkpoint(path)
+                options = {"presence_threshold": self.config.presence_threshold} if task == "tracking" else {}
+                self._loaded[task] = get_task(task).resolve("predictor").from_checkpoint(path, **options)
             return self._loaded[task]
 
 

@@ -26,10 +26,31 @@ from vision.detection.head import DenseDetectionHead, FeaturePyramid, PixelStem
 from vision.errors import InputError
 from vision.geometry.model import create_backbone
 
-__all__ = ["OOVDetector", "OpenVocabClassifier", "UNKNOWN_LABEL"]
+__all__ = ["OOVDetector", "OpenVocabClassifier", "UNKNOWN_LABEL", "location_scores"]
 
 #: Label index of an out-of-vocabulary ("unknown") detection in :meth:`OOVDetector.postprocess` output.
 UNKNOWN_LABEL = -1
+
+
+def location_scores(logits: torch.Tensor, objectness: torch.Tensor, num_classes: int
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The detection score and foreground column of every location (the module docstring's inference rule).
+
+    Args:
+        logits: :class:`OpenVocabClassifier` logits ``[..., K + 2]`` (``[..., K + 1]`` without the OOV column),
+            columns ``0..K-1`` vocabulary, ``K`` background, ``K + 1`` OOV.
+        objectness: the head's objectness logits ``[...]``.
+        num_classes: ``K``, the vocabulary's size.
+
+    Returns:
+        ``scores`` ``[...]``: ``sqrt(sigmoid(objectness) * p)`` with ``p`` the softmax probability (over all columns)
+        of the best foreground column; ``index`` ``[...]`` int64: that column among the foreground ones,
+        ``0..K-1`` a vocabulary row, ``K`` the OOV column.
+    """
+    probs = logits.softmax(dim=-1)
+    foreground = torch.cat([probs[..., :num_classes], probs[..., num_classes + 1:]], dim=-1)  # vocabulary (+ OOV)
+    best, index = foreground.max(dim=-1)
+    return (objectness.sigmoid() * best).clamp_min(0).sqrt(), index
 
 
 class OpenVocabClassifier(nn.Module):
@@ -122,23 +143,6 @@ class OOVDetector(nn.Module):
     def patch_size(self) -> int:
         return self.backbone.patch_size
 
-    def load_geometry_checkpoint(self, state_dict: dict[str, torch.Tensor]) -> int:
-        """Initialise the backbone's aggregator from a GeometryModule state dict (keys ``model.aggregator.*``).
-        Returns the number of tensors loaded; shape mismatches raise :class:`InputError`."""
-        own = self.backbone.state_dict()
-        loaded = {}
-        for key, value in state_dict.items():
-            name = key[len("model."):] if key.startswith("model.") else key
-            if name.startswith("aggregator.") and name in own:
-                if own[name].shape != value.shape:
-                    raise InputError(f"geometry checkpoint tensor {key} has shape {tuple(value.shape)}, "
-                                     f"expected {tuple(own[name].shape)}")
-                loaded[name] = value
-        if not loaded:
-            raise InputError("the geometry checkpoint holds no aggregator weights (keys 'model.aggregator.*')")
-        self.backbone.load_state_dict(loaded, strict=False)
-        return len(loaded)
-
     def forward(self, images: Any) -> dict[str, torch.Tensor]:
         """``images`` float [0, 1] ``[B, 3, H, W]`` or ``[B, 1, 3, H, W]`` (S = 1), H, W multiples of the patch size.
 
@@ -165,13 +169,9 @@ class OOVDetector(nn.Module):
         """Detections per image: ``{"boxes" [n, 4] XYXY px, "scores" [n], "labels" [n] int64}`` with labels
         indexing the rows of ``text`` and :data:`UNKNOWN_LABEL` (-1) for OOV; sorted by score, at most
         ``max_detections``. ``image_sizes``: (H, W) per image to clip boxes (default: no clipping)."""
-        logits = self.classify(outputs["embeddings"], text)
-        probs = logits.softmax(dim=-1)
         k = text.shape[0]
-        fg = torch.cat([probs[..., :k], probs[..., k + 1:]], dim=-1)  # vocabulary (+ OOV)
-        best, index = fg.max(dim=-1)
+        scores, index = location_scores(self.classify(outputs["embeddings"], text), outputs["objectness"], k)
         labels = torch.where(index >= k, torch.full_like(index, UNKNOWN_LABEL), index)
-        scores = (outputs["objectness"].sigmoid() * best).clamp_min(0).sqrt()
         results = []
         for b in range(scores.shape[0]):
             s, lab, box = scores[b], labels[b], outputs["boxes"][b]

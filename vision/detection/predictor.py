@@ -30,15 +30,13 @@ import numpy as np
 import torch
 
 from vision.data.io import MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, atomic_write_json, fit_within, image_size, read_image
+from vision.data.resize import resize_image
 from vision.detection.model import UNKNOWN_LABEL, OOVDetector
+from vision.detection.results import UNKNOWN_CATEGORY_ID, UNKNOWN_NAME, coco_results, label_detections
 from vision.detection.vocabulary import DEFAULT_TEMPLATE, check_vocabulary, encode_vocabulary
 from vision.errors import InputError
 
 __all__ = ["DetectorPredictor", "UNKNOWN_CATEGORY_ID", "UNKNOWN_NAME", "coco_results", "label_detections"]
-
-#: COCO category id written for OOV ("unknown") detections.
-UNKNOWN_CATEGORY_ID = 1000
-UNKNOWN_NAME = "unknown"
 
 _COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
             (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (170, 110, 40)]
@@ -134,38 +132,6 @@ def _batches(items: Iterable[Scaled], size: int) -> Iterator[list[Scaled]]:
         yield batch
 
 
-def label_detections(detections: dict[str, torch.Tensor], vocabulary: Sequence[str], category_ids: Sequence[int],
-                     unknown_category_id: int, scale: tuple[float, float] = (1.0, 1.0)) -> dict[str, Any]:
-    """One image's :meth:`OOVDetector.postprocess` output (boxes XYXY in model-input pixels, labels indexing
-    ``vocabulary`` or :data:`UNKNOWN_LABEL`) -> the predictor's result: ``{"boxes" float32 [n, 4] XYXY multiplied by
-    ``scale`` (x, y), "scores" float32 [n], "label_ids" int64 [n] (-1 = unknown), "labels" list[str] (``"unknown"``
-    for OOV), "category_ids" int64 [n] (``unknown_category_id`` for OOV)}``. The one conversion of the predictor and
-    of :class:`~vision.detection.lightning.OOVDetModule`'s evaluation steps."""
-    factors = torch.tensor([scale[0], scale[1], scale[0], scale[1]], device=detections["boxes"].device)
-    label_ids = detections["labels"].cpu().numpy().astype(np.int64)
-    return {
-        "boxes": (detections["boxes"] * factors).cpu().numpy().astype(np.float32),
-        "scores": detections["scores"].cpu().numpy().astype(np.float32),
-        "label_ids": label_ids,
-        "labels": [UNKNOWN_NAME if i == UNKNOWN_LABEL else vocabulary[i] for i in label_ids],
-        "category_ids": np.asarray([unknown_category_id if i == UNKNOWN_LABEL else category_ids[i]
-                                    for i in label_ids], np.int64),
-    }
-
-
-def coco_results(results: Sequence[dict[str, Any]], image_ids: Sequence[int]) -> list[dict[str, Any]]:
-    """Per-image results (:func:`label_detections`) -> COCO detection results ``[{image_id, category_id,
-    bbox XYWH px (rounded to 1e-3), score (rounded to 1e-5)}]``, OOV detections under their unknown category id."""
-    out = []
-    for image_id, res in zip(image_ids, results):
-        for box, score, cid in zip(res["boxes"], res["scores"], res["category_ids"]):
-            x0, y0, x1, y1 = (float(v) for v in box)
-            out.append({"image_id": int(image_id), "category_id": int(cid),
-                        "bbox": [round(x0, 3), round(y0, 3), round(x1 - x0, 3), round(y1 - y0, 3)],
-                        "score": round(float(score), 5)})
-    return out
-
-
 class DetectorPredictor:
     """Inference wrapper around :class:`OOVDetector` with a (changeable) vocabulary.
 
@@ -192,16 +158,14 @@ class DetectorPredictor:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, vocabulary: Sequence[str] | None = None,
-                        category_ids: Sequence[int] | None = None, device: str | torch.device | None = None,
+                        category_ids: Sequence[int] | None = None, device: str | torch.device = "cpu",
                         **kwargs: Any) -> "DetectorPredictor":
-        """Load an :class:`OOVDetModule` checkpoint (:func:`vision.detection.task.load_with_vocabulary`);
-        ``vocabulary`` defaults to the training vocabulary (with its category ids). ``kwargs`` go to the constructor
+        """Load an :class:`OOVDetModule` checkpoint onto ``device``
+        (:func:`vision.detection.task.load_with_vocabulary`); ``vocabulary`` defaults to the training vocabulary (with its category ids). ``kwargs`` go to the constructor
         (e.g. ``unknown_category_id``, ``encoder``); the prompt template is the checkpoint's config's unless given."""
         from vision.detection.task import load_with_vocabulary
 
-        model, config, trained = load_with_vocabulary(path)
-        if device is not None:
-            model = model.to(torch.device(device))
+        model, config, trained = load_with_vocabulary(path, device=device)
         if vocabulary is None:
             if trained is None:
                 raise InputError(f"{path}: the checkpoint stores no training vocabulary; pass vocabulary=[...]")
@@ -225,8 +189,7 @@ class DetectorPredictor:
     @torch.no_grad()
     def _run(self, frames: list[np.ndarray]) -> list[dict[str, Any]]:
         size = self.image_size
-        batch = np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) if f.shape[:2] != (size, size)
-                          else f for f in frames])
+        batch = np.stack([resize_image(f, (size, size)) if f.shape[:2] != (size, size) else f for f in frames])
         images = torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
         outputs = self.model(images)
         dets = self.model.postprocess(outputs, self.text, [(size, size)] * len(frames))

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+import torch
 
 from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
 from vision.detection.model import OOVDetector
@@ -92,15 +94,14 @@ class TrainingVocabulary(NamedTuple):
     category_ids: list[int]
 
 
-def load_with_vocabulary(checkpoint: str | Path, map_location: Any = "cpu"
+def load_with_vocabulary(checkpoint: str | Path, device: str | torch.device = "cpu"
                          ) -> tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]:
     """:func:`load`, plus the training vocabulary stored in the checkpoint (None when it holds none, e.g. a module
     saved before it saw its training data)."""
-    config, weights, ckpt = read_task_checkpoint(checkpoint, DetectionConfig, prefix="model.",
-                                                 map_location=map_location)
+    config, weights, ckpt = read_task_checkpoint(checkpoint, DetectionConfig, prefix="model.", map_location=device)
     model = build_model(config)
     load_weights(model, weights, checkpoint)
-    model.eval()
+    model = model.to(device).eval()
     hparams = ckpt["hyper_parameters"]
     names, ids = hparams.get("class_names"), hparams.get("category_ids")
     if names is None:
@@ -111,9 +112,9 @@ def load_with_vocabulary(checkpoint: str | Path, map_location: Any = "cpu"
     return model, config, TrainingVocabulary([str(n) for n in names], [int(i) for i in ids])
 
 
-def load(checkpoint: str | Path, map_location: Any = "cpu") -> tuple[OOVDetector, DetectionConfig]:
+def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[OOVDetector, DetectionConfig]:
     """The detector of an :class:`~vision.detection.lightning.OOVDetModule` checkpoint (read with
-    ``weights_only=True``, in eval mode, on ``map_location``) and its config. A file that is missing, unreadable,
+    ``weights_only=True``, in eval mode, on ``device``) and its config. A file that is missing, unreadable,
     not a detection checkpoint, or whose weights do not fit the config is a :class:`DataError` naming it."""
-    model, config, _ = load_with_vocabulary(checkpoint, map_location)
+    model, config, _ = load_with_vocabulary(checkpoint, device)
     return model, config

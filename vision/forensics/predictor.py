@@ -66,11 +66,11 @@ class ForensicsPredictor:
         self.size, self.max_frames = config.image_size, config.max_frames
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, map_location: Any = "cpu") -> "ForensicsPredictor":
-        """Load a checkpoint of :class:`vision.forensics.lightning.ForensicsModule`, its geometry backbone included
-        (through :func:`vision.forensics.task.load_with_backbone`; a missing, unreadable or foreign file is a
-        ``DataError`` naming it)."""
-        detector, config, backbone = load_with_backbone(path, map_location=map_location)
+    def from_checkpoint(cls, path: str | Path, device: str | torch.device = "cpu") -> "ForensicsPredictor":
+        """Load a checkpoint of :class:`vision.forensics.lightning.ForensicsModule`, its geometry backbone included,
+        on ``device`` (through :func:`vision.forensics.task.load_with_backbone`; a missing, unreadable or foreign
+        file is a ``DataError`` naming it)."""
+        detector, config, backbone = load_with_backbone(path, device=device)
         return cls(detector, config, backbone)
 
     def make_clip(self, video: str | Path | np.ndarray, fps: float = 25.0,

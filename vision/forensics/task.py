@@ -112,8 +112,10 @@ def _new_backbone(size: str, image_size: int) -> GeometryBackbone:
     return build_geometry(GeometryConfig(size=size, image_size=image_size)).backbone
 
 
-def build_model(config: ForensicsConfig) -> ForensicDetector:
-    """A fresh (untrained, uncalibrated) :class:`ForensicDetector` over the features of ``config.tools``."""
+def build_model(config: ForensicsConfig | dict | None = None) -> ForensicDetector:
+    """A fresh (untrained, uncalibrated) :class:`ForensicDetector` over the features of ``config.tools``
+    (a :class:`ForensicsConfig`, a mapping of its fields or None for the defaults)."""
+    config = ForensicsConfig.from_value(config)
     return ForensicDetector(config.feature_names, hidden=config.hidden, dropout=config.dropout)
 
 
@@ -129,69 +131,70 @@ def build_backbone(config: ForensicsConfig) -> GeometryBackbone | None:
 
 
 def load_geometry_backbone(config: ForensicsConfig, checkpoint: str | Path) -> GeometryBackbone:
-    """The frozen backbone of ``config`` with the weights of a ``GeometryModule`` checkpoint
-    (``state_dict["model.backbone.*"]``, the weights :func:`vision.geometry.task.load_backbone_weights` reads).
+    """The frozen backbone of ``config`` with the weights of a ``GeometryModule`` checkpoint (or VGGT-format weights),
+    through :func:`vision.geometry.weights.load_backbone`.
 
     Raises:
         InputError: ``config.geometry`` is None (no backbone to load into).
-        DataError: the file is missing, unreadable or not a geometry checkpoint; its backbone size
-            (``hyper_parameters.config.size``) is not ``config.geometry``; it uses another patch embedding than the
-            size's own; or its weights do not fit (names the file and the field).
+        DataError: the file is missing, unreadable or holds no backbone weights; a geometry checkpoint's backbone
+            size (``hyper_parameters.config.size``) is not ``config.geometry``, or it uses another patch embedding
+            than the size's own; or its weights do not fit (names the file and the field).
     """
-    from vision.geometry.task import read_backbone_checkpoint
+    from vision.geometry.weights import load_backbone, read_backbone_file
 
     if config.geometry is None:
         raise InputError(f"a geometry checkpoint ({checkpoint}) needs ForensicsConfig.geometry (the backbone size, "
                          "e.g. 'tiny'); it is None")
-    geometry, weights = read_backbone_checkpoint(checkpoint)  # read once
-    if geometry.size != config.geometry:
+    backbone = build_backbone(config)
+    weights = read_backbone_file(checkpoint, backbone)  # read once
+    geometry = weights.config
+    if geometry is not None and geometry.size != config.geometry:
         raise DataError(f"the geometry checkpoint's backbone is {geometry.size!r}, but ForensicsConfig.geometry is "
                         f"{config.geometry!r}; set config.geometry to {geometry.size!r} or give a {config.geometry!r} "
                         "geometry checkpoint", file=checkpoint, field="hyper_parameters.config.size",
                         value=geometry.size)
-    own = BACKBONE_CONFIGS[geometry.size]["patch_embed"]
-    if geometry.patch_embed not in (None, own):
+    own = BACKBONE_CONFIGS[config.geometry]["patch_embed"]
+    if geometry is not None and geometry.patch_embed not in (None, own):
         raise DataError(f"the geometry checkpoint's patch embedding is not the {geometry.size} backbone's own "
                         f"({own!r}); forensics builds the backbone from its size", file=checkpoint,
                         field="hyper_parameters.config.patch_embed", value=geometry.patch_embed)
-    backbone = build_backbone(config)
-    load_weights(backbone, weights, checkpoint)
+    load_backbone(backbone, weights)
     return backbone
 
 
-def load(checkpoint: str | Path, map_location: Any = "cpu") -> tuple[ForensicDetector, ForensicsConfig]:
-    """Read a forensics checkpoint (``weights_only=True``): ``(detector in eval mode, config)``; the backbone, when
-    the config has one, is :func:`load_with_backbone`'s.
+def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[ForensicDetector, ForensicsConfig]:
+    """Read a forensics checkpoint (``weights_only=True``): ``(detector in eval mode on device, config)``; the
+    backbone, when the config has one, is :func:`load_with_backbone`'s.
 
     Raises:
         DataError: the file is missing or unreadable, is not a forensics checkpoint of this version, or its
             weights do not fit the config's detector (names the file).
     """
-    detector, config, _ = _load(checkpoint, map_location, with_backbone=False)
+    detector, config, _ = _load(checkpoint, device, with_backbone=False)
     return detector, config
 
 
-def load_with_backbone(checkpoint: str | Path, map_location: Any = "cpu"
+def load_with_backbone(checkpoint: str | Path, device: str | torch.device = "cpu"
                        ) -> tuple[ForensicDetector, ForensicsConfig, GeometryBackbone | None]:
     """Everything a forensics checkpoint holds: ``(detector in eval mode, config, frozen geometry backbone or
-    None)``. The backbone is rebuilt from ``config.geometry`` / ``geometry_image_size`` and given the checkpoint's
-    ``backbone.*`` weights (moved to ``map_location`` when that names a device).
+    None)``, on ``device``. The backbone is rebuilt from ``config.geometry`` / ``geometry_image_size`` and given the
+    checkpoint's ``backbone.*`` weights.
 
     Raises:
         DataError: as :func:`load`; also a config with a backbone but no ``backbone.*`` weights, weights without
             a backbone in the config, or weights that do not fit it (names the file).
     """
-    return _load(checkpoint, map_location, with_backbone=True)
+    return _load(checkpoint, device, with_backbone=True)
 
 
-def _load(checkpoint: str | Path, map_location: Any, with_backbone: bool
+def _load(checkpoint: str | Path, device: str | torch.device, with_backbone: bool
           ) -> tuple[ForensicDetector, ForensicsConfig, GeometryBackbone | None]:
-    config, weights, raw = read_task_checkpoint(checkpoint, ForensicsConfig, prefix="model.",
-                                                map_location=map_location)
+    config, weights, raw = read_task_checkpoint(checkpoint, ForensicsConfig, prefix="model.", map_location=device)
     model = build_model(config)
     load_weights(model, weights, checkpoint)
+    model = model.to(device).eval()
     if not with_backbone:
-        return model.eval(), config, None
+        return model, config, None
     state = raw.get("state_dict") or {}
     backbone_weights = {k[len(BACKBONE_PREFIX):]: v for k, v in state.items() if k.startswith(BACKBONE_PREFIX)}
     if config.geometry is None:
@@ -199,12 +202,10 @@ def _load(checkpoint: str | Path, map_location: Any, with_backbone: bool
             raise DataError(f"the checkpoint holds geometry backbone weights ({BACKBONE_PREFIX!r}) but its config "
                             "names no backbone", file=checkpoint, field="hyper_parameters.config.geometry",
                             value=None)
-        return model.eval(), config, None
+        return model, config, None
     if not backbone_weights:
         raise DataError(f"the config names a {config.geometry!r} geometry backbone but the checkpoint holds no "
                         f"weights under {BACKBONE_PREFIX!r}", file=checkpoint, field="state_dict")
     backbone = build_backbone(config)
     load_weights(backbone, backbone_weights, checkpoint)
-    if isinstance(map_location, (str, torch.device)):
-        backbone = backbone.to(map_location)
-    return model.eval(), config, backbone.eval()
+    return model, config, backbone.to(device).eval()

@@ -10,9 +10,9 @@ from vision.geometry.camera import (cameras_to_pose_encoding, depth_to_world_poi
 from vision.geometry.heads import CameraHead, DPTHead
 from vision.geometry.losses import camera_loss, depth_loss, normalize_scene, point_loss
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_backbone
-from vision.geometry.vggt_keys import load_vggt_weights
+from vision.geometry.weights import load_backbone
 
 __all__ = ["Aggregator", "CameraHead", "DPTHead", "GeometryBackbone", "BACKBONE_CONFIGS", "create_backbone",
-           "load_vggt_weights", "camera_loss", "depth_loss", "point_loss", "normalize_scene",
+           "load_backbone", "camera_loss", "depth_loss", "point_loss", "normalize_scene",
            "cameras_to_pose_encoding", "pose_encoding_to_cameras", "depth_to_world_points", "project_points",
            "quat_to_matrix", "matrix_to_quat"]

@@ -8,15 +8,15 @@ file via :func:`load_patch_embed_weights`, which accepts timm-format and origina
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import torch
 from torch import nn
 
 from vision.errors import DataError, InputError
 
-__all__ = ["ConvPatchEmbed", "ConvStemPatchEmbed", "build_patch_embed", "embed_patches", "patch_size_of", "read_state_dict",
-           "dinov2_to_timm", "load_patch_embed_weights"]
+__all__ = ["ConvPatchEmbed", "ConvStemPatchEmbed", "build_patch_embed", "embed_patches", "patch_size_of",
+           "read_state_dict", "state_dict_of", "dinov2_to_timm", "load_patch_embed_weights"]
 
 
 class ConvPatchEmbed(nn.Module):
@@ -125,6 +125,12 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     except Exception as exc:  # corrupt / truncated / not a weights file: the library's message, first line only
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise DataError(f"cannot read weights ({type(exc).__name__}: {first})", file=path) from exc
+    return state_dict_of(obj, path)
+
+
+def state_dict_of(obj: Any, path: str | Path) -> dict[str, torch.Tensor]:
+    """The state dict inside a loaded torch file ``obj`` (unwrapping ``{"model": sd}`` / ``{"state_dict": sd}``); a
+    :class:`DataError` naming ``path`` when it holds none."""
     for wrapper in ("model", "state_dict"):
         if isinstance(obj, dict) and wrapper in obj and isinstance(obj[wrapper], dict):
             obj = obj[wrapper]

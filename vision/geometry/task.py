@@ -8,9 +8,9 @@
   the ``match_pose`` evaluation reads. Its weights sit in a checkpoint under ``model.backbone.*`` and
   ``model.match.*``.
 - :func:`load`: ``(model, config)`` from a checkpoint (``torch.load(weights_only=True)``).
-- :func:`load_backbone_weights`: the backbone's state dict alone (keys ``aggregator.*``, ``camera_head.*``,
-  ``depth_head.*``, ``point_head.*``; a ray head, a geometry-task output, is left out), for the tasks that start
-  from a trained geometry backbone.
+- :func:`read_backbone_checkpoint`: the backbone's state dict alone (keys ``aggregator.*``, ``camera_head.*``,
+  ``depth_head.*``, ``point_head.*``; a ray head, a geometry-task output, is left out), which
+  :func:`vision.geometry.weights.load_backbone` loads into the tasks that start from a trained geometry backbone.
 
 Inference code imports this module; it does not import :mod:`vision.training`.
 """
@@ -24,12 +24,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
+from vision.checkpoint import TaskConfig, load_checkpoint, load_weights, read_task_checkpoint, task_checkpoint_parts
 from vision.errors import DataError, InputError
 from vision.geometry.matching import MatchProjection
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_backbone
 
-__all__ = ["GeometryConfig", "GeometryModel", "build_model", "load", "load_backbone_weights",
+__all__ = ["GeometryConfig", "GeometryModel", "backbone_of_checkpoint", "build_model", "load",
            "read_backbone_checkpoint"]
 
 
@@ -118,14 +118,14 @@ def build_model(config: GeometryConfig | dict | None = None) -> GeometryModel:
     return GeometryModel(backbone, match)
 
 
-def load(checkpoint: str | Path, map_location: Any = "cpu") -> tuple[GeometryModel, GeometryConfig]:
-    """``(model in eval mode, config)`` from a ``GeometryModule`` checkpoint. The model is built without
+def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[GeometryModel, GeometryConfig]:
+    """``(model in eval mode on device, config)`` from a ``GeometryModule`` checkpoint. The model is built without
     ``patch_embed_weights`` (the checkpoint's weights replace them); a checkpoint of another task or layout, or
     weights that do not fit, is a :class:`DataError` naming the file."""
-    config, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=map_location)
+    config, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=device)
     model = build_model(config.replace(patch_embed_weights=None))
     load_weights(model, weights, checkpoint)
-    return model.eval(), config
+    return model.to(device).eval(), config
 
 
 def read_backbone_checkpoint(checkpoint: str | Path, map_location: Any = "cpu"
@@ -134,16 +134,15 @@ def read_backbone_checkpoint(checkpoint: str | Path, map_location: Any = "cpu"
     of :class:`~vision.geometry.model.GeometryBackbone` (``aggregator.*``, ``camera_head.*``, ``depth_head.*``,
     ``point_head.*``) as the tasks that start from it build it: the ray head (``GeometryConfig.ray_head``,
     ``ray_head.*``) is left out. A checkpoint without them is a :class:`DataError` naming the file."""
-    config, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=map_location)
+    return backbone_of_checkpoint(load_checkpoint(checkpoint, map_location=map_location), checkpoint)
+
+
+def backbone_of_checkpoint(checkpoint: dict, path: str | Path) -> tuple[GeometryConfig, dict[str, torch.Tensor]]:
+    """:func:`read_backbone_checkpoint` of a checkpoint already read from ``path``."""
+    config, weights = task_checkpoint_parts(checkpoint, path, GeometryConfig, prefix="model.")
     backbone = {k[len("backbone."):]: v for k, v in weights.items()
                 if k.startswith("backbone.") and not k.startswith("backbone.ray_head.")}
     if not backbone:
         raise DataError("not a geometry checkpoint of this version (no weights under 'model.backbone.')",
-                        file=checkpoint, field="state_dict")
+                        file=path, field="state_dict")
     return config, backbone
-
-
-def load_backbone_weights(checkpoint: str | Path, map_location: Any = "cpu") -> dict[str, torch.Tensor]:
-    """The geometry backbone's state dict from a ``GeometryModule`` checkpoint (:func:`read_backbone_checkpoint`),
-    for ``GeometryBackbone.load_state_dict``."""
-    return read_backbone_checkpoint(checkpoint, map_location)[1]

@@ -22,33 +22,27 @@ Keys of heads disabled in our model (e.g. ``point_head.*`` with ``enable_points=
 A leading ``module.`` (DDP) is stripped. A checkpoint of VGGT's ``Aggregator(patch_embed="conv")`` (keys
 ``aggregator.patch_embed.proj.{weight,bias}``) maps by identity into our ``patch_embed="conv"``; a DINOv2 patch embed
 needs a timm one (``create_backbone("vggt_1b")``). Numeric parity with VGGT's own code at a small conv configuration
-is checked by ``tests/geometry/test_vggt_parity.py``.
+is checked by ``tests/geometry/test_vggt_parity.py``. Files are loaded by
+:func:`vision.geometry.weights.load_backbone`, the one loader of backbone weights.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Mapping, NamedTuple
+from typing import Mapping
 
 import torch
 from torch import nn
 
 from vision.errors import InputError
-from vision.geometry.patch_embed import ConvPatchEmbed, dinov2_to_timm, read_state_dict
+from vision.geometry.patch_embed import ConvPatchEmbed, dinov2_to_timm
 
-__all__ = ["SKIPPED_PREFIXES", "SKIPPED_KEYS", "LoadReport", "convert_vggt_state_dict", "load_vggt_weights"]
+__all__ = ["SKIPPED_PREFIXES", "SKIPPED_KEYS", "convert_vggt_state_dict"]
 
 PATCH_EMBED_PREFIX = "aggregator.patch_embed."
 SKIPPED_PREFIXES = ("track_head.",)
 SKIPPED_KEYS = ("aggregator.patch_embed.mask_token",)
 CONV_PATCH_EMBED_KEYS = {"proj.weight", "proj.bias"}  # VGGT's PatchEmbed (patch_embed="conv")
 HEAD_PREFIXES = {"camera_head.": "camera_head", "depth_head.": "depth_head", "point_head.": "point_head"}
-
-
-class LoadReport(NamedTuple):
-    missing: list[str]  # our parameters the checkpoint did not fill
-    unexpected: list[str]  # checkpoint keys we could not place
-    skipped: list[str]  # checkpoint keys dropped on purpose (documented above)
 
 
 def convert_vggt_state_dict(state: Mapping[str, torch.Tensor],
@@ -75,21 +69,3 @@ def convert_vggt_state_dict(state: Mapping[str, torch.Tensor],
         else:
             out.update({PATCH_EMBED_PREFIX + k: v for k, v in dinov2_to_timm(patch, vit).items()})
     return out, sorted(skipped)
-
-
-def load_vggt_weights(model: nn.Module, path: str | Path, strict: bool = True) -> LoadReport:
-    """Load a local VGGT checkpoint (``.safetensors`` or a torch file read with ``weights_only=True``) into a
-    :class:`GeometryBackbone`. With ``strict``, any missing parameter, unexpected key or shape mismatch raises
-    :class:`InputError` listing them; otherwise matching tensors are loaded and the rest reported."""
-    converted, skipped = convert_vggt_state_dict(read_state_dict(path), model)
-    ours = model.state_dict()
-    mismatched = [f"{k}: checkpoint {tuple(v.shape)} vs model {tuple(ours[k].shape)}"
-                  for k, v in converted.items() if k in ours and tuple(v.shape) != tuple(ours[k].shape)]
-    unexpected = sorted(k for k in converted if k not in ours)
-    missing = sorted(k for k in ours if k not in converted)
-    if strict and (mismatched or unexpected or missing):
-        raise InputError(f"VGGT checkpoint {str(path)!r} does not fit the model: missing={missing[:10]} "
-                         f"unexpected={unexpected[:10]} shape mismatches={mismatched[:10]}")
-    loadable = {k: v for k, v in converted.items() if k in ours and tuple(v.shape) == tuple(ours[k].shape)}
-    model.load_state_dict(loadable, strict=False)
-    return LoadReport(missing, unexpected + [m.split(":")[0] for m in mismatched], skipped)

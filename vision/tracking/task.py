@@ -5,26 +5,24 @@ dense prompt maps, the text encoder) with the one copy of their defaults; :func:
 :class:`~vision.tracking.model.G2TAM` or the memory-bank control
 (:class:`~vision.tracking.baseline.MemoryBankTracker`) from it; :func:`load` rebuilds the model of a
 :class:`~vision.tracking.lightning.TrackingModule` checkpoint (config under ``hyper_parameters.config``, weights
-under ``model.``, read with ``weights_only=True``). :func:`load_geometry_weights` starts a tracker's backbone from a
-geometry checkpoint. Inference code (the predictor, the demo) imports this module, never :mod:`vision.training`.
+under ``model.``, read with ``weights_only=True``). A tracker's backbone starts from a geometry checkpoint through
+:func:`vision.geometry.weights.load_backbone`. Inference code (the predictor, the demo) imports this module, never :mod:`vision.training`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
-from vision.errors import DataError, InputError
-from vision.geometry.task import load_backbone_weights
+from vision.errors import InputError
 from vision.text import TEXT_DIM
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import DECODER_STYLES, G2TAM
 
-__all__ = ["ARCHITECTURES", "TrackingConfig", "build_model", "load", "load_geometry_weights"]
+__all__ = ["ARCHITECTURES", "TrackingConfig", "build_model", "load"]
 
 ARCHITECTURES: tuple[str, ...] = ("g2tam", "memory_bank")
 
@@ -94,34 +92,18 @@ def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBa
     return MemoryBankTracker(memory_size=config.memory_size, **common)
 
 
-def load(checkpoint: str | Path, map_location: Any = "cpu",
+def load(checkpoint: str | Path, device: str | torch.device = "cpu",
          image_size: int | None = None) -> tuple[G2TAM | MemoryBankTracker, TrackingConfig]:
-    """``(model, config)`` of a :class:`~vision.tracking.lightning.TrackingModule` checkpoint, in eval mode.
+    """``(model, config)`` of a :class:`~vision.tracking.lightning.TrackingModule` checkpoint, in eval mode on
+    ``device``.
 
-    The weights are read onto ``map_location`` and the model is moved there when it names a device.
     ``image_size`` rebuilds the model for another input size (the weights do not depend on it). A checkpoint
     without a tracking config, or whose weights do not fit it, is a :class:`~vision.errors.DataError` naming the
     file.
     """
-    config, weights, _ = read_task_checkpoint(checkpoint, TrackingConfig, prefix="model.", map_location=map_location)
+    config, weights, _ = read_task_checkpoint(checkpoint, TrackingConfig, prefix="model.", map_location=device)
     if image_size is not None:
         config = config.replace(image_size=int(image_size))
     model = build_model(config)
     load_weights(model, weights, checkpoint, hint=RETRAIN_HINT)
-    if isinstance(map_location, (str, torch.device)):
-        model = model.to(map_location)
-    return model.eval(), config
-
-
-def load_geometry_weights(model: G2TAM | MemoryBankTracker, path: str | Path) -> None:
-    """Load a geometry checkpoint's backbone (:func:`vision.geometry.task.load_backbone_weights`) into
-    ``model.backbone``.
-
-    G2TAM loads every backbone weight strictly; the control loads the weights its backbone has (the aggregator).
-    A file that is not a geometry checkpoint is a :class:`~vision.errors.DataError` naming it."""
-    weights = load_backbone_weights(path)
-    if isinstance(model, G2TAM):
-        load_weights(model.backbone, weights, path)
-    else:
-        own = model.backbone.state_dict()
-        load_weights(model.backbone, {k: v for k, v in weights.items() if k in own}, path)
+    return model.to(device).eval(), config
