@@ -20,6 +20,7 @@ import cv2
 import numpy as np
 import torch
 
+from vision.data.resize import resize_image
 from vision.evaluation.geometry import depth_metrics
 from vision.geometry.task import GeometryModel, load
 
@@ -48,7 +49,7 @@ def sgbm_depth(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 @torch.no_grad()
 def model_depth(model: GeometryModel, size: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    views = [cv2.resize(im, (size, size), interpolation=cv2.INTER_AREA) for im in (left, right)]
+    views = [resize_image(im, (size, size)) for im in (left, right)]
     images = torch.from_numpy(np.stack(views)).permute(0, 3, 1, 2).float().div(255)[None]
     depth = model(images)["depth"][0, 0, ..., 0].numpy()
     return cv2.resize(depth, (left.shape[1], left.shape[0]), interpolation=cv2.INTER_LINEAR)

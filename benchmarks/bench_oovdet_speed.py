@@ -4,8 +4,9 @@ Measures (1) the model alone (forward + postprocess on a [B, 3, S, S] batch, tex
 (2) the whole predictor on uint8 frames (resize + forward + postprocess + conversion), after warm-up, and the
 cost of a vocabulary change (first encode vs cached). Ratios are against (1) in the same run.
 
-``--config C`` adds a row for the detector a training config defines (its ``model.init_args.config``, random
-weights), so a change of architecture is timed against the default ``DetectionConfig`` in the same run.
+``--config C`` adds a row for the detector a training config defines (its module as the training CLI,
+:class:`vision.training.cli.VisionCLI`, builds it, at ``--size``; random weights), so a change of architecture is
+timed against the default ``DetectionConfig`` in the same run.
 
     .venv/bin/python benchmarks/bench_oovdet_speed.py --size 64 --batch 16 --threads 1 \
         --config configs/detection/tiny.yaml
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import warnings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -71,11 +73,13 @@ def main() -> None:
     model_ips = _rate(model_only, args.batch, args.repeats)
     extra = None
     if args.config:
-        import yaml
+        from vision.training.cli import VisionCLI
 
-        with open(args.config) as handle:
-            fields = yaml.safe_load(handle)["model"]["init_args"].get("config") or {}
-        other = build_model(DetectionConfig.from_value({**fields, "image_size": size}, file=args.config)).eval()
+        with warnings.catch_warnings():  # the CLI parses these args, not this script's own command line
+            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+            cli = VisionCLI(args=["--config", args.config, "--model.init_args.config.image_size", str(size)],
+                            run=False)
+        other = cli.model.model.eval()
 
         @torch.no_grad()
         def config_model() -> None:

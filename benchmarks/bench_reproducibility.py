@@ -111,7 +111,7 @@ def main() -> None:
     if not 0 < args.kill_at < args.steps:
         parser.error("--kill-at must lie between 0 and --steps")
     if not (args.data / "train.json").is_file():
-        from vision.data.synthetic import write_split
+        from vision.synthetic.scenes import write_split
 
         for name, scenes in (("train", 6), ("val", 1)):
             write_split(args.data, name, scenes=scenes, views=6, size=32, mode="video", seed=3, threads=1)

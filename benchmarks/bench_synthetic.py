@@ -24,7 +24,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-from vision.data.synthetic import generate_scene, scene_seed, write_split  # noqa: E402
+from vision.synthetic.scenes import generate_scene, scene_seed, write_split  # noqa: E402
 
 
 def _timed(fn) -> tuple[float, float]:

@@ -5,7 +5,13 @@
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt   # evaluate trained models
         (TrackingModule checkpoints, e.g. from `make train-tracking`; only the validation splits are rendered)
 
-Both models get the same data, prompts, steps, batch size and optimiser (TrackingModule). Accuracy is the
+Both models train as ``make train-tracking`` trains them: the training CLI (:class:`vision.training.cli.VisionCLI`,
+the parser of ``tools/train.py``) builds :class:`~vision.tracking.lightning.TrackingModule`, its data module and the
+Lightning Trainer from ``configs/tracking/tiny.yaml`` (G2TAM) and ``configs/tracking/baseline_tiny.yaml`` (the
+control), with command-line overrides of only the training and validation splits (the ones rendered here), the
+steps (``--steps``), the image size (``--size``), the seed, the geometry checkpoint, the run folder
+(``OUT/train/<arch>``: logs and checkpoints), no text encoder when ``--types`` has no ``text``, and validation off
+(the splits below are scored after training). Accuracy is the
 pipeline's: each split is tracked and scored with the protocol the training loop validates and tests with
 (:mod:`vision.tracking.inference`: every track prompted once on its first visible view, whole videos, results
 scored by ``vision.evaluation.evaluate`` as ``tools/evaluate.py --task tracking`` scores them), so a trained
@@ -23,6 +29,7 @@ import resource
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +45,7 @@ def _scene_count(path: Path) -> int:
 def render(out: Path, scenes: int, views: int, size: int, val_scenes: int = 4) -> dict[str, Path]:
     """Render the training splits (``scenes`` > 0) and the three validation splits (``val_scenes`` each) into
     ``out``; a split already there with another number of scenes is rendered again."""
-    from vision.data.synthetic import write_split
+    from vision.synthetic.scenes import write_split
     from vision.tracking.splits import long_occlusion_split
 
     paths = {}
@@ -59,42 +66,34 @@ def render(out: Path, scenes: int, views: int, size: int, val_scenes: int = 4) -
     return paths
 
 
-def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, geometry_ckpt: str | None = None,
-          seed: int = 0):
-    from torch.utils.data import ConcatDataset, DataLoader
+#: The training config of each tracker.
+CONFIGS = {arch: str(Path(__file__).resolve().parents[1] / "configs" / "tracking" / name)
+           for arch, name in (("g2tam", "tiny.yaml"), ("memory_bank", "baseline_tiny.yaml"))}
 
-    from vision.data.coco import load_split
-    from vision.data.datasets import MultiViewClipDataset, collate_clips
-    from vision.data.transforms import build_multiview_transform
-    from vision.tracking.lightning import TrackingModule
 
-    torch.manual_seed(seed)
-    tf = build_multiview_transform(size, train=True)
-    ds = ConcatDataset([MultiViewClipDataset(load_split(paths[k]), views=4, transform=tf, random_window=True)
-                        for k in ("train_video", "train_unordered")])
-    loader = DataLoader(ds, batch_size=4, shuffle=True, collate_fn=collate_clips, drop_last=True)
-    config = {"architecture": arch, "image_size": size, "dim": 64, "text_encoder": "minilm" if text else None}
-    module = TrackingModule(config=config, max_objects=4, negative_text=0.2 if text else 0.0,
-                            geometry_checkpoint=geometry_ckpt)
-    module.log = lambda *a, **k: None
-    module.log_dict = lambda *a, **k: None
-    opt = torch.optim.AdamW(module.model.parameters(), lr=5e-4, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=5e-4, total_steps=steps, pct_start=0.1)
-    step, t0 = 0, time.time()
-    while step < steps:
-        for batch in loader:
-            loss = module._step(batch, "train")["loss"]
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(module.model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            step += 1
-            if step % 50 == 0:
-                print(f"  [{arch}] step {step}/{steps} loss {loss.item():.3f} ({time.time() - t0:.0f}s)", flush=True)
-            if step >= steps:
-                break
-    return module.model.eval(), time.time() - t0
+def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, run_dir: Path,
+          geometry_ckpt: str | None = None, seed: int = 0) -> tuple[torch.nn.Module, float]:
+    """Train ``arch`` from its config (:data:`CONFIGS`) through the training CLI and its Trainer on the rendered
+    training splits; returns the trained tracker (eval mode) and the seconds of ``fit``."""
+    from vision.training.cli import VisionCLI
+
+    args = ["--config", CONFIGS[arch], "--seed_everything", str(seed), "--run_dir", str(run_dir),
+            "--trainer.max_steps", str(steps), "--trainer.limit_val_batches", "0",
+            "--trainer.num_sanity_val_steps", "0", "--trainer.enable_progress_bar", "false",
+            "--trainer.enable_model_summary", "false", "--model.init_args.config.image_size", str(size),
+            "--data.init_args.train_split", json.dumps([str(paths["train_video"]), str(paths["train_unordered"])]),
+            "--data.init_args.val_split", str(paths["val_video"])]
+    if geometry_ckpt:
+        args += ["--model.init_args.geometry_checkpoint", geometry_ckpt]
+    if not text:
+        args += ["--model.init_args.config.text_encoder", "null"]
+    with warnings.catch_warnings():  # the CLI parses ``args``, not this script's own command line
+        warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+        cli = VisionCLI(args=args, run=False)
+    print(f"  [{arch}] {Path(CONFIGS[arch]).name}: {steps} steps (logs and checkpoints in {run_dir})", flush=True)
+    start = time.time()
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    return cli.model.model.eval(), time.time() - start
 
 
 def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool = True,
@@ -236,7 +235,8 @@ def main() -> None:
 
             model, times[arch] = load(trained[arch])[0], 0.0
         else:
-            model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, args.geometry_ckpt)
+            run_dir = args.out / "train" / arch
+            model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, run_dir, args.geometry_ckpt)
         with torch.no_grad():
             if paths is not None:
                 tables[arch] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine)

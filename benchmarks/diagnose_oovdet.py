@@ -1,6 +1,7 @@
-"""What limits OOVDet's in-vocabulary AP? Measurements that need no training (issue 20).
+"""What limits OOVDet's in-vocabulary AP? Measurements that need no training.
 
-Four parts, each printed as a plain table (and all figures written to ``OUT/diagnose.json``):
+Four parts, each printed as a plain table (and all figures written to ``OUT/diagnose.json``); the measurements
+themselves are :mod:`vision.detection.diagnostics`:
 
 1. **Assignment** (no checkpoint weights needed, only the config): the head's own FCOS-style assignment
    (:func:`vision.detection.losses.assign_targets`, over the detector's own location grid) on the training split's
@@ -19,11 +20,11 @@ Four parts, each printed as a plain table (and all figures written to ``OUT/diag
 2. **Classification vs localisation** of the checkpoint on ``--split`` (COCO AP50 through
    :func:`vision.evaluation.detection.coco_ap`, pycocotools' figures): AP50 over the given vocabulary (= the
    ``IV_AP50`` that ``tools/train.py test`` reports, iv + novel classes), over the 12 trained ``iv`` classes, and
-   class-agnostic AP50 (every object of the kept categories relabelled to one class, detections too); the ``iv``
-   confusion matrix at IoU >= 0.5 (each ``iv`` object takes the highest-scoring detection with IoU >= 0.5, any
-   label; rows = true class, normalised over the matched objects); localisation: per object the best IoU of any
-   final detection (after NMS, score > the config's threshold) and of any dense location's box (before scoring
-   and NMS), their mean and the recall at IoU 0.5 / 0.75, per size.
+   class-agnostic AP50 (:func:`vision.evaluation.detection.class_agnostic_ap`: the objects of the kept categories
+   and the detections in one class); the ``iv`` confusion matrix at IoU >= 0.5 (each ``iv`` object takes the
+   highest-scoring detection with IoU >= 0.5, any label; rows = true class, normalised over the matched objects);
+   localisation: per object the best IoU of any final detection (after NMS, score > the config's threshold) and of
+   any dense location's box (before scoring and NMS), their mean and the recall at IoU 0.5 / 0.75, per size.
 3. **Text side**: cosine similarities of the vocabulary's MiniLM prompts (``template.format(name)``, the checkpoint's
    template), mean off-diagonal, nearest other class; region-to-text top-1 accuracy of the checkpoint's region
    embeddings for ``iv`` objects, at (a) the matched location (highest score among dense locations whose box has
@@ -43,183 +44,27 @@ import argparse
 import math
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torchvision.ops import box_convert, box_iou  # noqa: E402
 
 from vision.data.coco import Split, load_split  # noqa: E402
 from vision.data.io import atomic_write_json  # noqa: E402
+from vision.data.resize import resize_image  # noqa: E402
+from vision.detection.diagnostics import (  # noqa: E402
+    SIZE_BINS, assignment_statistics, best_matches, confusion_matrix, cosine_table, nearest_mean_accuracy,
+    row_normalise, size_bins, summarise_assignment, xywh_to_xyxy)
 from vision.detection.losses import assign_targets  # noqa: E402
-from vision.detection.model import OOVDetector  # noqa: E402
-from vision.detection.predictor import UNKNOWN_CATEGORY_ID, coco_results, label_detections  # noqa: E402
+from vision.detection.model import OOVDetector, location_scores  # noqa: E402
+from vision.detection.results import UNKNOWN_CATEGORY_ID, coco_results, label_detections  # noqa: E402
 from vision.detection.task import DetectionConfig, load_with_vocabulary  # noqa: E402
 from vision.detection.vocabulary import encode_vocabulary  # noqa: E402
 from vision.errors import DataError, InputError  # noqa: E402
-from vision.evaluation.detection import coco_ap  # noqa: E402
+from vision.evaluation.detection import class_agnostic_ap, coco_ap  # noqa: E402
 from vision.text import get_text_encoder  # noqa: E402
-
-#: (name, lower bound inclusive, upper bound exclusive) on ``sqrt(w * h)`` in model-input pixels.
-SIZE_BINS: tuple[tuple[str, float, float], ...] = (("small", 0.0, 8.0), ("medium", 8.0, 16.0),
-                                                    ("large", 16.0, math.inf))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# pure functions (tested in tests/detection/test_diagnose.py)
-
-def size_bins(boxes: torch.Tensor) -> list[str]:
-    """Size bin name (:data:`SIZE_BINS`) of each XYXY box ``[G, 4]`` by ``sqrt(w * h)``."""
-    side = ((boxes[:, 2] - boxes[:, 0]).clamp_min(0) * (boxes[:, 3] - boxes[:, 1]).clamp_min(0)).sqrt().tolist()
-    return [next(name for name, lo, hi in SIZE_BINS if lo <= s < hi) for s in side]
-
-
-def prior_boxes(points: torch.Tensor, strides: torch.Tensor) -> torch.Tensor:
-    """The head's box at initialisation per location, XYXY ``[N, 4]``: ``softplus(0) * stride`` on every side
-    (box conv weights ~0, bias 0, level scale 1; :class:`vision.detection.head.DenseDetectionHead`)."""
-    half = F.softplus(torch.zeros(())) * strides
-    return torch.stack([points[:, 0] - half, points[:, 1] - half, points[:, 0] + half, points[:, 1] + half], dim=-1)
-
-
-def assignment_statistics(points: torch.Tensor, strides: torch.Tensor, boxes: torch.Tensor, labels: torch.Tensor,
-                          num_classes: int) -> dict[str, np.ndarray]:
-    """Per ground-truth object of one image, under :func:`assign_targets` (the head's own assignment).
-
-    Args:
-        points ``[N, 2]`` (x, y) px, strides ``[N]``: the detector's locations; boxes ``[G, 4]`` XYXY px; labels
-        ``[G]`` in ``0..num_classes-1``.
-
-    Returns arrays of length ``G``: ``positives`` (locations assigned to the object), ``min_stride`` (smallest stride
-    among them, 0 when none), ``ideal_iou`` (best IoU of a positive's regression target rebuilt as a box around its
-    location, 0 when none), ``prior_iou`` (best IoU of a positive's :func:`prior_boxes` box, 0 when none),
-    ``any_prior_iou`` (best prior-box IoU over every location, assigned or not).
-    """
-    g = boxes.shape[0]
-    if g == 0:
-        empty = np.zeros(0)
-        return {"positives": empty.astype(np.int64), "min_stride": empty, "ideal_iou": empty, "prior_iou": empty,
-                "any_prior_iou": empty}
-    _, box_targets, matched = assign_targets(points, strides, boxes, labels, num_classes)
-    pos = matched >= 0
-    positives = torch.bincount(matched[pos], minlength=g)
-    ideal = box_targets  # each positive's regression target: the box its (l, t, r, b) around the location gives
-    prior_iou_all = box_iou(prior_boxes(points, strides), boxes)  # [N, G]
-    ideal_iou, prior_iou, min_stride = np.zeros(g), np.zeros(g), np.zeros(g)
-    for j in range(g):
-        mine = matched == j
-        if mine.any():
-            ideal_iou[j] = float(box_iou(ideal[mine], boxes[j:j + 1]).max())
-            prior_iou[j] = float(prior_iou_all[mine, j].max())
-            min_stride[j] = float(strides[mine].min())
-    return {"positives": positives.numpy().astype(np.int64), "min_stride": min_stride, "ideal_iou": ideal_iou,
-            "prior_iou": prior_iou, "any_prior_iou": prior_iou_all.max(dim=0).values.numpy()}
-
-
-def summarise_assignment(stats: dict[str, np.ndarray], bins: Sequence[str]) -> list[dict[str, Any]]:
-    """Rows (one per size bin present, then ``all``): ``n``, positives ``mean`` / ``min`` / ``median``,
-    ``zero_share``, ``ideal_recall50`` (share with ideal-target IoU >= 0.5), ``prior_recall50`` (positives' prior
-    boxes), ``any_prior_recall50`` (any location's prior box)."""
-    bins = np.asarray(list(bins))
-    rows = []
-    for name in [b[0] for b in SIZE_BINS if (bins == b[0]).any()] + ["all"]:
-        sel = np.ones(len(bins), bool) if name == "all" else bins == name
-        pos = stats["positives"][sel]
-        rows.append({"bin": name, "n": int(sel.sum()), "mean": float(pos.mean()), "min": int(pos.min()),
-                     "median": float(np.median(pos)), "zero_share": float((pos == 0).mean()),
-                     "ideal_recall50": float((stats["ideal_iou"][sel] >= 0.5).mean()),
-                     "prior_recall50": float((stats["prior_iou"][sel] >= 0.5).mean()),
-                     "any_prior_recall50": float((stats["any_prior_iou"][sel] >= 0.5).mean())})
-    return rows
-
-
-def relabel_agnostic(gt: dict, results: list[dict], gt_category_ids: Sequence[int],
-                     result_category_ids: Sequence[int] | None = None, ignore_other: bool = False
-                     ) -> tuple[dict, list[dict]]:
-    """One-class copies of a COCO ground truth and results for class-agnostic AP.
-
-    Annotations of ``gt_category_ids`` become category 1; other annotations are dropped, or, with ``ignore_other``,
-    kept as crowd (``iscrowd=1``) regions, so detections on them count neither as hits nor as false positives
-    (COCO's ignore rule). Results of ``result_category_ids`` (None: all) become category 1; others are dropped.
-    """
-    keep_gt = {int(c) for c in gt_category_ids}
-    annotations = []
-    for a in gt["annotations"]:
-        if int(a["category_id"]) in keep_gt:
-            annotations.append(dict(a, category_id=1))
-        elif ignore_other:
-            annotations.append(dict(a, category_id=1, iscrowd=1))
-    one = {"images": gt["images"], "categories": [{"id": 1, "name": "object"}], "annotations": annotations}
-    keep_dt = None if result_category_ids is None else {int(c) for c in result_category_ids}
-    dets = [dict(r, category_id=1) for r in results if keep_dt is None or int(r["category_id"]) in keep_dt]
-    return one, dets
-
-
-def xywh_to_xyxy(boxes: Any) -> torch.Tensor:
-    """COCO XYWH ``[n, 4]`` -> XYXY float tensor ``[n, 4]``."""
-    return box_convert(torch.as_tensor(np.asarray(boxes, np.float32).reshape(-1, 4)), "xywh", "xyxy")
-
-
-def best_matches(gt_boxes: torch.Tensor, det_boxes: torch.Tensor, det_scores: torch.Tensor,
-                 iou_threshold: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
-    """Per ground-truth box (XYXY ``[G, 4]``): the index of the highest-scoring detection (``[D, 4]``, scores
-    ``[D]``) with IoU >= ``iou_threshold`` (-1 when none), and the best IoU of any detection (0 when none)."""
-    g = gt_boxes.shape[0]
-    if g == 0 or det_boxes.shape[0] == 0:
-        return np.full(g, -1, np.int64), np.zeros(g)
-    iou = box_iou(gt_boxes.float(), det_boxes.float())  # [G, D]
-    ok = iou >= iou_threshold
-    masked = torch.where(ok, det_scores.float()[None].expand_as(iou), torch.full_like(iou, -math.inf))
-    best = masked.argmax(dim=1)
-    match = torch.where(ok.any(dim=1), best, torch.full_like(best, -1))
-    return match.numpy().astype(np.int64), iou.max(dim=1).values.numpy()
-
-
-def confusion_matrix(true: Sequence[int], predicted: Sequence[int], num_rows: int, num_cols: int) -> np.ndarray:
-    """Counts ``[num_rows, num_cols]``: ``out[t, p]`` = number of pairs with true row ``t`` and predicted column
-    ``p``."""
-    out = np.zeros((num_rows, num_cols), np.int64)
-    if len(true):
-        np.add.at(out, (np.asarray(true, np.int64), np.asarray(predicted, np.int64)), 1)
-    return out
-
-
-def row_normalise(counts: np.ndarray) -> np.ndarray:
-    """Rows divided by their sums (rows summing to 0 stay 0)."""
-    sums = counts.sum(axis=1, keepdims=True)
-    return np.divide(counts, sums, out=np.zeros(counts.shape, float), where=sums > 0)
-
-
-def cosine_table(rows: torch.Tensor) -> tuple[np.ndarray, float, list[int]]:
-    """For rows ``[K, D]`` (normalised here): the cosine matrix ``[K, K]``, its mean off-diagonal and, per row, the
-    index of the most similar other row (``K >= 2``)."""
-    unit = F.normalize(rows.float(), dim=-1)
-    sim = (unit @ unit.t()).numpy()
-    k = sim.shape[0]
-    if k < 2:
-        raise InputError(f"cosine_table needs at least 2 rows, got {k}")
-    off = ~np.eye(k, dtype=bool)
-    nearest = np.where(off, sim, -np.inf).argmax(axis=1)
-    return sim, float(sim[off].mean()), [int(i) for i in nearest]
-
-
-def nearest_mean_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray
-                          ) -> float:
-    """Top-1 accuracy of a nearest-class-mean classifier: rows ``[n, D]`` are L2-normalised, class means of the
-    training rows are normalised again, each test row takes the class of the most cosine-similar mean (only classes
-    present in ``train_y`` can be predicted). NaN when there is no test row."""
-    if len(test_y) == 0:
-        return float("nan")
-    def unit(x: np.ndarray) -> np.ndarray:
-        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    classes = np.unique(train_y)
-    means = unit(np.stack([unit(train_x[train_y == c]).mean(axis=0) for c in classes]))
-    predicted = classes[(unit(test_x) @ means.T).argmax(axis=1)]
-    return float((predicted == test_y).mean())
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # running the detector
@@ -232,7 +77,7 @@ def _image_batches(split: Split, size: int, batch: int):
         for i in chunk:
             frame = split.load_image(split.images[i])
             if frame.shape[:2] != (size, size):
-                frame = cv2.resize(frame, (size, size), interpolation=cv2.INTER_AREA)
+                frame = resize_image(frame, (size, size))
             frames.append(frame)
         images = torch.from_numpy(np.stack(frames)).permute(0, 3, 1, 2).float().div_(255.0)
         yield chunk, images
@@ -295,8 +140,7 @@ def run_detector(model: OOVDetector, config: DetectionConfig, split: Split, name
         logits = model.classify(out["embeddings"], text)
         probs = logits.softmax(-1)
         k = text.shape[0]
-        fg = torch.cat([probs[..., :k], probs[..., k + 1:]], dim=-1)
-        dense_scores = (out["objectness"].sigmoid() * fg.max(-1).values).clamp_min(0).sqrt()
+        dense_scores = location_scores(logits, out["objectness"], k)[0]
         for b, image_id in enumerate(chunk):
             img = split.images[image_id]
             res = label_detections(dets[b], names, ids, UNKNOWN_CATEGORY_ID,
@@ -352,13 +196,10 @@ def ap_table(gt: dict, results: list[dict], vocab_ids: list[int], iv_ids: list[i
     known = [r for r in results if int(r["category_id"]) in set(vocab_ids)]
     out = {"vocab_AP50": coco_ap(gt, known, category_ids=vocab_ids)["AP50"],
            "iv_AP50": coco_ap(gt, known, category_ids=iv_ids)["AP50"]}
-    g, d = relabel_agnostic(gt, results, iv_ids, result_category_ids=iv_ids)
-    out["agn_iv_ivlabelled_AP50"] = coco_ap(g, d)["AP50"]
-    g, d = relabel_agnostic(gt, results, iv_ids, result_category_ids=None, ignore_other=True)
-    out["agn_iv_anylabel_AP50"] = coco_ap(g, d)["AP50"]
-    all_ids = [c["id"] for c in gt["categories"]]
-    g, d = relabel_agnostic(gt, results, all_ids, result_category_ids=None)
-    out["agn_all_AP50"] = coco_ap(g, d)["AP50"]
+    out["agn_iv_ivlabelled_AP50"] = class_agnostic_ap(gt, results, gt_category_ids=iv_ids,
+                                                      result_category_ids=iv_ids)["AP50"]
+    out["agn_iv_anylabel_AP50"] = class_agnostic_ap(gt, results, gt_category_ids=iv_ids, ignore_other=True)["AP50"]
+    out["agn_all_AP50"] = class_agnostic_ap(gt, results)["AP50"]
     return out
 
 

@@ -1,22 +1,15 @@
-"""The pure functions of benchmarks/diagnose_oovdet.py on hand-made inputs (no checkpoint, no data files)."""
+"""vision.detection.diagnostics on hand-made inputs (no checkpoint, no data files)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from vision.detection import diagnostics as diag
 from vision.detection.head import level_points
-from vision.evaluation.detection import coco_ap
-
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "diagnose_oovdet.py"
-_SPEC = importlib.util.spec_from_file_location("diagnose_oovdet", _PATH)
-diag = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(diag)
 
 
 def _grid():
@@ -68,36 +61,6 @@ def test_assignment_statistics_no_boxes():
     points, strides = _grid()
     stats = diag.assignment_statistics(points, strides, torch.zeros(0, 4), torch.zeros(0, dtype=torch.int64), 3)
     assert all(len(v) == 0 for v in stats.values())
-
-
-def _gt():
-    images = [{"id": 1, "width": 64, "height": 64}]
-    anns = [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0},
-            {"id": 2, "image_id": 1, "category_id": 2, "bbox": [30, 30, 10, 10], "area": 100, "iscrowd": 0},
-            {"id": 3, "image_id": 1, "category_id": 7, "bbox": [50, 0, 10, 10], "area": 100, "iscrowd": 0}]
-    cats = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 7, "name": "other"}]
-    return {"images": images, "annotations": anns, "categories": cats}
-
-
-def test_relabel_agnostic_turns_class_swaps_into_hits():
-    gt = _gt()
-    # right boxes, swapped classes; plus an unknown-labelled detection on the 'other' object
-    results = [{"image_id": 1, "category_id": 2, "bbox": [0, 0, 10, 10], "score": 0.9},
-               {"image_id": 1, "category_id": 1, "bbox": [30, 30, 10, 10], "score": 0.8},
-               {"image_id": 1, "category_id": 1000, "bbox": [50, 0, 10, 10], "score": 0.95}]
-    assert coco_ap(gt, results[:2], category_ids=[1, 2])["AP50"] == pytest.approx(0.0)
-    one, dets = diag.relabel_agnostic(gt, results, [1, 2], result_category_ids=[1, 2])
-    assert [a["category_id"] for a in one["annotations"]] == [1, 1]
-    assert len(dets) == 2 and {d["category_id"] for d in dets} == {1}
-    assert coco_ap(one, dets)["AP50"] == pytest.approx(1.0)
-    # every detection, 'other' object dropped: the top-scoring detection is a false positive
-    one, dets = diag.relabel_agnostic(gt, results, [1, 2])
-    assert len(dets) == 3 and coco_ap(one, dets)["AP50"] < 0.9
-    # the same with the 'other' object as an ignored (crowd) region: that detection no longer counts
-    one, dets = diag.relabel_agnostic(gt, results, [1, 2], ignore_other=True)
-    assert [a.get("iscrowd", 0) for a in one["annotations"]] == [0, 0, 1]
-    assert coco_ap(one, dets)["AP50"] == pytest.approx(1.0)
-    assert gt["annotations"][0]["category_id"] == 1  # the input is not modified
 
 
 def test_best_matches_takes_the_highest_scoring_overlap():
