@@ -16,6 +16,8 @@ from vision.cli.evaluate import main as evaluate_main
 from vision.prepare import vos
 from vision.training.cli import main as train_main
 
+pytestmark = pytest.mark.slow  # trains, predicts and evaluates
+
 ROOT = Path(__file__).resolve().parents[2]
 W, H, FRAMES = 64, 48, 5
 
@@ -43,8 +45,7 @@ def test_convert_train_predict_evaluate_on_a_davis_folder(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)  # the config's run folder (runs/tracking/tiny) lands in tmp_path
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     _davis(tmp_path / "DAVIS")
-    for subset in ("train", "val"):
-        assert vos.main(["DAVIS", "--out", "davis", "--layout", "davis", "--subset", subset]) == 0
+    assert vos.main(["DAVIS", "--layout", "davis", "--subset", "train", "val", "--out", "davis"]) == 0
     common = ["--config", str(ROOT / "configs" / "tracking" / "tiny.yaml"),
               "--model.init_args.config.text_encoder", "null", "--model.init_args.config.dim", "32",
               "--data.init_args.train_split", "davis/train.json", "--data.init_args.val_split", "davis/val.json",

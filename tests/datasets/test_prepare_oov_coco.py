@@ -44,10 +44,9 @@ def test_train_mode_drops_non_iv_annotations_and_novel_images(coco, tmp_path):
     # the CLI writes a valid split
     src = tmp_path / "instances.json"
     src.write_text(json.dumps(coco))
-    path = tmp_path / "oov_train.json"
     assert prep.main(["--annotations", str(src), "--iv", "person,airplane", "--novel", "bear", "--mode", "train",
-                      "--out", str(path)]) == 0
-    assert json.loads(path.read_text())["info"]["open_set_mode"] == "train"
+                      "--out", str(tmp_path / "out")]) == 0
+    assert json.loads((tmp_path / "out" / "train.json").read_text())["info"]["open_set_mode"] == "train"
 
 
 def test_errors(coco):
@@ -65,12 +64,31 @@ def test_the_cli_reports_bad_input_in_one_line(coco, tmp_path, capsys):
     """An unknown category or a missing annotations file: exit status 2, one ``error:`` line naming it."""
     src = tmp_path / "instances.json"
     src.write_text(json.dumps(coco))
-    assert prep.main(["--annotations", str(src), "--iv", "person,zebra", "--out", str(tmp_path / "o.json")]) == 2
+    assert prep.main(["--annotations", str(src), "--iv", "person,zebra", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "zebra" in err[0]
     missing = tmp_path / "nope.json"
-    assert prep.main(["--annotations", str(missing), "--iv", "voc", "--out", str(tmp_path / "o.json")]) == 2
+    assert prep.main(["--annotations", str(missing), "--iv", "voc", "--out", str(tmp_path / "o")]) == 2
     assert "nope.json" in capsys.readouterr().err
+
+
+def test_out_is_a_folder_and_an_existing_file_is_refused(coco, tmp_path, capsys):
+    """``--out`` is the output folder, as for every converter: the split is ``OUT/<split>.json``; a file given as
+    ``--out`` is one ``error:`` line naming it, and nothing is written."""
+    src = tmp_path / "instances.json"
+    src.write_text(json.dumps(coco))
+    assert prep.main(["--annotations", str(src), "--iv", "voc", "--out", str(tmp_path / "data"), "--split",
+                      "oov_voc_test"]) == 0
+    assert json.loads((tmp_path / "data" / "oov_voc_test.json").read_text())["info"]["open_set_mode"] == "test"
+    capsys.readouterr()
+    existing = tmp_path / "split.json"
+    existing.write_text("[]")
+    assert prep.main(["--annotations", str(src), "--iv", "voc", "--out", str(existing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --out is a folder") and str(existing) in err[0]
+    assert existing.read_text() == "[]"
+    assert prep.main(["--annotations", str(src), "--iv", "voc", "--out", str(tmp_path), "--split", "../x"]) == 2
+    assert "plain file stem" in capsys.readouterr().err
 
 
 # ---- LVIS v1 -> open-set splits by category frequency ----
@@ -148,7 +166,7 @@ def test_lvis_split_is_accepted_by_the_evaluator_which_honours_not_exhaustive(lv
     src.write_text(json.dumps(lvis))
     path = tmp_path / "oov_lvis_test.json"
     assert prep.main(["--annotations", str(src), "--by-frequency", "--mode", "test", "--image-prefix", "coco",
-                      "--out", str(path)]) == 0
+                      "--out", str(tmp_path), "--split", "oov_lvis_test"]) == 0
     assert load_split(path, check_files=False).dataset["info"]["open_set_mode"] == "test"
 
     def det(image, cat, bbox, score):
@@ -185,6 +203,6 @@ def test_lvis_bad_input(lvis, tmp_path, capsys):
     src = tmp_path / "lvis.json"
     src.write_text(json.dumps(lvis))
     assert prep.main(["--annotations", str(src), "--by-frequency", "--iv", "banana", "--out",
-                      str(tmp_path / "o.json")]) == 2
+                      str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--by-frequency" in err[0]

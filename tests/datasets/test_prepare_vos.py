@@ -141,6 +141,33 @@ def test_an_object_entering_late_starts_on_its_first_frame(tmp_path):
     assert load_split(vos.convert_vos(tmp_path / "DAVIS", tmp_path / "out", "davis")).file.endswith("all.json")
 
 
+def test_the_cli_converts_davis_train_and_val_in_one_run(tmp_path, capsys):
+    """``--subset train val`` writes ``OUT/train.json`` and ``OUT/val.json`` (the README's DAVIS example), each
+    with the videos of its ImageSets/2017 list; ``--name`` goes with one subset only."""
+    _davis(tmp_path / "DAVIS")
+    out = tmp_path / "davis2017"
+    assert vos.main([str(tmp_path / "DAVIS"), "--layout", "davis", "--subset", "train", "val", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.split() == [str(out / "train.json"), str(out / "val.json")]
+    train, val = load_split(out / "train.json"), load_split(out / "val.json")
+    assert [v["name"] for v in train.dataset["videos"]] == ["bear"]
+    assert [v["name"] for v in val.dataset["videos"]] == ["dog", "bear"]
+    assert (out / "train" / "bear" / "00000.jpg").is_file() and (out / "val" / "dog" / "00000.jpg").is_file()
+    with pytest.raises(SystemExit):
+        vos.main([str(tmp_path / "DAVIS"), "--subset", "train", "val", "--name", "x", "--out", str(out)])
+    assert "one --subset" in capsys.readouterr().err
+
+
+def test_an_existing_file_as_out_is_refused(tmp_path, capsys):
+    _davis(tmp_path / "DAVIS")
+    existing = tmp_path / "davis.json"
+    existing.write_text("{}")
+    with pytest.raises(InputError, match=r"--out is a folder.*davis\.json is a file"):
+        vos.convert_vos(tmp_path / "DAVIS", existing, "davis", subset="val")
+    assert vos.main([str(tmp_path / "DAVIS"), "--subset", "val", "--out", str(existing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --out is a folder") and existing.read_text() == "{}"
+
+
 def test_youtube_sparse_annotations_and_meta_categories(tmp_path):
     _youtube(tmp_path / "ytvos")
     path = vos.convert_vos(tmp_path / "ytvos", tmp_path / "out", "youtube", subset="valid")

@@ -155,6 +155,7 @@ def test_clips_are_encoded_identically_and_reencoded(tmp_path: Path) -> None:
         prepare_aigv.reencode_chain(tmp_path, clips, "test", chain=((18, 0.5),))
 
 
+@pytest.mark.slow
 def test_prepare_writes_labelled_splits_with_no_source_on_two_sides(tmp_path: Path) -> None:
     # the whole recipe at its smallest (about 6 s): 4-frame 32 px clips, one clip per family and side
     paths = prepare_aigv.prepare(tmp_path, size=32, frames=4, steps=2, max_source_frames=24, render_scenes=1,

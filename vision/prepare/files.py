@@ -1,4 +1,5 @@
-"""Placing a source file inside a converted split's folder: the converters' one way to copy or link it."""
+"""The converters' output folder and the files placed in it: one check of ``--out`` and one way to copy or link a
+source file inside a converted split's folder."""
 
 from __future__ import annotations
 
@@ -6,7 +7,22 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["place_file"]
+from vision.errors import InputError
+
+__all__ = ["output_folder", "place_file"]
+
+
+def output_folder(out: str | Path) -> Path:
+    """``out`` as the folder a converter writes its split JSON files (and the files they name) into. The folder is
+    not created here, so a converter that fails on its input leaves nothing behind.
+
+    Raises:
+        InputError: ``out`` is an existing file (every converter's ``--out`` is a folder).
+    """
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--out is a folder (the split is written inside it as <name>.json), but {path} is a file")
+    return path
 
 
 def place_file(src: Path, dst: Path, link: bool) -> None:

@@ -26,7 +26,7 @@ from vision.data.coco import write_split
 from vision.data.io import VIDEO_SUFFIXES
 from vision.data.video import probe_video
 from vision.errors import DataError, InputError, VideoError, VisionError
-from vision.prepare.files import place_file
+from vision.prepare.files import output_folder, place_file
 
 __all__ = ["scan", "assign_side", "convert", "main"]
 
@@ -60,7 +60,7 @@ def convert(root: str | Path, out: str | Path, val: float = 0.1, test: float = 0
     """Write ``OUT/{train,val,test}.json`` (sides with no videos are skipped); returns ``{side: path}``."""
     if not (0 <= val < 1 and 0 <= test < 1 and val + test < 1):
         raise InputError(f"val and test fractions must be in [0, 1) with val + test < 1; got {val}, {test}")
-    root, out = Path(root), Path(out)
+    root, out = Path(root), output_folder(out)
     sides: dict[str, list[dict]] = {"train": [], "val": [], "test": []}
     skipped = []
     for path, label, generator in scan(root):

@@ -11,11 +11,12 @@ Each listed category gets ``split: iv | novel | oov``; categories not listed are
 
 ``--iv voc`` selects the 20 PASCAL VOC classes under their COCO names (those present in the file) (OOV-VOC style:
 VOC classes known, the other 60 COCO classes OOV). Image ``file_name`` entries are prefixed with
-``--image-prefix`` (a path relative to the output JSON's folder, which must stay inside it: a split's files may
-not escape its folder, so write the JSON next to the COCO folder).
+``--image-prefix`` (a path relative to the output folder ``--out``, which must stay inside it: a split's files may
+not escape its folder, so write the split into the folder holding the COCO images). The split is written as
+``OUT/<split>.json``, ``split`` defaulting to the mode (``train`` / ``test``).
 
     vision-prepare-oov-coco --annotations data/coco/annotations/instances_val2017.json \
-        --iv voc --mode test --image-prefix coco/val2017 --out data/oov_voc_test.json
+        --iv voc --mode test --image-prefix coco/val2017 --out data --split oov_voc_test
 
 LVIS v1 (``--by-frequency``, :func:`prepare_lvis_oov_split`): the categories are partitioned by their LVIS
 ``frequency`` instead of by name lists; the default :data:`LVIS_FREQUENCY_PARTITION` is frequent (``f``, > 100
@@ -46,7 +47,7 @@ every instance of it is. How the split treats them:
   ``not_exhaustive_category_ids`` (restricted to the kept categories) for a federated evaluator (lvis-api).
 
     vision-prepare-oov-coco --annotations data/lvis/lvis_v1_val.json --by-frequency \
-        --mode test --image-prefix coco --out data/oov_lvis_test.json
+        --mode test --image-prefix coco --out data --split oov_lvis_test
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ import numpy as np
 
 from vision.data.coco import read_json, write_split
 from vision.data.masks import encode_mask
-from vision.errors import DataError, VisionError
+from vision.errors import DataError, InputError, VisionError
+from vision.prepare.files import output_folder
 
 __all__ = ["VOC_CLASSES", "LVIS_FREQUENCY_PARTITION", "prepare_oov_split", "lvis_frequency_groups",
            "prepare_lvis_oov_split", "main"]
@@ -273,6 +275,13 @@ def prepare_lvis_oov_split(lvis: dict, partition: Mapping[str, str] | str | None
     return out
 
 
+def _split_name(split: str) -> str:
+    """``split`` checked as a plain file stem (the split is written as ``OUT/<split>.json``)."""
+    if not split or "/" in split or "\\" in split or split.startswith("."):
+        raise InputError(f"split must be a plain file stem, got {split!r}")
+    return split
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``), convert and write the split; 0 on success, 2 with one ``error:``
     line naming the file and field when the annotations or category lists are bad."""
@@ -284,12 +293,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--novel", default=None, help="comma-separated novel names (named only at test)")
     parser.add_argument("--oov", default=None, help="comma-separated OOV names (default: every other category)")
     parser.add_argument("--mode", choices=MODES, default="test")
-    parser.add_argument("--image-prefix", default="", help="prefix of image file names, relative to --out's folder")
-    parser.add_argument("--out", required=True, help="output split JSON")
+    parser.add_argument("--image-prefix", default="", help="prefix of image file names, relative to --out")
+    parser.add_argument("--out", required=True, help="output folder: the split is written as OUT/<split>.json")
+    parser.add_argument("--split", default=None, help="JSON file stem (default: the mode, train or test)")
     parser.add_argument("--check-files", action="store_true", help="check that every image file exists")
     args = parser.parse_args(argv)
-    out = Path(args.out)
     try:
+        out = output_folder(args.out) / f"{_split_name(args.split or args.mode)}.json"
         source = read_json(args.annotations)
         if args.by_frequency is not None:
             if args.iv or args.novel or args.oov:

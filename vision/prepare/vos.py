@@ -31,6 +31,9 @@ with ``link=True``, to ``OUT/<name>/<video>/<frame>``, so the split's relative `
   An object entering late has its first annotation on the frame it first appears in.
 
 Every decoded frame and mask is bounded by :data:`vision.data.io.MAX_INPUT_PIXELS` (checked from its header).
+
+The command line converts one or more subsets in one run, each into its own split (``--subset train val`` writes
+``OUT/train.json`` and ``OUT/val.json``, DAVIS 2017's two annotated lists).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from pycocotools import mask as mask_utils
 from vision.data.coco import read_json, write_split
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
 from vision.errors import DataError, InputError, VisionError
-from vision.prepare.files import place_file
+from vision.prepare.files import output_folder, place_file
 
 __all__ = ["LAYOUTS", "VOID", "read_mask", "convert_vos", "main"]
 
@@ -178,7 +181,7 @@ def convert_vos(root: str | Path, out: str | Path, layout: str = "davis", subset
     """
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
-    root, out = Path(root), Path(out)
+    root, out = Path(root), output_folder(out)
     if not root.is_dir():
         raise DataError("dataset folder not found", file=root)
     frames_dir, masks_dir, meta = _folders(root, layout, subset, resolution)
@@ -247,22 +250,27 @@ def convert_vos(root: str | Path, out: str | Path, layout: str = "davis", subset
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (None: ``sys.argv[1:]``) and convert; 0 on success, 2 with one ``error:`` line naming the
-    file on a bad layout, file or argument."""
+    """Parse ``argv`` (None: ``sys.argv[1:]``) and convert each subset given (or the whole folder without one),
+    printing each split's path; 0 on success, 2 with one ``error:`` line naming the file on a bad layout, file or
+    argument."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("root", help="the dataset folder")
-    parser.add_argument("--out", required=True, help="output folder (split JSON + frames)")
+    parser.add_argument("--out", required=True, help="output folder (one split JSON per subset + the frames)")
     parser.add_argument("--layout", choices=LAYOUTS, default="davis")
-    parser.add_argument("--subset", default=None,
-                        help="davis: ImageSets/2017 list (train, val); youtube / mose: split folder (train, valid)")
-    parser.add_argument("--name", default=None, help="split name (default: the subset, or 'all')")
+    parser.add_argument("--subset", nargs="+", default=None,
+                        help="one or more subsets, each written as OUT/<subset>.json; davis: ImageSets/2017 lists "
+                             "(train val); youtube / mose: split folders (train, valid)")
+    parser.add_argument("--name", default=None, help="split name (default: the subset, or 'all'; one subset only)")
     parser.add_argument("--resolution", default="480p", help="davis resolution folder")
     parser.add_argument("--link", action="store_true", help="hard-link frames instead of copying")
     args = parser.parse_args(argv)
+    subsets: list[str | None] = list(dict.fromkeys(args.subset)) if args.subset else [None]
+    if args.name is not None and len(subsets) > 1:
+        parser.error("--name names one split: give one --subset with it")
     try:
-        path = convert_vos(args.root, args.out, args.layout, args.subset, args.link, args.name, args.resolution)
+        for subset in subsets:
+            print(convert_vos(args.root, args.out, args.layout, subset, args.link, args.name, args.resolution))
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(path)
     return 0
