@@ -1,4 +1,4 @@
-# Two commands: `make test` and `make train`. Both set up a local .venv first (idempotent).
+# Two commands: `make test` (or `make test-fast`) and `make train`. Both set up a local .venv first (idempotent).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 SYNTH  := datasets/synthetic
 RUNS   := runs
 
-.PHONY: setup sysdeps test train train-geometry train-detection train-tracking train-forensics train-long \
+.PHONY: setup sysdeps test test-fast train train-geometry train-detection train-tracking train-forensics train-long \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv
 
 setup: $(STAMP)
@@ -35,8 +35,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
+# `make test` runs every test (the CI command, under 15 minutes on 2 cores); `make test-fast` leaves out the slow
+# ones (training, DDP and other subprocess runs, the browser) and the GPU ones, for everyday work (under 3 minutes).
 test: setup
 	$(BIN)/python -m pytest -q tests
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow and not gpu" tests
 
 # `make train`: render the default synthetic splits (once), train the tiny geometry backbone, then on it the tiny
 # OOV detector, G2TAM (with its memory-bank control) and the forensic detector; evaluate each and print its figures.
@@ -73,7 +78,7 @@ resume = $$(test -f $(RUNS)/$(1)/checkpoints/last.ckpt && echo --ckpt_path $(RUN
 
 detection-data: setup
 	$(BIN)/python -c "import json, sys; sys.exit(len(json.load(open('$(SYNTH)/oov_train.json'))['images']) < 1920)" \
-	  2>/dev/null || $(BIN)/python -m vision.detection.data --out $(SYNTH)   # (re-)render a split of fewer images
+	  2>/dev/null || $(BIN)/python -m vision.synthetic.detection --out $(SYNTH)   # (re-)render a split of fewer images
 
 train-detection: detection-data
 	$(BIN)/python tools/train.py --config configs/detection/tiny.yaml $(call resume,detection/tiny)

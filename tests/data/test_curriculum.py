@@ -10,7 +10,7 @@ import torch
 from vision.data.coco import load_split
 from vision.data.datamodule import MultiViewDataModule
 from vision.data.datasets import MultiViewClipDataset
-from vision.data.synthetic import write_split
+from vision.synthetic.scenes import write_split
 from vision.errors import InputError
 
 

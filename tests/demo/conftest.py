@@ -21,7 +21,7 @@ def demo_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
     from tests.forensics.conftest import make_tiny_split
     from tests.forensics.conftest import train_tiny_checkpoint as train_forensics
     from tests.tracking.conftest import train_tiny_checkpoint as train_tracking
-    from vision.detection.data import write_oov_synthetic
+    from vision.synthetic.detection import write_oov_synthetic
     from vision.text import get_text_encoder
 
     torch.set_num_threads(1)

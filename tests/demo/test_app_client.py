@@ -12,6 +12,8 @@ import pytest
 
 from vision.data.video import probe_video, read_video
 
+pytestmark = pytest.mark.slow  # the demo served on three freshly trained checkpoints
+
 
 @pytest.fixture(scope="module")
 def client(demo_url: str):

@@ -8,10 +8,13 @@ import pytest
 
 from vision.demo.browser import find_chromium
 
-pytestmark = pytest.mark.skipif(
-    find_chromium() is None,
-    reason="Chromium is not installed, so the headless-browser demo tests do not run; install it with "
-           "`sudo apt-get install -y chromium` (Debian/Ubuntu)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        find_chromium() is None,
+        reason="Chromium is not installed, so the headless-browser demo tests do not run; install it with "
+               "`sudo apt-get install -y chromium` (Debian/Ubuntu)"),
+]
 
 
 def test_each_tab_renders_its_example_in_chromium(demo_url, tmp_path_factory):

@@ -38,7 +38,7 @@ def fake_encoder() -> FakeTextEncoder:
 @pytest.fixture(scope="session")
 def oov_splits(tmp_path_factory):
     """Tiny synthetic OOV splits (64 px): train 3 scenes x 2 views, val 1 x 2, test 2 x 2."""
-    from vision.detection.data import write_oov_synthetic
+    from vision.synthetic.detection import write_oov_synthetic
 
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("oov")

@@ -18,6 +18,8 @@ import torch
 from tests.training.ddp import (ROOT, checkpoint_files, last_logged, train_cli, training_config,
                                 validate_in_process, write_config)
 
+pytestmark = pytest.mark.slow  # tools/train.py under DDP (two processes)
+
 MODEL = {"class_path": "vision.detection.lightning.OOVDetModule",
          "init_args": {"config": {"image_size": 32, "channels": 16, "score_threshold": 0.0},
                        "queue_size": 16, "samples_per_class": 32, "synthesis_start": 0.0, "mining_start": 0.0,
@@ -38,7 +40,7 @@ def importable_probe():
 def run(tmp_path_factory, importable_probe):
     """2 steps of fit under DDP on the OOV training split (2 scenes x 2 views, 32 px), validated at the end on 3
     images (the distributed sampler pads one rank's share with a repeat), every rank's bank written by a probe."""
-    from vision.detection.data import write_oov_synthetic
+    from vision.synthetic.detection import write_oov_synthetic
 
     root = tmp_path_factory.mktemp("det_ddp")
     splits = write_oov_synthetic(root / "data", train_scenes=2, val_scenes=1, test_scenes=1, views=3, size=32,

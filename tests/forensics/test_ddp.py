@@ -24,6 +24,8 @@ from tests.training.ddp import (
 from vision.checkpoint import load_checkpoint
 from vision.forensics.lightning import ForensicFeatureDataModule
 
+pytestmark = pytest.mark.slow  # tools/train.py under DDP (two processes)
+
 TOOLS = ["spectrum", "npr", "temporal"]
 
 

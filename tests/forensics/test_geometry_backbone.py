@@ -82,6 +82,7 @@ def test_backbone_features_are_named_and_finite_on_a_real_clip(tiny_split, geome
     assert values["planar.planar_depth"] == pytest.approx(values["planar.explained"] * values["planar.depth_cv"])
 
 
+@pytest.mark.slow
 def test_trained_checkpoint_holds_the_frozen_backbone_and_alone_rebuilds_the_predictor(
         tiny_split, geometry_checkpoints, tmp_path: Path) -> None:
     config = _config()
@@ -205,6 +206,7 @@ def test_without_a_backbone_nothing_changes(tiny_split, tmp_path: Path) -> None:
     assert all("backbone" not in json.loads(p.read_text()) for p in tmp_path.glob("train_*.json"))
 
 
+@pytest.mark.slow
 def test_cli_fits_with_a_geometry_checkpoint_and_predicts_from_the_forensic_checkpoint_alone(
         tiny_split, geometry_checkpoints, tmp_path: Path) -> None:
     """``tools/train.py fit --model.init_args.geometry_checkpoint G``, then ``predict --ckpt_path`` without G: the

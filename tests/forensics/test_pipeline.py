@@ -19,6 +19,8 @@ from vision.forensics.predictor import ForensicsPredictor
 from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, load
 from vision.training.cli import main as train_main
 
+pytestmark = pytest.mark.slow  # tools/train.py fit, test and predict
+
 
 @pytest.fixture(scope="module")
 def cli_run(trained_checkpoint: Path, tiny_split: dict[str, Path], tmp_path_factory: pytest.TempPathFactory

@@ -4,7 +4,11 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow  # the session's trained forensic checkpoint
 
 
 def test_predict_cli_writes_the_report(trained_checkpoint: Path, tiny_split: dict[str, Path], tmp_path: Path,

@@ -49,6 +49,7 @@ def test_training_loss_falls(tiny_split: dict[str, Path], tmp_path: Path) -> Non
     assert len(list(tmp_path.glob("train_*.json"))) == 3  # one cache file per tool
 
 
+@pytest.mark.slow
 def test_checkpoint_holds_calibration_and_reliability(trained_checkpoint: Path) -> None:
     ckpt = load_checkpoint(trained_checkpoint)
     state = ckpt["state_dict"]
@@ -64,6 +65,7 @@ def test_checkpoint_holds_calibration_and_reliability(trained_checkpoint: Path) 
     assert float(predictor.detector.threshold) == float(state["model.threshold"])
 
 
+@pytest.mark.slow
 def test_predictor_on_files_and_frames(trained_checkpoint: Path, tiny_split: dict[str, Path]) -> None:
     predictor = ForensicsPredictor.from_checkpoint(trained_checkpoint)
     root = tiny_split["root"]
@@ -86,6 +88,7 @@ def test_predictor_on_files_and_frames(trained_checkpoint: Path, tiny_split: dic
     assert as_float["verdict"]["probability"] == pytest.approx(from_frames["verdict"]["probability"], abs=0.05)
 
 
+@pytest.mark.slow
 def test_bad_videos_never_crash(trained_checkpoint: Path, tmp_path: Path) -> None:
     predictor = ForensicsPredictor.from_checkpoint(trained_checkpoint)
     rng = np.random.default_rng(0)
@@ -112,6 +115,7 @@ def test_bad_videos_never_crash(trained_checkpoint: Path, tmp_path: Path) -> Non
         ForensicsPredictor.from_checkpoint(tmp_path / "nope.ckpt")
 
 
+@pytest.mark.slow
 def test_analyze_to_report_writes_json_and_html(trained_checkpoint: Path, tiny_split: dict[str, Path],
                                                 tmp_path: Path) -> None:
     video = tiny_split["root"] / json.loads(tiny_split["val"].read_text())["videos"][-1]["file_name"]
@@ -126,6 +130,7 @@ def test_analyze_to_report_writes_json_and_html(trained_checkpoint: Path, tiny_s
     assert "data:image/png;base64," in html and "<h1>Verdict:" in html and "http" not in html
 
 
+@pytest.mark.slow
 def test_a_long_video_cut_short_is_refused_though_only_its_first_frames_are_analysed(trained_checkpoint: Path,
                                                                                     tmp_path: Path) -> None:
     predictor = ForensicsPredictor.from_checkpoint(trained_checkpoint)

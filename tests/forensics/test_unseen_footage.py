@@ -24,6 +24,8 @@ from vision.forensics.predictor import ForensicsPredictor
 from vision.prepare.aigv import load_still
 from vision.prepare.aigv_families import animate_still, interp_flow
 
+pytestmark = pytest.mark.slow  # trains the detector for 100 epochs
+
 SIZE, LENGTH = 48, 16
 
 

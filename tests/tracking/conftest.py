@@ -17,7 +17,7 @@ def _threads():
 
 @pytest.fixture(scope="session")
 def video_split(tmp_path_factory):
-    from vision.data.synthetic import write_split
+    from vision.synthetic.scenes import write_split
 
     root = tmp_path_factory.mktemp("trk_data")
     path = write_split(root, "video", scenes=2, views=6, size=32, mode="video", seed=0, threads=1,
@@ -27,7 +27,7 @@ def video_split(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def unordered_split(tmp_path_factory):
-    from vision.data.synthetic import write_split
+    from vision.synthetic.scenes import write_split
 
     root = tmp_path_factory.mktemp("trk_data_u")
     return write_split(root, "unordered", scenes=2, views=4, size=32, mode="unordered", seed=1, threads=1,
@@ -52,7 +52,7 @@ def train_tiny_checkpoint(root, text_encoder: str | None = None, steps: int = 30
 
     from vision.data.coco import load_split
     from vision.data.datasets import MultiViewClipDataset, collate_clips
-    from vision.data.synthetic import write_split
+    from vision.synthetic.scenes import write_split
     from vision.tracking.lightning import TrackingModule
 
     split = write_split(root, "video", scenes=2, views=4, size=32, mode="video", seed=0, threads=1,

@@ -15,6 +15,8 @@ import torch
 from tests.training.ddp import (checkpoint_files, last_logged, train_cli, training_config, validate_in_process,
                                 write_config)
 
+pytestmark = pytest.mark.slow  # tools/train.py under DDP (two processes)
+
 MODEL = {"class_path": "vision.tracking.lightning.TrackingModule",
          "init_args": {"config": {"image_size": 32, "dim": 32, "text_encoder": "minilm"}, "max_objects": 2,
                        "negative_text": 0.5, "memory_prob": 0.5, "warmup_steps": 1, "lr": 2e-3,
@@ -25,7 +27,7 @@ MODEL = {"class_path": "vision.tracking.lightning.TrackingModule",
 def run(tmp_path_factory):
     """2 steps of fit under DDP on a 2-scene video split, validated at the end on 3 unordered sets (3 clips: the
     distributed sampler pads one rank's share with a repeat)."""
-    from vision.data.synthetic import write_split
+    from vision.synthetic.scenes import write_split
 
     root = tmp_path_factory.mktemp("trk_ddp")
     train = write_split(root / "data", "train", scenes=2, views=4, size=32, mode="video", seed=0, threads=1,

@@ -13,7 +13,9 @@ import pytest
 import torch
 import yaml
 
-from vision.data.synthetic import write_split
+from vision.synthetic.scenes import write_split
+
+pytestmark = pytest.mark.slow  # tools/train.py in subprocesses
 
 ROOT = Path(__file__).resolve().parents[2]
 

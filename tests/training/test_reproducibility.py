@@ -22,7 +22,10 @@ import pytest
 import torch
 import yaml
 
+from vision.tasks import task_names
 from vision.training.checkpoint_io import load_checkpoint
+
+pytestmark = pytest.mark.slow  # trains every task twice in subprocesses and kills one
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_STEPS = 7
@@ -31,8 +34,8 @@ KILL_AT = 4  # batches per epoch are 3 for every task below: the kill lands mid-
 
 def _data(root: Path) -> dict[str, dict]:
     """``{task: {"model": ..., "data": ...}}`` init args for tiny runs on data written under ``root``."""
-    from vision.data.synthetic import write_split
-    from vision.detection.data import write_oov_synthetic
+    from vision.synthetic.scenes import write_split
+    from vision.synthetic.detection import write_oov_synthetic
     from tests.forensics.conftest import make_tiny_split
 
     video = write_split(root / "mv", "video", scenes=4, views=4, size=32, mode="video", seed=0, threads=1,
@@ -162,7 +165,7 @@ def uninterrupted(tasks, tmp_path_factory):
     return run
 
 
-@pytest.mark.parametrize("task", ["geometry", "tracking", "detection", "forensics"])
+@pytest.mark.parametrize("task", task_names())
 def test_same_seed_gives_the_same_model(task, tasks, uninterrupted, tmp_path):
     again = tmp_path / "again"
     result = _train(_config(again, tasks[task], workers=1, kill_at=None), hash_seed=2)
@@ -170,7 +173,7 @@ def test_same_seed_gives_the_same_model(task, tasks, uninterrupted, tmp_path):
     _assert_identical(_final_state(uninterrupted(task)), _final_state(again))
 
 
-@pytest.mark.parametrize("task", ["geometry", "tracking", "detection", "forensics"])
+@pytest.mark.parametrize("task", task_names())
 def test_resume_after_sigkill_is_bit_exact(task, tasks, uninterrupted, tmp_path):
     run = tmp_path / "interrupted"
     killed = _train(_config(run, tasks[task], workers=1, kill_at=KILL_AT), hash_seed=3)

@@ -9,13 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 
-from vision.data.synthetic import write_split
+from vision.synthetic.scenes import write_split
 from vision.training.checkpoint_io import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow  # tools/train.py killed mid-epoch, then resumed
 
 
 def _config(tmp: Path, train: Path, val: Path, max_steps: int, probe: Path, kill_at: int | None = None) -> Path:
