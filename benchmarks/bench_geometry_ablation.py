@@ -8,11 +8,15 @@ the unordered validation split every ``--every`` steps (learning curves).
     python benchmarks/bench_geometry_ablation.py --out runs/bench_geometry_ablation --scenes 512 --steps 400 \
         [--variants conv,convstem,conv+augment]
 
-Renders ``--scenes`` unordered training scenes and 16 validation scenes (64 px, 8 views) into ``--out`` if absent;
-trains each variant as ``GeometryModule`` (built through :mod:`vision.geometry.task`) under a Lightning Trainer with
-the recipe of ``configs/geometry/tiny.yaml`` (AdamW, decay groups, warm-up + cosine, clip 1.0) on 4-view clips,
-batch 4 (augmented only in ``+augment`` variants), validating every ``--every`` steps; prints one row per
-(variant, step) with the module's validation metrics (the figures ``tools/train.py test`` prints).
+Renders ``--scenes`` unordered training scenes and 16 validation scenes (64 px, 8 views) into ``--out`` if absent.
+Every variant trains as ``make train-geometry`` trains: the training CLI (:class:`vision.training.cli.VisionCLI`,
+the parser of ``tools/train.py``) builds :class:`~vision.geometry.lightning.GeometryModule`, its data module and the
+Lightning Trainer from ``configs/geometry/tiny.yaml`` (AdamW, decay groups, warm-up + cosine, clip 1.0), with
+command-line overrides of the variant's fields (``patch_embed``; ``match_dim`` 64 and ``match_weight`` 1 with
+``+match``, none and 0 otherwise; ``augment`` with ``+augment``), the splits rendered here (no curriculum, no video
+frame skipping, no reloading of the loaders), 4-view clips in batches of 4, the steps (``--steps``), validation every
+``--every`` steps and the run folder (``OUT/<variant>``: logs and checkpoints); prints one row per (variant, step)
+with the module's validation metrics (the figures ``tools/train.py test`` prints).
 """
 
 from __future__ import annotations
@@ -20,22 +24,24 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 from pathlib import Path
 
 import lightning as L
 import torch
 
 from curves import format_curves  # benchmarks/curves.py, beside this script
-from vision.data.datamodule import MultiViewDataModule
-from vision.geometry.lightning import GeometryModule
+from vision.training.cli import VisionCLI
 
+#: The training config every variant starts from.
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "geometry" / "tiny.yaml"
 VARIANTS = ("conv", "convstem", "conv+augment", "conv+match")
 COLUMNS = ("abs_rel", "delta_1.25", "AUC@30", "RRA@15", "RTA@15", "chamfer", "match_pose/AUC@30",
            "match_pose/RRA@15")
 
 
 def render(out: Path, scenes: int) -> tuple[Path, Path]:
-    from vision.data.synthetic import write_split
+    from vision.synthetic.scenes import write_split
 
     paths = []
     for name, count, seed in (("train", scenes, 0), ("val", 16, 1)):
@@ -63,24 +69,40 @@ class Curve(L.Callback):
               flush=True)
 
 
-def run(variant: str, train: Path, val: Path, steps: int, every: int, root: Path, lr: float = 1e-3) -> list[dict]:
-    """Train one variant; return ``[{"step", "seconds", metrics...}]`` every ``every`` steps."""
-    L.seed_everything(0)
+def variant_cli(variant: str, train: Path, val: Path, steps: int, every: int, run_dir: Path,
+                lr: float = 1e-3) -> VisionCLI:
+    """The training CLI of ``variant`` (module docstring: :data:`CONFIG` and the overrides), its classes built,
+    nothing run."""
     embed, _, extra = variant.partition("+")
     match = extra == "match"
-    module = GeometryModule(config={"size": "tiny", "image_size": 64, "patch_embed": embed,
-                                    "match_dim": 64 if match else None},
-                            lr=lr, warmup_steps=50, match_weight=1.0 if match else 0.0)
-    data = MultiViewDataModule(str(train), str(val), views=4, batch_size=4, image_size=64,
-                               augment=extra == "augment")
+    args = ["--config", str(CONFIG), "--seed_everything", "0", "--run_dir", str(run_dir),
+            "--trainer.max_steps", str(steps), "--trainer.val_check_interval", str(every),
+            "--trainer.check_val_every_n_epoch", "null", "--trainer.reload_dataloaders_every_n_epochs", "0",
+            "--trainer.num_sanity_val_steps", "0", "--trainer.enable_progress_bar", "false",
+            "--trainer.enable_model_summary", "false",
+            # one mapping merged into the file's config (a dotted ``config.match_dim null`` parses as a string)
+            "--model.init_args.config", json.dumps({"image_size": 64, "patch_embed": embed,
+                                                    "match_dim": 64 if match else None}),
+            "--model.init_args.match_weight", "1.0" if match else "0.0",
+            "--model.init_args.lr", str(lr), "--model.init_args.warmup_steps", "50",
+            "--data.init_args.train_split", json.dumps([str(train)]), "--data.init_args.val_split", str(val),
+            "--data.init_args.views", "4", "--data.init_args.batch_size", "4", "--data.init_args.num_workers", "0",
+            "--data.init_args.augment", str(extra == "augment").lower(), "--data.init_args.max_stride", "null",
+            "--data.init_args.curriculum", "null"]
+    with warnings.catch_warnings():  # the CLI parses ``args``, not this script's own command line
+        warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+        return VisionCLI(args=args, run=False)
+
+
+def run(variant: str, train: Path, val: Path, steps: int, every: int, root: Path) -> list[dict]:
+    """Train one variant; return ``[{"step", "seconds", metrics...}]`` every ``every`` steps and at the last."""
+    cli = variant_cli(variant, train, val, steps, every, root / variant)
+    trainer, module, data = cli.trainer, cli.model, cli.datamodule
     curve = Curve(variant)
-    trainer = L.Trainer(accelerator="auto", devices=1, max_steps=steps, max_epochs=-1, val_check_interval=every,
-                        check_val_every_n_epoch=None, gradient_clip_val=1.0, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        num_sanity_val_steps=0, default_root_dir=str(root / variant), callbacks=[curve])
-    trainer.fit(module, data)
+    trainer.callbacks.append(curve)
+    trainer.fit(module, datamodule=data)
     if not curve.rows or curve.rows[-1]["step"] != trainer.global_step:
-        trainer.validate(module, data, verbose=False)
+        trainer.validate(module, datamodule=data, verbose=False)
     return curve.rows
 
 

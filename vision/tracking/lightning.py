@@ -15,15 +15,16 @@ Validation, test and predict follow the protocol of :mod:`vision.tracking.infere
 ``benchmarks/bench_tracking.py`` reports): every video of the stage's split is tracked whole by the predictor,
 each track prompted once on its first visible view, for each of ``eval_prompt_types``. A batch's clip starts the
 video's tracking when it is the video's first window (later windows of the same video add nothing), so each video is
-tracked once whatever the batches and ranks. The COCO-video results are collected per (video, prompt type) in a
-:class:`~vision.training.collect.KeyedResults`, gathered across ranks at the end of the epoch and scored with
-:func:`vision.tracking.inference.score_tracking` against ``datamodule.split_path(stage)``: ``val/J&F`` (the mean
+tracked once whatever the batches and ranks. The COCO-video results are handed per (video, prompt type) to the
+module's :class:`~vision.training.evaluator.TaskEvaluator`, gathered across ranks at the end of the epoch and scored
+with the protocol's options (:func:`vision.tracking.inference.tracking_options`, the figures of
+:func:`~vision.tracking.inference.score_tracking`) against ``datamodule.split_path(stage)``: ``val/J&F`` (the mean
 over prompt types), ``val/point/J&F``..., presence accuracy and, on splits with cameras and depth, 3D IoU. ``val/loss``
 (random prompts with a fixed seed on each clip) is logged too. ``test`` prints the table; ``predict_step`` returns
 the ``(key, results)`` pairs that :class:`~vision.training.writer.ResultsWriter` merges into one results file.
 
 ``geometry_checkpoint``: a geometry checkpoint (weights under ``model.``) loaded into the backbone before training
-(for the control, only the aggregator weights), :func:`vision.tracking.task.load_geometry_weights`.
+(for the control, only the aggregator weights), :func:`vision.geometry.weights.load_backbone`.
 
 Per-rank state: the text-embedding cache (``embed_text``) is filled on each rank from the same deterministic
 encoder; it holds no training state.
@@ -37,31 +38,29 @@ import lightning as L
 import torch
 
 from vision.errors import DataError, InputError
-from vision.geometry.losses import geometry_losses
-from vision.tracking.inference import protocol_predictor, score_tracking, track_video, video_frames
+from vision.geometry.losses import geometry_losses, normalize_scene
+from vision.geometry.weights import load_backbone
+from vision.tracking.inference import protocol_predictor, track_video, tracking_options, video_frames
 from vision.tracking.losses import tracking_losses
-from vision.tracking.model import G2TAM
 from vision.tracking.sampling import PROMPT_TYPES, sample_prompts, simulate_memory
-from vision.tracking.task import TrackingConfig, build_model, load_geometry_weights
-from vision.training.collect import KeyedResults, log_metrics
+from vision.tracking.task import TrackingConfig, build_model
+from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import warmup_cosine
 
-__all__ = ["TrackingModule", "NEGATIVE_NAMES", "EVAL_PROMPT_TYPES"]
+__all__ = ["TrackingModule", "EVAL_PROMPT_TYPES", "ground_truth_points"]
 
 #: the prompt types validation and test report (the figures of benchmarks/bench_tracking.py)
 EVAL_PROMPT_TYPES: tuple[str, ...] = ("point", "box", "text")
 
-#: the Lightning stage whose split each evaluation loop scores
-_STAGES = {"val": "validate", "test": "test", "predict": "predict"}
 
-
-def _negative_names() -> tuple[str, ...]:
-    from vision.data.synthetic import CATEGORIES
-
-    return tuple(c.replace("_", " ") for c in CATEGORIES)
-
-
-NEGATIVE_NAMES: tuple[str, ...] = _negative_names()
+def ground_truth_points(batch: dict[str, Any]) -> torch.Tensor:
+    """The ground-truth point maps ``[B, S, H, W, 3]`` of a clip batch in the frame and scale of the backbone's
+    predicted ones (camera 0's frame, mean norm 1 over the valid points: :func:`~vision.geometry.losses.
+    normalize_scene`, as the geometry losses normalise their targets); NaN where the depth is unknown (``valid_depth``
+    false or depth <= 0)."""
+    valid = batch["valid_depth"] & (batch["depth"] > 0)
+    points = normalize_scene(batch["extrinsics"], batch["intrinsics"], batch["depth"], None, valid).world_points
+    return torch.where(valid[..., None], points, torch.full_like(points, float("nan")))
 
 
 class TrackingModule(L.LightningModule):
@@ -72,12 +71,21 @@ class TrackingModule(L.LightningModule):
         config: the model (:class:`~vision.tracking.task.TrackingConfig`, a mapping of its fields, or None for the
             defaults). geometry_checkpoint: optional geometry checkpoint the backbone starts from.
         vggt_weights: optional local VGGT checkpoint (``model.safetensors`` / ``model.pt`` of VGGT-1B) loaded into a
-            ``backbone: vggt_1b`` with :func:`vision.geometry.vggt_keys.load_vggt_weights` (strict).
+            ``backbone: vggt_1b`` with :func:`vision.geometry.weights.load_backbone`.
         sam2_weights: optional local SAM 2.1 checkpoint (``sam2.1_hiera_*.pt``) whose prompt encoder and mask
             decoder go into a ``decoder_style: sam2`` model (:func:`vision.tracking.sam2_keys.load_sam2_heads`).
         freeze_backbone: keep the backbone's weights fixed (no gradients; set ``geometry_weight`` to 0 then).
+        oracle_geometry: a diagnostic upper bound, G2TAM only: the masks are decoded from the batch's ground-truth
+            point maps (:func:`ground_truth_points`) instead of the backbone's predicted ones, in training and in
+            the validation loss (:meth:`decode_batch` too), and validation / test / predict track with the split's
+            ground-truth geometry (``known_geometry`` of :func:`~vision.tracking.inference.track_video`): what the
+            geometry memory gives with a perfect backbone. The geometry losses still score the backbone's own
+            predictions.
         max_objects: object slots per clip. prompt_types / type_weights: sampled prompt types.
         negative_text: probability of an extra absent-category text prompt per clip.
+        negative_names: the category names absent-category text prompts are drawn from; None: the categories of the
+            splits the datamodule reads (:meth:`~vision.data.datamodule.MultiViewDataModule.category_names`: the
+            training splits' when fitting).
         lr, backbone_lr_scale, weight_decay, warmup_steps: AdamW (backbone lr = lr * scale), warm-up + cosine.
         geometry_weight, focal_weight, dice_weight, iou_weight, presence_weight: loss weights.
         memory_prob / memory_points: chance that an object slot carries a simulated 3D memory of that many points
@@ -94,7 +102,8 @@ class TrackingModule(L.LightningModule):
                  iou_weight: float = 1.0, presence_weight: float = 1.0, memory_prob: float = 0.0,
                  memory_points: int = 64, eval_prompt_types: Sequence[str] = EVAL_PROMPT_TYPES,
                  refine: bool = True, vggt_weights: str | None = None, sam2_weights: str | None = None,
-                 freeze_backbone: bool = False) -> None:
+                 freeze_backbone: bool = False, negative_names: Sequence[str] | None = None,
+                 oracle_geometry: bool = False) -> None:
         super().__init__()
         config = TrackingConfig.from_value(config)
         self.save_hyperparameters(ignore=["config"])
@@ -111,12 +120,12 @@ class TrackingModule(L.LightningModule):
             negative_text = 0.0
         self.prompt_types, self.eval_prompt_types, self.negative_text = prompt_types, eval_types, negative_text
         self.model = build_model(config)
-        if geometry_checkpoint:
-            load_geometry_weights(self.model, geometry_checkpoint)
-        if vggt_weights:
-            from vision.geometry.vggt_keys import load_vggt_weights
-
-            load_vggt_weights(self.model.backbone, vggt_weights)
+        if oracle_geometry and not self.model.uses_geometry_memory:
+            raise InputError(f"TrackingModule.oracle_geometry replaces the model's point maps; the "
+                             f"{config.architecture!r} tracker has none (only G2TAM decodes from geometry)")
+        for weights in (geometry_checkpoint, vggt_weights):
+            if weights:
+                load_backbone(self.model.backbone, weights)
         if sam2_weights:
             from vision.tracking.sam2_keys import load_sam2_heads
 
@@ -128,7 +137,18 @@ class TrackingModule(L.LightningModule):
             self.model.backbone.requires_grad_(False)
         self._text_encoder = None
         self._text_cache: dict[str, torch.Tensor] = {}
-        self._results = KeyedResults()
+        self._negative_names = None if negative_names is None else tuple(negative_names)
+        self.evaluator = TaskEvaluator("tracking", split=self._scored_split, options=self._score_options)
+
+    def negative_names(self) -> tuple[str, ...]:
+        """The names absent-category text prompts are drawn from (the ``negative_names`` argument, else the
+        datamodule's category names, read once)."""
+        if self._negative_names is None:
+            names = self.trainer.datamodule.category_names() if self._trainer is not None else ()
+            if not names:
+                raise InputError("TrackingModule needs negative_names: no datamodule with categories to read them from")
+            self._negative_names = tuple(names)
+        return self._negative_names
 
     def embed_text(self, texts: list[str]) -> torch.Tensor:
         """Cached TextEncoder embeddings ``[len(texts), text_dim]`` (CPU float32)."""
@@ -145,20 +165,33 @@ class TrackingModule(L.LightningModule):
     def forward(self, images: torch.Tensor, prompts: Any) -> dict[str, Any]:
         return self.model(images, prompts)
 
+    def decode_batch(self, batch: dict[str, Any], prompts: Any) -> dict[str, Any]:
+        """The tracker's outputs (``masks``, ``iou``, ``presence``: :meth:`forward`'s) for a clip batch and its
+        prompts, decoded as the training step decodes them: from the batch's ground-truth point maps with
+        ``oracle_geometry``, else from the backbone's (no simulated memory, no losses)."""
+        if not self.hparams.oracle_geometry:
+            return self.model(batch["images"], prompts)
+        encoded = self.model.encode(batch["images"])
+        encoded["world_points"] = ground_truth_points(batch)
+        return self.model.decode(encoded, prompts)
+
     def _step(self, batch: dict[str, Any], stage: str) -> dict[str, torch.Tensor]:
         generator = None
         if stage != "train":  # fixed prompts for validation
             generator = torch.Generator().manual_seed(1234)
+        negatives = self.negative_names() if self.negative_text > 0 else ()
         sampled = sample_prompts(batch, max_objects=self.hparams.max_objects, types=self.prompt_types,
                                  type_weights=self.hparams.type_weights,
                                  embed_text=self.embed_text if self.config.text_encoder else None,
-                                 negative_text=self.negative_text, negative_names=NEGATIVE_NAMES,
+                                 negative_text=self.negative_text, negative_names=negatives,
                                  text_dim=self.model.text_dim, memory_dim=self.model.dim, generator=generator)
         prompts = sampled.prompts.to(self.device)
         losses: dict[str, torch.Tensor] = {}
-        if isinstance(self.model, G2TAM):
+        if self.model.uses_geometry_memory:
             geo, pred = geometry_losses(self.model.backbone, batch)
             encoded = self.model.features_from_geometry(pred)
+            if self.hparams.oracle_geometry:
+                encoded["world_points"] = ground_truth_points(batch)
             if self.hparams.memory_prob > 0:
                 prompts = simulate_memory(sampled, encoded["world_points"], encoded["feats"],
                                           self.hparams.memory_prob, self.hparams.memory_points, generator)
@@ -176,46 +209,43 @@ class TrackingModule(L.LightningModule):
         if "loss_geometry" in losses:
             total = total + self.hparams.geometry_weight * losses["loss_geometry"]
         losses["loss"] = total
-        bs = batch["images"].shape[0]
-        sync = stage != "train"  # validation losses: the mean over ranks
-        self.log(f"{stage}/loss", total, prog_bar=True, batch_size=bs, sync_dist=sync)
-        self.log_dict({f"{stage}/{k}": v for k, v in losses.items() if k != "loss"}, batch_size=bs, sync_dist=sync)
+        log_losses(self, stage, losses, batch["images"].shape[0])
         return losses
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, torch.Tensor]:
         return self._step(batch, "train")
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
-        self._step(batch, "val")
-        for key, results in self._track_batch(batch, "val"):
-            self._results.add(key, results)
+        self._step(batch, "validate")
+        for key, results in self._track_batch(batch, "validate"):
+            self.evaluator.process(key, results)
 
     def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         for key, results in self._track_batch(batch, "test"):
-            self._results.add(key, results)
+            self.evaluator.process(key, results)
 
     def predict_step(self, batch: dict[str, Any], batch_idx: int) -> list[tuple[tuple[int, str], list[dict]]]:
         """``[((video_id, prompt_type), results)]`` for the videos this batch starts (see the module docstring)."""
         return self._track_batch(batch, "predict")
 
-    def on_validation_epoch_start(self) -> None:
-        self._results = KeyedResults()
-
-    def on_test_epoch_start(self) -> None:
-        self._results = KeyedResults()
-
     def on_validation_epoch_end(self) -> None:
-        self._score("val")
+        self.evaluator.evaluate(self, "validate")
 
     def on_test_epoch_end(self) -> None:
-        self._score("test")
+        metrics = self.evaluator.evaluate(self, "test")
+        if metrics is not None and self.trainer.is_global_zero:
+            from vision.evaluation.evaluate import format_table
+
+            print(f"\ntracking, {self.trainer.datamodule.split_path('test')} (prompt types "
+                  f"{', '.join(self.eval_prompt_types)}):")
+            print(format_table(metrics))
 
     def _eval_dataset(self, stage: str) -> Any:
         datamodule = getattr(self.trainer, "datamodule", None)
         if datamodule is None or not hasattr(datamodule, "eval_dataset"):
             raise InputError("TrackingModule evaluates on a MultiViewDataModule's split (trainer.validate / test / "
                              "predict with datamodule=...); it got no datamodule")
-        return datamodule.eval_dataset(_STAGES[stage])
+        return datamodule.eval_dataset(stage)
 
     def _track_batch(self, batch: dict[str, Any], stage: str) -> list[tuple[tuple[int, str], list[dict]]]:
         """Track whole every video whose first window is in ``batch``, with each of ``eval_prompt_types``."""
@@ -227,27 +257,24 @@ class TrackingModule(L.LightningModule):
             if image_ids[0] != video_frames(split, video_id)[0]["id"]:
                 continue
             for kind in self.eval_prompt_types:
-                out.append(((int(video_id), kind), track_video(predictor, split, video_id, kind)))
+                out.append(((int(video_id), kind), track_video(predictor, split, video_id, kind,
+                                                                known_geometry=self.hparams.oracle_geometry)))
         return out
 
-    def _score(self, stage: str) -> None:
-        results = self._results.gather()  # a collective: every rank calls it, also during the sanity check
-        if self.trainer.sanity_checking:
-            return
+    def _scored_split(self, stage: str, results: list[dict]) -> str:
+        """The evaluator's split hook: the split file of ``stage``, once every one of its videos was tracked (a
+        :class:`DataError` when the datamodule's clips miss a video)."""
         dataset = self._eval_dataset(stage)
         untracked = sorted(set(dataset.split.videos) - set(dataset.videos))
         if untracked:
             raise DataError(f"videos {untracked[:10]} have fewer frames than the datamodule's views: the tracking "
                             "evaluation tracks whole videos from their first clip, so lower data.views",
                             file=dataset.split.file, field="videos")
-        split_path = self.trainer.datamodule.split_path(_STAGES[stage])
-        metrics = score_tracking(split_path, results)
-        log_metrics(self, stage, metrics)
-        if stage == "test" and self.trainer.is_global_zero:
-            from vision.evaluation.evaluate import format_table
+        return self.trainer.datamodule.split_path(stage)
 
-            print(f"\ntracking, {split_path} (prompt types {', '.join(self.eval_prompt_types)}):")
-            print(format_table(metrics))
+    def _score_options(self, stage: str) -> dict[str, Any]:
+        """The evaluator's options hook: the protocol's (:func:`vision.tracking.inference.tracking_options`)."""
+        return tracking_options(self.trainer.datamodule.split_path(stage))
 
     def configure_optimizers(self) -> dict[str, Any]:
         groups: dict[tuple[bool, bool], list] = {}
