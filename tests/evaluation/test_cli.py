@@ -52,3 +52,19 @@ def test_cli_errors_exit_2_with_one_line(files):
     assert "bad.json" in lines[0] and "results[0].bbox" in lines[0]
     proc = run_cli("--split", str(files / "nope.json"), "--results", str(files / "res.json"), "--task", "detection")
     assert proc.returncode == 2 and "nope.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_category_ids_vocabulary(files, tmp_path):
+    split = json.loads((files / "split.json").read_text())
+    names = [c["name"] for c in split["categories"]][:2]
+    split["info"] = {**split.get("info", {}), "vocabulary": names}
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    ids = ",".join(str(c["id"]) for c in split["categories"] if c["name"] in names)
+    outputs = []
+    for value in ("vocabulary", ids):
+        out = tmp_path / f"{value.replace(',', '_')}.json"
+        proc = run_cli("--split", str(tmp_path / "split.json"), "--results", str(files / "res.json"),
+                       "--task", "detection", "--category-ids", value, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(json.loads(out.read_text()))
+    assert outputs[0] == outputs[1]

@@ -117,6 +117,19 @@ def test_the_one_entry_point_adds_open_set_figures(gt, results):
         evaluate({k: v for k, v in gt.items() if k != "info"}, results, "detection", unknown_category_id=UNK)
 
 
+def test_category_ids_vocabulary_restricts_ap_to_the_split_vocabulary(gt, results):
+    """``category_ids="vocabulary"`` scores exactly as the explicit ids of ``info.vocabulary`` (what training's
+    ``test`` reports); a split without a vocabulary is refused by name."""
+    from vision.evaluation.evaluate import evaluate
+
+    named = {**gt, "info": {"vocabulary": ["cat", "dog"]}}
+    by_name = evaluate(named, results, "detection", category_ids="vocabulary", unknown_category_id=UNK)
+    assert by_name == evaluate(named, results, "detection", category_ids=[1, 2], unknown_category_id=UNK)
+    assert by_name["AP"] != evaluate(named, results, "detection", unknown_category_id=UNK)["AP"]
+    with pytest.raises(DataError, match="category_ids='vocabulary' needs the split's info.vocabulary"):
+        evaluate(gt, results, "detection", category_ids="vocabulary", unknown_category_id=UNK)
+
+
 # OpenDet2's evaluator (csuhan/opendet2, opendet2/evaluation/pascal_voc_evaluation.py, from OWOD) as the
 # reference for convention="opendet2": VOC07 11-point AP, WI over known classes with detections, +1 pixel IoU on
 # VOC boxes.

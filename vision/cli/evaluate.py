@@ -28,6 +28,11 @@ def _id_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integer ids, got {text!r}") from None
 
 
+def _category_ids(text: str) -> list[int] | str:
+    """``--category-ids``: comma-separated ids, or ``vocabulary`` (the split's ``info.vocabulary``)."""
+    return "vocabulary" if text.strip() == "vocabulary" else _id_list(text)
+
+
 def _finite_float(text: str) -> float:
     try:
         value = float(text)
@@ -45,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", required=True, type=Path, help="the results JSON (a list)")
     parser.add_argument("--task", required=True, choices=TASKS)
     parser.add_argument("--out", type=Path, help="write the metrics here as JSON")
-    parser.add_argument("--category-ids", type=_id_list, help="detection: restrict AP to these ids (IV mAP)")
+    parser.add_argument("--category-ids", type=_category_ids,
+                        help="detection: restrict AP to these ids (IV mAP), or 'vocabulary': the ids of the split's "
+                             "info.vocabulary (the figures tools/train.py test prints)")
     parser.add_argument("--extra-category-ids", type=_id_list,
                         help="detection: ids accepted in results besides the split's (e.g. oov)")
     parser.add_argument("--unknown-category-id", type=int,

@@ -4,8 +4,9 @@ Tasks:
 - ``"detection"``: COCO bbox AP/AR, pycocotools' twelve summary figures (keys ``AP, AP50, AP75, APs, APm, APl,
   AR1, AR10, AR100, ARs, ARm, ARl``); when every result
   carries a ``segmentation``, also mask AP/AR under the same keys prefixed ``segm_``. Options: ``category_ids``
-  (restrict to a vocabulary: IV mAP), ``extra_category_ids`` (ids accepted in results besides the split's
-  categories, e.g. an ``oov`` id; they never match ground truth).
+  (restrict to a vocabulary: IV mAP; ``"vocabulary"``: the split's ``info.vocabulary``, as training reports it),
+  ``extra_category_ids`` (ids accepted in results besides the split's categories, e.g. an ``oov`` id; they never
+  match ground truth).
   With ``unknown_category_id`` (the id results use for rejected out-of-vocabulary objects) the open-set figures
   of :func:`vision.evaluation.openset.evaluate_openset` are added (IV AP, novel AP50, U-Recall, AP_U, WI, A-OSE,
   H-mean); the vocabulary is ``category_ids`` or else the split's ``info.vocabulary``, and novel ids are the
@@ -80,6 +81,8 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
         extra = tuple(options.get("extra_category_ids", ())) + ((int(unknown_id),) if unknown_id is not None else ())
         with_segm = validate_detection_results(results, gt, results_file, extra, split_file=split_file)
         category_ids = options.get("category_ids")
+        if category_ids == "vocabulary":
+            category_ids = vocabulary_ids(gt, split_file)
         metrics: dict[str, Any] = dict(coco_ap(gt, results, "bbox", category_ids=category_ids, file=split_file))
         if with_segm:
             segm = coco_ap(gt, results, "segm", category_ids=category_ids, file=split_file)
@@ -102,16 +105,24 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     return evaluate_tracking_task(gt, results, results_file=results_file, gt_file=split_file, **options)
 
 
+def vocabulary_ids(gt: dict, split_file: str | None = None,
+                   message: str = "category_ids='vocabulary' needs the split's info.vocabulary") -> list[int]:
+    """The ids of the categories named in the split's ``info.vocabulary`` (what a detector was given); a split
+    without one is a :class:`DataError` with ``message``."""
+    names = (gt.get("info") or {}).get("vocabulary")
+    if not isinstance(names, list) or not names:
+        raise DataError(message, file=split_file, field="info.vocabulary",
+                        value=names)
+    return [c["id"] for c in gt.get("categories", []) if isinstance(c, dict) and c.get("name") in set(names)]
+
+
 def _open_set(gt: dict, results: list, category_ids: Any, unknown_id: int, split_file: str | None,
               convention: str) -> dict:
     """Open-set figures; the vocabulary is ``category_ids`` or the split's ``info.vocabulary`` names."""
     categories = [c for c in gt.get("categories", []) if isinstance(c, dict)]
     if category_ids is None:
-        names = (gt.get("info") or {}).get("vocabulary")
-        if not isinstance(names, list) or not names:
-            raise DataError("open-set evaluation needs category_ids or the split's info.vocabulary", file=split_file,
-                            field="info.vocabulary", value=names)
-        category_ids = [c["id"] for c in categories if c.get("name") in set(names)]
+        category_ids = vocabulary_ids(gt, split_file,
+                                      "open-set evaluation needs category_ids or the split's info.vocabulary")
     vocab = {int(i) for i in category_ids}
     novel = [c["id"] for c in categories if c.get("split") == "novel" and c["id"] in vocab]
     return evaluate_openset(gt, results, sorted(vocab), unknown_id, novel_category_ids=novel or None,
