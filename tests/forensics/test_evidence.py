@@ -64,7 +64,7 @@ def test_graph_edges_and_deliberation() -> None:
     # close to the threshold with agents disagreeing: insufficient evidence
     assert deliberate(graph, 0.52, 0.5, _props(), plan).verdict == "insufficient evidence"
     # p < threshold, but temporal.x (|z| = 4, reliability 1.0) is strong evidence for generated from one tool:
-    # no longer "real" (changed deliberately with the strong-evidence rule; see test_report.py for the rule)
+    # not "real": the strong-evidence rule (see test_report.py)
     low = deliberate(graph, 0.1, 0.5, _props(), plan)
     assert low.verdict == "insufficient evidence" and any("temporal.x at z = +4.0" in r for r in low.reasons)
     weak = EvidenceGraph.build({k: results[k] for k in ("spectrum", "codec", "npr")}, rel)

@@ -154,7 +154,7 @@ def test_ray_checkpoint_loads_and_old_checkpoints_load_without_rays(tmp_path):
         assert torch.equal(ours[key], theirs[key]), key
     # the backbone weights that downstream tasks load leave the ray head out
     assert not any(k.startswith("ray_head.") for k in read_backbone_checkpoint(path)[1])
-    # a checkpoint written before the field existed
+    # a checkpoint whose config has no ray_head field
     old = GeometryModule(config={"size": "tiny", "image_size": 32})
     hparams = dict(old.hparams)
     hparams["config"] = {k: v for k, v in hparams["config"].items() if k != "ray_head"}

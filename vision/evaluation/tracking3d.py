@@ -1,6 +1,6 @@
 """Tracking evaluation for G2TAM: J / F / J&F (DAVIS), presence accuracy, 3D instance IoU, per prompt type.
 
-Definitions (ours; documented here and in the issue note):
+Definitions (ours; also in docs/metrics.md):
 
 - J, F, J&F, matched mIoU: :func:`vision.evaluation.tracking.evaluate_tracking` over the frames of each video
   except ``prompted_image_ids`` (on unordered sets this is cross-view consistency: J&F over the unprompted views),

@@ -227,7 +227,7 @@ def _cache_path(cache_dir: str | Path | None, split_file: str | Path, content: b
     if cache_dir is None:
         return None
     key = [tool.name, list(tool.feature_names), size, max_frames]
-    if tool.version != 1:  # version 1 keeps the keys written before tools had versions
+    if tool.version != 1:  # a version-1 key carries no version: the key format of a tool without one
         key.append(tool.version)
     if getattr(tool, "backbone", None) is not None:  # features of another backbone are other features
         key.append(backbone_fingerprint(tool.backbone))

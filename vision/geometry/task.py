@@ -51,7 +51,7 @@ class GeometryConfig(TaskConfig):
             None: no projection.
         ray_head: add the ray-map head (Depth Anything 3's camera target: per pixel the ray origin and direction,
             :mod:`vision.geometry.rays`; trained by the ``loss_rays`` term, its cameras scored as the ``ray_pose``
-            row). Checkpoints written before this field existed load with False.
+            row). A checkpoint whose config has no ``ray_head`` loads with False.
     """
 
     size: str = "tiny"
