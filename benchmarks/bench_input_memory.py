@@ -34,10 +34,12 @@ import numpy as np
 import torch
 
 from vision.data.io import MAX_INPUT_PIXELS
+from vision.tasks import get_task, task_names
 
 # tracking keeps every mask (presence threshold 0): an untrained tracker's masks are what is drawn and exported
 TASK_ARGS = {"detection": ["--vocabulary", "mug,chair"],
              "tracking": ["--points", "100,100", "--presence-threshold", "0"], "forensics": []}
+MODULE_ARGS = {"tracking": {"config": {"text_encoder": None}}}  # no text encoder to load for a memory figure
 
 
 def write_png(path: Path, width: int, height: int) -> Path:
@@ -55,20 +57,10 @@ def write_png(path: Path, width: int, height: int) -> Path:
 
 
 def random_checkpoint(task: str, path: Path) -> Path:
-    """A checkpoint of ``task`` with random weights in the layout tools/train.py writes."""
+    """A checkpoint of ``task`` with random weights in the layout tools/train.py writes (its registered
+    LightningModule, default arguments but for :data:`MODULE_ARGS`)."""
     torch.manual_seed(0)
-    if task == "detection":
-        from vision.detection.lightning import OOVDetModule
-
-        module = OOVDetModule()
-    elif task == "tracking":
-        from vision.tracking.lightning import TrackingModule
-
-        module = TrackingModule(config={"text_encoder": None})
-    else:
-        from vision.forensics.lightning import ForensicsModule
-
-        module = ForensicsModule()
+    module = get_task(task).resolve("lightning")(**MODULE_ARGS.get(task, {}))
     torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
     return path
 
@@ -97,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", help="also run tools/predict.py of this git revision")
     parser.add_argument("--sizes", nargs="+", default=["640x480", "4000x4000", "10000x10000"])
-    parser.add_argument("--tasks", nargs="+", default=list(TASK_ARGS), choices=list(TASK_ARGS))
+    parser.add_argument("--tasks", nargs="+", default=list(task_names(predictor=True)),
+                        choices=task_names(predictor=True))
     args = parser.parse_args(argv)
     sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes]
     with tempfile.TemporaryDirectory(prefix="bench_input_memory_") as tmp:

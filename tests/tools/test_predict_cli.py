@@ -10,7 +10,7 @@ import pytest
 from tests.data.conftest import png_claiming
 from vision.cli import predict as predict_cli
 from vision.errors import InputError
-from vision.tasks import task_names
+from vision.tasks import get_task, task_names
 
 
 def test_missing_checkpoint_and_input(tmp_path, capsys):
@@ -88,19 +88,11 @@ def _untrained_checkpoint(task: str, path: Path) -> Path:
     import torch
 
     torch.manual_seed(0)
-    if task == "detection":
-        from vision.detection.lightning import OOVDetModule
-
-        module = OOVDetModule(config={"channels": 32}, queue_size=64, samples_per_class=64)
-    elif task == "tracking":
-        from vision.tracking.lightning import TrackingModule
-
-        module = TrackingModule(config={"image_size": 32, "dim": 32, "text_encoder": None}, max_objects=2)
-    else:
-        from vision.forensics.lightning import ForensicsModule
-
-        module = ForensicsModule(config={"tools": ["spectrum", "residual", "temporal", "codec"], "hidden": 8,
-                                         "image_size": 32, "max_frames": 4})
+    small = {"detection": {"config": {"channels": 32}, "queue_size": 64, "samples_per_class": 64},
+             "tracking": {"config": {"image_size": 32, "dim": 32, "text_encoder": None}, "max_objects": 2},
+             "forensics": {"config": {"tools": ["spectrum", "residual", "temporal", "codec"], "hidden": 8,
+                                      "image_size": 32, "max_frames": 4}}}
+    module = get_task(task).resolve("lightning")(**small[task])
     torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
     return path
 

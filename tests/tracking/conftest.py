@@ -52,6 +52,7 @@ def train_tiny_checkpoint(root, text_encoder: str | None = None, steps: int = 30
 
     from vision.data.coco import load_split
     from vision.data.datasets import MultiViewClipDataset, collate_clips
+    from vision.synthetic.objects import CATEGORIES
     from vision.synthetic.scenes import write_split
     from vision.tracking.lightning import TrackingModule
 
@@ -61,7 +62,7 @@ def train_tiny_checkpoint(root, text_encoder: str | None = None, steps: int = 30
     loader = torch.utils.data.DataLoader([collate_clips([ds[0], ds[1]])], batch_size=None)
     torch.manual_seed(0)
     module = TrackingModule(config={"image_size": 32, "dim": 32, "text_encoder": text_encoder}, max_objects=2, lr=2e-3,
-                            warmup_steps=1)
+                            warmup_steps=1, negative_names=CATEGORIES)  # a bare loader: no datamodule to name them
     trainer = L.Trainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, limit_val_batches=0, accelerator="cpu")
     trainer.fit(module, loader)

@@ -6,7 +6,7 @@ import lightning as L
 import pytest
 import torch
 
-from vision.errors import DataError
+from vision.errors import DataError, InputError
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.lightning import TrackingModule
 from vision.tracking.model import G2TAM
@@ -204,3 +204,13 @@ def test_memory_training_step_reaches_the_memory_tokens(clip_batch):
     off = TrackingModule(config=TINY, max_objects=2)
     off.training_step(clip_batch, 0)["loss"].backward()
     assert off.model.spatial_encoder.memory_embed.grad is None or off.model.spatial_encoder.memory_embed.grad.abs().sum() == 0
+
+
+def test_a_tracker_without_names_or_a_datamodule_says_what_to_pass():
+    module = TrackingModule(config={"image_size": 32, "dim": 32, "text_encoder": None})
+    assert module.negative_text == 0.0  # no text encoder: no text prompts, no names needed
+    named = TrackingModule(config={"image_size": 32, "dim": 32}, negative_names=["cube", "mug"])
+    assert named.negative_names() == ("cube", "mug")
+    unnamed = TrackingModule(config={"image_size": 32, "dim": 32})
+    with pytest.raises(InputError, match="negative_names is not set"):
+        unnamed.negative_names()

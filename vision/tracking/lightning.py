@@ -144,9 +144,11 @@ class TrackingModule(L.LightningModule):
         """The names absent-category text prompts are drawn from (the ``negative_names`` argument, else the
         datamodule's category names, read once)."""
         if self._negative_names is None:
-            names = self.trainer.datamodule.category_names() if self._trainer is not None else ()
+            datamodule = self._trainer.datamodule if self._trainer is not None else None
+            names = datamodule.category_names() if hasattr(datamodule, "category_names") else ()
             if not names:
-                raise InputError("TrackingModule needs negative_names: no datamodule with categories to read them from")
+                raise InputError("TrackingModule.negative_names is not set and there is no datamodule with category "
+                                 "names to read them from; pass negative_names (or negative_text=0)")
             self._negative_names = tuple(names)
         return self._negative_names
 
