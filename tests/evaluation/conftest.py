@@ -3,12 +3,19 @@ and a COCO-video tracking split with noisy tracking results."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import io
+
 import numpy as np
 import pytest
+from pycocotools.coco import COCO as PyCOCO
+from pycocotools.cocoeval import COCOeval as PyCOCOeval
 from scipy import ndimage
 
 from vision.cli import evaluate as evaluate_cli  # noqa: F401  (the entry point the tests call as evaluate_cli.main)
 from vision.data.masks import encode_mask, mask_to_bbox
+from vision.evaluation.detection import coco_ground_truth
 
 
 def ellipse(h: int, w: int, cy: float, cx: float, ry: float, rx: float) -> np.ndarray:
@@ -113,3 +120,40 @@ def noisy_labels(rng: np.random.Generator, gt: np.ndarray) -> np.ndarray:
                 continue
             pred[t][perturb(rng, gt[t] == k)] = k
     return pred
+
+
+def pycocotools_stats(split: dict, results: list[dict], iou_type: str, cat_ids=None,
+                      max_dets=(1, 10, 100), use_cats: bool = True) -> dict:
+    """The reference: plain pycocotools on the stripped ground truth (segm: masks only, as detectron2 does), with
+    categories or, without ``use_cats``, class-agnostic (``params.useCats = 0``: every object and detection pooled per
+    image). Empty results (which pycocotools' loadRes cannot read) become a result set without annotations."""
+    gt = coco_ground_truth(split)
+    dts = []
+    for r in results:
+        d = {"image_id": r["image_id"], "category_id": r["category_id"], "score": r["score"]}
+        if iou_type == "bbox":
+            d["bbox"] = list(r["bbox"])
+        else:
+            d["segmentation"] = copy.deepcopy(r["segmentation"])
+        dts.append(d)
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = PyCOCO()
+        coco_gt.dataset = copy.deepcopy(gt)
+        coco_gt.createIndex()
+        if dts:
+            coco_dt = coco_gt.loadRes(dts)
+        else:
+            coco_dt = PyCOCO()
+            coco_dt.dataset = {"images": copy.deepcopy(gt["images"]), "annotations": [],
+                               "categories": copy.deepcopy(gt["categories"])}
+            coco_dt.createIndex()
+        ev = PyCOCOeval(coco_gt, coco_dt, iou_type)
+        ev.params.maxDets = list(max_dets)
+        ev.params.useCats = int(use_cats)
+        if cat_ids is not None:
+            ev.params.catIds = list(cat_ids)
+        ev.evaluate()
+        ev.accumulate()
+        ev.summarize()
+    keys = ["AP", "AP50", "AP75", "APs", "APm", "APl", *(f"AR{m}" for m in max_dets), "ARs", "ARm", "ARl"]
+    return dict(zip(keys, [float(v) for v in ev.stats]))

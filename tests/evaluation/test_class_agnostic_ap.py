@@ -9,42 +9,18 @@ class_agnostic_ap keeps."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 
 import pytest
-from pycocotools.coco import COCO as PyCOCO
-from pycocotools.cocoeval import COCOeval as PyCOCOeval
 
-from tests.evaluation.conftest import make_detection_case
-from vision.evaluation.detection import COCO_STAT_KEYS, class_agnostic_ap, coco_ap, coco_ground_truth
+from tests.evaluation.conftest import make_detection_case, pycocotools_stats
+from vision.evaluation.detection import COCO_STAT_KEYS, class_agnostic_ap, coco_ap
 
 
 def agnostic_reference(split: dict, results: list[dict], use_cats: bool = False) -> dict:
-    """pycocotools on the stripped ground truth: with ``useCats = 0`` (every object and detection pooled per image)
-    or, ``use_cats``, with categories (the caller passes a one-class copy, :func:`one_class_reference`). Empty
-    results (which pycocotools' loadRes cannot read) become a result set without annotations."""
-    gt = coco_ground_truth(split)
-    dts = [{"image_id": r["image_id"], "category_id": r["category_id"], "score": r["score"], "bbox": list(r["bbox"])}
-           for r in results]
-    with contextlib.redirect_stdout(io.StringIO()):
-        coco_gt = PyCOCO()
-        coco_gt.dataset = copy.deepcopy(gt)
-        coco_gt.createIndex()
-        if dts:
-            coco_dt = coco_gt.loadRes(dts)
-        else:
-            coco_dt = PyCOCO()
-            coco_dt.dataset = {"images": copy.deepcopy(gt["images"]), "annotations": [],
-                               "categories": copy.deepcopy(gt["categories"])}
-            coco_dt.createIndex()
-        ev = PyCOCOeval(coco_gt, coco_dt, "bbox")
-        ev.params.useCats = int(use_cats)
-        ev.evaluate()
-        ev.accumulate()
-        ev.summarize()
-    return dict(zip(COCO_STAT_KEYS, [float(v) for v in ev.stats]))
+    """pycocotools (:func:`pycocotools_stats`) with ``useCats = 0`` or, ``use_cats``, with categories (the caller
+    passes a one-class copy, :func:`one_class_reference`)."""
+    return pycocotools_stats(split, results, "bbox", use_cats=use_cats)
 
 
 def one_class_reference(split: dict, results: list[dict]) -> dict:

@@ -3,53 +3,14 @@ one class, empty results, non-default max_dets): all 12 summary statistics."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 
 import numpy as np
 import pytest
-from pycocotools.coco import COCO as PyCOCO
-from pycocotools.cocoeval import COCOeval as PyCOCOeval
 
 from vision.errors import DataError
-from tests.evaluation.conftest import make_detection_case
+from tests.evaluation.conftest import make_detection_case, pycocotools_stats
 from vision.evaluation.detection import COCO_STAT_KEYS, coco_ap, coco_ground_truth
-
-
-def pycocotools_stats(split: dict, results: list[dict], iou_type: str, cat_ids=None,
-                      max_dets=(1, 10, 100)) -> dict:
-    """The reference: plain pycocotools on the stripped ground truth (segm: masks only, as detectron2 does).
-    Empty results (which pycocotools' loadRes cannot read) become a result set without annotations."""
-    gt = coco_ground_truth(split)
-    dts = []
-    for r in results:
-        d = {"image_id": r["image_id"], "category_id": r["category_id"], "score": r["score"]}
-        if iou_type == "bbox":
-            d["bbox"] = list(r["bbox"])
-        else:
-            d["segmentation"] = copy.deepcopy(r["segmentation"])
-        dts.append(d)
-    with contextlib.redirect_stdout(io.StringIO()):
-        coco_gt = PyCOCO()
-        coco_gt.dataset = copy.deepcopy(gt)
-        coco_gt.createIndex()
-        if dts:
-            coco_dt = coco_gt.loadRes(dts)
-        else:
-            coco_dt = PyCOCO()
-            coco_dt.dataset = {"images": copy.deepcopy(gt["images"]), "annotations": [],
-                               "categories": copy.deepcopy(gt["categories"])}
-            coco_dt.createIndex()
-        ev = PyCOCOeval(coco_gt, coco_dt, iou_type)
-        ev.params.maxDets = list(max_dets)
-        if cat_ids is not None:
-            ev.params.catIds = list(cat_ids)
-        ev.evaluate()
-        ev.accumulate()
-        ev.summarize()
-    keys = ["AP", "AP50", "AP75", "APs", "APm", "APl", *(f"AR{m}" for m in max_dets), "ARs", "ARm", "ARl"]
-    return dict(zip(keys, [float(v) for v in ev.stats]))
 
 
 def crowded_case(seed: int = 1) -> tuple[dict, list[dict]]:
