@@ -1,5 +1,5 @@
 """A geometry checkpoint initialises the other tasks' backbones through one reader,
-:func:`vision.geometry.task.load_backbone_weights`: G2TAM takes the whole backbone, the memory-bank control and
+:func:`vision.geometry.weights.load_backbone`: G2TAM takes the whole backbone, the memory-bank control and
 OOVDet the aggregator."""
 
 from __future__ import annotations

@@ -502,13 +502,12 @@ def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, s
     arguments = {"split": split_name, "scenes": int(scenes), "views": int(views), "size": int(size), "mode": mode,
                  "seed": int(seed), "vocab": format_vocab(vocabulary), "min_objects": int(min_objects),
                  "max_objects": int(max_objects)}
-    if textures != "procedural":  # procedural splits keep the info they always had
+    if textures != "procedural":  # the default is not written, so procedural splits record only what was asked
         arguments["textures"] = textures
     dataset = {
         "info": {
             "description": "vision synthetic scenes (open3d ray casting)",
-            # a fixed label of the split format: the same arguments always give the same bytes
-            "generator": "vision.data.synthetic",
+            "generator": "vision.synthetic",
             "version": 1,
             "arguments": arguments,
             "vocabulary": [c for c in used if group_of[c] != "oov"],
