@@ -20,7 +20,7 @@ layer allows. A lower layer never imports a higher one:
 Inference code (each task's ``task`` and ``predictor``, ``vision.cli.predict`` and ``vision.cli.evaluate``) also
 loads no ``vision.training`` and not Lightning, and ``vision.cli.evaluate`` no torch.
 
-How: one subprocess (``python tests/test_layering.py``) forks a child per module, so each import starts from an
+How: one subprocess (``python -m tests.test_layering``) forks a child per module, so each import starts from an
 interpreter that holds no ``vision`` module. To keep this affordable, the parent first imports the heavy third-party
 libraries a module's layer may load (numpy, OpenCV, ... then torch, then Lightning): a module that must not load torch
 is imported before torch is, one that must not load Lightning before Lightning is. What the check looks at
@@ -254,8 +254,8 @@ REST = [m for m in PLACED if m not in FAST]
 
 
 def _run_probe(modules: list[str]) -> dict[str, dict]:
-    proc = subprocess.run([sys.executable, __file__], input=json.dumps(modules), capture_output=True, text=True,
-                          cwd=ROOT, timeout=900)
+    proc = subprocess.run([sys.executable, "-m", "tests.test_layering"], input=json.dumps(modules),
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -290,6 +290,4 @@ def test_every_module_keeps_to_its_layer(module, loaded_all):
 
 
 if __name__ == "__main__":
-    # tests/ (the script's folder, first on the path) holds folders named like other libraries' modules
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
     print(json.dumps(probe(json.loads(sys.stdin.read()))))

@@ -11,7 +11,8 @@ from vision.data.coco import load_split
 from vision.data.datamodule import DetectionDataModule
 from vision.data.video import probe_video, read_video, write_video
 from vision.detection.lightning import OOVDetModule
-from vision.detection.predictor import UNKNOWN_CATEGORY_ID, DetectorPredictor
+from vision.detection.predictor import DetectorPredictor
+from vision.detection.results import UNKNOWN_CATEGORY_ID
 from vision.errors import InputError
 
 from tests.detection.conftest import tiny_module as _module

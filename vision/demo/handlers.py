@@ -261,7 +261,7 @@ def run_detection(models: Models, file: Any, vocabulary: str, min_score: float =
     """Detect ``vocabulary`` classes (and reject unknown objects) in an uploaded video or image."""
     from vision.data.io import atomic_write_json
     from vision.data.video import write_video
-    from vision.detection.predictor import UNKNOWN_NAME
+    from vision.detection.results import UNKNOWN_NAME
 
     config = models.config
     names = parse_vocabulary(vocabulary)

@@ -36,7 +36,7 @@ from vision.detection.results import UNKNOWN_CATEGORY_ID, UNKNOWN_NAME, coco_res
 from vision.detection.vocabulary import DEFAULT_TEMPLATE, check_vocabulary, encode_vocabulary
 from vision.errors import InputError
 
-__all__ = ["DetectorPredictor", "UNKNOWN_CATEGORY_ID", "UNKNOWN_NAME", "coco_results", "label_detections"]
+__all__ = ["DetectorPredictor"]
 
 _COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
             (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (170, 110, 40)]

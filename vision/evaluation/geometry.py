@@ -41,7 +41,7 @@ from vision.data.resize import crop_resize_intrinsics, resize_nearest
 from vision.errors import InputError
 
 __all__ = [
-    "depth_metrics", "relative_pose_errors", "pose_auc", "pose_metrics", "umeyama", "chamfer_metrics",
+    "depth_metrics", "relative_pose_errors", "pose_auc", "pose_metrics", "chamfer_metrics",
     "evaluate_geometry_results", "format_geometry_table", "GEOMETRY_ROWS",
 ]
 

@@ -56,9 +56,10 @@ class BackboneLoad(NamedTuple):
     skipped: list[str]
 
 
-def components_of(module: nn.Module) -> set[str]:
-    """The top-level names of ``module``'s state dict (its built submodules and direct parameters / buffers)."""
-    return {key.split(".", 1)[0] for key in module.state_dict()}
+def components_of(module: nn.Module, state: Mapping[str, torch.Tensor] | None = None) -> set[str]:
+    """The top-level names of ``module``'s state dict (its built submodules and direct parameters / buffers);
+    ``state``: that state dict, when the caller already has it."""
+    return {key.split(".", 1)[0] for key in (module.state_dict() if state is None else state)}
 
 
 def read_backbone_file(path: str | Path, backbone: nn.Module) -> BackboneFile:
@@ -95,7 +96,7 @@ def load_backbone(backbone: nn.Module, source: str | Path | BackboneFile, fresh:
     file = source if isinstance(source, BackboneFile) else read_backbone_file(source, backbone)
     weights, path = file.weights, file.path
     own = backbone.state_dict()
-    built = components_of(backbone) - set(fresh)
+    built = components_of(backbone, own) - set(fresh)
     wanted = {k: v for k, v in weights.items() if k.split(".", 1)[0] in built}
     skipped = sorted(set(weights) - set(wanted)) + list(file.dropped)
     missing = sorted(k for k in own if k.split(".", 1)[0] in built and k not in wanted)
