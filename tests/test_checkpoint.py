@@ -57,3 +57,17 @@ def test_checkpoint_of_another_layout_is_an_error_naming_the_file(tmp_path, cont
     with pytest.raises(DataError, match=message) as info:
         read_task_checkpoint(path, ToyConfig)
     assert "other.ckpt" in str(info.value)
+
+
+def test_a_checkpoint_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path):
+    import os
+
+    from vision.checkpoint import load_checkpoint
+
+    os.mkfifo(tmp_path / "pipe.ckpt")
+    os.symlink(tmp_path / "loop.ckpt", tmp_path / "loop.ckpt")
+    for path, reason in ((tmp_path / "pipe.ckpt", "FIFO"), (tmp_path / "loop.ckpt", "symbolic-link loop"),
+                         (tmp_path, "a folder"), (tmp_path / "none.ckpt", "not found")):
+        with pytest.raises(DataError, match=f"checkpoint file .*{reason}") as info:
+            load_checkpoint(path)
+        assert str(path) in str(info.value)

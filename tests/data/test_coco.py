@@ -195,3 +195,55 @@ def test_from_dict_validates(split_dict, fixture_dir):
     split_dict["images"][0]["width"] = -1
     with pytest.raises(DataError, match=r"images\[0\]\.width"):
         Split.from_dict(split_dict, fixture_dir)
+
+
+def _npz_claiming(path, shape: tuple[int, int]) -> None:
+    """An .npz whose ``depth.npy`` header claims ``shape`` (float16) but holds a few bytes: what a hostile or
+    broken file looks like to a reader that trusts the header."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f2", "fortran_order": False, "shape": shape})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("depth.npy", header.getvalue() + b"\x00" * 64)
+
+
+def test_a_depth_file_claiming_a_huge_array_is_refused_from_its_header(tmp_path):
+    """46341 x 46341 float16 would take 4.3 GB to load; the shape is read from the .npy header and refused before
+    any of it is allocated (a few hundred kB at most are traced)."""
+    import tracemalloc
+
+    dataset = build_split(tmp_path)
+    write_split(tmp_path / "s.json", dataset)
+    split = load_split(tmp_path / "s.json")
+    _npz_claiming(tmp_path / "depth/0001.npz", (46341, 46341))
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError, match=r"depth has shape \(46341, 46341\)") as info:
+            split.depth(split.images[1])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20 and "depth/0001.npz" in str(info.value)
+    big = np.zeros((H * 2, W * 2), np.uint16)
+    cv2.imwrite(str(tmp_path / "depth/0006.png"), big)
+    with pytest.raises(DataError, match=r"depth has shape \(24, 32\)"):
+        split.depth(split.images[6])
+
+
+def test_a_depth_file_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    import os
+
+    dataset = build_split(tmp_path)
+    write_split(tmp_path / "s.json", dataset)
+    split = load_split(tmp_path / "s.json")
+    (tmp_path / "depth/0001.npz").unlink()
+    os.mkfifo(tmp_path / "depth/0001.npz")
+    with pytest.raises(DataError, match="depth file is a FIFO") as info:
+        split.depth(split.images[1])
+    assert info.value.file == str(tmp_path / "s.json") and info.value.field == "images[id=1].depth_file"
+    (tmp_path / "images/0001.png").unlink()
+    os.mkfifo(tmp_path / "images/0001.png")
+    with pytest.raises(DataError, match="image file is a FIFO"):
+        split.load_image(split.images[1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -169,7 +170,7 @@ def test_invalid_json_reports_line_and_column(tmp_path):
 
 
 def test_missing_and_binary_files(tmp_path):
-    with pytest.raises(DataError, match="cannot read"):
+    with pytest.raises(DataError, match="split not found"):
         load_split(tmp_path / "absent.json")
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(DataError, match="UTF-8"):
@@ -303,3 +304,95 @@ def test_huge_image_sizes_are_refused_before_any_mask_is_decoded(tmp_path):
     dataset["images"][0].update(width=MAX_IMAGE_SIDE, height=MAX_IMAGE_SIDE)
     with pytest.raises(DataError, match="exceeds the limit"):
         Split.from_dict(dataset, tmp_path, check_files=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# hostile file names and number literals: one DataError naming the split and the field, never a hang or a traceback
+
+
+@pytest.fixture(scope="module")
+def hostile_split(tmp_path_factory) -> tuple[Path, dict]:
+    """A copy of the fixture split with, in its folder, a FIFO, a link loop, a folder, a dangling link and /dev
+    links under ``hostile/`` (each name used in place of a file the split names)."""
+    import os
+
+    from tests.data.conftest import build_split
+
+    root = tmp_path_factory.mktemp("hostile")
+    dataset = build_split(root)
+    (root / "hostile").mkdir()
+    os.mkfifo(root / "hostile" / "fifo.npz")
+    os.symlink(root / "hostile" / "loop.npz", root / "hostile" / "loop.npz")
+    (root / "hostile" / "folder.npz").mkdir()
+    os.symlink(root / "hostile" / "nowhere", root / "hostile" / "dangling.npz")
+    os.symlink("/dev/zero", root / "hostile" / "device.npz")
+    return root, dataset
+
+
+#: what the error says for each kind (a link to a device resolves outside the split's folder; a dangling link
+#: resolves to its target's name, which is then checked)
+HOSTILE_NAMES = {"fifo": "FIFO", "loop": "symbolic-link loop", "folder": "a folder",
+                 "dangling": "not found|depth_file must be", "device": "escapes the split's folder"}
+#: split fields that name a file: (collection, index of the entry, key)
+FILE_FIELDS = [("images", 0, "file_name"), ("images", 0, "depth_file"), ("images", 5, "depth_file"),
+               ("videos", 2, "file_name"), ("videos", 3, "file_name")]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(kind=st.sampled_from(sorted(HOSTILE_NAMES)), where=st.sampled_from(FILE_FIELDS),
+       check_files=st.booleans())
+def test_a_hostile_file_name_is_one_data_error_naming_split_and_field(hostile_split, kind, where, check_files):
+    """A FIFO, a link loop, a folder, a dangling link or a device where a split names an image, a depth map or a
+    video: load_split refuses it (or, without the file check, the reader does), naming the split and the field."""
+    from vision.data.coco import Split
+
+    root, base = hostile_split
+    dataset = copy.deepcopy(base)
+    collection, index, key = where
+    dataset[collection][index][key] = f"hostile/{kind}.npz"
+    path = root / f"hostile_{kind}.json"
+    path.write_text(json.dumps(dataset))
+    field = f"{collection}[{index}].{key}"
+    try:
+        split = load_split(path, check_files=check_files)
+    except DataError as exc:
+        assert "\n" not in str(exc) and str(path) in str(exc) and field in str(exc)
+        assert re.search(HOSTILE_NAMES[kind], str(exc)), str(exc)
+        return
+    assert not check_files, "the file check let a hostile name through"
+    img = dataset[collection][index]
+    if key == "depth_file":
+        with pytest.raises(DataError, match=HOSTILE_NAMES[kind]) as info:
+            split.depth(split.images[img["id"]])
+        assert str(path) in str(info.value)
+    elif collection == "images":
+        with pytest.raises(DataError, match=HOSTILE_NAMES[kind]):
+            split.load_image(split.images[img["id"]])
+    else:
+        assert isinstance(split, Split)  # video files are opened by the video reader (tests/data/test_video.py)
+
+
+def _integer_locations(node: Any, out: list) -> list:
+    """(container, key) of every integer in a JSON tree (ids, sizes, frame indexes, RLE sizes ...)."""
+    for container, key in _locations(node, []):
+        value = container[key]
+        if isinstance(value, int) and not isinstance(value, bool):
+            out.append((container, key))
+    return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data(), digits=st.integers(401, 12_000))
+def test_an_integer_literal_too_long_for_python_is_a_data_error_naming_its_field(fixture_dir, split_path, data,
+                                                                                 digits):
+    """Python's int() refuses more than 4300 digits with a ValueError naming no place; the split reader reads
+    such a literal (anywhere an integer stands) as infinite, and the schema refuses it by field."""
+    dataset = json.loads(split_path.read_text())
+    container, key = data.draw(st.sampled_from(_integer_locations(dataset, [])))
+    container[key] = "__BIG__"
+    literal = data.draw(st.sampled_from(["", "-"])) + "7" * digits
+    path = fixture_dir / "big_int.json"
+    path.write_text(json.dumps(dataset).replace('"__BIG__"', literal))
+    with pytest.raises(DataError) as info:
+        load_split(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value) and "inf" in str(info.value)

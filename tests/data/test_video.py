@@ -273,3 +273,130 @@ def test_fit_within_downscales_to_even_sides_under_the_budget() -> None:
         assert w * h <= MAX_WORKING_PIXELS and w % 2 == 0 and h % 2 == 0
         assert w / h == pytest.approx(width / height, rel=0.01)
     assert fit_within(3840, 2160, 1280 * 720) == (1280, 720)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# truncation in every container: the frame count a container declares, else its duration, against what the file
+# holds, one frame of muxer rounding tolerated (and said), and damaged packets refused
+
+
+def _remux(source: Path, target: Path) -> Path:
+    """``source``'s video stream copied (not re-encoded) into the container of ``target``'s suffix (an mp4 with its
+    index in front, as cameras and our writer make them, so that a cut file still opens)."""
+    options = {"movflags": "+faststart"} if target.suffix == ".mp4" else {}
+    with av.open(str(source)) as src, av.open(str(target), "w", options=options) as dst:
+        stream = dst.add_stream_from_template(src.streams.video[0])
+        for packet in src.demux(src.streams.video[0]):
+            if packet.dts is None:
+                continue
+            packet.stream = stream
+            dst.mux(packet)
+    return target
+
+
+def _encode_avi(source: Path, target: Path) -> Path:
+    """``source``'s frames re-encoded as MPEG-4 part 2 in an AVI (an AVI holds H.264 only in another bitstream
+    format)."""
+    with av.open(str(source)) as src, av.open(str(target), "w") as dst:
+        stream = dst.add_stream("mpeg4", rate=src.streams.video[0].average_rate)
+        stream.width, stream.height, stream.pix_fmt = 176, 144, "yuv420p"
+        for frame in src.decode(video=0):
+            for packet in stream.encode(frame):
+                dst.mux(packet)
+        for packet in stream.encode(None):
+            dst.mux(packet)
+    return target
+
+
+@pytest.fixture(scope="module")
+def carphone_copies(tmp_path_factory) -> dict[str, Path]:
+    """The 120-frame carphone clip as mp4 and mkv (the stream copied; the mkv declares no frame count) and avi."""
+    root = tmp_path_factory.mktemp("containers")
+    out = {".mp4": _remux(CARPHONE, root / "carphone.mp4")}
+    out[".mkv"] = _remux(CARPHONE, root / "carphone.mkv")
+    out[".avi"] = _encode_avi(CARPHONE, root / "carphone.avi")
+    return out
+
+
+def _cut(path: Path, folder: Path, keep: float | int) -> Path:
+    """A copy of ``path`` keeping a fraction (float) of its bytes, or all but ``-keep`` bytes (negative int)."""
+    data = path.read_bytes()
+    end = int(len(data) * keep) if isinstance(keep, float) else len(data) + keep
+    target = folder / f"cut_{keep}_{path.name}"
+    target.write_bytes(data[:end])
+    return target
+
+
+def _every_reader_refuses(path: Path, match: str) -> None:
+    from vision.data.video import check_video
+
+    for read in (check_video, read_video, lambda p: read_video(p, max_frames=8),
+                 lambda p: list(iter_frames(p, max_frames=16))):
+        with pytest.raises(VideoError, match=match) as info:
+            read(path)
+        assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mkv", ".avi"])
+def test_intact_copies_in_every_container_are_read_whole_without_a_note(carphone_copies, suffix):
+    from vision.data.video import check_video
+
+    info = check_video(carphone_copies[suffix])
+    assert info.note == "" and read_video(carphone_copies[suffix]).shape[0] == 120
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mkv", ".avi"])
+def test_a_clip_cut_in_half_is_refused_by_every_reader_in_every_container(carphone_copies, tmp_path, suffix):
+    """The mkv declares no frame count: its duration (4.0 s at 29.97 fps) says how many frames it should hold."""
+    _every_reader_refuses(_cut(carphone_copies[suffix], tmp_path, 0.5),
+                          r"truncated or corrupt video: the container('s duration implies| declares) 120 frames "
+                          r"but only \d+ could be read")
+
+
+def test_an_mp4_missing_its_last_bytes_is_refused_from_its_damaged_last_packet(carphone_copies, tmp_path):
+    """All 120 packets are indexed at the front (the count matches); the last one's data runs past the end of
+    the file, which the demuxer marks corrupt: refused also when only the first frames are read."""
+    _every_reader_refuses(_cut(carphone_copies[".mp4"], tmp_path, -100),
+                          r"truncated or corrupt video: (packet 119 of the video stream is damaged|the container "
+                          r"declares 120 frames but only 11\d could be read)")
+    from vision.data.video import check_video
+
+    with pytest.raises(VideoError, match="packet 119 of the video stream is damaged"):
+        check_video(_cut(carphone_copies[".mp4"], tmp_path, -100))
+
+
+def test_an_avi_cut_into_its_frames_is_refused(carphone_copies, tmp_path):
+    _every_reader_refuses(_cut(carphone_copies[".avi"], tmp_path, -3000), "truncated or corrupt video")
+
+
+def test_one_frame_short_of_the_declared_count_is_read_and_said(carphone_copies, tmp_path):
+    """An mkv missing its last frame holds one frame fewer than its duration implies, which is what muxers' rounding
+    makes of intact files (a camera mp4 declaring 456 frames and holding 455): it is read, and check_video's note
+    says so."""
+    from vision.data.video import check_video
+
+    short = _cut(carphone_copies[".mkv"], tmp_path, -100)
+    info = check_video(short)
+    assert "implies 120 frames and it holds 119" in info.note and "muxer rounding" in info.note
+    assert read_video(short).shape[0] == 119 and read_video(short, max_frames=8).shape[0] == 8
+
+
+def test_the_truncation_rule_tolerates_exactly_one_frame():
+    from vision.data.video import MUXER_SLACK, _check_complete
+
+    assert MUXER_SLACK == 1
+    assert _check_complete("v.mp4", (456, "the container declares"), 456, None) == ""
+    note = _check_complete("v.mp4", (456, "the container declares"), 455, None)
+    assert note.startswith("v.mp4: the container declares 456 frames and it holds 455")
+    with pytest.raises(VideoError, match="declares 456 frames but only 454 could be read"):
+        _check_complete("v.mp4", (456, "the container declares"), 454, None)
+    with pytest.raises(VideoError, match="packet 3 of the video stream is damaged"):
+        _check_complete("v.mp4", (456, "the container declares"), 456, 3)
+    assert _check_complete("v.mkv", (0, ""), 7, None) == ""  # nothing declared: nothing to compare
+
+
+def test_a_fifo_or_a_device_is_not_opened_as_a_video(tmp_path):
+    os.mkfifo(tmp_path / "pipe.mp4")
+    for path, what in ((tmp_path / "pipe.mp4", "FIFO"), (Path("/dev/zero"), "character device")):
+        with pytest.raises(VideoError, match=f"video file is a {what}|video file is {what}"):
+            read_video(path)

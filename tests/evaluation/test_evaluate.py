@@ -161,3 +161,84 @@ def test_tracking_protocol_option(tmp_path):
             "--protocol", "davis2017", "--out", str(tmp_path / "m.json")]
     assert main(args) == 0
     assert json.loads((tmp_path / "m.json").read_text())["protocol"] == "davis2017"
+
+
+def test_masks_on_a_box_only_split_score_the_boxes_and_say_the_masks_were_skipped(small_case):
+    """pycocotools scores what the split supports: the bbox figures, and a note that mask AP was skipped."""
+    split, results = small_case
+    boxes = copy.deepcopy(split)
+    for ann in boxes["annotations"]:
+        ann.pop("segmentation", None)
+    metrics = evaluate(boxes, results, "detection")
+    assert metrics["AP"] == pytest.approx(evaluate(split, results, "detection")["AP"])
+    assert not any(k.startswith("segm_") for k in metrics)
+    assert len(metrics["notes"]) == 1 and "box-only split" in metrics["notes"][0]
+    assert "annotations[0]" in metrics["notes"][0]
+
+
+def test_one_result_without_a_mask_drops_segm_with_a_note(small_case):
+    split, results = small_case
+    partial = copy.deepcopy(results)
+    del partial[3]["segmentation"]
+    metrics = evaluate(split, partial, "detection")
+    assert "segm_AP" not in metrics and "AP" in metrics
+    assert metrics["notes"] == [f"segm figures skipped: {len(results) - 1} of {len(results)} results in the "
+                                f"results carry a segmentation, results[3] has none; mask AP needs one on every "
+                                f"result"]
+    assert "notes" not in evaluate(split, [{k: v for k, v in r.items() if k != "segmentation"} for r in results],
+                                   "detection")
+
+
+def test_the_cli_prints_the_notes_and_writes_them(small_case, tmp_path, capsys):
+    split, results = small_case
+    partial = copy.deepcopy(results)
+    del partial[0]["segmentation"]
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    (tmp_path / "res.json").write_text(json.dumps(partial))
+    out = tmp_path / "m.json"
+    assert evaluate_cli.main(["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "res.json"),
+                              "--task", "detection", "--out", str(out)]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "results[0] has none" in notes[0]
+    assert json.loads(out.read_text())["notes"] == [notes[0].removeprefix("note: ")]
+
+
+@pytest.mark.parametrize("hostile", ["dev_zero", "fifo", "urandom", "loop", "folder"])
+@pytest.mark.parametrize("which", ["--split", "--results"])
+@pytest.mark.parametrize("task", ["detection", "tracking"])
+def test_the_cli_refuses_what_is_not_a_regular_file_in_one_line(small_case, tmp_path, capsys, hostile, which, task):
+    """/dev/zero read 6-8 GB before a MemoryError; a FIFO or /dev/urandom never returned."""
+    import os
+    from pathlib import Path
+
+    split, results = small_case
+    files = {"--split": tmp_path / "split.json", "--results": tmp_path / "res.json"}
+    files["--split"].write_text(json.dumps(split))
+    files["--results"].write_text(json.dumps(results))
+    bad = {"dev_zero": Path("/dev/zero"), "urandom": Path("/dev/urandom"), "fifo": tmp_path / "fifo.json",
+           "loop": tmp_path / "loop.json", "folder": tmp_path}[hostile]
+    if hostile == "fifo":
+        os.mkfifo(bad)
+    elif hostile == "loop":
+        os.symlink(bad, bad)
+    files[which] = bad
+    assert evaluate_cli.main(["--split", str(files["--split"]), "--results", str(files["--results"]),
+                              "--task", task]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {bad}: ")
+    assert "not a regular file" in err[0] or "symbolic-link loop" in err[0]
+
+
+@pytest.mark.parametrize("target", ["results", "split", "empty", "folder"])
+def test_the_cli_never_writes_its_metrics_over_an_input(small_case, tmp_path, capsys, target):
+    split, results = small_case
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    (tmp_path / "res.json").write_text(json.dumps(results))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    out = {"results": str(tmp_path / "res.json"), "split": str(tmp_path / "." / "split.json"), "empty": "",
+           "folder": str(tmp_path)}[target]
+    assert evaluate_cli.main(["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "res.json"),
+                              "--task", "detection", "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --out")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

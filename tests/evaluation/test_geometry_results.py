@@ -126,3 +126,82 @@ def test_a_split_image_without_camera_is_named(scored, tmp_path):
     with pytest.raises(DataError, match="camera") as info:
         evaluate(path, results, "geometry", split_root=str(split.parent))
     assert info.value.file == str(path) and info.value.field == f"images[id={image['id']}].camera"
+
+
+@pytest.mark.parametrize("key", ["extrinsics", "match_extrinsics"])
+def test_a_camera_that_is_not_a_rotation_is_named_not_a_scipy_error(scored, tmp_path, key):
+    """All-zero extrinsics made scipy raise "Non-positive determinant"; a camera's left 3x3 must be a rotation."""
+    split, results, _, _ = scored
+    broken = [dict(r) for r in results]
+    if key == "match_extrinsics":
+        for r in broken:
+            r[key] = np.eye(3, 4).tolist()
+    broken[4][key] = np.zeros((3, 4)).tolist()
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(DataError, match="must be a rotation") as info:
+        evaluate(split, path, "geometry")
+    assert info.value.file == str(path) and info.value.field == f"results[4].{key}"
+    gt = json.loads(split.read_text())
+    image = next(img for img in gt["images"] if img["id"] == results[0]["image_id"])
+    image["camera"]["extrinsics"] = [[2.0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]
+    (tmp_path / "split.json").write_text(json.dumps(gt))
+    with pytest.raises(DataError, match="must be a rotation") as info:
+        evaluate(tmp_path / "split.json", results, "geometry", split_root=str(split.parent))
+    assert info.value.field == f"images[id={image['id']}].camera.extrinsics"
+
+
+def test_a_depth_that_cannot_be_median_scaled_names_the_result_and_its_image(scored, tmp_path):
+    split, results, _, _ = scored
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_broken(results, 4, depth=encode_array(np.zeros((32, 32))))))
+    with pytest.raises(DataError) as info:
+        evaluate(split, path, "geometry")
+    message = str(info.value)
+    assert message.startswith(f"{path}: clip [") and "\n" not in message
+    assert f"results[4].depth (image {results[4]['image_id']}): the median predicted depth" in message
+
+
+def test_ground_truth_without_valid_depth_names_the_split_and_its_depth_files(scored, tmp_path):
+    """The split's depth files of a clip hold no valid depth: the error names the split, not the results."""
+    import re
+    import shutil
+
+    import cv2
+
+    split, results, _, _ = scored
+    root = tmp_path / "copy"
+    shutil.copytree(split.parent, root)
+    gt = json.loads(split.read_text())
+    clip = results[0]["clip"]
+    for img in gt["images"]:
+        if img["id"] in clip:  # 16-bit PNG depth in millimetres, all 0 (invalid)
+            assert cv2.imwrite(str(root / img["depth_file"]), np.zeros((img["height"], img["width"]), np.uint16))
+    (root / "split.json").write_text(json.dumps(gt))
+    with pytest.raises(DataError, match=re.escape(f"the depth files of clip {clip} hold no valid depth")) as info:
+        evaluate(root / "split.json", results, "geometry")
+    assert info.value.file == str(root / "split.json") and info.value.field == "depth_file"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "loop"])
+def test_a_hostile_depth_file_is_one_error_not_a_hang(scored, tmp_path, kind):
+    """vision-evaluate --task geometry reads the split's depth files without the split's file checks: a FIFO or
+    a symbolic-link loop there is a DataError naming the split and the field."""
+    import os
+    import shutil
+
+    split, results, _, _ = scored
+    root = tmp_path / "copy"
+    shutil.copytree(split.parent, root)
+    gt = json.loads(split.read_text())
+    image = next(img for img in gt["images"] if img["id"] == results[0]["image_id"])
+    target = root / image["depth_file"]
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        os.symlink(target, target)
+    (root / "split.json").write_text(json.dumps(gt))
+    with pytest.raises(DataError, match="FIFO|symbolic-link loop") as info:
+        evaluate(root / "split.json", results, "geometry")
+    assert str(root / "split.json") in str(info.value) and "depth_file" in str(info.value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from pathlib import Path
 from datetime import timedelta
 from typing import Any
 
@@ -193,3 +194,85 @@ def test_non_finite_numbers_never_reach_the_metrics(cases):
             bad[0]["score"] = value
             with pytest.raises(DataError, match=r"results\[0\]\.score"):
                 evaluate(split, bad, TASKS[kind])
+
+
+def _integer_places(node: Any, path: tuple = ()) -> list[tuple]:
+    """The paths (keys and indexes) of every integer in a JSON tree."""
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _integer_places(v, path + (k,))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _integer_places(v, path + (i,))]
+    return [path] if isinstance(node, int) and not isinstance(node, bool) else []
+
+
+@pytest.mark.parametrize("kind", sorted(TASKS))
+@settings(FUZZ, max_examples=20)
+@given(data=st.data(), digits=st.integers(401, 12_000), in_split=st.booleans())
+def test_integer_literals_beyond_python_int_are_data_errors(tmp_path_factory, cases, kind, data, digits, in_split):
+    """An integer literal of more than 4300 digits made int() raise a ValueError naming no place when it stood in
+    a split (the results reader already guarded it): both files now read it as infinite, and scoring either
+    refuses it by field or, where scoring does not read that field, scores as without it (never a ValueError)."""
+    split, results = cases[kind]
+    document = copy.deepcopy(split if in_split else results)
+    places = _integer_places(document)
+    if not places:
+        return
+    place = data.draw(st.sampled_from(places))
+    container = document
+    for key in place[:-1]:
+        container = container[key]
+    container[place[-1]] = "__BIG__"
+    text = json.dumps(document).replace('"__BIG__"', data.draw(st.sampled_from(["", "-"])) + "3" * digits)
+    folder = tmp_path_factory.getbasetemp()
+    split_path, results_path = folder / f"big_split_{kind}.json", folder / f"big_results_{kind}.json"
+    split_path.write_text(text if in_split else json.dumps(split))
+    results_path.write_text(json.dumps(results) if in_split else text)
+    try:
+        evaluate(split_path, results_path, TASKS[kind])
+    except (DataError, InputError) as exc:
+        assert "\n" not in str(exc) and str(split_path if in_split else results_path) in str(exc)
+        return
+    assert in_split, "a results file with an infinite number was scored"
+
+
+@pytest.fixture(scope="module")
+def geometry_case(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """A 2-view synthetic split and results that copy its cameras (constant depth, random points): a valid case to
+    mutate the cameras of."""
+    from vision.data.coco import load_split
+    from vision.evaluation.results import encode_array
+    from vision.synthetic.scenes import write_split
+
+    path = write_split(tmp_path_factory.mktemp("geometry_fuzz"), "val", scenes=1, views=2, size=16,
+                       mode="unordered", seed=2, threads=1)
+    split = load_split(path)
+    clip = sorted(split.images)
+    rng = np.random.default_rng(0)
+    results = [{"image_id": i, "clip": clip, "extrinsics": split.camera(split.images[i])[1].tolist(),
+                "depth": encode_array(np.full((16, 16), 2.0, np.float32)),
+                "world_points": encode_array(rng.normal(size=(16, 16, 3)).astype(np.float32))} for i in clip]
+    return path, results
+
+
+finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+cameras = st.one_of(
+    st.just(np.zeros((3, 4)).tolist()),
+    st.lists(st.lists(finite, min_size=4, max_size=4), min_size=3, max_size=3),
+    st.builds(lambda s, t: (s * np.eye(3, 4) + np.array([[0, 0, 0, t]] * 3)).tolist(),
+              st.sampled_from([1.0, -1.0, 0.999, 1.5, 1e-9]), finite))
+
+
+@settings(FUZZ, max_examples=40)
+@given(matrix=cameras, which=st.integers(0, 1))
+def test_any_camera_matrix_gives_metrics_or_a_data_error(geometry_case, matrix, which):
+    """All-zero or otherwise non-rotation extrinsics made scipy raise ValueError; a camera is a rotation or a
+    DataError naming results[i].extrinsics."""
+    path, results = geometry_case
+    broken = copy.deepcopy(results)
+    broken[which]["extrinsics"] = matrix
+    try:
+        metrics = evaluate(path, broken, "geometry")
+    except DataError as exc:
+        assert "\n" not in str(exc) and f"results[{which}].extrinsics" in str(exc)
+        return
+    assert 0.0 <= metrics["AUC@30"] <= 1.0

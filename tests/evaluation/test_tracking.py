@@ -357,3 +357,24 @@ def test_unlabelled_frames_are_not_scored():
     frame1["annotated"] = False
     marked = evaluate_tracking(split, results)
     assert marked["J"] == 1.0 and marked["per_track"][0]["num_frames"] == 3
+
+
+def test_a_split_whose_tracks_have_boxes_but_no_masks_is_refused_not_scored_zero():
+    """Tracking is scored on masks: a box-only tracked annotation was an empty mask, and a split of them scored
+    J&F 0.0 over 0 tracks without a word."""
+    from vision.evaluation.evaluate import evaluate
+
+    rng = np.random.default_rng(5)
+    gt_maps = {1: label_sequence(rng, 4, 24, 32, 2)}
+    split = _video_split_from_labels(gt_maps)
+    results = _results_from_labels(split, gt_maps)
+    boxes_only = {**split, "annotations": [{k: v for k, v in a.items() if k != "segmentation"}
+                                           for a in split["annotations"]]}
+    with pytest.raises(DataError, match="a tracked annotation needs an RLE segmentation") as info:
+        evaluate(boxes_only, results, "tracking")
+    assert info.value.field == "annotations[0].segmentation"
+    untracked = {**split, "annotations": [{k: v for k, v in a.items() if k != "track_id"}
+                                          for a in split["annotations"]]}
+    with pytest.raises(DataError, match="no tracked annotations"):
+        evaluate(untracked, [], "tracking")
+    assert evaluate(split, results, "tracking")["J&F"] == pytest.approx(1.0)

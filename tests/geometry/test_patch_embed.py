@@ -74,3 +74,24 @@ def test_conv_stem_patch_embed_grid_and_receptive_field():
         build_patch_embed("convstem", img_size=56, patch_size=14, embed_dim=32)
     with pytest.raises(InputError, match="only supported for timm"):
         build_patch_embed("convstem", img_size=64, patch_size=8, embed_dim=32, weights="w.safetensors")
+
+
+def test_an_unsafe_weights_file_is_refused_without_advice_to_unpickle_it(tmp_path):
+    """torch's message ends by advising ``weights_only=False``, which would run the payload: the one-line error
+    names the file and the refused global instead."""
+    import pytest
+
+    from vision.errors import DataError
+    from vision.geometry.patch_embed import read_state_dict
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("this must never run",))
+
+    path = tmp_path / "unsafe.pt"
+    torch.save({"model": {"w": torch.zeros(1)}, "extra": Payload()}, path)
+    with pytest.raises(DataError) as info:
+        read_state_dict(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and "print" in message
+    assert "weights_only=False" not in message and "weights_only` set to `False" not in message

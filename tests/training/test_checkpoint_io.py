@@ -94,3 +94,23 @@ def test_resume_refuses_a_file_that_is_not_a_lightning_checkpoint(tmp_path):
         AtomicCheckpointIO().load_checkpoint(path)
     assert str(path) in str(info.value)
     assert load_checkpoint(path)["weight"].shape == (2,)  # plain reads of weights files still work
+
+
+def test_the_unsafe_opt_outs_are_refused(tmp_path):
+    """``--weights_only false`` and Lightning's own TorchCheckpointIO (a plain torch.load of ``--ckpt_path last``)
+    would let a checkpoint run code: both are refused in one line; our plugin and other plugins pass."""
+    from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+    from vision.errors import InputError
+    from vision.training.checkpoint_io import check_checkpoint_io
+
+    with pytest.raises(InputError, match="--weights_only false is refused"):
+        check_checkpoint_io([], False)
+    with pytest.raises(InputError, match="trainer.plugins names TorchCheckpointIO, which is refused"):
+        check_checkpoint_io([TorchCheckpointIO()], None)
+    check_checkpoint_io([AtomicCheckpointIO(), object()], True)
+    path = tmp_path / "last.ckpt"
+    AtomicCheckpointIO().save_checkpoint(_ckpt(3), path)
+    with pytest.raises(InputError, match="weights_only"):
+        AtomicCheckpointIO().load_checkpoint(path, weights_only=False)
+    assert AtomicCheckpointIO().load_checkpoint(path, weights_only=True)["global_step"] == 3

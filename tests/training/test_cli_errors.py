@@ -72,3 +72,63 @@ def test_train_refuses_a_bad_checkpoint_in_one_line(tmp_path, tracking_config, s
                            str(tracking_config), option, str(ckpt)], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
     assert_one_error_line(proc.returncode, proc.stderr, ckpt)
+
+
+def _train(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "train.py"), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+class _Payload:
+    """Unpickling this creates the file it names: the proof that a checkpoint ran code."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+@pytest.mark.parametrize("opt_out", [["--weights_only", "false"],
+                                     ["--trainer.plugins", "lightning.pytorch.plugins.io.TorchCheckpointIO"],
+                                     ["--trainer.plugins", "lightning.pytorch.plugins.io.TorchCheckpointIO",
+                                      "--weights_only", "false"]])
+def test_the_unsafe_opt_outs_are_refused_before_a_checkpoint_is_read(tmp_path, tracking_config, opt_out):
+    """``--ckpt_path last`` skips Lightning's weights-only pre-read, so with TorchCheckpointIO and
+    ``--weights_only false`` a malicious checkpoint ran its payload: the opt-outs are refused in one line."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    marker = tmp_path / "payload_ran"
+    torch.save({"state_dict": {}, "pytorch-lightning_version": "2.6.6", "x": _Payload(marker)},
+               run / "checkpoints" / "last.ckpt")
+    proc = _train("fit", "--config", str(tracking_config), "--run_dir", str(run), "--trainer.enable_checkpointing",
+                  "true", "--ckpt_path", "last", *opt_out)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "refused" in errors[0], proc.stderr[-3000:]
+    assert not marker.exists()
+
+
+def test_a_run_dir_that_cannot_be_written_is_one_line(tmp_path, tracking_config):
+    """A symbolic-link loop as --run_dir made a traceback from os.makedirs."""
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    proc = _train("fit", "--config", str(tracking_config), "--run_dir", str(tmp_path / "loop" / "run"))
+    assert_one_error_line(proc.returncode, proc.stderr, tmp_path / "loop" / "run")
+    assert "symbolic links" in proc.stderr
+
+
+def test_a_full_disk_under_the_run_dir_is_one_line_naming_the_file(tmp_path, tracking_config):
+    """A full disk made a traceback when the first checkpoint was written."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        proc = _train("fit", "--config", str(tracking_config), "--run_dir", str(folder / "run"),
+                      "--trainer.enable_checkpointing", "true")
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+    assert_one_error_line(proc.returncode, proc.stderr, folder / "run" / "checkpoints")
+    assert "No space left on device" in proc.stderr

@@ -3,8 +3,11 @@
     vision-evaluate --split SPLIT.json --results RESULTS.json --task detection|tracking|forensics|geometry
                     [--out METRICS.json]
 
-Prints a table of metrics and, with ``--out``, writes them as JSON (atomically). Bad input exits with status 2
-and one line on stderr naming the file, the field and the problem.
+Prints a table of metrics (then a ``note:`` line for anything not scored, e.g. mask AP skipped on a box-only split)
+and, with ``--out``, writes them as JSON (atomically; ``--out`` may not name the split or the results). Bad input
+exits with status 2 and one line on stderr naming the file, the field and the problem; nothing is written then.
+``--split`` and ``--results`` must be regular files (not a FIFO or a device) of at most
+:data:`vision.data.files.MAX_JSON_BYTES` bytes.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--split", required=True, type=Path, help="the split's COCO JSON (ground truth)")
     parser.add_argument("--results", required=True, type=Path, help="the results JSON (a list)")
     parser.add_argument("--task", required=True, choices=TASKS)
-    parser.add_argument("--out", type=Path, help="write the metrics here as JSON")
+    parser.add_argument("--out", help="write the metrics here as JSON (not the split or the results file)")
     parser.add_argument("--category-ids", type=_category_ids,
                         help="detection: restrict AP to these ids (IV mAP), or 'vocabulary': the ids of the split's "
                              "info.vocabulary (the figures tools/train.py test prints)")
@@ -97,19 +100,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         options["skip_first_and_last"] = args.skip_first_and_last
         if args.protocol is not None:
             options["protocol"] = args.protocol
-        options["split_root"] = str(args.split.resolve().parent)
+        try:
+            options["split_root"] = str(args.split.resolve().parent)
+        except (OSError, RuntimeError):  # a link loop: reading the split then reports it in one line
+            options["split_root"] = str(args.split.absolute().parent)
     elif args.threshold is not None:
         options["threshold"] = args.threshold
     # imported here: the scorers load NumPy, OpenCV and SciPy, which --help and a bad command line do not need
+    from vision.data.files import output_file, write_failure
     from vision.data.io import atomic_write_json
     from vision.evaluation.evaluate import evaluate, format_table
 
     try:
+        out = None if args.out is None else output_file(args.out, inputs=[args.split, args.results])
         metrics = evaluate(args.split, args.results, args.task, **options)
-        if args.out is not None:
-            atomic_write_json(args.out, metrics, indent=2)
-    except (VisionError, OSError) as exc:
+        if out is not None:
+            try:
+                atomic_write_json(out, metrics, indent=2)
+            except OSError as exc:
+                raise write_failure(exc, out.parent) from None
+    except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file the scorers read failed below the checks (an I/O error): one line
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     print(format_table(metrics))
+    for note in metrics.get("notes", []):
+        print(f"note: {note}")
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import io
-import json
+import zipfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -17,32 +17,13 @@ import cv2
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from vision.data.io import atomic_write_bytes, atomic_write_json
+from vision.data.files import read_json, regular_file
+from vision.data.io import atomic_write_bytes, atomic_write_json, image_size
 from vision.data.masks import decode_rle
 from vision.data.schema import CATEGORY_SPLITS, safe_path, validate_split
 from vision.errors import DataError
 
 __all__ = ["Split", "load_split", "write_split", "validate_split", "read_json", "write_depth_npz"]
-
-
-def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; any failure (missing, unreadable, not UTF-8, invalid JSON) is a ``DataError``."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read the file ({exc.strerror or exc})", file=path) from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", file=path) from exc
-    del raw  # the bytes would stay alive while the text is parsed, adding the file's size to the peak memory
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", file=path) from exc
-    except RecursionError as exc:
-        raise DataError("not usable JSON: nested too deeply", file=path) from exc
 
 
 def load_split(path: str | Path, check_files: bool = True) -> Split:
@@ -52,7 +33,7 @@ def load_split(path: str | Path, check_files: bool = True) -> Split:
         DataError: for any problem, naming file, field and value.
     """
     path = Path(path)
-    dataset = read_json(path)
+    dataset = read_json(path, what="split")
     validate_split(dataset, path.parent, str(path), check_files=check_files)
     return Split(dataset, path.parent, file=str(path))
 
@@ -110,12 +91,42 @@ def write_depth_npz(path: str | Path, depth: np.ndarray) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
+def _npz_depth_header(path: Path, field: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of the ``depth`` array of an ``.npz``, read from its ``.npy`` header without decompressing
+    the data."""
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        if "depth.npy" not in names:
+            keys = [n[:-4] for n in names if n.endswith(".npy")]
+            raise DataError(f"depth .npz has no key 'depth' (keys: {keys})", file=path, field=field)
+        with archive.open("depth.npy") as member:
+            version = np.lib.format.read_magic(member)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+            else:
+                shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+    return tuple(shape), np.dtype(dtype)
+
+
+def _check_depth_size(path: Path, shape: tuple[int, ...], height: int, width: int, file: str, field: str) -> None:
+    if tuple(shape) != (height, width):
+        raise DataError(f"depth has shape {tuple(shape)}, its image is [{height}, {width}] (split {file})",
+                        file=path, field=field, value=list(shape))
+
+
 def _read_depth_file(path: Path, height: int, width: int, file: str, field: str) -> np.ndarray:
+    """Metric depth float32 ``[height, width]`` (0 = invalid) from a depth file. The file must be a regular file,
+    and its size (the ``.npy`` header inside an ``.npz``, a PNG's header) must be ``height x width`` before any
+    pixel is decoded, so a file that claims a huge array is refused without allocating it."""
+    regular_file(path, what="depth file", file=file, field=field)
     if path.suffix.lower() == ".npz":
         try:
+            shape, dtype = _npz_depth_header(path, field)
+            _check_depth_size(path, shape, height, width, file, field)
+            if dtype.kind not in "fiu":
+                raise DataError(f"depth must be a float array (float16 metres), got dtype {dtype}", file=path,
+                                field=field)
             with np.load(path, allow_pickle=False) as data:
-                if "depth" not in data.files:
-                    raise DataError(f"depth .npz has no key 'depth' (keys: {data.files})", file=path, field=field)
                 depth = np.asarray(data["depth"], dtype=np.float32)
         except DataError:
             raise
@@ -123,6 +134,8 @@ def _read_depth_file(path: Path, height: int, width: int, file: str, field: str)
             raise DataError(f"cannot read depth file ({exc.__class__.__name__}: {exc})", file=path,
                             field=field) from exc
     else:
+        png_width, png_height = image_size(path)
+        _check_depth_size(path, (png_height, png_width), height, width, file, field)
         raw = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
         if raw is None:
             raise DataError("cannot read depth PNG", file=path, field=field)
@@ -193,6 +206,8 @@ class Split:
     def load_image(self, img: dict) -> np.ndarray:
         """The image as uint8 RGB [H, W, 3]; checks its size against the split's ``width``/``height``."""
         path = self.image_path(img)
+        regular_file(path, what="image file", file=self.file, field=f"{self._field('images', img)}.file_name",
+                     value=img["file_name"])
         bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if bgr is None:
             raise DataError("cannot read image (missing, empty or not an image)", file=path,

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from vision.data.files import regular_file
 from vision.errors import DataError, InputError, VideoError
 
 __all__ = ["atomic_write_bytes", "atomic_write_json", "resolve_inside", "MAX_INPUT_PIXELS", "MAX_WORKING_PIXELS",
@@ -49,7 +50,8 @@ VIDEO_SUFFIXES: tuple[str, ...] = (".mp4", ".mov", ".m4v", ".avi", ".mkv", ".web
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename. The file gets
-    the permissions of any new file (``0o666`` less the umask), not the temporary file's private ``0o600``."""
+    the permissions of any new file (``0o666`` less the umask), not the temporary file's private ``0o600``. On any
+    failure the temporary file is removed and ``path`` is untouched; an ``OSError`` (a full disk) names ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -62,9 +64,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # name the target (a full disk says no file)
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 
@@ -85,8 +89,15 @@ def resolve_inside(root: str | Path, relative: str, *, file: str | Path | None =
     if os.path.isabs(relative):
         raise DataError("absolute paths are not allowed in a split; name files relative to the JSON's folder",
                         file=file, field=field, value=relative)
-    root = Path(root).resolve()
-    target = (root / relative).resolve()
+    try:
+        root = Path(root).resolve()
+        target = (root / relative).resolve()
+    except RuntimeError as exc:  # Python < 3.13 raises RuntimeError on a symbolic-link loop
+        raise DataError(f"path cannot be resolved: a symbolic-link loop ({exc})", file=file, field=field,
+                        value=relative) from None
+    except OSError as exc:
+        raise DataError(f"path cannot be resolved ({exc.strerror or exc})", file=file, field=field,
+                        value=relative) from None
     if target != root and root not in target.parents:
         raise DataError("path escapes the split's folder", file=file, field=field, value=relative)
     return target
@@ -129,9 +140,7 @@ def image_size(path: str | Path) -> tuple[int, int]:
     """
     from PIL import Image
 
-    path = Path(path)
-    if not path.is_file():
-        raise VideoError("image file not found", file=path)
+    path = regular_file(path, what="image file", error=VideoError)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # we apply our own, lower limit

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vision.data.checker import BOX_TOLERANCE_PX, Checker, ScalarChecker, check_rle
+from vision.data.files import regular_file
 from vision.data.io import resolve_inside
 from vision.data.rle import MAX_IMAGE_PIXELS
 from vision.data.schema_columns import (ABSENT, FLOAT_MAX, FLOAT_MAX_INT, INT_TYPES, NUMBER_TYPES, DeferredRle,
@@ -70,11 +71,10 @@ def safe_path(root: Path, relative: Any, *, file: str, field: str) -> Path:
                         value=relative) from exc
 
 
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
+def _check_file(c: Checker, path: Path, what: str, field: str, value: Any) -> None:
+    """The named file must be a regular file (:func:`vision.data.files.regular_file`: not missing, not a FIFO, a
+    device, a folder or a link loop); the error names the split, the field and the path."""
+    regular_file(path, what=what, file=c.file, field=field, value=value)
 
 
 def validate_split(dataset: Any, root: str | Path, file: str | Path, check_files: bool = True) -> None:
@@ -143,8 +143,8 @@ def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool) -> d
                 c.str_(video[key], f"{field}.{key}")
         if "file_name" in video:
             path = safe_path(root, video["file_name"], file=c.file, field=f"{field}.file_name")
-            if check_files and not _is_file(path):
-                raise c.fail(f"video file not found at {path}", f"{field}.file_name", video["file_name"])
+            if check_files:
+                _check_file(c, path, "video file", f"{field}.file_name", video["file_name"])
         first[ident] = i
         videos[ident] = video
     return videos
@@ -221,8 +221,8 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
         file_name = c.key(img, "file_name", field)
         path = safe_path(root, file_name, file=c.file, field=f"{field}.file_name")
         _image_size(c, img, field)
-        if check_files and not _is_file(path):
-            raise c.fail(f"image file not found at {path}", f"{field}.file_name", file_name)
+        if check_files:
+            _check_file(c, path, "image file", f"{field}.file_name", file_name)
         has_video, has_frame = "video_id" in img, "frame_index" in img
         if has_video != has_frame:
             missing = "frame_index" if has_video else "video_id"
@@ -245,8 +245,8 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
             if depth_path.suffix.lower() not in DEPTH_SUFFIXES:
                 raise c.fail("depth_file must be a float16 .npz (key 'depth', metres) or a 16-bit .png (mm)",
                              f"{field}.depth_file", depth_name)
-            if check_files and not _is_file(depth_path):
-                raise c.fail(f"depth file not found at {depth_path}", f"{field}.depth_file", depth_name)
+            if check_files:
+                _check_file(c, depth_path, "depth file", f"{field}.depth_file", depth_name)
         first[ident] = i
         images[ident] = img
     return images

@@ -18,15 +18,21 @@ The reading policy, the same for every task (every reader in the package goes th
 
 * frames larger than ``max_pixels`` (default :data:`vision.data.io.MAX_INPUT_PIXELS`) are refused from the
   stream's header, before anything is decoded;
-* a file whose container declares more frames than it holds is truncated and refused, also when only its first
-  frames are read (``max_frames``): the rest of the file is then demuxed, not decoded, to count its packets.
-  Containers that declare no frame count (some mkv / webm) cannot be checked this way;
+* a file that holds fewer frames than its container declares is truncated and refused, also when only its first
+  frames are read (``max_frames``): the rest of the file is then demuxed, not decoded, to count its packets. The
+  count is the container's frame count (mp4, mov), else its duration times its frame rate (mkv, webm, avi; the
+  container's duration is used only when the video is its one stream: with an audio track it may be the
+  audio's). One frame fewer than declared is tolerated, as muxers round so in intact files (a camera mp4 that
+  declares 456 frames and holds 455): :func:`check_video` then says so in :attr:`VideoInfo.note`;
+* a packet that FFmpeg's demuxer marks corrupt (the file ends or breaks inside it: an mp4 missing its last bytes)
+  is refused, whether or not its frame is decoded;
 * ``max_frames`` caps what is decoded; callers that serve requests pass
   :data:`vision.data.io.MAX_INPUT_FRAMES` or less.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
@@ -38,6 +44,7 @@ from typing import Iterable, Iterator, Sequence
 import av
 import numpy as np
 
+from vision.data.files import regular_file
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, read_image, resize_frame
 from vision.errors import InputError, VideoError
 
@@ -72,6 +79,8 @@ class VideoInfo:
         height: frame height in pixels.
         codec: decoder name, e.g. ``"h264"``.
         duration: length in seconds (0.0 when the container does not say).
+        note: from :func:`check_video`: what the user should know about the file (a tolerated one-frame shortfall),
+            else empty.
     """
 
     fps: float
@@ -80,6 +89,7 @@ class VideoInfo:
     height: int
     codec: str
     duration: float
+    note: str = ""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -88,11 +98,7 @@ class VideoInfo:
 
 def _open_for_reading(path: str | Path) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
     """Open ``path`` and return the container and its first video stream, or raise :class:`VideoError`."""
-    path = Path(path)
-    if not path.exists():
-        raise VideoError("video file not found", file=path)
-    if not path.is_file():
-        raise VideoError("not a regular file", file=path)
+    path = regular_file(path, what="video file", error=VideoError)
     if path.stat().st_size == 0:
         raise VideoError("video file is empty (0 bytes)", file=path)
     try:
@@ -167,7 +173,7 @@ def _open_frames(path: str | Path, stride: int, max_frames: int | None, size: Si
         container.close()
         raise
     if buffer is not None:
-        declared = int(stream.frames or 0)
+        declared, _ = _expected_frames(container, stream)
         buffer.reserve(-(-declared // stride) if declared else 0, max_frames)
     return _decode_frames(path, container, stream, stride, max_frames, size, buffer)
 
@@ -214,11 +220,61 @@ def _is_data(packet: av.Packet) -> bool:
     return packet.size > 0 or packet.dts is not None
 
 
-def _refuse_if_short(path: str | Path, declared: int, found: int, detail: str = "") -> None:
-    """The truncation rule shared by every reader: a container that declares frames must hold all of them."""
-    if declared > 0 and found < declared:
-        raise VideoError(f"truncated or corrupt video: the container declares {declared} frames but only {found} "
-                         f"could be read{detail}", file=path)
+#: Frames a file may hold fewer than its container declares and still count as complete (muxers round the last
+#: frame's duration or count; PyAV decodes 455 of a camera mp4's declared 456).
+MUXER_SLACK = 1
+
+
+def _expected_frames(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> tuple[int, str]:
+    """How many frames the file should hold, and where that comes from (for messages): the container's frame
+    count, else its duration times the frame rate (the container's duration only when the video is its only
+    stream); ``(0, "")`` when neither is known."""
+    if stream.frames:
+        return int(stream.frames), "the container declares"
+    rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+    if not rate or float(rate) <= 0:
+        return 0, ""
+    if stream.duration is not None and stream.time_base is not None:
+        duration = float(stream.duration * stream.time_base)
+    elif container.duration is not None and len(container.streams) == 1:
+        duration = float(container.duration) / av.time_base
+    else:
+        return 0, ""
+    return max(int(round(duration * float(rate))), 0), "the container's duration implies"
+
+
+class _Tally:
+    """Packets of the video stream seen while demuxing: how many carry data, and the first one FFmpeg marks
+    corrupt (0-based; None when none is)."""
+
+    def __init__(self) -> None:
+        self.packets = 0
+        self.corrupt: int | None = None
+
+    def add(self, packet: av.Packet) -> None:
+        if not _is_data(packet):
+            return
+        if packet.is_corrupt and self.corrupt is None:
+            self.corrupt = self.packets
+        self.packets += 1
+
+
+def _check_complete(path: str | Path, expected: tuple[int, str], found: int, corrupt: int | None,
+                    detail: str = "") -> str:
+    """The truncation rule shared by every reader: refuse a file holding more than :data:`MUXER_SLACK` frames
+    fewer than ``expected`` (from :func:`_expected_frames`), or a corrupt packet; return a note when it holds
+    fewer within the slack (else "")."""
+    count, source = expected
+    if count > 0 and found < count - MUXER_SLACK:
+        raise VideoError(f"truncated or corrupt video: {source} {count} frames but only {found} could be "
+                         f"read{detail}", file=path)
+    if corrupt is not None:
+        raise VideoError(f"truncated or corrupt video: packet {corrupt} of the video stream is damaged (the file "
+                         f"ends or breaks inside it){detail}", file=path)
+    if count > 0 and found < count:
+        return (f"{Path(path).name}: {source} {count} frames and it holds {found}; a one-frame difference is a "
+                f"common muxer rounding, so the file is read as complete")
+    return ""
 
 
 def _decode_frames(path: str | Path, container: av.container.InputContainer, stream: av.video.stream.VideoStream,
@@ -226,16 +282,16 @@ def _decode_frames(path: str | Path, container: av.container.InputContainer, str
                    buffer: _FrameBuffer | None = None) -> Iterator[np.ndarray]:
     """The generator behind :func:`iter_frames`; closes the container when done or when closed early. With
     ``buffer``, each frame is written into the buffer's next slot and that slot is yielded."""
-    declared = int(stream.frames or 0)
+    expected = _expected_frames(container, stream)
     out_wh: tuple[int, int] | None = None
-    packets = 0
+    tally = _Tally()
     decoded = 0
     yielded = 0
     try:
         demuxed = container.demux(stream)
         try:
             for packet in demuxed:
-                packets += _is_data(packet)
+                tally.add(packet)
                 for frame in packet.decode():
                     decoded += 1
                     if (decoded - 1) % stride != 0:
@@ -250,16 +306,17 @@ def _decode_frames(path: str | Path, container: av.container.InputContainer, str
                     yielded += 1
                     if max_frames is not None and yielded >= max_frames:
                         # enough frames: count the rest of the file's packets without decoding them
-                        packets += sum(_is_data(rest) for rest in demuxed)
-                        _refuse_if_short(path, declared, packets)
+                        for rest in demuxed:
+                            tally.add(rest)
+                        _check_complete(path, expected, tally.packets, tally.corrupt)
                         return
         except (av.error.FFmpegError, OSError) as exc:
-            _refuse_if_short(path, declared, decoded, f" ({exc})")
+            _check_complete(path, expected, decoded, None, f" ({exc})")
             raise VideoError(f"decoding failed after {decoded} frame(s) (corrupt or truncated file): {exc}",
                              file=path) from exc
         if decoded == 0:
             raise VideoError("no frame could be decoded (empty, truncated or corrupt video)", file=path)
-        _refuse_if_short(path, declared, decoded)
+        _check_complete(path, expected, decoded, tally.corrupt)
     finally:
         container.close()
 
@@ -277,8 +334,10 @@ def check_video(path: str | Path, max_pixels: int | None = MAX_INPUT_PIXELS) -> 
     """Check a video against the reading policy without decoding it, and return its :class:`VideoInfo`.
 
     Reads the header (:func:`probe_video`), refuses frames over ``max_pixels``, then demuxes every packet (no
-    decoding: cheap, constant memory) and refuses the file when it holds fewer than the container declares. Call it
-    before loading a model so that a bad input fails fast; the readers apply the same checks while decoding.
+    decoding: cheap, constant memory) and refuses the file when it holds fewer frames than its container declares
+    (beyond :data:`MUXER_SLACK`) or a packet is corrupt; a tolerated shortfall is said in the returned info's
+    ``note``. Call it before loading a model so that a bad input fails fast; the readers apply the same checks
+    while decoding.
 
     Raises:
         VideoError: as :func:`iter_frames` (missing, empty, corrupt, truncated, over ``max_pixels``).
@@ -286,15 +345,17 @@ def check_video(path: str | Path, max_pixels: int | None = MAX_INPUT_PIXELS) -> 
     info = probe_video(path)
     check_pixels(info.width, info.height, path, max_pixels)
     container, stream = _open_for_reading(path)
+    tally = _Tally()
     try:
-        declared = int(stream.frames or 0)
-        packets = sum(_is_data(packet) for packet in container.demux(stream))
+        expected = _expected_frames(container, stream)
+        for packet in container.demux(stream):
+            tally.add(packet)
     except (av.error.FFmpegError, OSError) as exc:
         raise VideoError(f"cannot read the video's packets (corrupt or truncated file): {exc}", file=path) from exc
     finally:
         container.close()
-    _refuse_if_short(path, declared, packets)
-    return info
+    note = _check_complete(path, expected, tally.packets, tally.corrupt)
+    return dataclasses.replace(info, note=note) if note else info
 
 
 def probe_video(path: str | Path) -> VideoInfo:

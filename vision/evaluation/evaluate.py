@@ -2,8 +2,9 @@
 
 Tasks:
 - ``"detection"``: COCO bbox AP/AR, pycocotools' twelve summary figures (keys ``AP, AP50, AP75, APs, APm, APl,
-  AR1, AR10, AR100, ARs, ARm, ARl``); when every result
-  carries a ``segmentation``, also mask AP/AR under the same keys prefixed ``segm_``. Options: ``category_ids``
+  AR1, AR10, AR100, ARs, ARm, ARl``); when every result and every annotation of the split carries a
+  ``segmentation``, also mask AP/AR under the same keys prefixed ``segm_``. When only some do, the masks are not
+  scored and ``notes`` (a list of sentences) says what was skipped and why. Options: ``category_ids``
   (restrict to a vocabulary: IV mAP; ``"vocabulary"``: the split's ``info.vocabulary``, as training reports it),
   ``extra_category_ids`` (ids accepted in results besides the split's categories, e.g. an ``oov`` id; they never
   match ground truth).
@@ -71,7 +72,7 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     unknown = set(options) - TASK_OPTIONS[task]
     if unknown:
         raise InputError(f"unknown option(s) for task {task!r}: {', '.join(sorted(unknown))}")
-    gt, split_file = load_document(split, dict, "a split must be a JSON object")
+    gt, split_file = load_document(split, dict, "a split must be a JSON object", "split")
     results, results_file = load_results(results)
 
     if task == "detection":
@@ -84,10 +85,13 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
         if category_ids == "vocabulary":
             category_ids = vocabulary_ids(gt, split_file)
         metrics: dict[str, Any] = dict(coco_ap(gt, results, "bbox", category_ids=category_ids, file=split_file))
-        if with_segm:
+        segm_note = _segm_skipped(gt, results, with_segm, split_file, results_file)
+        if with_segm and segm_note is None:
             segm = coco_ap(gt, results, "segm", category_ids=category_ids, file=split_file)
             metrics.update({f"segm_{k}": v for k, v in segm.items()})
         metrics["num_results"] = len(results)
+        if segm_note is not None:
+            metrics["notes"] = [segm_note]
         if unknown_id is not None:
             metrics.update(_open_set(gt, results, category_ids, int(unknown_id), split_file,
                                      options.get("openset_convention", "coco")))
@@ -103,6 +107,26 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
 
     validate_tracking_results(results, gt, results_file, split_file=split_file)
     return evaluate_tracking_task(gt, results, results_file=results_file, gt_file=split_file, **options)
+
+
+def _segm_skipped(gt: dict, results: list, with_segm: bool, split_file: str | None,
+                  results_file: str | None) -> str | None:
+    """Why mask AP is not scored although some results carry masks (None: it is scored, or no result carries
+    one). pycocotools scores masks only when every result has one and every ground-truth annotation has one;
+    otherwise the box figures are scored alone and this says what was skipped."""
+    carrying = sum(isinstance(r, dict) and "segmentation" in r for r in results)
+    if carrying == 0:
+        return None
+    if not with_segm:
+        first = next(i for i, r in enumerate(results) if "segmentation" not in r)
+        return (f"segm figures skipped: {carrying} of {len(results)} results in {results_file or 'the results'} "
+                f"carry a segmentation, results[{first}] has none; mask AP needs one on every result")
+    missing = next((i for i, a in enumerate(gt.get("annotations", []))
+                    if isinstance(a, dict) and a.get("segmentation") in (None, [], {})), None)
+    if missing is not None:
+        return (f"segm figures skipped: {split_file or 'the split'} has no mask on annotations[{missing}] (a "
+                f"box-only split), so the results' masks are not scored; the bbox figures are")
+    return None
 
 
 def vocabulary_ids(gt: dict, split_file: str | None = None,

@@ -38,7 +38,7 @@ from scipy.spatial.transform import Rotation
 
 from vision.alignment import normalize_scene_points, umeyama
 from vision.data.resize import crop_resize_intrinsics, resize_nearest
-from vision.errors import InputError
+from vision.errors import DataError, InputError
 
 __all__ = [
     "depth_metrics", "relative_pose_errors", "pose_auc", "pose_metrics", "chamfer_metrics",
@@ -58,7 +58,7 @@ def _depth_errors(pred: np.ndarray, gt: np.ndarray) -> tuple[float, float]:
 
 
 def depth_metrics(pred: np.ndarray, gt: np.ndarray, *, max_depth: float = 80.0, align: str = "image",
-                  valid: np.ndarray | None = None) -> dict:
+                  valid: np.ndarray | None = None, names: list[str] | None = None) -> dict:
     """AbsRel = mean(|d_hat - d| / d) and delta<1.25 = mean(max(d_hat/d, d/d_hat) < 1.25) over 0 < d < max_depth.
 
     Args:
@@ -67,6 +67,7 @@ def depth_metrics(pred: np.ndarray, gt: np.ndarray, *, max_depth: float = 80.0, 
             that image; metrics averaged over images), ``"sequence"`` one median scale for the whole sequence
             (MonST3R video depth; metrics over all valid pixels), ``"none"`` metric depth as given.
         valid: optional extra boolean mask of pixels to use.
+        names: what each map of a sequence is (e.g. ``results[3].depth (image 7)``), for error messages.
 
     Returns:
         ``{"abs_rel", "delta_1.25", "num_pixels"}``.
@@ -83,26 +84,32 @@ def depth_metrics(pred: np.ndarray, gt: np.ndarray, *, max_depth: float = 80.0, 
     mask = np.isfinite(gt) & (gt > 0) & (gt < max_depth) & np.isfinite(pred)
     if valid is not None:
         mask &= np.asarray(valid, dtype=bool).reshape(mask.shape)
-    if not mask.any():
-        raise InputError(f"no valid ground-truth depth in (0, {max_depth})")
+    def name(k: int | None) -> str:
+        if names is None:
+            return "" if k is None else f"depth map {k}: "
+        return f"{', '.join(names)}: " if k is None else f"{names[k]}: "
 
-    def scale_of(p: np.ndarray, g: np.ndarray) -> float:
+    if not mask.any():
+        raise InputError(f"{name(None)}no valid ground-truth depth in (0, {max_depth})")
+
+    def scale_of(p: np.ndarray, g: np.ndarray, k: int | None) -> float:
         med = float(np.median(p))
         if med <= 0:
-            raise InputError(f"median predicted depth is {med}; cannot median-scale")
+            raise InputError(f"{name(k)}the median predicted depth over the valid pixels is {med}; median scaling "
+                             "needs a positive depth")
         return float(np.median(g)) / med
 
     if align == "sequence":
-        s = scale_of(pred[mask], gt[mask])
+        s = scale_of(pred[mask], gt[mask], None)
         abs_rel, delta = _depth_errors(pred[mask] * s, gt[mask])
     elif align == "none":
         abs_rel, delta = _depth_errors(pred[mask], gt[mask])
     else:
         rels, deltas = [], []
-        for p, g, m in zip(pred, gt, mask):
+        for k, (p, g, m) in enumerate(zip(pred, gt, mask)):
             if not m.any():
                 continue
-            a, d = _depth_errors(p[m] * scale_of(p[m], g[m]), g[m])
+            a, d = _depth_errors(p[m] * scale_of(p[m], g[m], k), g[m])
             rels.append(a)
             deltas.append(d)
         abs_rel, delta = float(np.mean(rels)), float(np.mean(deltas))
@@ -241,6 +248,25 @@ def _clip_ground_truth(split: Any, clip: tuple[int, ...], side: int) -> dict[str
             "extrinsics": np.stack([e for _, e in cameras]).astype(np.float32)}
 
 
+def _clip_poses_and_points(entries: list[dict], truth: dict[str, np.ndarray],
+                           errors: dict[str, list[tuple[np.ndarray, np.ndarray]]], chamfers: list[float],
+                           rng: np.random.Generator, max_points: int) -> None:
+    """Add one clip's relative pose errors (the model's and each baseline's row, to ``errors``) and its Chamfer
+    distance (to ``chamfers``, on at most ``max_points`` points drawn with ``rng``)."""
+    gt_extr, valid = truth["extrinsics"], truth["valid_depth"]
+    errors["model"].append(relative_pose_errors(np.stack([e["extrinsics"] for e in entries]), gt_extr))
+    identity = np.tile(np.eye(3, 4), (len(entries), 1, 1))
+    errors["identity_pose"].append(relative_pose_errors(identity, gt_extr))
+    for row, key in (("match_pose", "match_extrinsics"), ("ray_pose", "ray_extrinsics")):
+        if key in entries[0]:
+            errors[row].append(relative_pose_errors(np.stack([e[key] for e in entries]), gt_extr))
+    gt_points = normalize_scene_points(gt_extr, truth["intrinsics"], truth["depth"], valid)[0][valid]
+    pred_points = np.stack([e["world_points"] for e in entries])[valid]
+    if len(gt_points) >= 3:
+        pick = rng.choice(len(gt_points), size=min(max_points, len(gt_points)), replace=False)
+        chamfers.append(chamfer_metrics(pred_points[pick], gt_points[pick])["chamfer"])
+
+
 def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path | None = None,
                               results_file: str | None = None, gt_file: str | None = None, max_points: int = 4000,
                               seed: int = 0) -> dict[str, float | int]:
@@ -269,22 +295,24 @@ def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path
         views = len(clip)
         pred_depth = np.stack([e["depth"] for e in entries])
         truth = _clip_ground_truth(split, clip, pred_depth.shape[-1])
-        gt_depth, valid, gt_extr = truth["depth"], truth["valid_depth"], truth["extrinsics"]
-        depth_rows.append((depth_metrics(pred_depth, gt_depth, valid=valid, max_depth=1e6), views))
-        const_rows.append((depth_metrics(np.ones_like(gt_depth), gt_depth, valid=valid, max_depth=1e6), views))
-        errors["model"].append(relative_pose_errors(np.stack([e["extrinsics"] for e in entries]), gt_extr))
-        identity = np.tile(np.eye(3, 4), (views, 1, 1))
-        errors["identity_pose"].append(relative_pose_errors(identity, gt_extr))
-        if "match_extrinsics" in entries[0]:
-            errors["match_pose"].append(relative_pose_errors(np.stack([e["match_extrinsics"] for e in entries]),
-                                                             gt_extr))
-        if "ray_extrinsics" in entries[0]:
-            errors["ray_pose"].append(relative_pose_errors(np.stack([e["ray_extrinsics"] for e in entries]), gt_extr))
-        gt_points = normalize_scene_points(gt_extr, truth["intrinsics"], gt_depth, valid)[0][valid]
-        pred_points = np.stack([e["world_points"] for e in entries])[valid]
-        if len(gt_points) >= 3:
-            pick = rng.choice(len(gt_points), size=min(max_points, len(gt_points)), replace=False)
-            chamfers.append(chamfer_metrics(pred_points[pick], gt_points[pick])["chamfer"])
+        gt_depth, valid = truth["depth"], truth["valid_depth"]
+        names = [f"results[{e['index']}].depth (image {e['image_id']})" for e in entries]
+        try:  # the baseline first: it fails only on the split's depth, the model's row then only on the results
+            const_rows.append((depth_metrics(np.ones_like(gt_depth), gt_depth, valid=valid, max_depth=1e6), views))
+        except InputError as exc:
+            depth_files = [split.images[m].get("depth_file") for m in clip]
+            raise DataError(f"the depth files of clip {list(clip)} hold no valid depth ({exc})", file=gt_file,
+                            field="depth_file", value=depth_files) from None
+        try:
+            depth_rows.append((depth_metrics(pred_depth, gt_depth, valid=valid, max_depth=1e6, names=names), views))
+        except InputError as exc:
+            raise DataError(f"clip {list(clip)}: {exc}", file=results_file) from None
+        try:
+            _clip_poses_and_points(entries, truth, errors, chamfers, rng, max_points)
+        except InputError as exc:
+            first = entries[0]["index"]
+            raise DataError(f"clip {list(clip)} (results[{first}] and the rest of its clip): {exc}",
+                            file=results_file) from None
 
     def pooled(name: str) -> dict[str, float]:
         return _pose_summary(np.concatenate([r for r, _ in errors[name]]), np.concatenate([t for _, t in errors[name]]))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from vision.data.checker import ScalarChecker, check_rle
+from vision.data.files import read_json
 from vision.data.schema import MAX_IMAGE_SIDE, VIDEO_LABELS, validate_scored_parts
 from vision.data.schema_columns import DeferredRle
 from vision.errors import DataError
@@ -36,40 +36,21 @@ from vision.errors import DataError
 __all__ = ["load_document", "load_json", "load_results", "check_finite", "validate_detection_results", "validate_tracking_results", "validate_forensics_results",
            "validate_geometry_results", "encode_array", "decode_array"]
 
-#: JSON integers with more characters than this cannot be finite doubles; they are read as floats (+-inf) and
-#: refused by :func:`check_finite`. Python would refuse more than 4300 digits with an error that names no place.
-_MAX_INT_CHARS = 400
+def load_json(path: str | Path, what: str = "JSON file") -> Any:
+    """Read a JSON file with :func:`vision.data.files.read_json`: anything but a regular file of bounded size
+    (a FIFO, a device, a link loop), bad UTF-8, bad JSON or JSON nested too deeply raises :class:`DataError`
+    naming the file; integers too long to be finite doubles are read as infinite floats, which
+    :func:`check_finite` refuses by field. ``what`` names the file's role in messages."""
+    return read_json(path, what=what)
 
 
-def _parse_int(text: str) -> int | float:
-    return float(text) if len(text) > _MAX_INT_CHARS else int(text)
-
-
-def load_json(path: str | Path) -> Any:
-    """Read a JSON file; a missing file, bad JSON or JSON nested too deeply to parse raises :class:`DataError`
-    naming the file."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError("file not found", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read file ({exc})", file=path) from None
-    try:
-        return json.loads(text, parse_int=_parse_int)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=path) from None
-    except RecursionError:
-        raise DataError("JSON nested too deeply to read", file=path) from None
-
-
-def load_document(value: Any, expected: type, message: str) -> tuple[Any, str | None]:
+def load_document(value: Any, expected: type, message: str, what: str = "JSON file") -> tuple[Any, str | None]:
     """Return ``(document, file name or None)``: a path is read as JSON, an object is taken as it is; the top level
     must be an instance of ``expected``, else a :class:`DataError` with ``message``."""
     file = None
     if isinstance(value, (str, Path)):
         file = str(value)
-        value = load_json(value)
+        value = load_json(value, what)
     if not isinstance(value, expected):
         raise DataError(message, file=file, value=type(value).__name__)
     return value, file
@@ -78,7 +59,7 @@ def load_document(value: Any, expected: type, message: str) -> tuple[Any, str | 
 def load_results(results: list | str | Path) -> tuple[list, str | None]:
     """Return (results list, file name or None). A path is read as JSON; the top level must be a list and every
     number in it finite (see :func:`check_finite`)."""
-    results, file = load_document(results, list, "a results file must be a JSON list of objects")
+    results, file = load_document(results, list, "a results file must be a JSON list of objects", "results file")
     check_finite(results, file)
     return results, file
 
@@ -308,6 +289,24 @@ def decode_array(value: Any, field: str, file: str | None = None, size: tuple[in
     return array
 
 
+#: Largest entry of ``|R^T R - I|`` (and of ``|det R - 1|``) for a camera's rotation part to count as a rotation:
+#: far above what float32 cameras written as JSON carry, far below a garbage or all-zero matrix.
+ROTATION_TOLERANCE = 1e-2
+
+
+def _camera(c: ScalarChecker, value: Any, field: str) -> np.ndarray:
+    """A 3x4 camera-from-world matrix of finite numbers whose left 3x3 is a rotation, as float64."""
+    matrix = np.asarray(c.matrix(value, field, 3, 4), np.float64)
+    rotation = matrix[:, :3]
+    with np.errstate(all="ignore"):  # huge entries overflow to inf, which the test below refuses
+        off = float(np.abs(rotation.T @ rotation - np.eye(3)).max())
+        det = float(np.linalg.det(rotation))
+    if off > ROTATION_TOLERANCE or abs(det - 1.0) > ROTATION_TOLERANCE:
+        raise c.fail(f"the left 3x3 of a camera must be a rotation (|R^T R - I| reaches {off:.3g}, det R = "
+                     f"{det:.3g})", field, value)
+    return matrix
+
+
 def validate_geometry_results(results: list, split: dict, file: str | None = None,
                               split_file: str | None = None) -> dict[tuple[int, ...], list[dict]]:
     """Check the split (:func:`vision.data.schema.validate_scored_parts`, errors naming
@@ -328,7 +327,9 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
     - ``ray_extrinsics`` (optional, 3x4): the camera fitted to a predicted ray map; every result carries it or none
       does.
 
-    The decoded entries carry ``depth`` and ``world_points`` as float32 arrays and the cameras as float64 arrays.
+    The decoded entries carry ``depth`` and ``world_points`` as float32 arrays, the cameras as float64 arrays and
+    ``index``, the entry's place in ``results`` (for messages). A camera's left 3x3 must be a rotation (within
+    :data:`ROTATION_TOLERANCE`): relative poses are scored as rotations.
     """
     validate_scored_parts(split, "geometry", split_file)
     c = _Checker(file)
@@ -360,15 +361,15 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
             raise c.fail(f"duplicate result for this image of this clip (first: results[{first[clip, image_id]}])",
                          f"{field}.image_id", image_id)
         first[clip, image_id] = i
-        entry = {"image_id": image_id, "clip": clip,
-                 "extrinsics": np.asarray(c.matrix(r["extrinsics"], f"{field}.extrinsics", 3, 4), np.float64)}
+        entry = {"index": i, "image_id": image_id, "clip": clip,
+                 "extrinsics": _camera(c, r["extrinsics"], f"{field}.extrinsics")}
         for name in ("match_extrinsics", "ray_extrinsics"):
             present = name in r
             if with_optional.setdefault(name, present) != present:
                 raise c.fail(f"{name} must be given in every result or in none", f"{field}.{name}",
                              "present" if present else "absent")
             if present:
-                entry[name] = np.asarray(c.matrix(r[name], f"{field}.{name}", 3, 4), np.float64)
+                entry[name] = _camera(c, r[name], f"{field}.{name}")
         depth = decode_array(r["depth"], f"{field}.depth", file)
         if depth.ndim != 2 or depth.shape[0] != depth.shape[1]:
             raise c.fail("depth must be a square [H, W] map (the split's images are resized to H x W to score it)",
@@ -389,6 +390,6 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
             field = f"images[id={m}]"
             camera = g.dict_(g.key(image, "camera", field), f"{field}.camera")
             g.matrix(g.key(camera, "K", f"{field}.camera"), f"{field}.camera.K", 3, 3)
-            g.matrix(g.key(camera, "extrinsics", f"{field}.camera"), f"{field}.camera.extrinsics", 3, 4)
+            _camera(g, g.key(camera, "extrinsics", f"{field}.camera"), f"{field}.camera.extrinsics")
             g.str_(g.key(image, "depth_file", field), f"{field}.depth_file", nonempty=True)
     return {clip: [entries[m] for m in clip] for clip, entries in clips.items()}

@@ -238,7 +238,7 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
     _check_ground_truth(gt, gt_file)
     images_by_video, image_by_id = _index_images(gt)
     track_video = _ground_truth_tracks(gt, image_by_id)
-    gt_rle = _ground_truth_masks(gt)
+    gt_rle = _ground_truth_masks(gt, gt_file)
     pred_rle, pred_tracks_by_video = _predicted_masks(results, track_video, allow_unknown_tracks, results_file)
     video = _VideoFrames(images_by_video, {int(i) for i in prompted_image_ids},
                          skip_first_and_last and protocol == "vos-benchmark")
@@ -288,13 +288,22 @@ def _ground_truth_tracks(gt: dict, image_by_id: dict[int, dict]) -> dict[int, in
     return {int(t["id"]): int(t["video_id"]) for t in tracks}
 
 
-def _ground_truth_masks(gt: dict) -> dict[tuple[int, int], tuple[dict, str]]:
-    """(track_id, image_id) -> (RLE, field) of every tracked annotation with a segmentation."""
+def _ground_truth_masks(gt: dict, file: str | None) -> dict[tuple[int, int], tuple[dict, str]]:
+    """(track_id, image_id) -> (RLE, field) of every tracked annotation. Tracking is scored on masks: a tracked
+    annotation without a segmentation (a box-only split) is a :class:`DataError`, not an empty mask, and a split
+    without any tracked annotation has nothing to score."""
     gt_rle: dict[tuple[int, int], tuple[dict, str]] = {}
     for i, ann in enumerate(gt.get("annotations", [])):
-        if ann.get("track_id") is None or not ann.get("segmentation"):
+        if ann.get("track_id") is None:
             continue
+        if not isinstance(ann.get("segmentation"), dict):
+            raise DataError("a tracked annotation needs an RLE segmentation: tracking is scored on masks (J, F), "
+                            "and a box alone cannot be scored", file=file, field=f"annotations[{i}].segmentation",
+                            value=ann.get("segmentation"))
         gt_rle[(int(ann["track_id"]), int(ann["image_id"]))] = (ann["segmentation"], f"annotations[{i}]")
+    if not gt_rle:
+        raise DataError("the split has no tracked annotations (none carries a track_id): nothing to score",
+                        file=file, field="annotations")
     return gt_rle
 
 

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
+from vision.checkpoint import load_failure
 from vision.errors import DataError, InputError
 
 __all__ = ["ConvPatchEmbed", "ConvStemPatchEmbed", "build_patch_embed", "embed_patches", "patch_size_of",
@@ -122,9 +123,9 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
 
             return dict(load_file(str(path)))
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
-    except Exception as exc:  # corrupt / truncated / not a weights file: the library's message, first line only
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise DataError(f"cannot read weights ({type(exc).__name__}: {first})", file=path) from exc
+    except Exception as exc:  # corrupt / truncated / unsafe / not a weights file: the library's reason, one line,
+        # without torch's advice to retry with weights_only=False (vision.checkpoint.load_failure)
+        raise DataError(f"cannot read weights ({load_failure(exc)[:300]})", file=path) from exc
     return state_dict_of(obj, path)
 
 
