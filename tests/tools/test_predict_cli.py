@@ -185,3 +185,142 @@ def test_frames_beyond_max_frames_are_left_out_and_said_so(checkpoints, tmp_path
                              "--out", str(out)]) == 0
     assert "the first 3 of its 5 frames are used" in capsys.readouterr().out
     assert {r["image_id"] for r in json.loads((out / "results.json").read_text())} == {1, 2, 3}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# careless and hostile uses: each one error line, exit status 2, nothing written (tests/data/test_files.py checks the
+# output places themselves; these check that vision-predict uses them)
+
+
+def _one_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+@pytest.fixture()
+def image_and_ckpt(tmp_path) -> tuple[Path, Path]:
+    """A small PNG and a placeholder checkpoint (the checks below all run before a model is read)."""
+    import cv2
+
+    image = tmp_path / "in" / "frame.png"
+    image.parent.mkdir()
+    cv2.imwrite(str(image), np.zeros((16, 16, 3), np.uint8))
+    ckpt = tmp_path / "x.ckpt"
+    ckpt.write_bytes(b"0")
+    return image, ckpt
+
+
+@pytest.mark.parametrize("out", ["", "loop", "under_a_file", "/proc/vision-test", "input_folder"])
+def test_an_unusable_out_is_one_line_and_writes_nothing(image_and_ckpt, tmp_path, capsys, monkeypatch, out):
+    """``--out ""`` wrote into the current folder; an unwritable folder raised a raw OSError."""
+    import os
+
+    image, ckpt = image_and_ckpt
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    value = {"": "", "loop": str(tmp_path / "loop" / "o"), "under_a_file": str(ckpt / "o"),
+             "/proc/vision-test": "/proc/vision-test", "input_folder": str(image.parent)}[out]
+    source = image.parent if out == "input_folder" else image
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    assert predict_cli.main([str(source), "--task", "detection", "--ckpt", str(ckpt), "--vocabulary", "mug",
+                             "--out", value]) == 2
+    line = _one_error(capsys)
+    assert "--out" in line
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("threshold", ["nan", "-0.1", "1.5", "inf"])
+def test_a_presence_threshold_that_is_no_probability_is_refused(image_and_ckpt, tmp_path, capsys, threshold):
+    """``nan`` exited 0 with every mask empty."""
+    image, ckpt = image_and_ckpt
+    assert predict_cli.main([str(image), "--task", "tracking", "--ckpt", str(ckpt), "--points", "1,1",
+                             "--presence-threshold", threshold, "--out", str(tmp_path / "o")]) == 2
+    assert "--presence-threshold must be a probability in [0, 1]" in _one_error(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("labels", ["0.5", "2", "1,-1", "1,0.999"])
+def test_labels_other_than_0_or_1_are_refused_not_rounded(image_and_ckpt, tmp_path, capsys, labels):
+    """``--labels 0.5`` became a negative click."""
+    image, ckpt = image_and_ckpt
+    points = ";".join(["1,1"] * len(labels.split(",")))
+    assert predict_cli.main([str(image), "--task", "tracking", "--ckpt", str(ckpt), "--points", points,
+                             "--labels", labels, "--out", str(tmp_path / "o")]) == 2
+    assert "--labels must be 1 (positive) or 0 (negative)" in _one_error(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+def _clip(folder: Path, suffix: str, frames: int = 40) -> Path:
+    """A PyAV-written clip of ``frames`` random 32 x 32 frames in the container of ``suffix``."""
+    import av
+
+    rng = np.random.default_rng(0)
+    path = folder / f"clip{suffix}"
+    with av.open(str(path), "w", options={"movflags": "+faststart"} if suffix == ".mp4" else {}) as container:
+        stream = container.add_stream("libx264", rate=10)
+        stream.width = stream.height = 32
+        stream.pix_fmt = "yuv420p"
+        stream.options = {"preset": "ultrafast"}
+        for _ in range(frames):
+            frame = av.VideoFrame.from_ndarray((rng.random((32, 32, 3)) * 255).astype(np.uint8), format="rgb24")
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    return path
+
+
+@pytest.mark.parametrize("task", task_names(predictor=True))
+@pytest.mark.parametrize("cut", ["mkv_half", "mp4_last_100_bytes"])
+def test_truncated_videos_without_a_frame_count_or_with_a_damaged_end_are_refused(task, cut, checkpoints, tmp_path,
+                                                                                   capsys):
+    """An mkv (no declared frame count) cut at 50% was accepted by every task; an mp4 missing its last 100 bytes
+    passed forensics and, under --max-frames, detection and tracking."""
+    suffix, keep = {"mkv_half": (".mkv", 0.5), "mp4_last_100_bytes": (".mp4", -100)}[cut]
+    full = _clip(tmp_path, suffix)
+    data = full.read_bytes()
+    cut_path = tmp_path / f"cut{suffix}"
+    cut_path.write_bytes(data[: int(len(data) * keep)] if isinstance(keep, float) else data[:keep])
+    assert predict_cli.main([str(cut_path), *_task_args(task, checkpoints), "--max-frames", "16",
+                             "--out", str(tmp_path / "out")]) == 2
+    line = _one_error(capsys)
+    assert "cut" + suffix in line and "truncated or corrupt video" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_one_frame_shortfall_is_read_and_the_output_says_so(checkpoints, tmp_path, capsys):
+    """Muxers round: a file holding one frame fewer than its container says is intact, and is read with a note."""
+    full = _clip(tmp_path, ".mkv", frames=12)
+    short = tmp_path / "short.mkv"
+    short.write_bytes(full.read_bytes()[:-40])  # the last frame's block
+    from vision.data.video import check_video
+
+    assert "implies 12 frames and it holds 11" in check_video(short).note
+    assert predict_cli.main([str(short), *_task_args("detection", checkpoints), "--out", str(tmp_path / "o")]) == 0
+    assert "note: short.mkv: the container's duration implies 12 frames and it holds 11" in capsys.readouterr().out
+
+
+@pytest.fixture()
+def full_disk(tmp_path):
+    """A 256 kB tmpfs mounted on a folder (root only; skipped where mounting is not allowed)."""
+    import subprocess
+
+    folder = tmp_path / "full"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    yield folder
+    subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_and_leaves_no_partial_output(checkpoints, full_disk, tmp_path, capsys):
+    """Detection on a full disk raised OSError and left a partial annotated.mp4."""
+    video = _clip(tmp_path, ".mp4", frames=60)
+    out = full_disk / "out"
+    assert predict_cli.main([str(video), *_task_args("detection", checkpoints), "--out", str(out)]) == 2
+    line = _one_error(capsys)
+    assert "No space left on device" in line and str(out) in line
+    assert list(full_disk.iterdir()) == []

@@ -75,8 +75,9 @@ def load_input(path: Path, max_frames: int = MAX_INPUT_FRAMES, max_pixels: int =
                                  f"{width}x{height}")
         return Input(None, images, width, height, 10.0, len(images), max_frames, max_pixels, note)
     info = check_video(path, max_pixels=max_pixels)
-    note = ""
+    note = info.note  # a tolerated one-frame shortfall (vision.data.video.MUXER_SLACK), else empty
     if info.num_frames > max_frames:
-        note = f"{path.name}: the first {max_frames} of its {info.num_frames} frames are used (--max-frames)"
+        used_note = f"{path.name}: the first {max_frames} of its {info.num_frames} frames are used (--max-frames)"
+        note = f"{note}; {used_note}" if note else used_note
     used = min(info.num_frames, max_frames) if info.num_frames else None
     return Input(path, [], info.width, info.height, info.fps, used, max_frames, max_pixels, note)

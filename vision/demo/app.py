@@ -28,6 +28,7 @@ import html
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Sequence
 from functools import wraps
@@ -288,7 +289,7 @@ def build_app(config: handlers.DemoConfig, examples: Examples | None, tab: str =
         gr.Markdown("# vision demo\nG2TAM tracking with 3D, open-vocabulary detection (OOVDet) and AI-generated "
                     "video forensics, on the tiny checkpoints.")
         missing = [t.name for t in TASKS
-                   if t.demo_tab is not None and not Path(getattr(config, f"{t.name}_ckpt")).is_file()]
+                   if t.demo_tab is not None and not Path(getattr(config, f"{t.name}_ckpt")).exists()]
         notes = list(examples.notes if examples else [])
         notes += [f"no {t} checkpoint at `{getattr(config, f'{t}_ckpt')}`: run `make train-{t}` or `make demo`"
                   for t in missing]
@@ -342,7 +343,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tab", choices=TABS, default="track", help="the tab shown first")
     for task in (t.name for t in TASKS if t.demo_tab is not None):
         parser.add_argument(f"--{task}-ckpt", type=Path, default=getattr(defaults, f"{task}_ckpt"),
-                            help=f"the {task} checkpoint")
+                            help=f"the {task} checkpoint or model folder (vision-export)")
     parser.add_argument("--examples-dir", type=Path, default=defaults.examples_dir,
                         help="cache folder of the example inputs (made on first launch)")
     parser.add_argument("--no-examples", action="store_true", help="do not prepare or show the examples")
@@ -353,6 +354,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="frames with more pixels are refused before decoding (default 4096x4096)")
     parser.add_argument("--presence-threshold", type=float, default=defaults.presence_threshold,
                         help="tracking: an object's mask is emptied in frames where its presence probability is lower")
+    parser.add_argument("--device", default=defaults.device,
+                        help="where the models run: auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
+    parser.add_argument("--precision", default=defaults.precision, choices=("32", "bf16", "16"),
+                        help="the networks' compute precision (mixed: weights stay float32)")
     return parser.parse_args(argv)
 
 
@@ -364,7 +369,8 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
     config = handlers.DemoConfig(**checkpoints, max_upload_mb=args.max_upload_mb,
                                  max_track_frames=args.max_frames, max_pixels=args.max_pixels,
                                  presence_threshold=args.presence_threshold,
-                                 work_dir=work_dir, examples_dir=args.examples_dir)
+                                 work_dir=work_dir, examples_dir=args.examples_dir, device=args.device,
+                                 precision=args.precision)
     examples = None
     if not args.no_examples:
         print(f"preparing the example inputs in {args.examples_dir} (first launch only) ...", flush=True)
@@ -380,7 +386,17 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` and serve the demo until interrupted; 0 when it stops."""
+    """Parse ``argv`` and serve the demo until interrupted; 0 when it stops, 2 with one ``error:`` line when an
+    option names what this machine lacks (a device, a precision)."""
+    from vision.device import describe_device, resolve_device
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    launch(parse_args(argv))
+    args = parse_args(argv)
+    try:
+        handlers.DemoConfig(device=args.device, precision=args.precision)  # checked before anything is prepared
+    except VisionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{describe_device(resolve_device(args.device))}, precision {args.precision}", flush=True)
+    launch(args)
     return 0

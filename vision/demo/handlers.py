@@ -57,7 +57,8 @@ class DemoConfig:
     (default :data:`~vision.data.io.MAX_INPUT_PIXELS`; frames over :data:`~vision.data.io.MAX_WORKING_PIXELS` are
     downscaled, see :mod:`vision.demo.uploads`); ``presence_threshold``: the tracker empties an object's mask in a frame
     where its presence probability is lower; ``work_dir``: where run outputs go; ``examples_dir``: the example
-    cache."""
+    cache; ``device`` / ``precision``: where and in what precision the models run (:mod:`vision.device`; ``auto``
+    picks CUDA, then MPS, then the CPU; a device or precision this machine lacks is refused here)."""
 
     tracking_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("tracking"))
     detection_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("detection"))
@@ -69,8 +70,13 @@ class DemoConfig:
     presence_threshold: float = 0.5
     work_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "vision-demo")
     examples_dir: Path = Path("demo/examples")
+    device: str = "auto"
+    precision: str = "32"
 
     def __post_init__(self) -> None:
+        from vision.device import check_precision, parse_precision, resolve_device
+
+        check_precision(resolve_device(self.device), parse_precision(self.precision))
         for name in ("max_track_frames", "max_detect_frames"):
             value = getattr(self, name)
             if not 1 <= value <= MAX_INPUT_FRAMES:
@@ -102,7 +108,7 @@ class Models:
 
     def _checkpoint(self, task: str) -> Path:
         path = Path(getattr(self.config, f"{task}_ckpt"))
-        if not path.is_file():
+        if not path.exists():  # a checkpoint file or a model folder
             raise InputError(f"no {task} checkpoint at {path}: run `make train-{task}` (or `make demo`), or start "
                              f"the demo with --{task}-ckpt PATH")
         return path
@@ -113,7 +119,8 @@ class Models:
             if task not in self._loaded:
                 path = self._checkpoint(task)
                 options = {"presence_threshold": self.config.presence_threshold} if task == "tracking" else {}
-                self._loaded[task] = get_task(task).resolve("predictor").from_checkpoint(path, **options)
+                self._loaded[task] = get_task(task).resolve("predictor").from_checkpoint(
+                    path, device=self.config.device, precision=self.config.precision, **options)
             return self._loaded[task]
 
 

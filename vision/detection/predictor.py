@@ -34,6 +34,7 @@ from vision.data.resize import resize_image
 from vision.detection.model import UNKNOWN_LABEL, OOVDetector
 from vision.detection.results import UNKNOWN_CATEGORY_ID, UNKNOWN_NAME, coco_results, label_detections
 from vision.detection.vocabulary import DEFAULT_TEMPLATE, check_vocabulary, encode_vocabulary
+from vision.device import autocast, check_precision, model_device, parse_precision, resolve_device
 from vision.errors import InputError
 
 __all__ = ["DetectorPredictor"]
@@ -140,12 +141,19 @@ class DetectorPredictor:
             (default 1..K). image_size: square model input size. unknown_category_id: COCO id of OOV results.
         prompt_template: text prompt per name. encoder: text encoder (default the shared MiniLM).
         batch_size: frames per forward pass.
+        device: where the model runs (``"auto"``, ``"cpu"``, ``"cuda[:N]"``, ``"mps"``, a ``torch.device``; the model
+            is moved there; default: where it is). precision: ``"32"``, ``"bf16"``, ``"16"`` or a ``torch.dtype``,
+            the compute dtype of :func:`vision.device.autocast` (weights stay float32; results are float32).
     """
 
     def __init__(self, model: OOVDetector, vocabulary: Sequence[str], image_size: int,
                  category_ids: Sequence[int] | None = None, unknown_category_id: int = UNKNOWN_CATEGORY_ID,
-                 prompt_template: str = DEFAULT_TEMPLATE, encoder: Any = None, batch_size: int = 16) -> None:
-        self.model = model.eval()
+                 prompt_template: str = DEFAULT_TEMPLATE, encoder: Any = None, batch_size: int = 16,
+                 device: str | torch.device | None = None, precision: str | torch.dtype = "32") -> None:
+        self.device = resolve_device(device) if device is not None else model_device(model)
+        self.dtype = parse_precision(precision)
+        check_precision(self.device, self.dtype)
+        self.model = model.to(self.device).eval()
         self.image_size = int(image_size)
         if self.image_size % model.patch_size:
             raise InputError(f"image_size {image_size} is not a multiple of the patch size {model.patch_size}")
@@ -153,18 +161,21 @@ class DetectorPredictor:
         self.prompt_template = prompt_template
         self.encoder = encoder
         self.batch_size = int(batch_size)
-        self.device = next(model.parameters()).device
         self.set_vocabulary(vocabulary, category_ids)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, vocabulary: Sequence[str] | None = None,
                         category_ids: Sequence[int] | None = None, device: str | torch.device = "cpu",
-                        **kwargs: Any) -> "DetectorPredictor":
-        """Load an :class:`OOVDetModule` checkpoint onto ``device``
-        (:func:`vision.detection.task.load_with_vocabulary`); ``vocabulary`` defaults to the training vocabulary (with its category ids). ``kwargs`` go to the constructor
-        (e.g. ``unknown_category_id``, ``encoder``); the prompt template is the checkpoint's config's unless given."""
+                        precision: str | torch.dtype = "32", **kwargs: Any) -> "DetectorPredictor":
+        """Load an :class:`OOVDetModule` checkpoint onto ``device`` (``"auto"`` and the other names of
+        :func:`vision.device.resolve_device`; :func:`vision.detection.task.load_with_vocabulary`), run in
+        ``precision``; ``vocabulary`` defaults to the training vocabulary (with its category ids). ``kwargs`` go to
+        the constructor (e.g. ``unknown_category_id``, ``encoder``); the prompt template is the checkpoint's
+        config's unless given."""
         from vision.detection.task import load_with_vocabulary
 
+        device = resolve_device(device)
+        check_precision(device, parse_precision(precision))
         model, config, trained = load_with_vocabulary(path, device=device)
         if vocabulary is None:
             if trained is None:
@@ -172,7 +183,8 @@ class DetectorPredictor:
             vocabulary = trained.class_names
             category_ids = trained.category_ids if category_ids is None else category_ids
         kwargs.setdefault("prompt_template", config.prompt_template)
-        return cls(model, vocabulary, config.image_size, category_ids=category_ids, **kwargs)
+        return cls(model, vocabulary, config.image_size, category_ids=category_ids, device=device,
+                   precision=precision, **kwargs)
 
     def set_vocabulary(self, vocabulary: Sequence[str], category_ids: Sequence[int] | None = None) -> None:
         """Change the vocabulary (checked: non-empty, distinct non-empty strings); embeddings are cached."""
@@ -191,8 +203,10 @@ class DetectorPredictor:
         size = self.image_size
         batch = np.stack([resize_image(f, (size, size)) if f.shape[:2] != (size, size) else f for f in frames])
         images = torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
-        outputs = self.model(images)
-        dets = self.model.postprocess(outputs, self.text, [(size, size)] * len(frames))
+        with autocast(self.device, self.dtype):
+            outputs = self.model(images)
+            dets = self.model.postprocess(outputs, self.text, [(size, size)] * len(frames))
+        dets = [{k: v.float() if v.is_floating_point() else v for k, v in det.items()} for det in dets]
         return [label_detections(det, self.vocabulary, self.category_ids, self.unknown_category_id,
                                  (frame.shape[1] / size, frame.shape[0] / size)) for frame, det in zip(frames, dets)]
 

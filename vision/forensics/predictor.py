@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from vision.data.io import MAX_INPUT_PIXELS
+from vision.device import autocast, check_precision, model_device, parse_precision, resolve_device
 from vision.errors import InputError
 from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate, plan_tools
 from vision.forensics.features import ToolBackbone, clip_features, frames_to_clip, load_clip
@@ -47,10 +48,22 @@ class ForensicsPredictor:
             ``max_frames``, the geometry backbone's size).
         backbone: the frozen geometry backbone the detector was trained with (required when ``config.geometry`` is
             set, refused otherwise); it may sit on any device (its images are moved there).
+        device: where the detector and backbone run (``"auto"``, ``"cpu"``, ``"cuda[:N]"``, ``"mps"``, a
+            ``torch.device``; default: where the detector is). precision: ``"32"``, ``"bf16"``, ``"16"`` or a
+            ``torch.dtype``: the geometry backbone runs under :func:`vision.device.autocast` in it (the only
+            network of the tool set; the tools' signal processing and the calibrated detector stay float32, so a
+            detector without a backbone gives the same report in every precision).
     """
 
     def __init__(self, detector: ForensicDetector, config: ForensicsConfig,
-                 backbone: torch.nn.Module | None = None) -> None:
+                 backbone: torch.nn.Module | None = None, device: str | torch.device | None = None,
+                 precision: str | torch.dtype = "32") -> None:
+        self.device = resolve_device(device) if device is not None else model_device(detector)
+        self.dtype = parse_precision(precision)
+        check_precision(self.device, self.dtype)
+        detector = detector.to(self.device)
+        if backbone is not None:
+            backbone = _Autocast(backbone.to(self.device), self.device, self.dtype)
         self.config = config
         if (backbone is None) != (config.geometry is None):
             raise InputError(f"config.geometry is {config.geometry!r} but "
@@ -66,12 +79,16 @@ class ForensicsPredictor:
         self.size, self.max_frames = config.image_size, config.max_frames
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str | torch.device = "cpu") -> "ForensicsPredictor":
+    def from_checkpoint(cls, path: str | Path, device: str | torch.device = "cpu",
+                        precision: str | torch.dtype = "32") -> "ForensicsPredictor":
         """Load a checkpoint of :class:`vision.forensics.lightning.ForensicsModule`, its geometry backbone included,
-        on ``device`` (through :func:`vision.forensics.task.load_with_backbone`; a missing, unreadable or foreign
-        file is a ``DataError`` naming it)."""
+        on ``device`` (``"auto"`` and the other names of :func:`vision.device.resolve_device`; through
+        :func:`vision.forensics.task.load_with_backbone`; a missing, unreadable or foreign file is a ``DataError``
+        naming it), run in ``precision``."""
+        device = resolve_device(device)
+        check_precision(device, parse_precision(precision))
         detector, config, backbone = load_with_backbone(path, device=device)
-        return cls(detector, config, backbone)
+        return cls(detector, config, backbone, device=device, precision=precision)
 
     def make_clip(self, video: str | Path | np.ndarray, fps: float = 25.0,
                   max_pixels: int | None = MAX_INPUT_PIXELS) -> Clip:
@@ -127,6 +144,28 @@ class ForensicsPredictor:
         return float("nan") if p is None else float(p)
 
 
+class _Autocast(torch.nn.Module):
+    """A geometry backbone whose forward runs under :func:`vision.device.autocast` (what
+    :class:`~vision.forensics.features.ToolBackbone` wraps: it reads ``aggregator`` and ``patch_size``)."""
+
+    def __init__(self, backbone: torch.nn.Module, device: torch.device, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.inner = backbone
+        self.device, self.dtype = device, dtype
+
+    @property
+    def aggregator(self) -> torch.nn.Module:
+        return self.inner.aggregator
+
+    @property
+    def patch_size(self) -> int:
+        return int(self.inner.patch_size)
+
+    def forward(self, images: torch.Tensor) -> Any:
+        with autocast(self.device, self.dtype):
+            return self.inner(images)
+
+
 def public_report(report: dict[str, Any]) -> dict[str, Any]:
     """The JSON part of an :meth:`ForensicsPredictor.analyze` report (private keys dropped, nan -> None)."""
     def clean(value: Any) -> Any:
@@ -144,12 +183,15 @@ def public_report(report: dict[str, Any]) -> dict[str, Any]:
     return clean(report)
 
 
-def analyze_to_report(ckpt: str | Path, video: str | Path | np.ndarray, out_dir: str | Path,
-                      max_pixels: int | None = MAX_INPUT_PIXELS) -> dict[str, Any]:
-    """Load ``ckpt``, analyse ``video`` and write ``out_dir/report.json`` + ``out_dir/report.html``.
+def analyze_to_report(ckpt: str | Path | ForensicsPredictor, video: str | Path | np.ndarray, out_dir: str | Path,
+                      max_pixels: int | None = MAX_INPUT_PIXELS, device: str | torch.device = "cpu",
+                      precision: str | torch.dtype = "32") -> dict[str, Any]:
+    """Analyse ``video`` with ``ckpt`` (a checkpoint, loaded onto ``device`` in ``precision``, or a loaded
+    predictor) and write ``out_dir/report.json`` + ``out_dir/report.html``.
 
     Returns ``{"verdict": str, "probability": float | None, "json": Path, "html": Path}``."""
-    predictor = ForensicsPredictor.from_checkpoint(ckpt)
+    predictor = ckpt if isinstance(ckpt, ForensicsPredictor) else ForensicsPredictor.from_checkpoint(
+        ckpt, device=device, precision=precision)
     report = predictor.analyze(video, max_pixels=max_pixels)
     paths = write_report(public_report(report), report["_clip"], report["_extras"], out_dir)
     return {"verdict": report["verdict"]["verdict"], "probability": report["verdict"]["probability"], **paths}

@@ -26,7 +26,10 @@ runs once per window either way.
 
 The jobs live in their own modules: the state and its prompts in :mod:`vision.tracking.session`, windows and the
 two passes in :mod:`vision.tracking.propagation`, the 3D memory in :mod:`vision.tracking.memory3d`, the point-cloud
-export in :mod:`vision.tracking.export`, reading the input in :mod:`vision.data.video`.
+export in :mod:`vision.tracking.export`, reading the input in :mod:`vision.data.video`; frames that arrive one by
+one (a camera, a stream) are tracked causally in bounded memory by :class:`vision.tracking.stream.TrackerStream`,
+through the same :meth:`TrackerPredictor.track_window`. ``device=`` / ``precision=`` (:mod:`vision.device`) choose
+where the model runs and the autocast dtype of its networks.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import torch
 
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.data.resize import resize_nearest
+from vision.device import autocast, check_precision, model_device, parse_precision, resolve_device
 from vision.errors import InputError
 from vision.tracking.interface import TrackingModel
 from vision.tracking.memory3d import ObjectMemory, update_memory
@@ -64,7 +68,10 @@ class TrackerPredictor:
         refine: decode each window a second time with the first pass's masks lifted to 3D (models with
             ``uses_geometry_memory`` only): a visual prompt's mask on its view; for a text prompt, the mask on the
             view where the object is most surely present.
-        device: torch device (default: the model's).
+        device: ``"auto"``, ``"cpu"``, ``"cuda[:N]"``, ``"mps"`` or a ``torch.device``
+            (:func:`vision.device.resolve_device`; default: the model's).
+        precision: ``"32"``, ``"bf16"``, ``"16"`` or a ``torch.dtype``: the networks run under
+            :func:`vision.device.autocast` in it (weights stay float32); masks, scores and geometry come back float32.
         cache_views: the encodings of at most this many views (whole windows, least recently used dropped first)
             are kept in the state between propagations; 0 keeps none. The default holds a 64-frame demo clip.
     """
@@ -72,12 +79,15 @@ class TrackerPredictor:
     def __init__(self, model: TrackingModel, text_encoder: Any = "minilm", window_size: int = 8,
                  max_anchors: int = 2, memory_points: int = 64, max_cloud_points: int = 20000,
                  presence_threshold: float = 0.5, mask_threshold: float = 0.0, refine: bool = True,
-                 device: torch.device | str | None = None, cache_views: int = 96) -> None:
+                 device: torch.device | str | None = None, cache_views: int = 96,
+                 precision: str | torch.dtype = "32") -> None:
         if window_size < 2 or max_anchors < 1 or max_anchors >= window_size:
             raise InputError(f"need window_size >= 2 and 1 <= max_anchors < window_size, got {window_size}, "
                              f"{max_anchors}")
         self.model = model.eval()
-        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.device = resolve_device(device) if device is not None else model_device(model)
+        self.dtype = parse_precision(precision)
+        check_precision(self.device, self.dtype)
         self.model.to(self.device)
         self.image_size: int | None = int(model.image_size)
         self._text_encoder = text_encoder
@@ -91,16 +101,20 @@ class TrackerPredictor:
         self.cache_views = cache_views
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, image_size: int | None = None, **kwargs: Any) -> "TrackerPredictor":
+    def from_checkpoint(cls, path: str | Path, image_size: int | None = None, device: torch.device | str = "cpu",
+                        precision: str | torch.dtype = "32", **kwargs: Any) -> "TrackerPredictor":
         """Build from a :class:`~vision.tracking.lightning.TrackingModule` checkpoint through
-        :func:`vision.tracking.task.load` (``weights_only=True``); ``image_size`` rebuilds the model for another
+        :func:`vision.tracking.task.load` (``weights_only=True``) onto ``device`` (``"auto"`` and the other names of
+        :func:`vision.device.resolve_device`), run in ``precision``; ``image_size`` rebuilds the model for another
         input size; the text encoder defaults to the checkpoint's (``config.text_encoder``); other keyword
         arguments go to the constructor."""
         from vision.tracking.task import load
 
-        model, config = load(path, image_size=image_size)
+        device = resolve_device(device)
+        check_precision(device, parse_precision(precision))
+        model, config = load(path, device=device, image_size=image_size)
         kwargs.setdefault("text_encoder", config.text_encoder)
-        return cls(model, **kwargs)
+        return cls(model, device=device, precision=precision, **kwargs)
 
     # ------------------------------------------------------------------ state
 
@@ -173,10 +187,17 @@ class TrackerPredictor:
         ``points [K, 2]`` with ``labels [K]`` (1 positive, 0 negative; default all positive), ``box [4]`` XYXY,
         ``mask [H, W]`` bool at the input size, ``text`` a description. Text alone needs no view."""
         obj_id = as_int(obj_id, "obj_id")
+        state.prompts[obj_id] = self.make_prompt(state, view, points=points, labels=labels, box=box, mask=mask,
+                                                 text=text)
+
+    def make_prompt(self, state: TrackerState, view: int | None, points: Any = None, labels: Any = None,
+                    box: Any = None, mask: Any = None, text: str | None = None) -> ObjectPrompt:
+        """One object's prompt on ``state``'s frames (as :meth:`add_prompt`, which stores it), checked, in model
+        pixels, its text embedded."""
         prompt = object_prompt(state, view, points=points, labels=labels, box=box, mask=mask, text=text)
         if prompt.text is not None:
             prompt.text_embedding = self._embed_text(prompt.text)
-        state.prompts[obj_id] = prompt
+        return prompt
 
     # ------------------------------------------------------------------ propagation
 
@@ -221,22 +242,32 @@ class TrackerPredictor:
         state.cloud_colors = {o: np.zeros((0, 3), np.float32) for o in obj_ids}
         memory: ObjectMemory = {}
         decoder = self._window_decoder()
-        geometry = self.model.uses_geometry_memory
         for window, emit in windows(state.prompted_views, views, self.window_size, self.max_anchors):
-            encoded = self._encode(state, window)
-            prompts = decoder.prompts(state, obj_ids, window, memory)
-            if geometry:
-                wp = encoded["world_points"][0].float().cpu().numpy()  # [S, s, s, 3]
-                feats = encoded["feats"][0]
-                masks, prob = decoder.two_pass(state, obj_ids, window, encoded, prompts, wp, feats, memory)
-            else:
-                masks, prob = decoder.decode(encoded, prompts)
-            masks_np = masks.cpu().numpy()
-            prob_np = prob.float().cpu().numpy()
-            if geometry:
-                state.record_geometry(window, emit, encoded)
-                update_memory(state, obj_ids, window, emit, masks, wp, feats, memory, self.memory_points,
-                              self.max_cloud_points)
+            masks_np, prob_np = self.track_window(state, obj_ids, window, emit, memory, decoder)
             for i, v in sorted(((window.index(v), v) for v in emit), key=lambda x: position[x[1]]):
                 full = np.stack([resize_nearest(m, (state.height, state.width)) for m in masks_np[i]])
                 yield v, list(obj_ids), full, prob_np[i].astype(np.float32)
+
+    @torch.no_grad()
+    def track_window(self, state: TrackerState, obj_ids: list[int], window: list[int], emit: list[int],
+                     memory: ObjectMemory, decoder: WindowDecoder | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Encode and decode one window of ``state`` (its views ``window``, indices into the state) in the
+        predictor's precision: masks bool ``[S, N, s, s]`` and presence ``[S, N]`` float32 at the model size, for
+        ``obj_ids`` on every view of the window. For a model with 3D memory the cameras and depth of the views
+        ``emit`` are recorded in the state, their points grow the objects' clouds, and ``memory`` (obj_id ->
+        carried 3D points) is updated in place for the next window. :meth:`propagate` and
+        :class:`~vision.tracking.stream.TrackerStream` both track through it."""
+        decoder = decoder or self._window_decoder()
+        with autocast(self.device, self.dtype):
+            encoded = self._encode(state, window)
+            prompts = decoder.prompts(state, obj_ids, window, memory)
+            if self.model.uses_geometry_memory:
+                wp = encoded["world_points"][0].float().cpu().numpy()  # [S, s, s, 3]
+                feats = encoded["feats"][0]
+                masks, prob = decoder.two_pass(state, obj_ids, window, encoded, prompts, wp, feats, memory)
+                state.record_geometry(window, emit, encoded)
+                update_memory(state, obj_ids, window, emit, masks, wp, feats, memory, self.memory_points,
+                              self.max_cloud_points)
+            else:
+                masks, prob = decoder.decode(encoded, prompts)
+        return masks.cpu().numpy(), prob.float().cpu().numpy()
