@@ -185,3 +185,12 @@ demo: $(DEMO_STAMP)
 	@test -f $(RUNS)/detection/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-detection
 	@test -f $(RUNS)/forensics/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-forensics
 	$(BIN)/python demo/app.py $(DEMO_ARGS)
+
+# `make recipe-<name>`: the paper-scale recipes (docs/recipes.md). Checks that every split, file and weight file the
+# recipe's config reads is on disk, names each missing one with the command that makes it (exit 2, before any GPU
+# time), else prints the training command; RECIPE_ARGS="--run" also runs it (any --a.b.c VALUE overrides too).
+RECIPES := detection-voc detection-coco tracking geometry forensics
+RECIPE_ARGS ?=
+.PHONY: $(addprefix recipe-,$(RECIPES))
+$(addprefix recipe-,$(RECIPES)): recipe-%: setup
+	$(BIN)/python -m vision.cli.recipe $* $(RECIPE_ARGS)

@@ -38,8 +38,8 @@ def label_detections(detections: dict[str, torch.Tensor], vocabulary: Sequence[s
     factors = torch.tensor([scale[0], scale[1], scale[0], scale[1]], device=detections["boxes"].device)
     label_ids = detections["labels"].cpu().numpy().astype(np.int64)
     return {
-        "boxes": (detections["boxes"] * factors).cpu().numpy().astype(np.float32),
-        "scores": detections["scores"].cpu().numpy().astype(np.float32),
+        "boxes": (detections["boxes"].float() * factors).cpu().numpy(),  # float32 also under bf16 autocast
+        "scores": detections["scores"].float().cpu().numpy(),
         "label_ids": label_ids,
         "labels": [UNKNOWN_NAME if i == UNKNOWN_LABEL else vocabulary[i] for i in label_ids],
         "category_ids": np.asarray([unknown_category_id if i == UNKNOWN_LABEL else category_ids[i]
