@@ -1,5 +1,5 @@
-"""Callbacks used by the resume tests: one records the step count and optimizer state at the start of training, one
-kills the process at a given step."""
+"""Callbacks used by the resume tests: one records the step count and optimizer state at the start of training, two
+stop the process at a given step (SIGKILL to itself; any signal to its process group)."""
 
 from __future__ import annotations
 
@@ -31,3 +31,25 @@ class KillAtStep(pl.Callback):
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch, batch_idx: int) -> None:
         if trainer.global_step >= self.step:
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+class SignalAtStep(pl.Callback):
+    """Sends ``signal`` to its whole process group (DataLoader workers included, as a scheduler does), once: when the
+    training batch after global step ``step`` starts, or (``during="validation"``) when a validation batch starts
+    at or after that step."""
+
+    def __init__(self, step: int, signal: int, during: str = "training") -> None:
+        self.step, self.signal, self.during, self.sent = step, signal, during, False
+
+    def _send(self, trainer: pl.Trainer, during: str) -> None:
+        if not self.sent and during == self.during and trainer.global_step >= self.step \
+                and not trainer.sanity_checking:
+            self.sent = True
+            os.killpg(os.getpgid(0), self.signal)
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch, batch_idx: int) -> None:
+        self._send(trainer, "training")
+
+    def on_validation_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch, batch_idx: int,
+                                  dataloader_idx: int = 0) -> None:
+        self._send(trainer, "validation")

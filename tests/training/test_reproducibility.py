@@ -1,17 +1,21 @@
-"""Bit-exact training on the CPU, for every task, through ``tools/train.py``:
+"""Bit-exact training on the CPU, for every config that trains on a CPU as it ships, through ``tools/train.py``:
 
 - the same seed gives the same model: two uninterrupted runs in separate processes (different ``PYTHONHASHSEED``
   and number of DataLoader workers) end with identical weights and optimizer state;
-- resume is exact: a run SIGKILLed mid-epoch (after a validation, so that it also checks that validation leaves
-  the training randomness alone) and resumed from its last checkpoint ends with the weights and optimizer state
-  of the uninterrupted run, bit for bit.
+- resume is exact however the run is stopped and wherever the checkpoint lies: one run is stopped four times (a
+  SIGTERM mid-epoch, a SIGKILL after an epoch, a SIGKILL mid-epoch, a SIGTERM in an epoch's last batch) and
+  resumed each time, and two more runs resume from the epoch-boundary checkpoints (written at a validation and at
+  the last batch's end); every one ends with the weights and optimizer state of the uninterrupted run, bit for bit.
 
-Each config switches on the randomness its task has: random windows, augmentation, sampled prompts and text
-prompts through the real text encoder (tracking), flips, OOV synthesis and mining (detection), shuffled batches.
+Each config runs as it ships (its callbacks, checkpoints, logger, DataLoader workers, the geometry curriculum with
+``reload_dataloaders_every_n_epochs``, two concatenated training splits) except for :func:`reduce`: the model's
+width and resolution, the data (fixtures written here, three training batches an epoch) and the step budget.
+Signals go to the whole process group, as a scheduler sends them, so DataLoader workers receive them too.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import subprocess
@@ -22,114 +26,145 @@ import pytest
 import torch
 import yaml
 
-from vision.tasks import task_names
 from vision.training.checkpoint_io import load_checkpoint
 
-pytestmark = pytest.mark.slow  # trains every task twice in subprocesses and kills one
+pytestmark = pytest.mark.slow  # trains every config several times in subprocesses, killing some
 
 ROOT = Path(__file__).resolve().parents[2]
-MAX_STEPS = 7
-KILL_AT = 4  # batches per epoch are 3 for every task below: the kill lands mid-epoch, after the validation at 3
+MAX_STEPS = 7  # three batches an epoch: epochs end at steps 3 and 6; validation after each epoch
+BATCHES_PER_EPOCH = 3
+
+
+def _cpu_configs() -> list[Path]:
+    """The shipped configs that train on a CPU as they stand (the GPU-scale recipes have their dry run in
+    ``tests/recipes``)."""
+    found = []
+    for path in sorted((ROOT / "configs").rglob("*.yaml")):
+        trainer = yaml.safe_load(path.read_text()).get("trainer", {})
+        if trainer.get("accelerator", "auto") in ("auto", "cpu"):
+            found.append(path)
+    return found
+
+
+CONFIGS = _cpu_configs()
 
 
 def _data(root: Path) -> dict[str, dict]:
-    """``{task: {"model": ..., "data": ...}}`` init args for tiny runs on data written under ``root``."""
-    from vision.synthetic.scenes import write_split
-    from vision.synthetic.detection import write_oov_synthetic
+    """Per task: ``{"model": init args merged into the config's, "data": datamodule init args}`` on fixtures
+    written under ``root``; each training split gives three batches an epoch."""
     from tests.forensics.conftest import make_tiny_split
+    from vision.synthetic.detection import write_oov_synthetic
+    from vision.synthetic.scenes import write_split
 
     video = write_split(root / "mv", "video", scenes=4, views=4, size=32, mode="video", seed=0, threads=1,
                         min_objects=2, max_objects=3)
     unordered = write_split(root / "mv", "unordered", scenes=2, views=4, size=32, mode="unordered", seed=1,
                             threads=1, min_objects=2, max_objects=3)
     multiview = {"train_split": [str(video), str(unordered)], "val_split": str(unordered), "views": 2,
-                 "batch_size": 2, "augment": True}  # image_size: linked from the model's config
+                 "batch_size": 2, "augment": True}  # 4 + 2 clips: 3 batches
     oov = write_oov_synthetic(root / "oov", train_scenes=3, val_scenes=1, test_scenes=1, views=2, size=64, seed=0)
     aigv = make_tiny_split(root / "aigv")
-    tools = ["spectrum", "residual", "temporal"]
     return {
-        "geometry": {  # with make train's viewpoint curriculum: its limit changes between epoch 0 and the kill's
-            "model": {"class_path": "vision.geometry.lightning.GeometryModule",
-                      "init_args": {"config": {"size": "tiny", "image_size": 32, "match_dim": 64}, "warmup_steps": 2,
-                                    "match_weight": 1.0}},
-            "data": {"class_path": "vision.data.datamodule.MultiViewDataModule",
-                     "init_args": {**multiview, "max_stride": 2, "curriculum": [30, 180]}},
-            "trainer": {"reload_dataloaders_every_n_epochs": 1},
-        },
-        "tracking": {
-            "model": {"class_path": "vision.tracking.lightning.TrackingModule",
-                      "init_args": {"config": {"image_size": 32, "dim": 32, "text_encoder": "minilm"},
-                                    "max_objects": 2, "negative_text": 0.5, "memory_prob": 0.5, "warmup_steps": 2}},
-            "data": {"class_path": "vision.data.datamodule.MultiViewDataModule", "init_args": multiview},
-        },
-        "detection": {
-            "model": {"class_path": "vision.detection.lightning.OOVDetModule",
-                      "init_args": {"config": {"channels": 32}, "queue_size": 64, "samples_per_class": 64,
-                                    "synthesis_start": 0.0,
-                                    "mining_start": 0.0, "mining_min_objectness": 0.0, "warmup_steps": 2}},
-            "data": {"class_path": "vision.data.datamodule.DetectionDataModule",
-                     "init_args": {"train_split": str(oov["train"]), "val_split": str(oov["val"]), "batch_size": 2,
-                                   "augment": True}},
-        },
-        "forensics": {
-            "model": {"class_path": "vision.forensics.lightning.ForensicsModule",
-                      "init_args": {"config": {"tools": tools, "hidden": 16, "image_size": 48, "max_frames": 8}}},
-            "data": {"class_path": "vision.forensics.lightning.ForensicFeatureDataModule",
-                     "init_args": {"train_split": str(aigv["train"]), "val_split": str(aigv["val"]),
-                                   "cache_dir": str(root / "aigv_cache"), "batch_size": 4}},
-        },
+        "geometry": {"model": {"config": {"size": "tiny", "image_size": 32, "match_dim": 64}, "warmup_steps": 2},
+                     "data": {**multiview, "max_stride": 2}},
+        "tracking": {"model": {"config": {"backbone": "tiny", "image_size": 32, "dim": 32}, "max_objects": 2,
+                               "warmup_steps": 2, "eval_prompt_types": ["point", "text"]},
+                     "data": multiview},
+        "detection": {"model": {"config": {"channels": 32}, "queue_size": 64, "samples_per_class": 64,
+                                "synthesis_start": 0.0, "mining_start": 0.0, "mining_min_objectness": 0.0,
+                                "kde_reference": 64, "warmup_steps": 2},
+                      "data": {"train_split": str(oov["train"]), "val_split": str(oov["val"]),
+                               "test_split": str(oov["test"]), "batch_size": 2, "augment": True}},
+        "forensics": {"model": {"config": {"tools": ["spectrum", "residual", "temporal"], "hidden": 16,
+                                           "image_size": 48, "max_frames": 8}},
+                      "data": {"train_split": str(aigv["train"]), "val_split": str(aigv["val"]),
+                               "test_split": str(aigv["val"]), "cache_dir": str(root / "aigv_cache"),
+                               "batch_size": 4}},  # 12 clips: 3 batches
     }
 
 
-def _config(run: Path, task: dict, workers: int, kill_at: int | None) -> Path:
-    callbacks = [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
-                  "init_args": {"dirpath": str(run / "ckpt"), "save_last": True, "save_top_k": 0,
-                                "every_n_train_steps": 1}}]
-    if kill_at is not None:
-        callbacks.append({"class_path": "tests.training.resume_probe.KillAtStep", "init_args": {"step": kill_at}})
-    data = {**task["data"], "init_args": dict(task["data"]["init_args"])}
-    if "num_workers" in _datamodule_args(data["class_path"]):
-        data["init_args"]["num_workers"] = workers
-    cfg = {
-        "seed_everything": 7,
-        "trainer": {"accelerator": "cpu", "devices": 1, "max_steps": MAX_STEPS, "max_epochs": -1,
-                    "default_root_dir": str(run), "logger": False, "enable_progress_bar": False,
-                    "enable_model_summary": False, "num_sanity_val_steps": 1, "val_check_interval": 3,
-                    "check_val_every_n_epoch": None, "limit_val_batches": 1, "callbacks": callbacks},
-        "model": task["model"],
-        "data": data,
-    }
-    cfg["trainer"].update(task.get("trainer", {}))
-    path = run / "config.yaml"
+def _task(config: dict) -> str:
+    return config["model"]["class_path"].split(".")[1]  # vision.<task>.lightning.<Module>
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
+def reduce(config: dict, fixtures: dict[str, dict], run: Path, callbacks: list[dict]) -> dict:
+    """The shipped ``config`` as it runs here: the task's fixture data and reduced model (``fixtures``), a
+    validation of one batch after every epoch (and one sanity batch), ``MAX_STEPS`` steps, every path under ``run``
+    (as ``--run_dir`` rebases them) and ``callbacks`` (the probes) added to the config's own."""
+    from vision.training.cli import move_run
+
+    task = fixtures[_task(config)]
+    config = _merge(copy.deepcopy(config), {"model": {"init_args": task["model"]}})
+    config["data"] = {**config["data"], "init_args": _merge(config["data"]["init_args"], task["data"])}
+    config["seed_everything"] = 7
+    trainer = config["trainer"]
+    trainer.update({"accelerator": "cpu", "max_steps": MAX_STEPS, "max_epochs": -1, "val_check_interval": None,
+                    "check_val_every_n_epoch": 1, "limit_val_batches": 1, "num_sanity_val_steps": 1,
+                    "enable_progress_bar": False, "enable_model_summary": False, "log_every_n_steps": 1})
+    move_run(config, str(run))
+    trainer["callbacks"] = [*trainer.get("callbacks", []), *callbacks]
+    return config
+
+
+def _write(run: Path, config: dict) -> Path:
     run.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(cfg))
+    path = run / f"config_{len(list(run.glob('config_*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(config))
     return path
 
 
-def _datamodule_args(class_path: str) -> set[str]:
-    import importlib
-    import inspect
-
-    module, name = class_path.rsplit(".", 1)
-    return set(inspect.signature(getattr(importlib.import_module(module), name)).parameters)
+def _probe(step: int, sig: signal.Signals) -> dict:
+    return {"class_path": "tests.training.resume_probe.SignalAtStep",
+            "init_args": {"step": step, "signal": int(sig)}}
 
 
-def _train(config: Path, hash_seed: int, resume: Path | None = None) -> subprocess.CompletedProcess:
+def _every_step(run: Path) -> dict:
+    """A checkpoint after every batch, in its own folder (``step=N.ckpt``): the mid-epoch and end-of-last-batch
+    checkpoints a ``every_n_train_steps`` callback writes."""
+    return {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+            "init_args": {"dirpath": str(run / "steps"), "filename": "{step}", "save_top_k": -1,
+                          "every_n_train_steps": 1}}
+
+
+def _train(config: Path, hash_seed: int, workers: int | None = None,
+           resume: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": str(hash_seed),
            "HF_HUB_OFFLINE": "1"}
     cmd = [sys.executable, str(ROOT / "tools" / "train.py"), "--config", str(config)]
+    if workers is not None and "num_workers" in _datamodule_args(yaml.safe_load(config.read_text())["data"]):
+        cmd += ["--data.init_args.num_workers", str(workers)]
     if resume is not None:
         cmd += ["--ckpt_path", str(resume)]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    # its own session: the probe signals its whole process group (workers included), never pytest
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+                          start_new_session=True)
 
 
-def _final_state(run: Path) -> dict:
-    ckpt = load_checkpoint(run / "ckpt" / "last.ckpt")
-    assert ckpt["global_step"] == MAX_STEPS
-    return ckpt
+def _datamodule_args(data: dict) -> set[str]:
+    import importlib
+    import inspect
+
+    module, name = data["class_path"].rsplit(".", 1)
+    return set(inspect.signature(getattr(importlib.import_module(module), name)).parameters)
+
+
+def _last(run: Path) -> Path:
+    return run / "checkpoints" / "last.ckpt"  # every shipped config keeps its last checkpoint there
+
+
+def _step(path: Path) -> int:
+    return int(load_checkpoint(path)["global_step"])
 
 
 def _assert_identical(a: dict, b: dict) -> None:
+    assert a["global_step"] == b["global_step"] == MAX_STEPS
     assert a["state_dict"].keys() == b["state_dict"].keys()
     differ = [k for k in a["state_dict"] if not torch.equal(a["state_dict"][k], b["state_dict"][k])]
     assert not differ, f"{len(differ)} of {len(a['state_dict'])} tensors differ, e.g. {differ[:5]}"
@@ -142,44 +177,81 @@ def _assert_identical(a: dict, b: dict) -> None:
             assert torch.equal(a["oov_bank"][name], b["oov_bank"][name]), name
 
 
+def _ok(result: subprocess.CompletedProcess) -> None:
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _stopped(result: subprocess.CompletedProcess, sig: signal.Signals, step: int, run: Path) -> None:
+    """The run died by ``sig`` (SIGTERM: exit status 143 and one line naming its stop checkpoint of ``step``)."""
+    if sig == signal.SIGKILL:
+        assert result.returncode == -signal.SIGKILL, result.stderr[-3000:]
+        return
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("SIGTERM:")]
+    assert len(lines) == 1 and f"global step {step} " in lines[0] and str(_last(run)) in lines[0], lines
+    assert _step(_last(run)) == step
+
+
 @pytest.fixture(scope="module")
-def tasks(tmp_path_factory) -> dict[str, dict]:
+def fixtures(tmp_path_factory) -> dict[str, dict]:
     torch.set_num_threads(1)
     return _data(tmp_path_factory.mktemp("repro_data"))
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tasks, tmp_path_factory):
-    """One uninterrupted run per task (no DataLoader workers), run lazily and shared by both tests."""
+def uninterrupted(fixtures, tmp_path_factory):
+    """One uninterrupted run per config (no DataLoader workers), run lazily and shared by the tests."""
     root = tmp_path_factory.mktemp("repro_runs")
-    done: dict[str, Path] = {}
+    done: dict[Path, dict] = {}
 
-    def run(name: str) -> Path:
-        if name not in done:
-            out = root / name / "plain"
-            result = _train(_config(out, tasks[name], workers=0, kill_at=None), hash_seed=1)
-            assert result.returncode == 0, result.stderr[-3000:]
-            done[name] = out
-        return done[name]
+    def run(config: Path) -> dict:
+        if config not in done:
+            out = root / config.parent.name / config.stem
+            shipped = yaml.safe_load(config.read_text())
+            _ok(_train(_write(out, reduce(shipped, fixtures, out, [])), hash_seed=1, workers=0))
+            done[config] = load_checkpoint(_last(out))
+        return done[config]
 
     return run
 
 
-@pytest.mark.parametrize("task", task_names())
-def test_same_seed_gives_the_same_model(task, tasks, uninterrupted, tmp_path):
-    again = tmp_path / "again"
-    result = _train(_config(again, tasks[task], workers=1, kill_at=None), hash_seed=2)
-    assert result.returncode == 0, result.stderr[-3000:]
-    _assert_identical(_final_state(uninterrupted(task)), _final_state(again))
+def _ids(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
 
 
-@pytest.mark.parametrize("task", task_names())
-def test_resume_after_sigkill_is_bit_exact(task, tasks, uninterrupted, tmp_path):
-    run = tmp_path / "interrupted"
-    killed = _train(_config(run, tasks[task], workers=1, kill_at=KILL_AT), hash_seed=3)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    last = run / "ckpt" / "last.ckpt"
-    assert load_checkpoint(last)["global_step"] == KILL_AT
-    resumed = _train(_config(run, tasks[task], workers=0, kill_at=None), hash_seed=4, resume=last)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    _assert_identical(_final_state(uninterrupted(task)), _final_state(run))
+@pytest.mark.parametrize("config", CONFIGS, ids=_ids)
+def test_same_seed_gives_the_same_model(config, fixtures, uninterrupted, tmp_path):
+    shipped = yaml.safe_load(config.read_text())
+    _ok(_train(_write(tmp_path, reduce(shipped, fixtures, tmp_path, [])), hash_seed=2, workers=1))
+    _assert_identical(uninterrupted(config), load_checkpoint(_last(tmp_path)))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=_ids)
+def test_resume_is_exact_after_sigterm_and_sigkill(config, fixtures, uninterrupted, tmp_path):
+    """One run stopped four times, each resumed from the checkpoint a user would resume from (``last.ckpt``, or the
+    every-step checkpoint a SIGKILL left), and two more resumed from the epoch-boundary checkpoints."""
+    shipped = yaml.safe_load(config.read_text())
+    reference = uninterrupted(config)
+    run = tmp_path / "run"
+
+    def leg(probe: dict | None, resume: Path | None, hash_seed: int) -> subprocess.CompletedProcess:
+        callbacks = [_every_step(run)] + ([probe] if probe else [])
+        return _train(_write(run, reduce(shipped, fixtures, run, callbacks)), hash_seed=hash_seed, resume=resume)
+
+    # 1. SIGTERM in the second batch: the stop checkpoint of step 2 (mid-epoch)
+    _stopped(leg(_probe(1, signal.SIGTERM), None, 3), signal.SIGTERM, 2, run)
+    # 2. resumed; SIGKILL as step 5 starts: last.ckpt is the validation checkpoint after epoch 0 (step 3)
+    _stopped(leg(_probe(4, signal.SIGKILL), _last(run), 4), signal.SIGKILL, 0, run)
+    assert _step(_last(run)) == BATCHES_PER_EPOCH
+    # 3. resumed from the every-step checkpoint of step 4 (mid-epoch, written at the batch's end); SIGTERM in the
+    #    last batch of epoch 1: the run finishes the epoch (and its validation) and stops at step 6
+    _stopped(leg(_probe(5, signal.SIGTERM), run / "steps" / "step=4.ckpt", 5), signal.SIGTERM, 6, run)
+    # 4. resumed from that stop checkpoint (an epoch boundary) to the end
+    _ok(leg(None, _last(run), 6))
+    _assert_identical(reference, load_checkpoint(_last(run)))
+
+    # the every-step checkpoint written at the end of epoch 0's last batch, before its validation (run 2 started
+    # from the checkpoint of that validation)
+    other = tmp_path / "from_last_batch"
+    _ok(_train(_write(other, reduce(shipped, fixtures, other, [])), hash_seed=7, resume=run / "steps" / "step=3.ckpt"))
+    _assert_identical(reference, load_checkpoint(_last(other)))

@@ -14,6 +14,7 @@ give the same batches, however many DataLoader workers.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import lightning as L
@@ -79,16 +80,46 @@ class ResumableDataModule(L.LightningDataModule):
         trainer = self.trainer
         return (int(trainer.world_size), int(trainer.global_rank)) if trainer is not None else (1, 0)
 
+    def _batches_per_epoch(self, dataset: Dataset, batch_size: int) -> int:
+        """Training batches one rank takes in an epoch (the sampler pads ranks to equal length; no drop_last)."""
+        world, _ = self._world()
+        return math.ceil(math.ceil(len(dataset) / world) / batch_size)
+
+    def _resume_position(self, dataset: Dataset, batch_size: int) -> tuple[int, int] | None:
+        """The pending resume as ``(epoch, batches taken in it)``, or None. A checkpoint written after the last
+        batch of epoch ``e`` (by ``on_train_batch_end``, at that batch's validation, or at a stop) holds epoch ``e``
+        with every batch taken: the next batch is the first of epoch ``e + 1``, which is what Lightning runs next."""
+        if self._resume_from is None:
+            return None
+        epoch, batches = self._resume_from["epoch"], self._resume_from["batches"]
+        if batches >= self._batches_per_epoch(dataset, batch_size):
+            epoch, batches = epoch + 1, 0
+        return epoch, batches
+
+    def training_epoch(self, dataset: Dataset, batch_size: int) -> int:
+        """The epoch the next training loader over ``dataset`` serves: the resumed one while a resume is pending,
+        else the trainer's current epoch. Lightning builds the loader (and starts iterating it) before it tells the
+        sampler the epoch, and on resume it does not restart the iterator, so the loader must know it itself."""
+        position = self._resume_position(dataset, batch_size)
+        if position is not None:
+            return position[0]
+        trainer = self.trainer
+        return int(trainer.current_epoch) if trainer is not None else 0
+
     def train_loader(self, dataset: Dataset, batch_size: int, num_workers: int, collate: Callable | None,
                      with_seeds: bool = True) -> DataLoader:
-        """Shuffled training loader over ``dataset`` (items read with sample keys when ``with_seeds``)."""
+        """Shuffled training loader over ``dataset`` (items read with sample keys when ``with_seeds``), set to the
+        epoch it serves (:meth:`training_epoch`) and, after a resume, to the position the checkpoint holds."""
         world, rank = self._world()
         sampler = ResumableSampler(len(dataset), self._seed(), shuffle=True, with_seeds=with_seeds,
                                    num_replicas=world, rank=rank)
-        if self._resume_from is not None:
-            self._epoch, self._batches = self._resume_from["epoch"], self._resume_from["batches"]
+        position = self._resume_position(dataset, batch_size)
+        if position is not None:
+            self._epoch, self._batches = position
             sampler.resume(self._epoch, self._batches * batch_size)
             self._resume_from = None
+        else:
+            sampler.set_epoch(self.training_epoch(dataset, batch_size))
         return self._loader(dataset, batch_size, num_workers, collate, sampler)
 
     def eval_loader(self, dataset: Dataset, batch_size: int, num_workers: int, collate: Callable | None) -> DataLoader:
@@ -277,9 +308,9 @@ class MultiViewDataModule(SplitDataModule):
                 raise InputError("MultiViewDataModule.curriculum changes the training clips every epoch: set "
                                  "trainer.reload_dataloaders_every_n_epochs: 1 (it is "
                                  f"{trainer.reload_dataloaders_every_n_epochs})")
-            limit = self.view_angle_limit(trainer.current_epoch)
             if self.train_dataset is None:
                 self.setup("fit")
+            limit = self.view_angle_limit(self.training_epoch(self.train_dataset, self.batch_size))
             parts = getattr(self.train_dataset, "datasets", [self.train_dataset])
             for part in parts:
                 part.max_view_angle = limit

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 
 from vision.errors import VisionError
 from vision.rng import get_rng_state, set_rng_state
 
-__all__ = ["NonFiniteLossError", "FiniteLossGuard", "RandomStateCheckpoint", "check_finite"]
+__all__ = ["NonFiniteLossError", "FiniteLossGuard", "RandomStateCheckpoint", "StopCheckpoint", "check_finite",
+           "last_checkpoint_path"]
 
 
 class NonFiniteLossError(VisionError, FloatingPointError):
@@ -79,3 +83,55 @@ class RandomStateCheckpoint(pl.Callback):
         if self._outside_validation is not None:
             set_rng_state(self._outside_validation)
             self._outside_validation = None
+
+
+def last_checkpoint_path(trainer: pl.Trainer) -> Path:
+    """Where a run keeps its latest checkpoint, the file a resume reads: ``last.ckpt`` in the folder of the first
+    :class:`ModelCheckpoint` that writes one (``save_last``, or ``filename: last``), else in
+    ``<default_root_dir>/checkpoints``."""
+    for callback in trainer.checkpoint_callbacks:
+        if isinstance(callback, ModelCheckpoint) and callback.dirpath is not None and (
+                callback.save_last or callback.filename == callback.CHECKPOINT_NAME_LAST):
+            return Path(callback.dirpath) / f"{callback.CHECKPOINT_NAME_LAST}{callback.FILE_EXTENSION}"
+    return Path(trainer.default_root_dir) / "checkpoints" / "last.ckpt"
+
+
+class StopCheckpoint(pl.Callback):
+    """On SIGTERM (a scheduler's pre-emption, ``kill``), writes a checkpoint of the step training stopped at.
+
+    Lightning catches SIGTERM, finishes the running batch (and a validation due after it) and raises
+    ``SIGTERMException``; this callback then saves the run to :func:`last_checkpoint_path`, so the command that
+    resumes a run (``--ckpt_path .../last.ckpt``, as ``make train`` does) continues from that step, and says so in
+    one line on stderr. The checkpoint holds the same state as one written by ``ModelCheckpoint`` after that batch
+    (data position, random state, loops), so the resumed run ends on the weights of an uninterrupted one.
+    """
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        if not trainer.received_sigterm or trainer.state.fn != "fit" or trainer.sanity_checking:
+            return
+        if _epoch_completed(trainer):
+            _start_next_epoch_counters(trainer)
+        path = last_checkpoint_path(trainer)
+        trainer.save_checkpoint(path)  # every rank calls it (sharded strategies gather); rank 0 writes
+        if trainer.is_global_zero:
+            print(f"SIGTERM: stopped after global step {trainer.global_step} (epoch {trainer.current_epoch}); "
+                  f"saved {path}; resume with --ckpt_path {path}", file=sys.stderr, flush=True)
+
+
+def _epoch_completed(trainer: pl.Trainer) -> bool:
+    """Lightning stopped between epochs: the last epoch ran to its end (hooks included) and the next has not begun
+    (a SIGTERM seen at the end of an epoch's last batch is raised there, after the epoch's validation)."""
+    progress = trainer.fit_loop.epoch_progress.current
+    return progress.ready == progress.started == progress.processed == progress.completed
+
+
+def _start_next_epoch_counters(trainer: pl.Trainer) -> None:
+    """Reset the training epoch loop's per-epoch counters as Lightning does when an epoch begins
+    (``_TrainingEpochLoop.reset`` of a run that is not restarting). Lightning 2.6 restores a checkpoint written
+    between epochs with the finished epoch's batch count still current and, in step-based training (where it always
+    restarts), runs the next epoch with no batches; with these counters it runs that epoch whole."""
+    epoch_loop = trainer.fit_loop.epoch_loop
+    epoch_loop.batch_progress.reset_on_run()
+    epoch_loop.scheduler_progress.reset_on_run()
+    epoch_loop.automatic_optimization.optim_progress.reset_on_run()
+    epoch_loop.val_loop.batch_progress.total.reset()

@@ -14,6 +14,8 @@
   (and, for forensics, ``tools`` and ``max_frames``) come from the model's ``config``.
 - Checkpoints: the configs keep the best (by the task metric) and the last one; every write is atomic
   (:class:`~vision.training.checkpoint_io.AtomicCheckpointIO`) and reads use ``weights_only=True``.
+- A SIGTERM (a scheduler's pre-emption) stops after the running batch, writes ``last.ckpt`` of that step and
+  exits with status 143 (:class:`~vision.training.callbacks.StopCheckpoint`).
 - Resume with ``--ckpt_path path/to/last.ckpt``: step count, optimizer and scheduler state, the random state and
   the data position continue exactly; on the CPU the resumed run ends with the weights of an uninterrupted one, bit
   for bit, and the same seed and thread count give the same model (``vision.data.sampler``).
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import signal
 import sys
 import typing
 from collections.abc import Sequence
@@ -36,10 +39,12 @@ from typing import Any, Optional
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+from vision.data.files import environment_error, writable_folder
 from vision.errors import DataError, VisionError
-from vision.training.callbacks import FiniteLossGuard, RandomStateCheckpoint
-from vision.training.checkpoint_io import AtomicCheckpointIO, first_mismatch, load_checkpoint
+from vision.training.callbacks import FiniteLossGuard, RandomStateCheckpoint, StopCheckpoint
+from vision.training.checkpoint_io import AtomicCheckpointIO, check_checkpoint_io, first_mismatch, load_checkpoint
 from vision.training.writer import ResultsWriter
 
 __all__ = ["VisionCLI", "main", "LINKS", "move_run"]
@@ -62,7 +67,8 @@ class VisionCLI(LightningCLI):
             subclass_mode_model=True,
             subclass_mode_data=True,
             save_config_kwargs={"overwrite": True},
-            trainer_defaults={"callbacks": [FiniteLossGuard(), RandomStateCheckpoint(), ResultsWriter()]},
+            trainer_defaults={"callbacks": [FiniteLossGuard(), RandomStateCheckpoint(), StopCheckpoint(),
+                                                        ResultsWriter()]},
             args=args,
             run=run,
         )
@@ -83,6 +89,7 @@ class VisionCLI(LightningCLI):
         and that holds that string gets None back (no such field takes the word "None" as a name)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         if config.get("run_dir"):
+            writable_folder(str(config["run_dir"]), flag="--run_dir")  # one line now, not a traceback later
             move_run(config, str(config["run_dir"]))
         model = config.get("model")
         fields = model.get("init_args", {}).get("config") if model is not None else None
@@ -119,6 +126,8 @@ class VisionCLI(LightningCLI):
         """Add :class:`AtomicCheckpointIO` unless the config already names a checkpoint I/O plugin."""
         plugins = self._get(self.config_init, "trainer.plugins", default=None) or []
         plugins = list(plugins) if isinstance(plugins, (list, tuple)) else [plugins]
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        check_checkpoint_io(plugins, config.get("weights_only"))  # no plain torch.load of a checkpoint
         if not any(isinstance(p, CheckpointIO) for p in plugins):
             plugins.append(AtomicCheckpointIO())
         return super().instantiate_trainer(plugins=plugins, **kwargs)
@@ -142,7 +151,7 @@ def move_run(config: Any, run_dir: str) -> None:
     loggers = trainer.get("logger")
     callbacks = trainer.get("callbacks")
     for item in [*(loggers if isinstance(loggers, list) else [loggers]), *(callbacks or [])]:
-        init_args = getattr(item, "init_args", None)
+        init_args = item.get("init_args") if hasattr(item, "get") else None  # a parsed Namespace or a plain dict
         if init_args is None:
             continue
         for key in ("save_dir", "dirpath"):
@@ -161,8 +170,10 @@ def main(argv: Sequence[str] | None = None) -> VisionCLI:
             sys.argv[1:] = args
             return VisionCLI()
         return VisionCLI(args=args)
+    except SIGTERMException:  # the stop checkpoint is written (StopCheckpoint); exit as a terminated process does
+        raise SystemExit(128 + signal.SIGTERM) from None
     except Exception as exc:
-        error = _vision_error(exc) or _weights_error(exc, args)
+        error = _vision_error(exc) or _weights_error(exc, args) or environment_error(exc)
         if error is None:
             raise
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
