@@ -6,7 +6,7 @@ layer allows. A lower layer never imports a higher one:
     registry     vision.tasks (the task list; parts imported    base; no torch (nothing heavy)
                  by name only when asked for)
     core         vision.data, vision.text, vision.alignment,    base + registry + core
-                 vision.checkpoint
+                 vision.checkpoint, vision.device, vision.model_folder
     evaluation   vision.evaluation                              base + registry + data + alignment; no torch
     synthetic    vision.synthetic                               base + registry + data
     geometry     vision.geometry (the shared backbone)          base + registry + core + evaluation
@@ -15,7 +15,7 @@ layer allows. A lower layer never imports a higher one:
     training     vision.training (what every task shares)       base + registry + core + evaluation
     fitting      vision.<task>.lightning                        its task's layer + training
     top          vision.training.cli, vision.cli, vision.demo,  everything
-                 vision.prepare
+                 vision.prepare, vision.export
 
 Inference code (each task's ``task`` and ``predictor``, ``vision.cli.predict`` and ``vision.cli.evaluate``) also
 loads no ``vision.training`` and not Lightning, and ``vision.cli.evaluate`` no torch.
@@ -45,13 +45,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "vision"
 
 BASE = ("vision.errors", "vision.rng")
-CORE = ("vision.data", "vision.text", "vision.alignment", "vision.checkpoint")
+CORE = ("vision.data", "vision.text", "vision.alignment", "vision.checkpoint", "vision.device",
+        "vision.model_folder")
 EVALUATION = ("vision.evaluation",)
 GEOMETRY = ("vision.geometry",)
 TASKS = ("vision.tracking", "vision.detection", "vision.forensics")
 REGISTRY = ("vision.tasks",)
 TRAINING = ("vision.training",)
-TOP = ("vision.training.cli", "vision.cli", "vision.demo", "vision.prepare")
+TOP = ("vision.training.cli", "vision.cli", "vision.demo", "vision.prepare", "vision.export")
 FIT_MODULES = tuple(f"{task}.lightning" for task in GEOMETRY + TASKS)
 INFERENCE = tuple(f"{task}.{part}" for task in GEOMETRY + TASKS for part in ("task", "predictor")) + (
     "vision.cli.predict", "vision.cli.evaluate")

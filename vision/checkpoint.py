@@ -16,10 +16,13 @@ from typing import Any, TypeVar
 
 import torch
 
+from vision.data.files import regular_file
 from vision.errors import DataError, InputError
+from vision.model_folder import read_model_folder
+from vision.tasks import task_names
 
-__all__ = ["TaskConfig", "load_checkpoint", "load_weights", "first_mismatch", "read_task_checkpoint",
-           "task_checkpoint_parts"]
+__all__ = ["TaskConfig", "load_checkpoint", "load_failure", "read_model", "load_weights", "first_mismatch",
+           "read_task_checkpoint", "task_checkpoint_parts"]
 
 C = TypeVar("C", bound="TaskConfig")
 
@@ -61,19 +64,28 @@ class TaskConfig:
 
 
 def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict:
-    """Read a checkpoint with ``torch.load(weights_only=True)``; a missing or unreadable file is a ``DataError``."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError("checkpoint file not found", file=path)
+    """Read a checkpoint with ``torch.load(weights_only=True)``; a missing, unreadable or unsafe file (or one that is
+    not a regular file: a FIFO, a device, a link loop) is a one-line ``DataError``."""
+    path = regular_file(path, what="checkpoint file")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for corrupt or unsafe files
-        raise DataError(f"cannot read checkpoint ({_one_line(exc)})", file=path) from exc
+        raise DataError(f"cannot read checkpoint ({load_failure(exc)})", file=path) from exc
 
 
-def _one_line(exc: Exception) -> str:
-    """torch's reason in one line; for a refused pickle only the offending global, not torch's advice to load
-    the file with ``weights_only=False`` (which would run whatever code it holds)."""
+def read_model(path: str | Path, map_location: Any = "cpu") -> dict:
+    """A checkpoint file (:func:`load_checkpoint`) or a model folder (:mod:`vision.model_folder`: config.json +
+    safetensors, never unpickled), in the checkpoint layout: the one reader behind every task's ``load`` and the
+    backbone-weight options, so each takes either."""
+    if Path(path).is_dir():
+        return read_model_folder(path, map_location=map_location).as_checkpoint()
+    return load_checkpoint(path, map_location=map_location)
+
+
+def load_failure(exc: BaseException) -> str:
+    """torch's (or safetensors') reason a file could not be read, in one line; for a refused pickle only the
+    offending global, never torch's advice to load the file with ``weights_only=False`` (which would run whatever
+    code it holds)."""
     text = str(exc)
     if "Weights only load failed" in text:
         reason = next((line.strip() for line in text.splitlines() if "WeightsUnpickler error" in line), "")
@@ -104,22 +116,38 @@ def first_mismatch(exc: RuntimeError) -> str:
 
 def read_task_checkpoint(path: str | Path, config_cls: type[C], prefix: str = "model.",
                          map_location: Any = "cpu") -> tuple[C, dict[str, torch.Tensor], dict]:
-    """Read a task's Lightning checkpoint: ``(config, weights under prefix with the prefix removed, checkpoint)``.
+    """Read a task's Lightning checkpoint or model folder (:func:`read_model`): ``(config, weights under prefix with
+    the prefix removed, checkpoint)``.
 
     The config comes from ``hyper_parameters["config"]``; a checkpoint without one, or without weights under
     ``prefix``, is a :class:`DataError` naming the file (and saying which task's checkpoint was expected).
     """
-    checkpoint = load_checkpoint(path, map_location=map_location)
+    checkpoint = read_model(path, map_location=map_location)
     config, weights = task_checkpoint_parts(checkpoint, path, config_cls, prefix)
     return config, weights, checkpoint
+
+
+def _task_of(checkpoint: Mapping[str, Any]) -> str | None:
+    """The task a model folder names, or of the training module (``vision.<task>.lightning...``) that wrote a
+    checkpoint; None when it says neither."""
+    if isinstance(checkpoint.get("task"), str):
+        return checkpoint["task"]
+    hparams = checkpoint.get("hyper_parameters")
+    parts = str(hparams.get("_class_path") or "").split(".") if isinstance(hparams, Mapping) else []
+    return parts[1] if len(parts) >= 3 and parts[0] == "vision" and parts[1] in task_names() else None
 
 
 def task_checkpoint_parts(checkpoint: Mapping[str, Any], path: str | Path, config_cls: type[C],
                           prefix: str = "model.") -> tuple[C, dict[str, torch.Tensor]]:
     """``(config, weights under prefix with the prefix removed)`` of a checkpoint already read from ``path``
-    (:func:`read_task_checkpoint`'s checks and errors)."""
+    (:func:`read_task_checkpoint`'s checks and errors; a model folder or a training module of another task is
+    refused by name)."""
     task = config_cls.__name__.removesuffix("Config").lower() or config_cls.__name__
     hparams = checkpoint.get("hyper_parameters")
+    other = _task_of(checkpoint)
+    if other is not None and other != task:
+        raise DataError(f"holds a {other} model, not a {task} model; give a {task} checkpoint or model folder",
+                        file=path, field="task", value=other)
     state = checkpoint.get("state_dict")
     if not isinstance(hparams, Mapping) or not isinstance(hparams.get("config"), Mapping):
         raise DataError(f"not a {task} checkpoint of this version (no hyper_parameters.config); retrain it with "

@@ -20,6 +20,7 @@ SCRIPTS: dict[str, str] = {ep.name: ep.value for ep in distribution("vision").en
 WRAPPERS = sorted([*ROOT.glob("tools/*.py"), *ROOT.glob("datasets/prepare_*.py"), *ROOT.glob("demo/*.py")])
 THIN = {"tools/train.py": "vision.cli.train", "tools/predict.py": "vision.cli.predict",
         "tools/evaluate.py": "vision.cli.evaluate", "tools/make_synthetic.py": "vision.cli.synthetic",
+        "tools/export.py": "vision.cli.export",
         "datasets/prepare_aigv.py": "vision.prepare.aigv", "datasets/prepare_genvideo.py": "vision.prepare.genvideo",
         "datasets/prepare_oov_coco.py": "vision.prepare.oov_coco", "demo/app.py": "vision.demo.app",
         "demo/screenshots.py": "vision.demo.screenshots"}

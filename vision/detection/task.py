@@ -26,9 +26,10 @@ from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
 from vision.detection.model import OOVDetector
 from vision.detection.vocabulary import DEFAULT_TEMPLATE
 from vision.errors import DataError
+from vision.model_folder import ModelFolder, write_model_folder
 from vision.text import TEXT_DIM
 
-__all__ = ["DetectionConfig", "TrainingVocabulary", "build_model", "load", "load_with_vocabulary"]
+__all__ = ["DetectionConfig", "TrainingVocabulary", "build_model", "load", "load_with_vocabulary", "save"]
 
 
 @dataclasses.dataclass
@@ -96,8 +97,8 @@ class TrainingVocabulary(NamedTuple):
 
 def load_with_vocabulary(checkpoint: str | Path, device: str | torch.device = "cpu"
                          ) -> tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]:
-    """:func:`load`, plus the training vocabulary stored in the checkpoint (None when it holds none, e.g. a module
-    saved before it saw its training data)."""
+    """:func:`load`, plus the training vocabulary stored in the checkpoint or model folder (None when it holds
+    none, e.g. a module saved before it saw its training data)."""
     config, weights, ckpt = read_task_checkpoint(checkpoint, DetectionConfig, prefix="model.", map_location=device)
     model = build_model(config)
     load_weights(model, weights, checkpoint)
@@ -114,7 +115,20 @@ def load_with_vocabulary(checkpoint: str | Path, device: str | torch.device = "c
 
 def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[OOVDetector, DetectionConfig]:
     """The detector of an :class:`~vision.detection.lightning.OOVDetModule` checkpoint (read with
-    ``weights_only=True``, in eval mode, on ``device``) and its config. A file that is missing, unreadable,
+    ``weights_only=True``) or of a detection model folder (:func:`save`, ``vision-export``), in eval mode, on
+    ``device``, and its config. A file that is missing, unreadable,
     not a detection checkpoint, or whose weights do not fit the config is a :class:`DataError` naming it."""
     model, config, _ = load_with_vocabulary(checkpoint, device)
     return model, config
+
+
+def save(model: OOVDetector, config: DetectionConfig | dict | None, folder: str | Path,
+         vocabulary: TrainingVocabulary | None = None, overwrite: bool = False) -> Path:
+    """Write ``model`` as a model folder (``config.json``, ``model.safetensors``, ``README.md``) that :func:`load`
+    reads, with the training ``vocabulary`` that :func:`load_with_vocabulary` returns (None: none); see
+    :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``."""
+    config = DetectionConfig.from_value(config)
+    hparams = {} if vocabulary is None else {"class_names": list(vocabulary.class_names),
+                                             "category_ids": list(vocabulary.category_ids)}
+    return write_model_folder(ModelFolder("detection", config.to_dict(), {"model": model.state_dict()}, hparams),
+                              folder, overwrite=overwrite)

@@ -28,9 +28,10 @@ from vision.errors import DataError, InputError
 from vision.forensics.model import ForensicDetector
 from vision.forensics.tools import TOOL_NAMES, build_tools, feature_names
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone
+from vision.model_folder import ModelFolder, write_model_folder
 
 __all__ = ["ForensicsConfig", "DEFAULT_TOOLS", "BACKBONE_PREFIX", "build_model", "build_backbone",
-           "load_geometry_backbone", "load", "load_with_backbone"]
+           "load_geometry_backbone", "load", "load_with_backbone", "save"]
 
 #: where a forensic checkpoint keeps the frozen geometry backbone's weights (``ForensicsModule.backbone``)
 BACKBONE_PREFIX = "backbone."
@@ -163,8 +164,9 @@ def load_geometry_backbone(config: ForensicsConfig, checkpoint: str | Path) -> G
 
 
 def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[ForensicDetector, ForensicsConfig]:
-    """Read a forensics checkpoint (``weights_only=True``): ``(detector in eval mode on device, config)``; the
-    backbone, when the config has one, is :func:`load_with_backbone`'s.
+    """Read a forensics checkpoint (``weights_only=True``) or model folder (:func:`save`, ``vision-export``):
+    ``(detector in eval mode on device, config)``; the backbone, when the config has one, is
+    :func:`load_with_backbone`'s.
 
     Raises:
         DataError: the file is missing or unreadable, is not a forensics checkpoint of this version, or its
@@ -209,3 +211,23 @@ def _load(checkpoint: str | Path, device: str | torch.device, with_backbone: boo
     backbone = build_backbone(config)
     load_weights(backbone, backbone_weights, checkpoint)
     return model, config, backbone.to(device).eval()
+
+
+def save(model: ForensicDetector, config: ForensicsConfig | dict | None, folder: str | Path,
+         backbone: GeometryBackbone | None = None, overwrite: bool = False) -> Path:
+    """Write ``model`` as a model folder (``config.json``, ``model.safetensors``, ``README.md``) that :func:`load`
+    reads; the frozen geometry ``backbone`` (needed when ``config.geometry`` is set) goes to
+    ``backbone.safetensors``, which :func:`load_with_backbone` reads. See
+    :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``.
+
+    Raises:
+        InputError: a backbone without ``config.geometry``, or none with it.
+    """
+    config = ForensicsConfig.from_value(config)
+    if (backbone is None) != (config.geometry is None):
+        raise InputError(f"ForensicsConfig.geometry is {config.geometry!r}: save "
+                         f"{'its frozen backbone with it' if backbone is None else 'no backbone'}")
+    weights = {"model": model.state_dict()}
+    if backbone is not None:
+        weights[BACKBONE_PREFIX.rstrip(".")] = backbone.state_dict()
+    return write_model_folder(ModelFolder("forensics", config.to_dict(), weights), folder, overwrite=overwrite)

@@ -70,11 +70,10 @@ def closest_rotation(matrix: torch.Tensor) -> torch.Tensor:
 
 
 def pose_encoding_to_cameras(pose_enc: torch.Tensor, image_hw: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[..., 9]`` pose encoding -> float32 (extrinsics ``[..., 3, 4]``, intrinsics ``[..., 3, 3]``) for images
-    ``(H, W)``. Decoded in float32 whatever the encoding's dtype: a rotation built in bf16 is off orthonormal by
-    about 1e-2."""
+    """``[..., 9]`` pose encoding -> (extrinsics ``[..., 3, 4]``, intrinsics ``[..., 3, 3]``) for images ``(H, W)``,
+    in float32 at least: a rotation built in bf16 is off orthonormal by about 1e-2."""
     h, w = image_hw
-    pose_enc = pose_enc.float()
+    pose_enc = pose_enc.to(torch.promote_types(pose_enc.dtype, torch.float32))
     t, quat, fov_h, fov_w = pose_enc[..., :3], pose_enc[..., 3:7], pose_enc[..., 7], pose_enc[..., 8]
     extrinsics = torch.cat([quat_to_matrix(quat), t[..., None]], dim=-1)
     fy = (h / 2.0) / torch.tan(fov_h / 2.0)

@@ -7,7 +7,8 @@
   and, when ``match_dim`` is set, the matching projection (:class:`~vision.geometry.matching.MatchProjection`) that
   the ``match_pose`` evaluation reads. Its weights sit in a checkpoint under ``model.backbone.*`` and
   ``model.match.*``.
-- :func:`load`: ``(model, config)`` from a checkpoint (``torch.load(weights_only=True)``).
+- :func:`load`: ``(model, config)`` from a checkpoint (``torch.load(weights_only=True)``) or a model folder
+  (:mod:`vision.model_folder`, safetensors); :func:`save` writes the folder.
 - :func:`read_backbone_checkpoint`: the backbone's state dict alone (keys ``aggregator.*``, ``camera_head.*``,
   ``depth_head.*``, ``point_head.*``; a ray head, a geometry-task output, is left out), which
   :func:`vision.geometry.weights.load_backbone` loads into the tasks that start from a trained geometry backbone.
@@ -24,12 +25,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from vision.checkpoint import TaskConfig, load_checkpoint, load_weights, read_task_checkpoint, task_checkpoint_parts
+from vision.checkpoint import TaskConfig, load_weights, read_model, read_task_checkpoint, task_checkpoint_parts
 from vision.errors import DataError, InputError
 from vision.geometry.matching import MatchProjection
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_backbone
+from vision.model_folder import ModelFolder, write_model_folder
 
-__all__ = ["GeometryConfig", "GeometryModel", "backbone_of_checkpoint", "build_model", "load",
+__all__ = ["GeometryConfig", "GeometryModel", "backbone_of_checkpoint", "build_model", "load", "save",
            "read_backbone_checkpoint"]
 
 
@@ -119,7 +121,8 @@ def build_model(config: GeometryConfig | dict | None = None) -> GeometryModel:
 
 
 def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[GeometryModel, GeometryConfig]:
-    """``(model in eval mode on device, config)`` from a ``GeometryModule`` checkpoint. The model is built without
+    """``(model in eval mode on device, config)`` from a ``GeometryModule`` checkpoint or a geometry model folder
+    (:func:`save`, ``vision-export``). The model is built without
     ``patch_embed_weights`` (the checkpoint's weights replace them); a checkpoint of another task or layout, or
     weights that do not fit, is a :class:`DataError` naming the file."""
     config, weights, _ = read_task_checkpoint(checkpoint, GeometryConfig, prefix="model.", map_location=device)
@@ -128,13 +131,22 @@ def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[Ge
     return model.to(device).eval(), config
 
 
+def save(model: GeometryModel, config: GeometryConfig | dict | None, folder: str | Path,
+         overwrite: bool = False) -> Path:
+    """Write ``model`` as a model folder (``config.json``, ``model.safetensors``, ``README.md``) that :func:`load`
+    reads; see :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``."""
+    config = GeometryConfig.from_value(config)
+    return write_model_folder(ModelFolder("geometry", config.to_dict(), {"model": model.state_dict()}), folder,
+                              overwrite=overwrite)
+
+
 def read_backbone_checkpoint(checkpoint: str | Path, map_location: Any = "cpu"
                              ) -> tuple[GeometryConfig, dict[str, torch.Tensor]]:
     """``(config, backbone state dict)`` of a ``GeometryModule`` checkpoint, read once: the state dict has the keys
     of :class:`~vision.geometry.model.GeometryBackbone` (``aggregator.*``, ``camera_head.*``, ``depth_head.*``,
     ``point_head.*``) as the tasks that start from it build it: the ray head (``GeometryConfig.ray_head``,
     ``ray_head.*``) is left out. A checkpoint without them is a :class:`DataError` naming the file."""
-    return backbone_of_checkpoint(load_checkpoint(checkpoint, map_location=map_location), checkpoint)
+    return backbone_of_checkpoint(read_model(checkpoint, map_location=map_location), checkpoint)
 
 
 def backbone_of_checkpoint(checkpoint: dict, path: str | Path) -> tuple[GeometryConfig, dict[str, torch.Tensor]]:

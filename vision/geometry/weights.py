@@ -3,8 +3,8 @@
 :func:`load_backbone` fills a :class:`~vision.geometry.model.GeometryBackbone` from a local file of one of three
 kinds, recognised from its content:
 
-- a ``GeometryModule`` checkpoint (``hyper_parameters.config`` and weights under ``model.backbone.``), read by
-  :func:`vision.geometry.task.read_backbone_checkpoint`;
+- a ``GeometryModule`` checkpoint (``hyper_parameters.config`` and weights under ``model.backbone.``), or a geometry
+  model folder (:mod:`vision.model_folder`), read by :func:`vision.geometry.task.read_backbone_checkpoint`;
 - a VGGT checkpoint (``model.safetensors`` / ``model.pt`` of VGGT-1B, VGGT's key names), mapped by
   :func:`vision.geometry.vggt_keys.convert_vggt_state_dict` (the same names as the backbone's, apart from the
   DINOv2 patch embed, so a state dict saved from a ``GeometryBackbone`` loads too).
@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from vision.checkpoint import load_checkpoint
+from vision.checkpoint import read_model
 from vision.errors import DataError
 
 __all__ = ["BackboneFile", "BackboneLoad", "components_of", "load_backbone", "read_backbone_file"]
@@ -70,12 +70,12 @@ def read_backbone_file(path: str | Path, backbone: nn.Module) -> BackboneFile:
     from vision.geometry.vggt_keys import convert_vggt_state_dict
 
     path = Path(path)
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         raise DataError("weights file not found", file=path)
-    if path.suffix == ".safetensors":
+    if path.suffix == ".safetensors" and path.is_file():
         state = read_state_dict(path)
     else:
-        raw = load_checkpoint(path)
+        raw = read_model(path)  # a checkpoint file or a model folder
         if isinstance(raw, Mapping) and "hyper_parameters" in raw:
             config, weights = backbone_of_checkpoint(raw, path)
             return BackboneFile("geometry checkpoint", weights, [], config, path)

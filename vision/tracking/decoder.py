@@ -139,7 +139,7 @@ class MaskDecoder(nn.Module):
         """
         l, d, gh, gw = image.shape
         used = ~sparse_pad.all(0)  # token slots that are padding in every pair are dropped: no token reads them
-        if not bool(used.all()):
+        if not torch.compiler.is_exporting() and not bool(used.all()):  # an exported graph keeps them (same masks)
             sparse, sparse_pad = sparse[:, used], sparse_pad[:, used]
         out_tokens = torch.cat([self.presence_token, self.iou_token, self.mask_tokens], dim=0)
         out_tokens = out_tokens[None].expand(l, -1, -1)

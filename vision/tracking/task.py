@@ -18,11 +18,12 @@ import torch
 
 from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
 from vision.errors import InputError
+from vision.model_folder import ModelFolder, write_model_folder
 from vision.text import TEXT_DIM
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import DECODER_STYLES, G2TAM
 
-__all__ = ["ARCHITECTURES", "TrackingConfig", "build_model", "load"]
+__all__ = ["ARCHITECTURES", "TrackingConfig", "build_model", "load", "save"]
 
 ARCHITECTURES: tuple[str, ...] = ("g2tam", "memory_bank")
 
@@ -94,8 +95,8 @@ def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBa
 
 def load(checkpoint: str | Path, device: str | torch.device = "cpu",
          image_size: int | None = None) -> tuple[G2TAM | MemoryBankTracker, TrackingConfig]:
-    """``(model, config)`` of a :class:`~vision.tracking.lightning.TrackingModule` checkpoint, in eval mode on
-    ``device``.
+    """``(model, config)`` of a :class:`~vision.tracking.lightning.TrackingModule` checkpoint or a tracking model
+    folder (:func:`save`, ``vision-export``), in eval mode on ``device``.
 
     ``image_size`` rebuilds the model for another input size (the weights do not depend on it). A checkpoint
     without a tracking config, or whose weights do not fit it, is a :class:`~vision.errors.DataError` naming the
@@ -107,3 +108,12 @@ def load(checkpoint: str | Path, device: str | torch.device = "cpu",
     model = build_model(config)
     load_weights(model, weights, checkpoint, hint=RETRAIN_HINT)
     return model.to(device).eval(), config
+
+
+def save(model: G2TAM | MemoryBankTracker, config: TrackingConfig | dict | None, folder: str | Path,
+         overwrite: bool = False) -> Path:
+    """Write ``model`` as a model folder (``config.json``, ``model.safetensors``, ``README.md``) that :func:`load`
+    reads; see :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``."""
+    config = TrackingConfig.from_value(config)
+    return write_model_folder(ModelFolder("tracking", config.to_dict(), {"model": model.state_dict()}), folder,
+                              overwrite=overwrite)

@@ -1,0 +1,95 @@
+"""vision.export: each graph exports to ONNX and onnxruntime matches PyTorch on views of the synthetic renderer, at
+the graph's stated tolerance, for two different batch / view / class / pair counts on one exported graph."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime")
+
+from vision.errors import DataError, InputError  # noqa: E402
+from vision.export.graphs import GRAPHS, _decoder_graph, example_views, graphs_of  # noqa: E402
+from vision.export.onnx import check_graph, export_graph, onnx_session  # noqa: E402
+from vision.tasks import get_task  # noqa: E402
+
+
+def _graphs(task: str) -> tuple:
+    torch.manual_seed(0)
+    config = get_task(task).resolve("config")()
+    model = get_task(task).build_model(config).eval()
+    return model, config, graphs_of(task, model, config)
+
+
+def _dims(path) -> dict[str, list]:
+    session = onnx_session(path)
+    return {meta.name: list(meta.shape) for meta in session.get_inputs()}
+
+
+@pytest.mark.slow  # the dynamo exporter traces the model (tens of seconds on 2 cores)
+def test_detector_exports_with_dynamic_batch_and_vocabulary(tmp_path):
+    model, config, (graph,) = _graphs("detection")
+    path = export_graph(graph, tmp_path / "detector.onnx")
+    assert _dims(path) == {"images": ["batch", 3, 64, 64], "text": ["classes", 384]}
+    check_graph(graph, path)  # 2 images, 3 classes (the trace's)
+    text = torch.nn.functional.normalize(torch.randn(7, 384, generator=torch.Generator().manual_seed(1)), dim=-1)
+    differences = check_graph(graph, path, (example_views(64, 3, seed=5), text))  # 3 images, 7 classes
+    assert differences["labels"] == 0.0
+    # the OOV decision is in the graph: with the OOV prompt's opposite as the one class, the OOV column wins at
+    # the locations whose embedding leans to the prompt (label -1) and the class elsewhere (label 0)
+    inputs = (example_views(64, 2, seed=6), -model.classifier.prompts()[:1].detach())
+    with torch.no_grad():
+        boxes, scores, labels, embeddings = graph.module(*inputs)
+    assert (labels == -1).any() and (labels == 0).any()
+    assert labels.shape == scores.shape == boxes.shape[:2] and embeddings.shape[-1] == 384
+    check_graph(graph, path, inputs)  # labels exactly equal
+
+
+@pytest.mark.slow
+def test_geometry_exports_with_dynamic_batch_and_views(tmp_path):
+    _, _, (graph,) = _graphs("geometry")
+    path = export_graph(graph, tmp_path / "geometry.onnx")
+    assert _dims(path) == {"views": ["batch", "views", 3, 64, 64]}
+    assert graph.output_names == ("depth", "depth_conf", "world_points", "world_points_conf", "extrinsics",
+                                  "intrinsics")
+    check_graph(graph, path)  # 2 clips of 2 views
+    check_graph(graph, path, (example_views(64, 3, seed=5)[None],))  # 1 clip of 3 views
+
+
+@pytest.mark.slow
+def test_tracker_encoder_and_mask_decoder_export(tmp_path):
+    model, _, (encoder, decoder) = _graphs("tracking")
+    path = export_graph(encoder, tmp_path / "encoder.onnx")
+    check_graph(encoder, path)  # 2 views
+    check_graph(encoder, path, (example_views(64, 4, seed=5)[None],))  # 4 views
+    path = export_graph(decoder, tmp_path / "decoder.onnx")
+    check_graph(decoder, path)  # 2 views x 2 objects = 4 pairs
+    other = _decoder_graph(model, example_views(64, 3, seed=5)[None]).inputs  # 6 pairs
+    check_graph(decoder, path, other)
+    # more prompt tokens, the extra ones padding: PyTorch drops them, the graph attends past them to the same result
+    image, pe, sparse, pad, hires, *maps = other
+    sparse = torch.cat([sparse, torch.randn(sparse.shape[0], 2, sparse.shape[2])], dim=1)
+    pad = torch.cat([pad, torch.ones(pad.shape[0], 2, dtype=torch.bool)], dim=1)
+    check_graph(decoder, path, (image, pe, sparse, pad, hires, *maps))
+
+
+def test_forensics_and_the_control_export_nothing():
+    assert set(GRAPHS) == {"detection", "geometry", "tracking"}
+    with pytest.raises(InputError, match="forensics task has no ONNX export"):
+        graphs_of("forensics", torch.nn.Identity(), None)
+    from vision.tracking.task import TrackingConfig, build_model
+
+    config = TrackingConfig(architecture="memory_bank")
+    with pytest.raises(InputError, match="'memory_bank' tracker has no ONNX export"):
+        graphs_of("tracking", build_model(config), config)
+
+
+@pytest.mark.slow
+def test_a_graph_that_differs_is_reported(tmp_path):
+    """The check compares against the module: a graph exported from other weights fails it, naming the output."""
+    _, _, (graph,) = _graphs("detection")
+    path = export_graph(graph, tmp_path / "detector.onnx")
+    with torch.no_grad():
+        graph.module.model.head.objectness.bias.add_(1.0)
+    with pytest.raises(DataError, match="scores: differs from PyTorch"):
+        check_graph(graph, path)

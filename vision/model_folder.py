@@ -1,0 +1,434 @@
+"""Model folders: a trained model as ``config.json`` + ``model.safetensors`` + a model card ``README.md``.
+
+The layout (what VGGT, Depth Anything 3 and timm users load with ``from_pretrained``)::
+
+    DIR/config.json         {"format": "vision-model-folder", "version": 1, "task": "<task>",
+                             "config": {<the task's TaskConfig fields>},
+                             "weights": {"model": "model.safetensors"[, "backbone": "backbone.safetensors"]},
+                             "hyper_parameters": {<the training module's, e.g. detection's class_names>},
+                             "extras": {<plain-data checkpoint entries, e.g. forensics_backbone>},
+                             "training": {<module, epoch, data splits, validation figures>}}
+    DIR/model.safetensors   the model's own state dict (``build_model(config).load_state_dict`` takes it as is)
+    DIR/backbone.safetensors  (forensics with a geometry backbone) the frozen backbone's state dict
+    DIR/README.md           the model card, written from config.json (nothing in it is typed in)
+
+``weights`` maps a checkpoint's ``state_dict`` prefix (``model.``, ``backbone.``) to its file, so
+:meth:`ModelFolder.as_checkpoint` gives back the checkpoint layout (``hyper_parameters`` with ``config``,
+``state_dict`` under the prefixes) that every task's reader already takes: loading a folder and loading the
+checkpoint it came from are one code path (:func:`vision.checkpoint.read_model`). Weights are read with safetensors
+only, never unpickled; every file name comes from ``config.json`` and is checked to be a plain name inside the
+folder.
+
+:func:`folder_of_checkpoint` turns a checkpoint (a Lightning checkpoint read with ``weights_only=True``) into a
+:class:`ModelFolder`, with the figures its run's validation logged (the ``ModelCheckpoint`` score stored in the
+checkpoint, and the ``val/*`` row of the run's ``metrics.csv`` at the checkpoint's epoch); :func:`write_model_folder`
+writes it atomically (a temporary folder renamed into place).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from vision.data.files import regular_file
+from vision.errors import DataError, InputError
+from vision.tasks import get_task, task_names
+
+__all__ = ["FOLDER_FORMAT", "FORMAT_VERSION", "CONFIG_FILE", "CARD_FILE", "ModelFolder", "is_model_folder",
+           "read_model_folder", "write_model_folder", "folder_of_checkpoint", "task_of_checkpoint", "model_card",
+           "run_validation_metrics"]
+
+FOLDER_FORMAT = "vision-model-folder"
+FORMAT_VERSION = 1
+CONFIG_FILE = "config.json"
+CARD_FILE = "README.md"
+#: the largest config.json read (it holds configs and hyper-parameters, never weights)
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WEIGHTS_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.safetensors$")
+#: plain-data checkpoint entries beside the weights and hyper-parameters that a folder keeps (the rest is training
+#: state: optimizer, loops, RNG, the data loader's position, detection's OOV bank)
+EXTRAS = ("forensics_backbone",)
+
+
+@dataclasses.dataclass
+class ModelFolder:
+    """A model folder's contents.
+
+    Args:
+        task: the registered task's name (:data:`vision.tasks.TASKS`).
+        config: the task config's fields (``TaskConfig.to_dict()``).
+        weights: state dicts by checkpoint prefix (``"model"``: the model's; ``"backbone"``: forensics' frozen
+            backbone), tensors on any device.
+        hyper_parameters: the training module's hyper-parameters other than ``config`` (plain data).
+        extras: other plain-data checkpoint entries that loaders read (e.g. ``forensics_backbone``).
+        training: what the model card reports: ``module``, ``epoch``, ``global_step``, ``data`` (the datamodule's
+            hyper-parameters: splits, sizes), ``validation`` (``monitor``, ``score``, ``metrics``, ``source``),
+            ``checkpoint`` (the file it was exported from).
+    """
+
+    task: str
+    config: dict[str, Any]
+    weights: dict[str, dict[str, torch.Tensor]]
+    hyper_parameters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
+    training: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def as_checkpoint(self) -> dict[str, Any]:
+        """The checkpoint layout the tasks' readers take: ``hyper_parameters`` (with ``config``), ``state_dict``
+        (``<prefix>.<key>``), the extras, and ``task`` (which :func:`vision.checkpoint.task_checkpoint_parts`
+        checks against the task that reads it)."""
+        state = {f"{prefix}.{key}": value for prefix, tensors in self.weights.items() for key, value in tensors.items()}
+        return {**self.extras, "task": self.task, "training": self.training, "state_dict": state,
+                "hyper_parameters": {**self.hyper_parameters, "config": dict(self.config)}}
+
+
+def is_model_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a folder with a ``config.json`` (not yet whether that file is valid)."""
+    path = Path(path)
+    return path.is_dir() and (path / CONFIG_FILE).is_file()
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolder:
+    """Read and check a model folder; the weights go to ``map_location`` (a device or its name).
+
+    Raises:
+        DataError: ``path`` is not a folder, has no ``config.json`` (not a model folder), the file is not valid
+            JSON or not this format, names an unknown task or an unsafe / missing weights file, or a weights file
+            is not a readable safetensors file (naming the file and the field).
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise DataError("model folder not found", file=path)
+    config_path = path / CONFIG_FILE
+    if not config_path.exists() and not config_path.is_symlink():
+        raise DataError(f"not a model folder (no {CONFIG_FILE}); a model folder holds {CONFIG_FILE}, "
+                        "model.safetensors and README.md, as vision-export writes it", file=path)
+    regular_file(config_path, what="model folder config", max_bytes=MAX_CONFIG_BYTES)
+    try:
+        content = json.loads(config_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"not valid JSON ({exc})", file=config_path) from None
+    except OSError as exc:
+        raise DataError(f"cannot be read ({exc.strerror or exc})", file=config_path) from None
+    if not isinstance(content, dict) or content.get("format") != FOLDER_FORMAT:
+        found = content.get("format") if isinstance(content, dict) else type(content).__name__
+        raise DataError(f"not a vision model folder's {CONFIG_FILE} (expected format {FOLDER_FORMAT!r}; export one "
+                        "with vision-export)", file=config_path, field="format", value=found)
+    version = content.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        raise DataError(f"unsupported model folder version (this code reads 1..{FORMAT_VERSION})", file=config_path,
+                        field="version", value=version)
+    task = content.get("task")
+    if task not in task_names():
+        raise DataError(f"unknown task; expected one of {', '.join(task_names())}", file=config_path, field="task",
+                        value=task)
+    for field in ("config", "weights", "hyper_parameters", "extras", "training"):
+        if not isinstance(content.get(field, {}), dict):
+            raise DataError("must be a JSON object", file=config_path, field=field, value=content.get(field))
+    if not isinstance(content.get("config"), dict):
+        raise DataError("missing: the task's model config", file=config_path, field="config")
+    files = content.get("weights") or {}
+    if "model" not in files:
+        raise DataError("must name the model's weights file (\"model\": \"model.safetensors\")", file=config_path,
+                        field="weights.model")
+    device = torch.device(map_location) if isinstance(map_location, (str, torch.device)) else torch.device("cpu")
+    weights = {}
+    for prefix, name in files.items():
+        field = f"weights.{prefix}"
+        if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+            raise DataError("not a plain weights name", file=config_path, field="weights", value=prefix)
+        if not isinstance(name, str) or not _WEIGHTS_NAME.match(name):
+            raise DataError("must be a plain *.safetensors file name inside the folder", file=config_path,
+                            field=field, value=name)
+        weights[prefix] = _read_safetensors(path / name, device)
+    return ModelFolder(task=task, config=content["config"], weights=weights,
+                       hyper_parameters=content.get("hyper_parameters") or {}, extras=content.get("extras") or {},
+                       training=content.get("training") or {})
+
+
+def _read_safetensors(file: Path, device: torch.device) -> dict[str, torch.Tensor]:
+    regular_file(file, what="weights file of the model folder")  # not a FIFO, a device or a link loop
+    try:
+        tensors = load_file(str(file), device="cpu")
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise DataError(f"not a readable safetensors file ({' '.join(str(exc).split())})", file=file) from None
+    return tensors if device.type == "cpu" else {k: v.to(device) for k, v in tensors.items()}
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+def write_model_folder(folder: ModelFolder, out: str | Path, overwrite: bool = False) -> Path:
+    """Write ``folder`` to the directory ``out`` (created; its parent must exist): the weights files, config.json
+    and the model card. Written to a temporary sibling first and renamed into place, so a failure leaves nothing.
+
+    ``out`` must not exist, or be an empty folder, or (``overwrite``) a model folder, which is replaced.
+
+    Raises:
+        InputError: ``out`` exists and is a file, a non-empty folder that is not a model folder, or a model folder
+            without ``overwrite``; its parent folder does not exist; a hyper-parameter is not plain data.
+    """
+    out = Path(out)
+    if out.exists():
+        if not out.is_dir():
+            raise InputError(f"--out {out} is a file; give a folder to write the model into")
+        if any(out.iterdir()):
+            if not is_model_folder(out):
+                raise InputError(f"--out {out} is a folder that is not empty and not a model folder; give a new or "
+                                 "empty folder")
+            if not overwrite:
+                raise InputError(f"--out {out} already holds a model folder; pass --overwrite to replace it")
+    if not out.parent.is_dir():
+        raise InputError(f"the folder {out.parent} (the parent of --out) does not exist")
+    content = {"format": FOLDER_FORMAT, "version": FORMAT_VERSION, "task": folder.task,
+               "config": _plain(folder.config, "config"),
+               "weights": {prefix: ("model.safetensors" if prefix == "model" else f"{prefix}.safetensors")
+                           for prefix in folder.weights},
+               "hyper_parameters": _plain(folder.hyper_parameters, "hyper_parameters"),
+               "extras": _plain(folder.extras, "extras"), "training": _plain(folder.training, "training")}
+    for prefix in folder.weights:
+        if not _PREFIX.match(prefix):
+            raise InputError(f"weights prefix {prefix!r} is not a plain name")
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        for prefix, tensors in folder.weights.items():
+            # safetensors refuses views that share memory (tied weights); a contiguous copy of each is exact
+            save_file({k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()},
+                      str(staging / content["weights"][prefix]), metadata={"format": "pt"})
+        (staging / CONFIG_FILE).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
+        (staging / CARD_FILE).write_text(model_card(folder), encoding="utf-8")
+        for file in staging.iterdir():  # mkdtemp's and safetensors' owner-only modes: the user's umask instead
+            file.chmod(0o666 & ~umask)
+        staging.chmod(0o777 & ~umask)
+        if out.exists():
+            backup = out.with_name(f".{out.name}.replaced")
+            shutil.rmtree(backup, ignore_errors=True)
+            os.replace(out, backup)
+            os.replace(staging, out)
+            shutil.rmtree(backup, ignore_errors=True)
+        else:
+            os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+def _plain(value: Any, field: str) -> Any:
+    """``value`` as JSON data (tuples to lists, paths to strings, one-element tensors to numbers); anything else
+    is an :class:`InputError` naming the field."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return _plain(value.item(), field)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, f"{field}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{field}[{i}]") for i, v in enumerate(value)]
+    raise InputError(f"{field} is a {type(value).__name__}, not plain data a model folder can store")
+
+
+# ---------------------------------------------------------------------------------------------------- from a checkpoint
+def task_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path) -> str:
+    """The task a checkpoint belongs to: a folder's ``task``, else the training module's ``_class_path``
+    (``vision.<task>.lightning.<Module>``), else the one task whose config takes ``hyper_parameters.config``.
+
+    Raises:
+        DataError: none of these tells (naming the file; give the task explicitly).
+    """
+    if checkpoint.get("task") in task_names():
+        return str(checkpoint["task"])
+    hparams = checkpoint.get("hyper_parameters")
+    if not isinstance(hparams, Mapping) or not isinstance(hparams.get("config"), Mapping):
+        raise DataError("not a task checkpoint of this version (no hyper_parameters.config)", file=path,
+                        field="hyper_parameters.config")
+    class_path = str(hparams.get("_class_path") or "")
+    parts = class_path.split(".")
+    if len(parts) >= 3 and parts[0] == "vision" and parts[1] in task_names():
+        return parts[1]
+    fits = []
+    for name in task_names():
+        try:
+            get_task(name).resolve("config").from_value(hparams["config"])
+        except (InputError, DataError, TypeError):
+            continue
+        fits.append(name)
+    if len(fits) != 1:
+        raise DataError(f"cannot tell which task this checkpoint is for (its config fits {fits or 'no task'}); "
+                        f"name it with --task", file=path, field="hyper_parameters._class_path", value=class_path)
+    return fits[0]
+
+
+def folder_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path, task: str | None = None,
+                         metrics: str | Path | None = None) -> ModelFolder:
+    """The :class:`ModelFolder` of a checkpoint read from ``path``: its config, its weights grouped by prefix, its
+    hyper-parameters and plain-data extras, and what it was trained on (the training module, the datamodule's
+    hyper-parameters, the epoch) with the validation figures: the ``ModelCheckpoint`` monitor and score stored in
+    the checkpoint, and the run's logged ``val/*`` row at the checkpoint's epoch (:func:`run_validation_metrics`,
+    from ``metrics`` or the run folder's ``metrics.csv`` files). A checkpoint that is itself a folder's keeps its
+    ``training`` record.
+
+    Raises:
+        DataError: not a task checkpoint, or (``task`` given) another task's.
+    """
+    found = task_of_checkpoint(checkpoint, path)
+    if task is not None and task != found:
+        raise DataError(f"holds a {found} model, not a {task} model", file=path, field="task", value=found)
+    hparams = dict(checkpoint["hyper_parameters"])
+    config = dict(hparams.pop("config"))
+    weights: dict[str, dict[str, torch.Tensor]] = {}
+    for key, value in (checkpoint.get("state_dict") or {}).items():
+        prefix, _, rest = key.partition(".")
+        if rest and isinstance(value, torch.Tensor):
+            weights.setdefault(prefix, {})[rest] = value
+    if "model" not in weights:
+        raise DataError(f"not a {found} checkpoint (no weights under 'model.')", file=path, field="state_dict")
+    extras = {k: checkpoint[k] for k in EXTRAS if k in checkpoint}
+    training = dict(checkpoint.get("training") or {}) or _training_record(checkpoint, hparams, Path(path), metrics)
+    return ModelFolder(task=found, config=config, weights=weights, hyper_parameters=hparams, extras=extras,
+                       training=training)
+
+
+def _is_plain(value: Any) -> bool:
+    try:
+        _plain(value, "")
+    except InputError:
+        return False
+    return True
+
+
+def _training_record(checkpoint: Mapping[str, Any], hparams: Mapping[str, Any], path: Path,
+                     metrics: str | Path | None) -> dict[str, Any]:
+    record: dict[str, Any] = {"checkpoint": path.name}
+    if hparams.get("_class_path"):
+        record["module"] = hparams["_class_path"]
+    for key in ("epoch", "global_step"):
+        if isinstance(checkpoint.get(key), int):
+            record[key] = checkpoint[key]
+    data = checkpoint.get("datamodule_hyper_parameters")
+    if isinstance(data, Mapping) and _is_plain(data):
+        record["data"] = {k: v for k, v in data.items() if k != "_instantiator"}
+    validation: dict[str, Any] = {}
+    for name, state in (checkpoint.get("callbacks") or {}).items():
+        if str(name).startswith("ModelCheckpoint") and isinstance(state, Mapping) and state.get("monitor"):
+            score = state.get("current_score")
+            score = state.get("best_model_score") if score is None else score
+            if isinstance(score, torch.Tensor) and score.numel() == 1:
+                validation.update(monitor=str(state["monitor"]), score=float(score))
+                break
+    logged = run_validation_metrics(path, record.get("epoch"), metrics)
+    if logged is not None:
+        validation["metrics"], validation["source"] = logged
+    if validation:
+        record["validation"] = validation
+    return record
+
+
+def run_validation_metrics(checkpoint: Path, epoch: int | None, metrics: str | Path | None = None
+                           ) -> tuple[dict[str, float], str] | None:
+    """The ``val/*`` figures a run logged at ``epoch`` (its last such row) and the file they came from.
+
+    ``metrics``: a CSV logger's ``metrics.csv`` (or a folder searched for them); None: the run folder of a checkpoint
+    under ``<run>/checkpoints/`` (``<run>/**/metrics.csv``, newest file first). None when no file has a ``val/*`` row
+    at that epoch (or ``epoch`` is None)."""
+    if epoch is None:
+        return None
+    if metrics is not None:
+        root = Path(metrics)
+        if not root.exists():
+            raise InputError(f"--metrics {root} does not exist")
+        files = [root] if root.is_file() else sorted(root.rglob("metrics.csv"))
+    elif checkpoint.parent.name == "checkpoints":
+        files = sorted(checkpoint.parent.parent.rglob("metrics.csv"))
+    else:
+        return None
+    files.sort(key=lambda f: f.stat().st_mtime, reverse=True)
+    for file in files:
+        try:
+            with file.open(newline="", encoding="utf-8") as handle:
+                rows = list(csv.DictReader(handle))
+        except (OSError, UnicodeDecodeError, csv.Error):
+            continue
+        found = None
+        for row in rows:
+            values = {k: v for k, v in row.items() if k and k.startswith("val/") and v not in (None, "")}
+            if values and row.get("epoch") == str(epoch):
+                found = values
+        if found:
+            figures = {}
+            for key, value in found.items():
+                try:
+                    figures[key] = float(value)
+                except ValueError:
+                    continue
+            return figures, str(file)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------- the card
+def model_card(folder: ModelFolder) -> str:
+    """The model card (Markdown) of ``folder``: the task, the config, what it was trained on and the validation
+    figures, all read from ``folder`` (nothing typed in); what was not recorded is said so."""
+    task = get_task(folder.task)
+    training = folder.training
+    lines = [f"# {folder.task} model", "", f"{task.summary[0].upper()}{task.summary[1:]}.", "",
+             "## Use", "", "```python", f"from vision.{folder.task}.task import load", "",
+             "model, config = load(\"path/to/this/folder\")  # weights from model.safetensors, never unpickled",
+             "```", ""]
+    if task.predictor is not None:
+        vocabulary = " --vocabulary 'name,name'" if folder.task == "detection" else ""
+        lines += [f"or `vision-predict --task {folder.task} --ckpt path/to/this/folder{vocabulary} INPUT`.", ""]
+    lines += ["## Model config", "", "| field | value |", "|---|---|"]
+    lines += [f"| {k} | `{json.dumps(v)}` |" for k, v in folder.config.items()]
+    sizes = {p: sum(t.numel() for t in w.values()) for p, w in folder.weights.items()}
+    lines += ["", "Weights: " + ", ".join(f"`{'model' if p == 'model' else p}.safetensors` {n:,} values"
+                                          for p, n in sizes.items()) + ".", ""]
+    names = folder.hyper_parameters.get("class_names")
+    if isinstance(names, list):
+        lines += ["Training vocabulary (the default vocabulary): " + ", ".join(f"`{n}`" for n in names) + ".", ""]
+    lines += ["## Training", ""]
+    if not training:
+        lines += ["Not recorded: this folder was saved from a model, not exported from a training checkpoint.", ""]
+    else:
+        facts = [f"{k.replace('_', ' ')}: `{training[k]}`" for k in ("checkpoint", "module", "epoch", "global_step")
+                 if k in training]
+        lines += [f"- {fact}" for fact in facts]
+        data = training.get("data") or {}
+        if data:
+            lines += ["- data: " + ", ".join(f"{k}=`{json.dumps(v)}`" for k, v in data.items())]
+        trained_with = {k: v for k, v in folder.hyper_parameters.items()
+                        if k not in ("_class_path", "_instantiator", "class_names", "category_ids")}
+        if trained_with:
+            lines += ["- training hyper-parameters: "
+                      + ", ".join(f"{k}=`{json.dumps(v)}`" for k, v in trained_with.items())]
+        lines += [""]
+    lines += ["## Validation", ""]
+    validation = training.get("validation") or {}
+    if "score" in validation:
+        lines += [f"The checkpoint's monitored figure: `{validation['monitor']}` = {validation['score']:.4g}.", ""]
+    if validation.get("metrics"):
+        lines += [f"Logged at epoch {training.get('epoch')} (`{validation.get('source')}`):", "",
+                  "| metric | value |", "|---|---|"]
+        lines += [f"| {k} | {v:.4g} |" for k, v in validation["metrics"].items()]
+        lines += [""]
+    if not validation:
+        lines += ["No validation figures were recorded in the checkpoint or found in its run folder.", ""]
+    return "\n".join(lines)
