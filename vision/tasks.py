@@ -6,7 +6,9 @@ Every task's folder ``vision/<name>/`` holds the same parts, with the same signa
 - ``task.py``: ``<Name>Config`` (a :class:`~vision.checkpoint.TaskConfig` dataclass), ``build_model(config=None)``
   (an untrained model; a config, a mapping of its fields or None for the defaults) and
   ``load(checkpoint, device="cpu") -> (model in eval mode on device, config)``, which reads a checkpoint with
-  ``weights_only=True``. Inference code imports it; it never imports :mod:`vision.training` or Lightning.
+  ``weights_only=True`` or a model folder (safetensors), and ``save(model, config, folder)``, which writes that
+  folder (:mod:`vision.model_folder`). Inference code imports it; it never imports :mod:`vision.training` or
+  Lightning.
 - ``lightning.py``: the LightningModule that trains it and scores it with the task's metric
   (:class:`vision.training.evaluator.TaskEvaluator`); the class ``tools/train.py`` builds from the YAML.
 - ``predictor.py`` (the tasks users run on their own inputs): a class with ``from_checkpoint(path, ...)``.
