@@ -37,13 +37,14 @@ from vision.forensics.tools import build_tools
 CONDITIONS = {"clean": "test", "crf28": "test_crf28", "chain": "test_chain"}
 
 
-def _datamodule(data: Path, tools: list[str], config: ForensicsConfig, held: str | None = None
-                ) -> ForensicFeatureDataModule:
+def _datamodule(data: Path, tools: list[str], config: ForensicsConfig, held: str | None = None,
+                footage: str | None = None) -> ForensicFeatureDataModule:
     held_out = [held] if held else []
     return ForensicFeatureDataModule(str(data / "train.json"), str(data / "val.json"), tools=tools,
                                      image_size=config.image_size, max_frames=config.max_frames,
                                      cache_dir=str(data / "feature_cache"), test_split=str(data / "test.json"),
-                                     exclude_generators=held_out, exclude_families=held_out)
+                                     exclude_generators=held_out, exclude_families=held_out,
+                                     exclude_footage=[footage] if footage else [])
 
 
 def family_of(video: dict) -> str:
@@ -51,14 +52,15 @@ def family_of(video: dict) -> str:
     return video.get("family") or video.get("generator") or "unknown"
 
 
-def train_detector(data: Path, tools: list[str], held: str | None, epochs: int, seed: int = 0) -> torch.nn.Module:
+def train_detector(data: Path, tools: list[str], held: str | None, epochs: int, seed: int = 0,
+                   footage: str | None = None) -> torch.nn.Module:
     """The detector over ``tools`` trained by :class:`ForensicsModule` (full-batch, ``epochs`` epochs) on the
-    training split without the family ``held`` (None: every family), then calibrated and thresholded by its
-    validation on the validation split without it; returns the calibrated
-    :class:`~vision.forensics.model.ForensicDetector` (eval mode)."""
+    training split without the family ``held`` (None: every family) and without the clips drawing on ``footage``
+    (None: all footage), then calibrated and thresholded by its validation on the validation split without them;
+    returns the calibrated :class:`~vision.forensics.model.ForensicDetector` (eval mode)."""
     L.seed_everything(seed, verbose=False)
     config = ForensicsConfig(tools=list(tools))
-    datamodule = _datamodule(data, config.tools, config, held)
+    datamodule = _datamodule(data, config.tools, config, held, footage)
     datamodule.batch_size = len(datamodule.train_features()[1])  # full batch
     module = ForensicsModule(config=config)
     trainer = L.Trainer(max_epochs=epochs, check_val_every_n_epoch=epochs, num_sanity_val_steps=0, logger=False,

@@ -50,3 +50,22 @@ def test_exclude_families_drops_a_family_from_training_and_validation(tiny_split
     assert np.array_equal(np.unique(y), [0, 1])
     _, _, kept = dm.features(str(val), exclude=False)
     assert any(v["family"] == "famA" for v in kept)
+
+
+def test_exclude_footage_drops_every_clip_drawing_on_it(tiny_split, tmp_path):
+    """Leave-one-source-out: a clip is held out when its source, the video its still was cut from, or its splice
+    donor is the held-out footage."""
+    shutil.copytree(tiny_split["root"] / "videos", tmp_path / "videos")
+    data = json.loads(tiny_split["train"].read_text())
+    for i, video in enumerate(data["videos"]):
+        video["source"] = ["bikes", "carphone", "carphone_frame0012", "carphone"][i % 4]
+        if i % 4 == 3:
+            video["donor"] = "bikes"
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(data))
+    dm = ForensicFeatureDataModule(str(train), str(tiny_split["val"]), tools=["spectrum"], image_size=48,
+                                   max_frames=8, exclude_footage=["bikes"])
+    _, _, kept = dm.features(str(train), exclude=True)
+    assert {v["source"] for v in kept} == {"carphone", "carphone_frame0012"}
+    assert all(v["donor"] is None for v in kept)
+    assert len(kept) == len(data["videos"]) // 2

@@ -13,7 +13,9 @@ from tests.forensics.conftest import FRAMES, SIZE
 from vision.data.video import read_video, write_video
 from vision.errors import DataError, VideoError
 from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
-from vision.forensics.predictor import ForensicsPredictor, analyze_to_report
+from vision.forensics.model import ForensicDetector
+from vision.forensics.predictor import ForensicsPredictor, analyze_to_report, self_tests
+from vision.forensics.statistics import verdict_of
 from vision.forensics.task import ForensicsConfig, load
 from vision.forensics.tools import TOOL_NAMES
 from vision.training.checkpoint_io import load_checkpoint
@@ -128,6 +130,22 @@ def test_analyze_to_report_writes_json_and_html(trained_checkpoint: Path, tiny_s
         assert {"statistic", "value", "frames", "z", "ref_mean", "direction"} <= set(item)
     html = Path(out["html"]).read_text()
     assert "data:image/png;base64," in html and "<h1>Verdict:" in html and "http" not in html
+    # the fixture's real clips come from one video: no footage null, so no self-referential test, and it says so
+    assert report["statistics"]["verdict"] == "insufficient evidence" and report["statistics"]["tests"] == []
+    assert "fewer than two camera videos" in report["statistics"]["sentences"][0]
+    assert "What drove it" in html and "fewer than two camera videos" in html
+
+
+def test_self_tests_name_the_statistics_that_drove_the_verdict() -> None:
+    names = ["periodicity.sharp_p2", "noise.corr_gain", "spectrum.slope"]
+    detector = ForensicDetector(names, hidden=4, dropout=0.0)
+    real = np.array([[1.0, 0.1, 0.0], [1.2, 0.0, 0.0], [0.9, 0.2, 0.0], [1.1, 0.1, 0.0]])
+    detector.set_footage_null(real, np.zeros(4), ["a", "a", "b", "b"])
+    out = self_tests(detector, {"periodicity.sharp_p2": 400.0, "noise.corr_gain": 0.1, "spectrum.slope": 0.0})
+    assert [t["feature"] for t in out["tests"]] == names[:2]  # spectrum.slope is no self-referential statistic
+    assert out["drivers"][0]["feature"] == "periodicity.sharp_p2" and out["footage"] == 2
+    assert out["sentences"][1].startswith("The alternation of sharpness between odd and even frames measures 400;")
+    assert out["verdict"] == verdict_of(out["p_combined"]) and out["p_combined"] < 0.2
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ import torch
 from vision.data.coco import load_split
 from vision.data.video import probe_video, read_video, write_video
 from vision.errors import InputError
+from vision.forensics.protocol import footage_of
 from vision.prepare import aigv as prepare_aigv
 from vision.prepare.aigv import Clip, Window
 
@@ -168,6 +169,8 @@ def test_prepare_writes_labelled_splits_with_no_source_on_two_sides(tmp_path: Pa
         assert {(v["label"], v["family"]) for v in entries} == (
             {("real", "real"), ("cgi", "cgi")} | {("generated", f) for f in prepare_aigv.FAMILIES}), name
         assert {v["generator"] for v in entries if v["label"] == "cgi"} == {"cgi", "render"}
+        # every clip records the footage leave-one-source-out holds it out with (a frame still: its video)
+        assert all(v["footage"] == footage_of(v["source"]) for v in entries), name
         if name in prepare_aigv.SIDES:
             spans = frames_of.setdefault(name, {})
             for v in entries:

@@ -344,7 +344,8 @@ def run_forensics(models: Models, video: Any, progress: Progress = _no_progress)
     cv2.imwrite(str(out / "evidence_graph.png"), cv2.cvtColor(draw_evidence_graph(public), cv2.COLOR_RGB2BGR))
     verdict = public["verdict"]
     return ForensicsResult(verdict=verdict["verdict"], probability=verdict["probability"],
-                           reasons=list(verdict["reasons"]), graph=out / "evidence_graph.png",
+                           reasons=list(verdict["reasons"]) + list(public.get("statistics", {}).get("sentences", [])),
+                           graph=out / "evidence_graph.png",
                            report_html=paths["html"], report_json=paths["json"])
 
 

@@ -175,7 +175,7 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
                    cache_dir: str | Path | None = None) -> tuple[list[dict[str, float]], np.ndarray, list[dict]]:
     """Features of every labelled video of a split (:class:`~vision.data.datasets.LabelledVideoDataset`, in video id
     order): (feature dicts, nan = not measured; labels ``int64 [N]``, 1 = generated, 0 = real, -1 = cgi; the videos
-    as ``{video_id, generator, family, source}``).
+    as ``{video_id, generator, family, source, donor, footage}``, None where the split lacks the field).
 
     With ``cache_dir``, each tool's features are cached in their own JSON file, keyed by the split file's content,
     the tool, its feature names and ``version``, ``size`` and ``max_frames``, and, for a tool holding a geometry
@@ -190,7 +190,7 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
     samples = [dataset[i] for i in range(len(dataset))]
     labels = np.asarray([int(s["label"]) for s in samples], np.int64)
     videos = [{"video_id": int(s["video_id"]), "generator": s["generator"], "family": s["family"],
-               "source": split.videos[s["video_id"]].get("source")} for s in samples]
+               **{k: split.videos[s["video_id"]].get(k) for k in ("source", "donor", "footage")}} for s in samples]
     content = Path(split_file).read_bytes()
     per_tool: dict[str, list[dict[str, float | None]]] = {}
     missing: list[ForensicTool] = []

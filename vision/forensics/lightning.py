@@ -46,6 +46,7 @@ from vision.errors import DataError, InputError
 from vision.evaluation.forensics import format_forensics
 from vision.forensics.features import ToolBackbone, backbone_fingerprint, split_features
 from vision.forensics.model import calibrate, feature_matrix, training_loss
+from vision.forensics.protocol import footages_of
 from vision.forensics.results import results_of
 from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, build_backbone, build_model, load_geometry_backbone
 from vision.forensics.tools import build_tools, feature_names
@@ -88,6 +89,8 @@ class ForensicFeatureDataModule(ResumableDataModule):
         exclude_generators / exclude_families: videos whose ``generator`` / ``family`` is listed are left out of the
             training and validation splits (leave-one-generator-out, leave-family-out; test and predict splits keep
             every video).
+        exclude_footage: the same for videos drawing pixels from a listed footage
+            (:func:`vision.forensics.protocol.footages_of`: leave-one-source-out).
 
     Videos labelled ``cgi`` (computer graphics that is not AI-generated) are neither class: training and validation
     (which fits the calibration and threshold) leave them out; test and predict score them, and the evaluation
@@ -104,7 +107,7 @@ class ForensicFeatureDataModule(ResumableDataModule):
                  image_size: int = ForensicsConfig.image_size, max_frames: int = ForensicsConfig.max_frames,
                  cache_dir: str | None = None, batch_size: int = 64, test_split: str | None = None,
                  predict_split: str | None = None, exclude_generators: Sequence[str] = (),
-                 exclude_families: Sequence[str] = ()) -> None:
+                 exclude_families: Sequence[str] = (), exclude_footage: Sequence[str] = ()) -> None:
         super().__init__()
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"batch_size must be an integer >= 1, got {batch_size!r}")
@@ -114,6 +117,7 @@ class ForensicFeatureDataModule(ResumableDataModule):
         self.tools, self.image_size, self.max_frames = list(tools), image_size, max_frames
         self.cache_dir, self.batch_size = cache_dir, batch_size
         self.exclude_generators, self.exclude_families = set(exclude_generators), set(exclude_families)
+        self.exclude_footage = set(exclude_footage)
         self.backbone: torch.nn.Module | None = None
         self.tool_objects = build_tools(self.tools)
         self.names = feature_names(self.tool_objects)
@@ -132,7 +136,8 @@ class ForensicFeatureDataModule(ResumableDataModule):
     def features(self, split: str, exclude: bool = False) -> tuple[np.ndarray, np.ndarray, list[dict]]:
         """``(features float32 [N, F] (nan = missing), labels int64 [N] (1 generated, 0 real, -1 cgi), videos
         [{video_id, generator, family, source}])`` of a split file's labelled videos; with ``exclude`` (training and
-        validation) without the cgi videos and those of ``exclude_generators`` / ``exclude_families``."""
+        validation) without the cgi videos and those of ``exclude_generators`` / ``exclude_families`` /
+        ``exclude_footage``."""
         key = (split, exclude, None if self.backbone is None else backbone_fingerprint(self.backbone))
         if key not in self._arrays:
             rows, labels, videos = split_features(split, self.tool_objects, self.image_size, self.max_frames,
@@ -145,8 +150,10 @@ class ForensicFeatureDataModule(ResumableDataModule):
         return self._arrays[key]
 
     def excluded(self, video: dict) -> bool:
-        """Whether a video (``{generator, family, ...}``) belongs to an excluded generator or family."""
-        return video.get("generator") in self.exclude_generators or video.get("family") in self.exclude_families
+        """Whether a video (``{generator, family, source, ...}``) belongs to an excluded generator, family or
+        footage."""
+        return (video.get("generator") in self.exclude_generators or video.get("family") in self.exclude_families
+                or bool(footages_of(video) & self.exclude_footage))
 
     def train_features(self) -> tuple[np.ndarray, np.ndarray]:
         """The training split's ``(features [N, F], labels [N])``; both classes required."""
@@ -256,6 +263,9 @@ class ForensicsModule(L.LightningModule):
         x, y = datamodule.train_features()
         self.model.set_normalisation(x)
         self.model.set_reference(x, y)
+        if hasattr(datamodule, "features"):  # the footage of each training row (the statistics' null)
+            videos = datamodule.features(datamodule.train_split, exclude=True)[2]
+            self.model.set_footage_null(x, y, ["+".join(sorted(footages_of(v))) for v in videos])
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Record where the backbone's weights came from (``forensics_backbone``: the geometry checkpoint given to

@@ -31,6 +31,7 @@ from sklearn.metrics import roc_auc_score
 
 from vision.errors import InputError
 from vision.evaluation.forensics import threshold_from_real
+from vision.forensics.statistics import RealNull, fit_null
 
 __all__ = ["ForensicDetector", "feature_matrix", "fit_platt", "calibrate", "tool_reliability", "training_loss"]
 
@@ -60,7 +61,9 @@ class ForensicDetector(nn.Module):
     real-video reference, also used for evidence items),
     ``gen_mean`` / ``gen_std`` ``[F]`` (the same over generated training videos, nan where unknown: the evidence rows
     say what generated clips typically show; a checkpoint that lacks them loads with nan) and
-    ``reliability`` ``[T]`` (per tool of :attr:`tools`, its best single-feature validation AUC; 0.5 = unknown).
+    ``reliability`` ``[T]`` (per tool of :attr:`tools`, its best single-feature validation AUC; 0.5 = unknown),
+    ``null_mean`` / ``null_sd`` / ``null_df`` / ``null_footage`` ``[F]`` (the self-referential statistics' null
+    for new real footage, :meth:`set_footage_null`; df 0 = none, as a checkpoint without them loads).
     """
 
     def __init__(self, feature_names: Sequence[str], hidden: int, dropout: float) -> None:
@@ -79,7 +82,9 @@ class ForensicDetector(nn.Module):
                             ("platt_b", torch.tensor(0.0)), ("threshold", torch.tensor(0.5)),
                             ("pass_rate", torch.tensor(0.95)),
                             ("reliability", torch.full((len(self.tools),), 0.5)),
-                            ("gen_mean", torch.full((n,), float("nan"))), ("gen_std", torch.full((n,), float("nan")))):
+                            ("gen_mean", torch.full((n,), float("nan"))), ("gen_std", torch.full((n,), float("nan"))),
+                            ("null_mean", torch.zeros(n)), ("null_sd", torch.ones(n)), ("null_df", torch.zeros(n)),
+                            ("null_footage", torch.zeros(n))):
             self.register_buffer(name, value)
         self._register_load_state_dict_pre_hook(self._fill_generated_reference)
 
@@ -88,6 +93,8 @@ class ForensicDetector(nn.Module):
         and the pass rate 0.95, the rate a checkpoint without ``pass_rate`` had its threshold fixed at."""
         for name in ("gen_mean", "gen_std"):
             state_dict.setdefault(prefix + name, torch.full_like(getattr(self, name), float("nan")))
+        for name, fill in (("null_mean", 0.0), ("null_sd", 1.0), ("null_df", 0.0), ("null_footage", 0.0)):
+            state_dict.setdefault(prefix + name, torch.full_like(getattr(self, name), fill))  # df 0: no null
         state_dict.setdefault(prefix + "pass_rate", torch.tensor(0.95))  # the rate its threshold was fixed at
 
     def set_normalisation(self, features: np.ndarray) -> None:
@@ -113,6 +120,23 @@ class ForensicDetector(nn.Module):
             if f.size >= 2:
                 self.gen_mean[j] = float(f.mean())
                 self.gen_std[j] = float(max(f.std(ddof=1), 1e-6 * max(1.0, abs(f.mean()))))
+
+    def set_footage_null(self, features: np.ndarray, labels: np.ndarray, footage: Sequence[str]) -> None:
+        """The self-referential statistics' null (:func:`vision.forensics.statistics.fit_null`) from the real rows
+        of ``features [N, F]`` (``labels [N]``, 0 = real) grouped by their ``footage [N]``; features measured on
+        fewer than 2 footages keep no null (``null_df`` 0)."""
+        real = np.asarray(labels) == 0
+        null = fit_null(np.asarray(features)[real], self.feature_names,
+                        [f for f, r in zip(footage, real) if r])
+        for j, name in enumerate(self.feature_names):
+            mean, sd, df, count = null.moments.get(name, (0.0, 1.0, 0.0, 0))  # df 0: no null
+            self.null_mean[j], self.null_sd[j], self.null_df[j], self.null_footage[j] = mean, sd, df, count
+
+    def footage_null(self) -> RealNull:
+        """The stored null of the self-referential statistics (empty for a checkpoint without one)."""
+        return RealNull({name: (float(self.null_mean[j]), float(self.null_sd[j]), float(self.null_df[j]),
+                                int(self.null_footage[j]))
+                         for j, name in enumerate(self.feature_names) if float(self.null_df[j]) >= 1})
 
     def reference(self) -> dict[str, dict[str, float]]:
         """The reference as ``{feature: {"mean", "std", "sign"[, "gen_mean", "gen_std"]}}`` (the tools' evidence

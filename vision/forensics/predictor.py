@@ -31,11 +31,39 @@ from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate
 from vision.forensics.features import ToolBackbone, clip_features, frames_to_clip, load_clip
 from vision.forensics.model import ForensicDetector, feature_matrix
 from vision.forensics.report import write_report
+from vision.forensics.statistics import combine, explain, p_values, verdict_of, z_scores
 from vision.forensics.task import ForensicsConfig, load_with_backbone
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
 
-__all__ = ["ForensicsPredictor", "analyze_to_report", "public_report"]
+__all__ = ["ForensicsPredictor", "analyze_to_report", "public_report", "self_tests"]
+
+
+def self_tests(detector: ForensicDetector, features: dict[str, float], top: int = 3) -> dict[str, Any]:
+    """The self-referential statistics of one clip's ``features`` against the detector's footage null
+    (:mod:`vision.forensics.statistics`): ``{"tests": [{feature, z, p}], "p_combined", "verdict", "drivers"
+    (:func:`~vision.forensics.statistics.explain`'s top rows), "sentences", "footage"}``. The detector's learned
+    score is not among these tests here (its null needs the validation clips' footage, which a checkpoint does not
+    hold). With no null (a checkpoint trained on one footage, or without the buffers) the verdict is
+    ``insufficient evidence`` and the sentence says why."""
+    null = detector.footage_null()
+    names = detector.feature_names
+    z, used = z_scores(feature_matrix([features], names), names, null)
+    p = p_values(z, used, null)
+    p_comb, k = combine(p)
+    verdict = verdict_of(float(p_comb[0]))
+    footage = max((m[3] for m in null.moments.values()), default=0)
+    drivers = explain(features, z[0], p[0], used, null, top=top)
+    if not int(k[0]):
+        lead = ("No self-referential test could be made: the detector's real reference covers fewer than two camera "
+                "videos, so how far new footage may lie is unknown.")
+    else:
+        lead = (f"Self-referential tests: {int(k[0])} statistics compared with real camera footage ({footage} "
+                f"videos); the most unusual, corrected for their number, has p = {float(p_comb[0]):.2g}, so these "
+                f"tests alone say: {verdict}.")
+    return {"tests": [{"feature": st.feature, "z": float(zz), "p": float(pp)} for st, zz, pp in zip(used, z[0], p[0])],
+            "p_combined": float(p_comb[0]), "verdict": verdict, "footage": int(footage), "drivers": drivers,
+            "sentences": [lead] + [d["sentence"] for d in drivers]}
 
 
 class ForensicsPredictor:
@@ -134,6 +162,7 @@ class ForensicsPredictor:
             "tools": {name: r.to_dict() for name, r in results.items()},
             "graph": graph.to_dict(),
         }
+        report["statistics"] = self_tests(self.detector, features)
         report["_extras"] = {name: r.extras for name, r in results.items()}
         report["_clip"] = clip
         return report

