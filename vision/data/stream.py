@@ -22,6 +22,7 @@ import av
 import numpy as np
 
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels
+from vision.data.video import first_video_stream
 from vision.errors import VideoError
 
 __all__ = ["FollowFile", "LiveStream", "open_stream"]
@@ -115,10 +116,7 @@ def open_stream(source: str | Path, fmt: str | None = None, follow: bool = False
             container = av.open(name, mode="r", format=fmt, options=options or {}, timeout=idle_timeout)
     except (av.error.FFmpegError, OSError, ValueError) as exc:
         raise VideoError(f"cannot open the stream: {exc}", file=name) from exc
-    if not container.streams.video:
-        container.close()
-        raise VideoError("the stream has no video", file=name)
-    stream = container.streams.video[0]
+    stream = first_video_stream(container, name)
     width, height = int(stream.codec_context.width), int(stream.codec_context.height)
     try:
         check_pixels(width, height, name, max_pixels)

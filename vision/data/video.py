@@ -49,6 +49,7 @@ from vision.data.io import MAX_INPUT_PIXELS, check_pixels, read_image, resize_fr
 from vision.errors import InputError, VideoError
 
 __all__ = [
+    "first_video_stream",
     "VideoInfo",
     "probe_video",
     "check_video",
@@ -105,12 +106,18 @@ def _open_for_reading(path: str | Path) -> tuple[av.container.InputContainer, av
         container = av.open(str(path), mode="r")
     except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
         raise VideoError(f"cannot open video (corrupt, truncated or not a video): {exc}", file=path) from exc
-    if not container.streams.video:
-        container.close()
-        raise VideoError("file has no video stream", file=path)
-    stream = container.streams.video[0]
+    stream = first_video_stream(container, path)
     stream.thread_type = "AUTO"
     return container, stream
+
+
+def first_video_stream(container: av.container.InputContainer, name: str | Path) -> av.video.stream.VideoStream:
+    """The first video stream of an opened ``container``; without one the container is closed and a
+    :class:`VideoError` names ``name``."""
+    if not container.streams.video:
+        container.close()
+        raise VideoError("the file or stream has no video", file=name)
+    return container.streams.video[0]
 
 
 def _target_size(width: int, height: int, size: SizeArg) -> tuple[int, int] | None:
