@@ -1,16 +1,19 @@
-"""Bit-exact training on the CPU, for every config that trains on a CPU as it ships, through ``tools/train.py``:
+"""Bit-exact training on the CPU, for every config in ``configs/``, through the training CLI:
 
-- the same seed gives the same model: two uninterrupted runs in separate processes (different ``PYTHONHASHSEED``
-  and number of DataLoader workers) end with identical weights and optimizer state;
+- the same seed gives the same model: for each config that trains on a CPU as it ships, two uninterrupted runs in
+  separate processes (different ``PYTHONHASHSEED`` and number of DataLoader workers) end with identical weights and
+  optimizer state;
 - resume is exact however the run is stopped and wherever the checkpoint lies: one run is stopped four times (a
   SIGTERM mid-epoch, a SIGKILL after an epoch, a SIGKILL mid-epoch, a SIGTERM in an epoch's last batch) and
-  resumed each time, and two more runs resume from the epoch-boundary checkpoints (written at a validation and at
-  the last batch's end); every one ends with the weights and optimizer state of the uninterrupted run, bit for bit.
+  resumed each time, and another resumes from the checkpoint written at an epoch's last batch; each ends with the
+  weights and optimizer state of the uninterrupted run, bit for bit. The CPU configs run in subprocesses whose
+  process group gets real signals (DataLoader workers included, as from a scheduler); the paper-scale (GPU)
+  configs run the same chain in this process, on the CPU without DDP / FSDP or weight files (:func:`on_cpu`).
 
 Each config runs as it ships (its callbacks, checkpoints, logger, DataLoader workers, the geometry curriculum with
-``reload_dataloaders_every_n_epochs``, two concatenated training splits) except for :func:`reduce`: the model's
-width and resolution, the data (fixtures written here, three training batches an epoch) and the step budget.
-Signals go to the whole process group, as a scheduler sends them, so DataLoader workers receive them too.
+``reload_dataloaders_every_n_epochs``, two concatenated training splits, its precision) except for :func:`reduce`:
+the model's width and resolution, the data (fixtures written here, three training batches an epoch) and the step
+budget.
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ def _cpu_configs() -> list[Path]:
 
 
 CONFIGS = _cpu_configs()
+#: the paper-scale configs (GPUs, DDP / FSDP, weight files): resumed here in-process at the CPU configs' size
+GPU_CONFIGS = [path for path in sorted((ROOT / "configs").rglob("*.yaml")) if path not in CONFIGS]
+#: the weight files a config may name: none exist here
+WEIGHT_FILES = ("vggt_weights", "sam2_weights", "geometry_checkpoint")
 
 
 def _data(root: Path) -> dict[str, dict]:
@@ -70,7 +77,8 @@ def _data(root: Path) -> dict[str, dict]:
         "tracking": {"model": {"config": {"backbone": "tiny", "image_size": 32, "dim": 32}, "max_objects": 2,
                                "warmup_steps": 2, "eval_prompt_types": ["point", "text"]},
                      "data": multiview},
-        "detection": {"model": {"config": {"channels": 32}, "queue_size": 64, "samples_per_class": 64,
+        "detection": {"model": {"config": {"size": "tiny", "image_size": 64, "feature_layers": [1, -1],
+                                           "channels": 32}, "queue_size": 64, "samples_per_class": 64,
                                 "synthesis_start": 0.0, "mining_start": 0.0, "mining_min_objectness": 0.0,
                                 "kde_reference": 64, "warmup_steps": 2},
                       "data": {"train_split": str(oov["train"]), "val_split": str(oov["val"]),
@@ -110,6 +118,20 @@ def reduce(config: dict, fixtures: dict[str, dict], run: Path, callbacks: list[d
                     "enable_progress_bar": False, "enable_model_summary": False, "log_every_n_steps": 1})
     move_run(config, str(run))
     trainer["callbacks"] = [*trainer.get("callbacks", []), *callbacks]
+    return config
+
+
+def on_cpu(config: dict) -> dict:
+    """A GPU-scale config as it runs here, before :func:`reduce`: one CPU process (no DDP / FSDP, no DataLoader
+    workers), no weight files. Its precision is kept (``bf16-mixed`` runs on the CPU)."""
+    config = copy.deepcopy(config)
+    config["trainer"].update({"devices": 1, "num_nodes": 1, "strategy": "auto"})
+    init_args = config["model"]["init_args"]
+    for name in WEIGHT_FILES:
+        if name in init_args:
+            init_args[name] = None
+    if "num_workers" in _datamodule_args(config["data"]):
+        config["data"]["init_args"]["num_workers"] = 0
     return config
 
 
@@ -255,3 +277,44 @@ def test_resume_is_exact_after_sigterm_and_sigkill(config, fixtures, uninterrupt
     other = tmp_path / "from_last_batch"
     _ok(_train(_write(other, reduce(shipped, fixtures, other, [])), hash_seed=7, resume=run / "steps" / "step=3.ckpt"))
     _assert_identical(reference, load_checkpoint(_last(other)))
+
+
+def _fit_here(config: Path, resume: Path | None = None) -> int:
+    """Train ``config`` in this process: 0 when it ends, 143 after a SIGTERM stop, -9 after :class:`Killed`."""
+    from tests.training.resume_probe import Killed
+    from vision.training.cli import main
+
+    try:
+        main(["fit", "--config", str(config), *(["--ckpt_path", str(resume)] if resume else [])])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except Killed:
+        return -signal.SIGKILL
+    return 0
+
+
+def _raise(step: int, sig: signal.Signals = signal.SIGKILL) -> dict:
+    return {"class_path": "tests.training.resume_probe.RaiseAtStep", "init_args": {"step": step, "signal": int(sig)}}
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("config", GPU_CONFIGS, ids=_ids)
+def test_gpu_scale_config_resumes_exactly(config, fixtures, tmp_path):
+    """The chain of :func:`test_resume_is_exact_after_sigterm_and_sigkill` in this process (a SIGTERM to itself,
+    a raised :class:`~tests.training.resume_probe.Killed` for the SIGKILL), for each paper-scale config on the CPU
+    (:func:`on_cpu`, then :func:`reduce`)."""
+    shipped = on_cpu(yaml.safe_load(config.read_text()))
+    reference = tmp_path / "reference"
+    assert _fit_here(_write(reference, reduce(shipped, fixtures, reference, []))) == 0
+    run = tmp_path / "run"
+
+    def leg(probe: dict | None, resume: Path | None) -> int:
+        return _fit_here(_write(run, reduce(shipped, fixtures, run, [_every_step(run)] + ([probe] if probe else []))),
+                         resume)
+
+    assert leg(_raise(1, signal.SIGTERM), None) == 128 + signal.SIGTERM and _step(_last(run)) == 2
+    assert leg(_raise(4), _last(run)) == -signal.SIGKILL and _step(_last(run)) == BATCHES_PER_EPOCH
+    assert leg(_raise(5, signal.SIGTERM), run / "steps" / "step=4.ckpt") == 128 + signal.SIGTERM
+    assert _step(_last(run)) == 2 * BATCHES_PER_EPOCH
+    assert leg(None, _last(run)) == 0
+    _assert_identical(load_checkpoint(_last(reference)), load_checkpoint(_last(run)))
