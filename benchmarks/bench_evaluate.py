@@ -20,6 +20,12 @@ of both IoU types from the two JSON files:
 
 The table gives the minimum and median over ``--reps`` runs and the ratio ours / pycocotools; the twelve figures
 of both IoU types are compared (they must be identical). ``--profile`` prints cProfile's top lines of ours.
+
+``--process`` times them as a user runs them instead: each run is a whole fresh process, started to finished, with
+its imports, measured from outside (wall time, and peak RSS from ``os.wait4``): the ``vision-evaluate`` console
+script of this environment (``--split --results --task detection --out``) against a pycocotools script
+(:data:`PYCOCOTOOLS_SCRIPT`, written next to the files: the scoring above, its figures written as JSON). The two
+run in turn within each repetition.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ import contextlib
 import io
 import json
 import math
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -131,6 +139,59 @@ def _pycocotools(split: Path, results: Path) -> dict:
     return metrics
 
 
+#: What a user scoring with pycocotools runs (``python score.py SPLIT RESULTS OUT``): the scoring of ``_pycocotools``.
+PYCOCOTOOLS_SCRIPT = '''import contextlib, io, json, sys
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+
+split, results, out = sys.argv[1:4]
+metrics = {}
+with contextlib.redirect_stdout(io.StringIO()):
+    gt = COCO(split)
+    with open(results) as f:
+        detections = json.load(f)
+    for iou_type in ("bbox", "segm"):
+        if iou_type == "segm":
+            detections = [{k: v for k, v in d.items() if k != "bbox"} for d in detections]
+        evaluator = COCOeval(gt, gt.loadRes(detections), iou_type)
+        evaluator.evaluate()
+        evaluator.accumulate()
+        evaluator.summarize()
+        metrics[iou_type] = [float(v) for v in evaluator.stats]
+with open(out, "w") as f:
+    json.dump(metrics, f)
+'''
+
+
+def _timed_process(cmd: list[str], what: str) -> tuple[float, float]:
+    """Run ``cmd`` as a fresh process: (wall seconds from start to exit, its peak RSS in MiB)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(ROOT))
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"{what} failed with code {proc.returncode}:\n{stderr[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def _process_runs(split: Path, results: Path, reps: int) -> tuple[dict[str, list[tuple[float, float]]], dict, dict]:
+    """``reps`` process runs of each tool, in turn: ``{tool: [(seconds, peak MiB)]}``, our metrics, theirs."""
+    script = split.parent / "score_pycocotools.py"
+    script.write_text(PYCOCOTOOLS_SCRIPT)
+    ours_out, ref_out = split.parent / "process_ours.json", split.parent / "process_pycocotools.json"
+    cli = str(Path(sys.executable).parent / "vision-evaluate")
+    cmds = {"ours": [cli, "--split", str(split), "--results", str(results), "--task", "detection", "--out",
+                     str(ours_out)],
+            "pycocotools": [sys.executable, str(script), str(split), str(results), str(ref_out)]}
+    runs: dict[str, list[tuple[float, float]]] = {tool: [] for tool in cmds}
+    for _ in range(reps):
+        for tool, cmd in cmds.items():
+            runs[tool].append(_timed_process(cmd, tool))
+    return runs, json.loads(ours_out.read_text()), json.loads(ref_out.read_text())
+
+
 def _measure(tool: str, split: str, results: str) -> None:
     """Child process: import both libraries, then time one scoring; print JSON."""
     import pycocotools.cocoeval  # noqa: F401  (imports are not timed)
@@ -156,6 +217,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None, help="keep the generated files here (and reuse them)")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top lines of ours")
+    parser.add_argument("--process", action="store_true",
+                        help="time whole fresh processes, imports included (vision-evaluate against a script)")
     parser.add_argument("--_measure", nargs=3, metavar=("TOOL", "SPLIT", "RESULTS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._measure:
@@ -167,17 +230,26 @@ def main() -> None:
     try:
         split = generate(out, args.images, args.annotations, ["rle"])["rle"]
         results = make_results(split, out, args.detections)
-        runs: dict[str, list[dict]] = {"ours": [], "pycocotools": []}
-        for _ in range(args.reps):
-            for tool in runs:
-                runs[tool].append(_run_child(tool, split, results))
-        ours, ref = runs["ours"][0]["metrics"], runs["pycocotools"][0]["metrics"]
         print(f"split: {args.images} images, {args.annotations} annotations (RLE masks); results: "
               f"{args.detections} detections (boxes + RLE masks), bbox + segm")
-        print(f"{'tool':<14}{'min s':>9}{'median s':>10}")
-        seconds = {tool: [r["seconds"] for r in rs] for tool, rs in runs.items()}
-        for tool, values in seconds.items():
-            print(f"{tool:<14}{min(values):>9.2f}{statistics.median(values):>10.2f}")
+        if args.process:
+            timed, ours, ref = _process_runs(split, results, args.reps)
+            seconds = {tool: [t for t, _ in rs] for tool, rs in timed.items()}
+            print("each run a fresh process with its imports, timed from outside; peak RSS from os.wait4")
+            print(f"{'tool':<14}{'min s':>9}{'median s':>10}{'peak MiB, max':>15}")
+            for tool, rs in timed.items():
+                print(f"{tool:<14}{min(seconds[tool]):>9.2f}{statistics.median(seconds[tool]):>10.2f}"
+                      f"{max(m for _, m in rs):>15.0f}")
+        else:
+            runs: dict[str, list[dict]] = {"ours": [], "pycocotools": []}
+            for _ in range(args.reps):
+                for tool in runs:
+                    runs[tool].append(_run_child(tool, split, results))
+            ours, ref = runs["ours"][0]["metrics"], runs["pycocotools"][0]["metrics"]
+            print(f"{'tool':<14}{'min s':>9}{'median s':>10}")
+            seconds = {tool: [r["seconds"] for r in rs] for tool, rs in runs.items()}
+            for tool, values in seconds.items():
+                print(f"{tool:<14}{min(values):>9.2f}{statistics.median(values):>10.2f}")
         print(f"ratio ours / pycocotools: min {min(seconds['ours']) / min(seconds['pycocotools']):.3f}, median "
               f"{statistics.median(seconds['ours']) / statistics.median(seconds['pycocotools']):.3f} "
               f"(target <= 0.25)")

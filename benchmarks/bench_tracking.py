@@ -97,13 +97,16 @@ def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, 
 
 
 def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool = True,
-             known_geometry: bool = False) -> dict[str, dict]:
+             known_geometry: bool = False, memory_points: int | None = None) -> dict[str, dict]:
     """``{split: {prompt type: metrics}}``: each validation split tracked and scored with the pipeline's protocol
-    (``known_geometry``: G2TAM on the ground-truth point maps, the oracle)."""
+    (``known_geometry``: G2TAM on the ground-truth point maps, the oracle; ``memory_points``: the predictor's
+    carried 3D points per object instead of the protocol's)."""
     from vision.data.coco import load_split
     from vision.tracking.inference import protocol_predictor, score_tracking, track_split
 
     predictor = protocol_predictor(model, text_encoder, refine=refine)
+    if memory_points is not None:
+        predictor.memory_points = memory_points
     table = {}
     for name in ("val_video", "val_unordered", "val_long_occlusion"):
         metrics = score_tracking(paths[name], track_split(predictor, load_split(paths[name]), types,
@@ -207,6 +210,8 @@ def main() -> None:
     ap.add_argument("--skip-accuracy", action="store_true",
                     help="with --g2tam-ckpt / --baseline-ckpt: only the speed and correction-click rows")
     ap.add_argument("--no-refine", action="store_true", help="G2TAM without the predictor's second pass")
+    ap.add_argument("--memory-points", type=int, default=None,
+                    help="G2TAM's carried 3D points per object in the accuracy rows (default the protocol's)")
     ap.add_argument("--oracle", action="store_true",
                     help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
     args = ap.parse_args()
@@ -239,7 +244,8 @@ def main() -> None:
             model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, run_dir, args.geometry_ckpt)
         with torch.no_grad():
             if paths is not None:
-                tables[arch] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine)
+                tables[arch] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine,
+                                        memory_points=args.memory_points if arch == "g2tam" else None)
             if args.oracle and arch == "g2tam" and paths is not None:
                 tables["oracle"] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine,
                                             known_geometry=True)
@@ -247,7 +253,8 @@ def main() -> None:
                 clicks[arch] = correction_click(model, args.size)
                 models[arch] = model
     speeds = speed(models, args.size, refine=not args.no_refine) if models else {}
-    print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}")
+    print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}"
+          + (f"; G2TAM memory points: {args.memory_points}" if args.memory_points is not None else ""))
     if trained:
         print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
     else:

@@ -50,7 +50,10 @@ from vision.tracking.propagation import WindowDecoder, propagation_views, window
 from vision.tracking.session import (ObjectPrompt, TrackerState, as_int, known_world_points, object_prompt,
                                      set_known_geometry)
 
-__all__ = ["TrackerPredictor", "TrackerState", "ObjectPrompt"]
+__all__ = ["OBJECT_BUCKET", "TrackerPredictor", "TrackerState", "ObjectPrompt"]
+
+#: objects per decoder call by default (:class:`TrackerPredictor`'s ``object_bucket``)
+OBJECT_BUCKET: int | None = 16
 
 
 class TrackerPredictor:
@@ -74,13 +77,16 @@ class TrackerPredictor:
             :func:`vision.device.autocast` in it (weights stay float32); masks, scores and geometry come back float32.
         cache_views: the encodings of at most this many views (whole windows, least recently used dropped first)
             are kept in the state between propagations; 0 keeps none. The default holds a 64-frame demo clip.
+        object_bucket: objects decoded per call of the model's decoder (None: all in one call): every bucket reads
+            the window's one encoding, and the decoder's working memory is that of one bucket
+            (:meth:`~vision.tracking.propagation.WindowDecoder.decode`).
     """
 
     def __init__(self, model: TrackingModel, text_encoder: Any = "minilm", window_size: int = 8,
                  max_anchors: int = 2, memory_points: int = 64, max_cloud_points: int = 20000,
                  presence_threshold: float = 0.5, mask_threshold: float = 0.0, refine: bool = True,
                  device: torch.device | str | None = None, cache_views: int = 96,
-                 precision: str | torch.dtype = "32") -> None:
+                 precision: str | torch.dtype = "32", object_bucket: int | None = OBJECT_BUCKET) -> None:
         if window_size < 2 or max_anchors < 1 or max_anchors >= window_size:
             raise InputError(f"need window_size >= 2 and 1 <= max_anchors < window_size, got {window_size}, "
                              f"{max_anchors}")
@@ -99,6 +105,10 @@ class TrackerPredictor:
         if isinstance(cache_views, bool) or not isinstance(cache_views, int) or cache_views < 0:
             raise InputError(f"cache_views must be an integer >= 0, got {cache_views!r}")
         self.cache_views = cache_views
+        if object_bucket is not None and (isinstance(object_bucket, bool) or not isinstance(object_bucket, int)
+                                          or object_bucket < 1):
+            raise InputError(f"object_bucket must be an integer >= 1 or None, got {object_bucket!r}")
+        self.object_bucket = object_bucket
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, image_size: int | None = None, device: torch.device | str = "cpu",
@@ -217,7 +227,7 @@ class TrackerPredictor:
     def _window_decoder(self) -> WindowDecoder:
         return WindowDecoder(self.model, self.device, mask_threshold=self.mask_threshold,
                              presence_threshold=self.presence_threshold, memory_points=self.memory_points,
-                             refine=self.refine)
+                             refine=self.refine, object_bucket=self.object_bucket)
 
     @torch.no_grad()
     def propagate(self, state: TrackerState, start_view: int | None = None, reverse: bool = False,

@@ -74,6 +74,10 @@ class Prompts:
     def num_objects(self) -> int:
         return int(self.valid.shape[1])
 
+    def select(self, objects: slice) -> "Prompts":
+        """The object slots ``objects`` (a slice of the N slots) of every clip: each field's dimension 1 sliced."""
+        return replace(self, **{f.name: getattr(self, f.name)[:, objects] for f in fields(self)})
+
 
 def box_to_points(box: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``[..., 4]`` XYXY box -> corner points ``[..., 2, 2]`` and labels ``[..., 2]`` (BOX_TL, BOX_BR)."""

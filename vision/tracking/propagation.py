@@ -71,7 +71,8 @@ class WindowDecoder:
 
     ``mask_threshold``: mask logit above which a pixel belongs to the object; ``presence_threshold``: presence
     probability under which an object's mask is emptied; ``memory_points``: 3D points per object prompt;
-    ``refine``: the second pass (see the module docstring)."""
+    ``refine``: the second pass (see the module docstring); ``object_bucket``: objects decoded per call of the
+    model's ``decode`` (None: all at once; see :meth:`decode`)."""
 
     model: TrackingModel
     device: torch.device
@@ -79,6 +80,7 @@ class WindowDecoder:
     presence_threshold: float
     memory_points: int
     refine: bool
+    object_bucket: int | None = None
 
     def prompts(self, state: TrackerState, obj_ids: list[int], window: list[int], memory: ObjectMemory) -> Prompts:
         """The prompts of ``obj_ids`` in ``window`` (on the model's device): each visual prompt on its view when
@@ -111,11 +113,25 @@ class WindowDecoder:
     def decode(self, encoded: dict[str, Any], prompts: Prompts,
                views: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Best-hypothesis masks ``[V, N, s, s]`` bool (emptied under the presence threshold) and presence
-        probabilities ``[V, N]`` on the window's ``views`` (indices into the window; default all, V = S)."""
-        out = self.model.decode(encoded, prompts) if views is None else self.model.decode(encoded, prompts, views)
-        best, _ = select_best_mask(out["masks"][0], out["iou"][0])
-        prob = out["presence"][0].sigmoid()
-        return (best > self.mask_threshold) & (prob[..., None, None] >= self.presence_threshold), prob
+        probabilities ``[V, N]`` on the window's ``views`` (indices into the window; default all, V = S).
+
+        The objects go to the model in buckets of at most ``object_bucket`` slots, one ``decode`` call each, all
+        reading the same encoding (the backbone, view features and point maps are computed once per window); the
+        model decodes every (view, object) pair on its own, so the buckets change the masks only by float
+        rounding (tested against one object per call), and the decoder's working memory is that of one bucket."""
+        n = prompts.num_objects
+        step = n if self.object_bucket is None or n <= self.object_bucket else self.object_bucket
+        masks, probs = [], []
+        for start in range(0, max(n, 1), max(step, 1)):
+            bucket = prompts if step == n else prompts.select(slice(start, start + step))
+            out = self.model.decode(encoded, bucket) if views is None else self.model.decode(encoded, bucket, views)
+            best, _ = select_best_mask(out["masks"][0], out["iou"][0])
+            prob = out["presence"][0].sigmoid()
+            masks.append((best > self.mask_threshold) & (prob[..., None, None] >= self.presence_threshold))
+            probs.append(prob)
+        if len(masks) == 1:
+            return masks[0], probs[0]
+        return torch.cat(masks, dim=1), torch.cat(probs, dim=1)
 
     def two_pass(self, state: TrackerState, obj_ids: list[int], window: list[int], encoded: dict[str, Any],
                  prompts: Prompts, wp: np.ndarray, feats: torch.Tensor,

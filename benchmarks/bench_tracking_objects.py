@@ -1,0 +1,181 @@
+"""G2TAM at many objects: views/s of ``propagate`` at 1 / 4 / 16 / 64 / 128 point-prompted objects, decoded one
+object per decoder call (the per-object loop, the baseline row), in buckets, or all in one call; peak memory per
+object; and whether every mode gives the per-object loop's masks.
+
+    python benchmarks/bench_tracking_objects.py --ckpt runs/tracking/tiny/checkpoints/last.ckpt
+    python benchmarks/bench_tracking_objects.py --ckpt ... --objects 64 --profile   # cProfile's top lines
+
+Every mode tracks the same random 8-frame window (one window, ``cache_views=0``: every ``propagate`` runs the
+backbone once, shared by all objects) with the same prompts through one :class:`TrackerPredictor`, one thread; the
+modes differ only in ``object_bucket`` (objects per call of the model's decoder: ``loop`` = 1, ``all`` = every
+object). Within each repetition the modes run in turn, so a change of load on the machine reaches them alike.
+A mode may name the predictor's carried 3D points per object after ``@`` (``bucket@16``; default
+``--memory-points``, 64): fewer points are fewer prompt tokens per object, an accuracy trade that
+``bench_tracking.py --memory-points`` measures; masks are compared with the first mode of the same points.
+Peak memory: each (mode, objects) runs in a fresh process; the peak RSS is reset after the model and the frames are
+loaded (``/proc/self/clear_refs``) and read after one ``propagate`` (``VmHWM``); the growth over the RSS before it
+beyond the first row's (one object: the backbone's activations), per added object, is the peak memory per object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+MODES = ("loop", "bucket", "all")
+
+
+def parse_mode(text: str, memory_points: int) -> tuple[str, int]:
+    """``loop`` / ``bucket`` / ``all``, optionally ``@POINTS`` -> (kind, carried 3D points per object)."""
+    kind, _, points = text.partition("@")
+    if kind not in MODES or (points and not points.isdigit()):
+        raise SystemExit(f"--modes: expected one of {MODES}, optionally @POINTS, got {text!r}")
+    return kind, int(points) if points else memory_points
+
+
+def bucket_of(kind: str, objects: int, bucket: int) -> int:
+    """``object_bucket`` of a mode: 1 (``loop``), ``bucket``, or every object (``all``)."""
+    return {"loop": 1, "bucket": bucket, "all": objects}[kind]
+
+
+def make_state(predictor, objects: int, views: int, size: int):
+    """A state over ``views`` random frames with ``objects`` objects, one positive click each on view 0."""
+    frames = (np.random.default_rng(0).random((views, size, size, 3)) * 255).astype(np.uint8)
+    state = predictor.init_state(frames)
+    for o in range(objects):
+        predictor.add_prompt(state, 0, o, points=[[(o * 7) % size, (o * 13) % size]])
+    return state
+
+
+def predictor_for(model, mode: str, objects: int, args):
+    from vision.tracking.predictor import TrackerPredictor
+
+    kind, points = parse_mode(mode, args.memory_points)
+    return TrackerPredictor(model, text_encoder=None, window_size=args.views, max_anchors=1, cache_views=0,
+                            memory_points=points, object_bucket=bucket_of(kind, objects, args.bucket))
+
+
+def masks_of(predictor, state) -> np.ndarray:
+    """``[V, N, H, W]`` bool masks of one ``propagate``."""
+    return np.stack([m for _, _, m, _ in predictor.propagate(state)])
+
+
+def _status(key: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return float(line.split()[1]) / 1024  # kB -> MiB
+    raise RuntimeError(f"/proc/self/status has no {key}")
+
+
+def memory_child(args) -> None:
+    """Child process: one (mode, objects); prints the RSS before ``propagate`` and the peak during it (MiB)."""
+    from vision.tracking.task import load
+
+    torch.set_num_threads(1)
+    model = load(args.ckpt)[0]
+    mode, objects = args.memory_child.split(":")
+    predictor = predictor_for(model, mode, int(objects), args)
+    state = make_state(predictor, int(objects), args.views, args.size)
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    before = _status("VmRSS")
+    with torch.no_grad():
+        for _ in predictor.propagate(state):
+            pass
+    print(json.dumps({"before": before, "peak": _status("VmHWM")}))
+
+
+def peak_growth(mode: str, objects: int, args) -> float:
+    """MiB of peak RSS growth during one ``propagate``, in a fresh process."""
+    cmd = [sys.executable, __file__, "--ckpt", args.ckpt, "--memory-child", f"{mode}:{objects}",
+           "--views", str(args.views), "--size", str(args.size), "--bucket", str(args.bucket),
+           "--memory-points", str(args.memory_points)]
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    return out["peak"] - out["before"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ckpt", required=True, help="a trained G2TAM (TrackingModule checkpoint)")
+    ap.add_argument("--objects", type=int, nargs="+", default=[1, 4, 16, 64, 128])
+    ap.add_argument("--modes", nargs="+", default=list(MODES), help="loop / bucket / all, optionally @POINTS")
+    ap.add_argument("--bucket", type=int, default=16, help="objects per decoder call of the 'bucket' mode")
+    ap.add_argument("--memory-points", type=int, default=64, help="carried 3D points per object (the predictor's)")
+    ap.add_argument("--views", type=int, default=8)
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="cProfile one propagate per (mode, objects)")
+    ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.memory_child:
+        memory_child(args)
+        return
+    from vision.tracking.task import load
+
+    torch.set_num_threads(1)
+    model = load(args.ckpt)[0]
+    rows = {}
+    for n in args.objects:
+        runs = {mode: (p := predictor_for(model, mode, n, args), make_state(p, n, args.views, args.size))
+                for mode in args.modes}
+        reference: dict[int, np.ndarray] = {}
+        diffs = {}
+        for mode, (predictor, state) in runs.items():  # warm-up, and the masks of each mode
+            masks = masks_of(predictor, state)
+            reference.setdefault(predictor.memory_points, masks)
+            diffs[mode] = float((masks != reference[predictor.memory_points]).mean())
+        times = {mode: [] for mode in runs}
+        for _ in range(args.reps):
+            for mode, (predictor, state) in runs.items():
+                t = time.perf_counter()
+                for _ in predictor.propagate(state):
+                    pass
+                times[mode].append(time.perf_counter() - t)
+        for mode in runs:
+            rows[(mode, n)] = {"min": args.views / min(times[mode]), "median": args.views / np.median(times[mode]),
+                               "diff": diffs[mode],
+                               "mem": None if args.skip_memory else peak_growth(mode, n, args)}
+        if args.profile:
+            for mode, (predictor, state) in runs.items():
+                prof = cProfile.Profile()
+                prof.enable()
+                for _ in predictor.propagate(state):
+                    pass
+                prof.disable()
+                print(f"\n--- cProfile, {mode}, {n} objects (own time)")
+                pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+    first = args.modes[0]
+    print(f"\nviews/s of propagate, one {args.views}-view window at {args.size} px, one thread, min / median over "
+          f"{args.reps} repetitions; 'bucket' = {args.bucket} objects per decoder call; memory points "
+          f"{args.memory_points} unless the mode says (@); masks compared with the first mode of the same points "
+          f"(fraction of differing pixels)")
+    print(f"{'objects':>7} {'mode':<10}{'views/s min':>12}{'median':>8}{'x ' + first:>10}{'x 1 obj':>9}"
+          f"{'peak MiB':>9}{'MiB/obj':>8}{'mask diff':>11}")
+    for n in args.objects:
+        for mode in args.modes:
+            r = rows[(mode, n)]
+            one = rows.get((mode, args.objects[0]))
+            mem = "" if r["mem"] is None else f"{r['mem']:>9.1f}"
+            extra = n - args.objects[0]
+            per = "" if r["mem"] is None or extra <= 0 else f"{(r['mem'] - one['mem']) / extra:>8.2f}"
+            print(f"{n:>7} {mode:<10}{r['min']:>12.1f}{r['median']:>8.1f}{r['min'] / rows[(first, n)]['min']:>10.2f}"
+                  f"{r['min'] / one['min']:>9.3f}{mem:>9}{per:>8}{r['diff']:>11.2e}")
+    print(f"(x 1 obj: min views/s over the {args.objects[0]}-object row's min of the same mode, target at 64 and "
+          f"128 objects >= 0.25; peak MiB: peak RSS growth during one propagate, fresh process; MiB/obj: its growth "
+          f"over the {args.objects[0]}-object row's, per added object)")
+
+
+if __name__ == "__main__":
+    main()
