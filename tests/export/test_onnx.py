@@ -3,6 +3,8 @@ the graph's stated tolerance, for two different batch / view / class / pair coun
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -26,10 +28,17 @@ def _dims(path) -> dict[str, list]:
     return {meta.name: list(meta.shape) for meta in session.get_inputs()}
 
 
-@pytest.mark.slow  # the dynamo exporter traces the model (tens of seconds on 2 cores)
-def test_detector_exports_with_dynamic_batch_and_vocabulary(tmp_path):
-    model, config, (graph,) = _graphs("detection")
-    path = export_graph(graph, tmp_path / "detector.onnx")
+@pytest.fixture(scope="module")
+def detector_onnx(tmp_path_factory) -> tuple:
+    """``(model, graph, path)``: the detector exported once (the dynamo exporter traces the model: tens of seconds
+    on 2 cores) for the tests that read it; a test that changes the model works on a copy."""
+    model, _, (graph,) = _graphs("detection")
+    return model, graph, export_graph(graph, tmp_path_factory.mktemp("onnx") / "detector.onnx")
+
+
+@pytest.mark.slow
+def test_detector_exports_with_dynamic_batch_and_vocabulary(detector_onnx):
+    model, graph, path = detector_onnx
     assert _dims(path) == {"images": ["batch", 3, 64, 64], "text": ["classes", 384]}
     check_graph(graph, path)  # 2 images, 3 classes (the trace's)
     text = torch.nn.functional.normalize(torch.randn(7, 384, generator=torch.Generator().manual_seed(1)), dim=-1)
@@ -85,10 +94,10 @@ def test_forensics_and_the_control_export_nothing():
 
 
 @pytest.mark.slow
-def test_a_graph_that_differs_is_reported(tmp_path):
+def test_a_graph_that_differs_is_reported(detector_onnx):
     """The check compares against the module: a graph exported from other weights fails it, naming the output."""
-    _, _, (graph,) = _graphs("detection")
-    path = export_graph(graph, tmp_path / "detector.onnx")
+    _, graph, path = detector_onnx
+    graph = copy.deepcopy(graph)
     with torch.no_grad():
         graph.module.model.head.objectness.bias.add_(1.0)
     with pytest.raises(DataError, match="scores: differs from PyTorch"):

@@ -216,67 +216,14 @@ def _stopped(result: subprocess.CompletedProcess, sig: signal.Signals, step: int
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory) -> dict[str, dict]:
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # as the subprocesses (OMP_NUM_THREADS=1)
     return _data(tmp_path_factory.mktemp("repro_data"))
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(fixtures, tmp_path_factory):
-    """One uninterrupted run per config (no DataLoader workers), run lazily and shared by the tests."""
-    root = tmp_path_factory.mktemp("repro_runs")
-    done: dict[Path, dict] = {}
-
-    def run(config: Path) -> dict:
-        if config not in done:
-            out = root / config.parent.name / config.stem
-            shipped = yaml.safe_load(config.read_text())
-            _ok(_train(_write(out, reduce(shipped, fixtures, out, [])), hash_seed=1, workers=0))
-            done[config] = load_checkpoint(_last(out))
-        return done[config]
-
-    return run
-
-
-def _ids(path: Path) -> str:
-    return f"{path.parent.name}/{path.stem}"
-
-
-@pytest.mark.parametrize("config", CONFIGS, ids=_ids)
-def test_same_seed_gives_the_same_model(config, fixtures, uninterrupted, tmp_path):
+def _shipped(config: Path) -> dict:
+    """The config as it runs here before :func:`reduce` (the GPU-scale ones through :func:`on_cpu`)."""
     shipped = yaml.safe_load(config.read_text())
-    _ok(_train(_write(tmp_path, reduce(shipped, fixtures, tmp_path, [])), hash_seed=2, workers=1))
-    _assert_identical(uninterrupted(config), load_checkpoint(_last(tmp_path)))
-
-
-@pytest.mark.parametrize("config", CONFIGS, ids=_ids)
-def test_resume_is_exact_after_sigterm_and_sigkill(config, fixtures, uninterrupted, tmp_path):
-    """One run stopped four times, each resumed from the checkpoint a user would resume from (``last.ckpt``, or the
-    every-step checkpoint a SIGKILL left), and two more resumed from the epoch-boundary checkpoints."""
-    shipped = yaml.safe_load(config.read_text())
-    reference = uninterrupted(config)
-    run = tmp_path / "run"
-
-    def leg(probe: dict | None, resume: Path | None, hash_seed: int) -> subprocess.CompletedProcess:
-        callbacks = [_every_step(run)] + ([probe] if probe else [])
-        return _train(_write(run, reduce(shipped, fixtures, run, callbacks)), hash_seed=hash_seed, resume=resume)
-
-    # 1. SIGTERM in the second batch: the stop checkpoint of step 2 (mid-epoch)
-    _stopped(leg(_probe(1, signal.SIGTERM), None, 3), signal.SIGTERM, 2, run)
-    # 2. resumed; SIGKILL as step 5 starts: last.ckpt is the validation checkpoint after epoch 0 (step 3)
-    _stopped(leg(_probe(4, signal.SIGKILL), _last(run), 4), signal.SIGKILL, 0, run)
-    assert _step(_last(run)) == BATCHES_PER_EPOCH
-    # 3. resumed from the every-step checkpoint of step 4 (mid-epoch, written at the batch's end); SIGTERM in the
-    #    last batch of epoch 1: the run finishes the epoch (and its validation) and stops at step 6
-    _stopped(leg(_probe(5, signal.SIGTERM), run / "steps" / "step=4.ckpt", 5), signal.SIGTERM, 6, run)
-    # 4. resumed from that stop checkpoint (an epoch boundary) to the end
-    _ok(leg(None, _last(run), 6))
-    _assert_identical(reference, load_checkpoint(_last(run)))
-
-    # the every-step checkpoint written at the end of epoch 0's last batch, before its validation (run 2 started
-    # from the checkpoint of that validation)
-    other = tmp_path / "from_last_batch"
-    _ok(_train(_write(other, reduce(shipped, fixtures, other, [])), hash_seed=7, resume=run / "steps" / "step=3.ckpt"))
-    _assert_identical(reference, load_checkpoint(_last(other)))
+    return shipped if config in CONFIGS else on_cpu(shipped)
 
 
 def _fit_here(config: Path, resume: Path | None = None) -> int:
@@ -293,28 +240,89 @@ def _fit_here(config: Path, resume: Path | None = None) -> int:
     return 0
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(fixtures, tmp_path_factory):
+    """One uninterrupted run per config, in this process, run lazily and shared by the tests."""
+    root = tmp_path_factory.mktemp("repro_runs")
+    done: dict[Path, dict] = {}
+
+    def run(config: Path) -> dict:
+        if config not in done:
+            out = root / config.parent.name / config.stem
+            assert _fit_here(_write(out, reduce(_shipped(config), fixtures, out, []))) == 0
+            done[config] = load_checkpoint(_last(out))
+        return done[config]
+
+    return run
+
+
+def _ids(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+#: one config per task for the two-process test (the others of a task share its code and data path)
+SAME_SEED = [path for path in CONFIGS if path.name == "tiny.yaml"]
+
+
+@pytest.mark.parametrize("config", SAME_SEED, ids=_ids)
+def test_same_seed_gives_the_same_model(config, fixtures, uninterrupted, tmp_path):
+    """This process's run against a subprocess with another ``PYTHONHASHSEED`` and another number of workers."""
+    shipped = yaml.safe_load(config.read_text())
+    _ok(_train(_write(tmp_path, reduce(shipped, fixtures, tmp_path, [])), hash_seed=2, workers=0))
+    _assert_identical(uninterrupted(config), load_checkpoint(_last(tmp_path)))
+
+
 def _raise(step: int, sig: signal.Signals = signal.SIGKILL) -> dict:
     return {"class_path": "tests.training.resume_probe.RaiseAtStep", "init_args": {"step": step, "signal": int(sig)}}
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("config", GPU_CONFIGS, ids=_ids)
-def test_gpu_scale_config_resumes_exactly(config, fixtures, tmp_path):
-    """The chain of :func:`test_resume_is_exact_after_sigterm_and_sigkill` in this process (a SIGTERM to itself,
-    a raised :class:`~tests.training.resume_probe.Killed` for the SIGKILL), for each paper-scale config on the CPU
-    (:func:`on_cpu`, then :func:`reduce`)."""
-    shipped = on_cpu(yaml.safe_load(config.read_text()))
-    reference = tmp_path / "reference"
-    assert _fit_here(_write(reference, reduce(shipped, fixtures, reference, []))) == 0
+@pytest.mark.parametrize("config", CONFIGS + GPU_CONFIGS, ids=_ids)
+def test_resume_is_exact_after_sigterm_and_sigkill(config, fixtures, uninterrupted, tmp_path):
+    """One run stopped four times, each resumed from the checkpoint a user would resume from (``last.ckpt``, or the
+    every-step checkpoint a SIGKILL left), and one more resumed from the checkpoint written at the end of an epoch's
+    last batch, in this process: a SIGTERM to itself (Lightning's handler stops after the batch), a raised
+    :class:`~tests.training.resume_probe.Killed` for a SIGKILL (no cleanup of any kind)."""
+    shipped = _shipped(config)
+    reference = uninterrupted(config)
     run = tmp_path / "run"
 
     def leg(probe: dict | None, resume: Path | None) -> int:
         return _fit_here(_write(run, reduce(shipped, fixtures, run, [_every_step(run)] + ([probe] if probe else []))),
                          resume)
 
+    # 1. SIGTERM in the second batch: the stop checkpoint of step 2 (mid-epoch)
     assert leg(_raise(1, signal.SIGTERM), None) == 128 + signal.SIGTERM and _step(_last(run)) == 2
+    # 2. resumed; killed as step 5 starts: last.ckpt is the validation checkpoint after epoch 0 (step 3)
     assert leg(_raise(4), _last(run)) == -signal.SIGKILL and _step(_last(run)) == BATCHES_PER_EPOCH
+    # 3. resumed from the every-step checkpoint of step 4 (mid-epoch); SIGTERM in the last batch of epoch 1: the run
+    #    finishes the epoch (and its validation) and stops at step 6
     assert leg(_raise(5, signal.SIGTERM), run / "steps" / "step=4.ckpt") == 128 + signal.SIGTERM
     assert _step(_last(run)) == 2 * BATCHES_PER_EPOCH
+    # 4. resumed from that stop checkpoint (an epoch boundary) to the end
     assert leg(None, _last(run)) == 0
-    _assert_identical(load_checkpoint(_last(reference)), load_checkpoint(_last(run)))
+    _assert_identical(reference, load_checkpoint(_last(run)))
+    # the every-step checkpoint written at the end of epoch 0's last batch, before its validation (run 2 started
+    # from the checkpoint of that validation)
+    other = tmp_path / "from_last_batch"
+    assert _fit_here(_write(other, reduce(shipped, fixtures, other, [])), run / "steps" / "step=3.ckpt") == 0
+    _assert_identical(reference, load_checkpoint(_last(other)))
+
+
+def test_signals_to_the_process_group_resume_exactly(fixtures, uninterrupted, tmp_path):
+    """The same stops with real signals, as a scheduler sends them: to the process group of a ``tools/train.py``
+    process (DataLoader workers included), on the geometry config (curriculum, reload, two training splits)."""
+    config = ROOT / "configs" / "geometry" / "tiny.yaml"
+    shipped = yaml.safe_load(config.read_text())
+    run = tmp_path / "run"
+
+    def leg(probe: dict | None, resume: Path | None, hash_seed: int) -> subprocess.CompletedProcess:
+        callbacks = [_every_step(run)] + ([probe] if probe else [])
+        return _train(_write(run, reduce(shipped, fixtures, run, callbacks)), hash_seed=hash_seed, resume=resume)
+
+    _stopped(leg(_probe(1, signal.SIGTERM), None, 3), signal.SIGTERM, 2, run)
+    _stopped(leg(_probe(4, signal.SIGKILL), _last(run), 4), signal.SIGKILL, 0, run)
+    assert _step(_last(run)) == BATCHES_PER_EPOCH
+    _stopped(leg(_probe(5, signal.SIGTERM), run / "steps" / "step=4.ckpt", 5), signal.SIGTERM, 6, run)
+    _ok(leg(None, _last(run), 6))
+    _assert_identical(uninterrupted(config), load_checkpoint(_last(run)))
