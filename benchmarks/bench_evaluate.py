@@ -120,26 +120,8 @@ def _ours(split: Path, results: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def _pycocotools(split: Path, results: Path) -> dict:
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
-
-    metrics = {}
-    with contextlib.redirect_stdout(io.StringIO()):
-        gt = COCO(str(split))
-        detections = json.loads(results.read_text())
-        for iou_type in ("bbox", "segm"):
-            if iou_type == "segm":  # as detectron2: without the box, detection areas come from the masks
-                detections = [{k: v for k, v in d.items() if k != "bbox"} for d in detections]
-            evaluator = COCOeval(gt, gt.loadRes(detections), iou_type)
-            evaluator.evaluate()
-            evaluator.accumulate()
-            evaluator.summarize()
-            metrics[iou_type] = [float(v) for v in evaluator.stats]
-    return metrics
-
-
-#: What a user scoring with pycocotools runs (``python score.py SPLIT RESULTS OUT``): the scoring of ``_pycocotools``.
+#: What a user scoring with pycocotools runs (``python score.py SPLIT RESULTS OUT``); :func:`_pycocotools` runs the
+#: same text in this process. Without the box, segm detection areas come from the masks (as detectron2).
 PYCOCOTOOLS_SCRIPT = '''import contextlib, io, json, sys
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
@@ -161,6 +143,18 @@ with contextlib.redirect_stdout(io.StringIO()):
 with open(out, "w") as f:
     json.dump(metrics, f)
 '''
+
+
+def _pycocotools(split: Path, results: Path) -> dict:
+    """The pycocotools scoring, in this process: :data:`PYCOCOTOOLS_SCRIPT` run as ``__main__``."""
+    out = split.parent / "pycocotools_metrics.json"
+    argv = sys.argv
+    sys.argv = ["score.py", str(split), str(results), str(out)]
+    try:
+        exec(compile(PYCOCOTOOLS_SCRIPT, "score.py", "exec"), {"__name__": "__main__"})
+    finally:
+        sys.argv = argv
+    return json.loads(out.read_text())
 
 
 def _timed_process(cmd: list[str], what: str) -> tuple[float, float]:
