@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import time
 from pathlib import Path
 
@@ -38,14 +37,13 @@ import numpy as np
 import torch
 from sklearn.metrics import roc_auc_score
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_forensics import CONDITIONS, _datamodule, family_of, train_detector  # noqa: E402
+from bench_forensics import CONDITIONS, _datamodule, family_of, train_detector  # a script: its folder is on the path
 
-from vision.forensics.protocol import footages_of  # noqa: E402
-from vision.forensics.statistics import (  # noqa: E402
+from vision.forensics.protocol import footages_of
+from vision.forensics.statistics import (
     STATISTICS, combine, detector_p_value, expected_calibration_error, fit_null, p_values, reliability_curve,
     verdict_of, z_scores)
-from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig  # noqa: E402
+from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig
 
 SIDES = ("train", "val", "test")
 
