@@ -17,6 +17,7 @@ from _pytest.faulthandler import fault_handler_stderr_fd_key
 
 from tests.evaluation.conftest import label_sequence, make_detection_case
 from tests.evaluation.conftest import evaluate_cli
+from tests.evaluation.test_concept import small_case as concept_case
 from tests.evaluation.test_tracking import _results_from_labels, _video_split_from_labels
 from vision.data.schema import validate_scored_parts
 from vision.errors import DataError
@@ -52,7 +53,8 @@ def forensics_case() -> tuple[dict, list[dict]]:
     return split, [{"video_id": i, "score": i / 10} for i in range(1, 7)]
 
 
-CASES = {"detection": detection_case, "tracking": tracking_case, "forensics": forensics_case}
+CASES = {"detection": detection_case, "tracking": tracking_case, "forensics": forensics_case,
+         "concept": concept_case}
 
 # A value that stands for raw JSON text: json.dumps writes the marker and the text replaces it (NaN, Infinity and
 # numbers of hundreds of digits cannot be written through Python objects the way a foreign tool writes them).

@@ -29,6 +29,12 @@ Tasks:
   clip, ``{image_id, clip, extrinsics, depth, world_points[, match_extrinsics]}``
   (:func:`vision.evaluation.results.validate_geometry_results`). The split's depth files are read from
   ``split_root`` (default: the split file's folder). Options: ``split_root``, ``max_points``, ``seed``.
+- ``"concept"``: every instance of a phrase (issue 29): trackeval's HOTA, DetA, AssA, LocA, DetRe, DetPr, AssRe,
+  AssPr and IDSW on mask IoU (videos as sequences, phrases as classes), YouTube-VIS video mask AP / AP50 / AP75,
+  SA-Co's cgF1, pmF1 and IL_MCC (sam3's definition), presence_MCC, outside_accepted, near_accepted and
+  ``HOTA/<phrase>`` (see :mod:`vision.evaluation.concept`). Results: instance and presence records
+  (:func:`vision.evaluation.results.validate_concept_results`). Options: ``score_threshold`` (cgF1's, 0.5),
+  ``presence_threshold`` (0.5), ``accept_iou`` (0.5).
 
 Before scoring, the parts of the split a task reads and every result are validated
 (:mod:`vision.evaluation.results`): any problem is a :class:`~vision.errors.DataError` naming the file, the entry
@@ -46,8 +52,9 @@ from typing import Any
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import coco_ap
 from vision.evaluation.geometry import evaluate_geometry_results
-from vision.evaluation.results import (load_document, load_results, validate_detection_results,
-                                       validate_tracking_results)
+from vision.evaluation.concept import evaluate_concept
+from vision.evaluation.results import (load_document, load_results, validate_concept_results,
+                                       validate_detection_results, validate_tracking_results)
 from vision.evaluation.openset import evaluate_openset
 from vision.evaluation.options import TASK_OPTIONS, TASKS
 from vision.evaluation.tracking3d import evaluate_tracking_task
@@ -104,6 +111,10 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
 
     if task == "geometry":
         return evaluate_geometry_results(gt, results, results_file=results_file, gt_file=split_file, **options)
+
+    if task == "concept":
+        validate_concept_results(results, gt, results_file, split_file=split_file)
+        return evaluate_concept(gt, results, gt_file=split_file, **options)
 
     validate_tracking_results(results, gt, results_file, split_file=split_file)
     return evaluate_tracking_task(gt, results, results_file=results_file, gt_file=split_file, **options)

@@ -17,6 +17,7 @@ TASK_OPTIONS: dict[str, frozenset[str]] = {
                            "allow_unknown_tracks", "tolerance", "split_root", "voxel_size", "presence_threshold"}),
     "forensics": frozenset({"threshold", "pass_rate", "fpr"}),
     "geometry": frozenset({"split_root", "max_points", "seed"}),
+    "concept": frozenset({"score_threshold", "presence_threshold", "accept_iou"}),
 }
 
 #: The tracking protocols (see :func:`vision.evaluation.tracking.evaluate_tracking`).

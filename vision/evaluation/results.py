@@ -2,6 +2,9 @@
 
 Detection: ``[{image_id, category_id, bbox: [x, y, w, h], score}]`` (+ optional ``segmentation`` RLE).
 Tracking: ``[{video_id, track_id, image_id, segmentation: RLE, score[, prompt_type]}]``.
+Concept: instance records ``{video_id, image_id, track_id, category_id, phrase, segmentation, bbox, score
+[, prompt_type]}`` and presence records ``{video_id, image_id, category_id, presence}`` (see
+:func:`validate_concept_results`).
 Forensics: ``[{video_id, score[, verdict]}]``, one per labelled video of the split.
 Geometry: one entry per image of each predicted clip (see :func:`validate_geometry_results`):
 ``[{image_id, clip: [image ids], extrinsics: 3x4, depth: array, world_points: array[, match_extrinsics: 3x4]
@@ -34,7 +37,7 @@ from vision.data.schema_columns import DeferredRle
 from vision.errors import DataError
 
 __all__ = ["load_document", "load_json", "load_results", "check_finite", "validate_detection_results", "validate_tracking_results", "validate_forensics_results",
-           "validate_geometry_results", "encode_array", "decode_array"]
+           "validate_geometry_results", "validate_concept_results", "encode_array", "decode_array"]
 
 def load_json(path: str | Path, what: str = "JSON file") -> Any:
     """Read a JSON file with :func:`vision.data.files.read_json`: anything but a regular file of bounded size
@@ -230,6 +233,83 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
         check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
         if "prompt_type" in r:
             c.str_(r["prompt_type"], f"{field}.prompt_type")
+
+
+def validate_concept_results(results: list, split: dict, file: str | None = None,
+                             split_file: str | None = None) -> None:
+    """Check the split (:func:`vision.data.schema.validate_scored_parts` for tracking, then its concept parts:
+    :func:`vision.evaluation.concept.concept_split`; errors naming ``split_file``) and the concept results in
+    ``file`` against it. Each record is one of:
+
+    - an instance record ``{video_id, image_id, track_id, category_id, phrase, segmentation, bbox, score
+      [, prompt_type]}``: the image belongs to that video, the category is a phrase queried on the video and
+      ``phrase`` its name, the segmentation an RLE of the image's size, ``score`` in [0, 1]; one record per
+      (video, track_id, image_id), and a track_id keeps one category_id within its video;
+    - a presence record ``{video_id, image_id, category_id, presence}`` (no track_id, no segmentation):
+      ``presence`` in [0, 1], the category queried on the video, one record per (image, category).
+    """
+    from vision.evaluation.concept import concept_split  # the one reading of a split's concept parts
+
+    validate_scored_parts(split, "tracking", split_file)
+    gt = concept_split(split, split_file)
+    c = _Checker(file)
+    images = {int(img["id"]): img for img in split.get("images", [])}
+    first: dict[tuple, int] = {}  # (video, track, image) or (image, category) -> first record's index
+    categories: dict[tuple[int, int], tuple[int, int]] = {}  # (video, track) -> (category, first record)
+    with DeferredRle(c, "results") as deferred:
+        for i, r in enumerate(results):
+            field = f"results[{i}]"
+            kind = "presence" if isinstance(r, dict) and "presence" in r else "instance"
+            required = (("video_id", "image_id", "category_id", "presence") if kind == "presence" else
+                        ("video_id", "image_id", "track_id", "category_id", "phrase", "segmentation", "bbox",
+                         "score"))
+            c.entry(r, field, required)
+            video_id = c.int_(r["video_id"], f"{field}.video_id")
+            image_id = c.int_(r["image_id"], f"{field}.image_id")
+            category_id = c.int_(r["category_id"], f"{field}.category_id")
+            if video_id not in gt.video_images:
+                raise c.fail("video_id is not in the split", f"{field}.video_id", video_id)
+            if image_id not in images:
+                raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
+            if image_id not in gt.video_images[video_id]:
+                raise c.fail(f"image {image_id} belongs to video {images[image_id].get('video_id')}, not to this "
+                             f"video_id", f"{field}.video_id", video_id)
+            if category_id not in gt.phrases:
+                raise c.fail("category_id is not in the split's categories", f"{field}.category_id", category_id)
+            if category_id not in gt.queried[video_id]:
+                raise c.fail(f"phrase {gt.phrases[category_id]!r} is not queried on video {video_id}",
+                             f"{field}.category_id", category_id)
+            if kind == "presence":
+                for key in ("track_id", "segmentation"):
+                    if key in r:
+                        raise c.fail("a presence record carries no track_id and no segmentation", f"{field}.{key}",
+                                     r[key])
+                if not 0.0 <= c.number(r["presence"], f"{field}.presence") <= 1.0:
+                    raise c.fail("presence must be in [0, 1]", f"{field}.presence", r["presence"])
+                key = ("presence", image_id, category_id)
+            else:
+                track_id = c.int_(r["track_id"], f"{field}.track_id")
+                if c.str_(r["phrase"], f"{field}.phrase") != gt.phrases[category_id]:
+                    raise c.fail(f"phrase is not the name of category {category_id} "
+                                 f"({gt.phrases[category_id]!r})", f"{field}.phrase", r["phrase"])
+                c.bbox(r["bbox"], f"{field}.bbox")
+                if not 0.0 <= c.number(r["score"], f"{field}.score") <= 1.0:
+                    raise c.fail("score must be in [0, 1]", f"{field}.score", r["score"])
+                if "prompt_type" in r:
+                    c.str_(r["prompt_type"], f"{field}.prompt_type")
+                known, at = categories.setdefault((video_id, track_id), (category_id, i))
+                if known != category_id:
+                    raise c.fail(f"track {track_id} of video {video_id} has category {known} in results[{at}]",
+                                 f"{field}.category_id", category_id)
+                image = images[image_id]
+                if not deferred.offer(i, r["segmentation"], image["height"], image["width"]):
+                    check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+                key = ("instance", video_id, track_id, image_id)
+            if key in first:
+                what = "(image_id, category_id)" if kind == "presence" else "(track_id, image_id)"
+                raise c.fail(f"duplicate record for this {what} (first: results[{first[key]}])", field,
+                             {k: r[k] for k in ("video_id", "image_id", "category_id", "track_id") if k in r})
+            first[key] = i
 
 
 def validate_forensics_results(results: list, split: dict, file: str | None = None,

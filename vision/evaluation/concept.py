@@ -1,0 +1,410 @@
+"""The ``concept`` scorer: every instance of a phrase, found, segmented and tracked across a video or a set of
+unordered views (issue 29).
+
+Ground truth: a COCO-video split. Phrases are ``categories`` (``name``); each ground-truth track has a category (its
+``tracks`` entry's ``category_id``, else its annotations'); a video queries ``videos[i].concepts`` (category ids,
+present and absent phrases), by default the categories of its tracks. A track is *present* on an image where its
+annotation has a non-empty mask. Images with ``annotated: false`` carry no ground truth: they are not scored, and
+records on them are ignored. Crowd flags are not read (concept splits are instance-exhaustive).
+
+Results (validated by :func:`vision.evaluation.results.validate_concept_results`): instance records
+``{video_id, image_id, track_id, category_id, phrase, segmentation, bbox, score}`` (one per instance and image where
+its mask is non-empty; a record whose mask is empty is not a detection) and presence records
+``{video_id, image_id, category_id, presence}``.
+
+Figures (0-1 scale; ``-1.0`` where undefined, as in COCO):
+
+- ``HOTA, DetA, AssA, LocA, DetRe, DetPr, AssRe, AssPr`` and ``IDSW``: trackeval's HOTA and CLEAR
+  (:mod:`vision.evaluation.hota`) on mask IoU; sequences are the videos that query a phrase, classes the phrases;
+  each class combines its sequences, then the classes with ground truth are averaged (``cls_comb_cls_av``);
+  ``IDSW`` is the sum of CLEAR's id switches; ``HOTA/<phrase>`` per phrase with ground truth.
+- ``AP, AP50, AP75``: YouTube-VIS video mask AP (youtubevos/cocoapi ``ytvoseval.py``): per (video, phrase) a
+  predicted instance is its sequence of masks with one score (the mean of its records' scores); sequence IoU =
+  sum over frames of intersections / sum over frames of unions (0 when the union is empty); COCOeval's greedy
+  matching by score at IoU 0.50:0.05:0.95, 101-point interpolated precision, area all, at most 100 instances per
+  video and phrase; the mean over phrases with ground truth.
+- ``cgF1, pmF1, IL_MCC``: SA-Co's, as facebookresearch/sam3 ``sam3/eval/cgf1_eval.py`` (``CGF1Eval.evaluateImg``
+  and ``CGF1Eval.accumulate``) defines them, on each (image, phrase) pair of the images of the videos that query
+  the phrase: predictions with score >= 0.5 are matched one-to-one to the ground truth by the Hungarian algorithm on
+  mask IoU; at each IoU threshold t of 0.50:0.05:0.95 a matched pair with IoU >= t is a TP, other predictions FPs,
+  other ground truth FNs. A pair is image-level TP (ground truth and predictions), FP (predictions only), FN
+  (ground truth only) or TN (neither). ``pmF1`` (positive micro F1) sums TP, FN over the pairs and FP over the
+  pairs with ground truth: P = TP / (TP + FP + 1e-4), R = TP / (TP + FN + 1e-4), F1 = 2PR / (P + R + 1e-4);
+  ``IL_MCC`` = (TP TN - FP FN) / (sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)) + 1e-6) over the pairs (0 when a margin is
+  empty); ``cgF1`` = the mean over t of pmF1(t) x IL_MCC, ``pmF1`` the mean over t of pmF1(t).
+- ``presence_MCC``: the same MCC over the presence records (of scored images; pairs without a record are not
+  counted), a record being positive at presence >= 0.5 and its pair positive when the phrase has a present
+  annotation on that image (-1 without presence records).
+- ``outside_accepted``: the fraction of ground-truth tracks whose category is not queried on their video (and that
+  are present on a scored image) that some predicted instance of the video covers: mask IoU >= 0.5 on at least
+  half of the images where the track is present. ``near_accepted``: the same over those of them whose category is
+  a near category (``info.near_categories``) of a phrase queried on the video.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from vision.data.checker import ScalarChecker
+from vision.data.masks import decode_rle
+from vision.errors import InputError
+from vision.evaluation import hota
+
+__all__ = ["IOU_THRESHOLDS", "ConceptSplit", "concept_split", "evaluate_concept", "mcc"]
+
+#: COCO's IoU thresholds 0.50:0.05:0.95 (pycocotools ``Params``), used by video AP and cgF1.
+IOU_THRESHOLDS: np.ndarray = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1)
+_RECALLS = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1)  # COCO's 101 recall points
+_MAX_DETS = 100
+
+
+@dataclass
+class ConceptSplit:
+    """What the concept scorer reads of a split: ``phrases`` (category id -> name), ``frames`` (video id -> its
+    scored images in ``frame_index`` order), ``video_images`` (video id -> all its image ids), ``queried`` (video
+    id -> queried category ids), ``tracks`` (ground-truth track id -> (video id, category id)), ``masks``
+    ((track id, image id) -> RLE of each annotation), ``near`` (phrase -> its near category names)."""
+
+    phrases: dict[int, str]
+    frames: dict[int, list[dict]]
+    video_images: dict[int, set[int]]
+    queried: dict[int, set[int]]
+    tracks: dict[int, tuple[int, int]]
+    masks: dict[tuple[int, int], dict]
+    near: dict[str, set[str]]
+
+
+def concept_split(split: dict, file: str | None = None) -> ConceptSplit:
+    """Check and index the concept parts of ``split`` (whose images, videos, tracks and annotations passed
+    :func:`vision.data.schema.validate_scored_parts` for tracking): categories (integer id, name), every track's
+    category (of ``categories``; a track's annotations agree with it), ``videos[i].concepts`` (category ids, each
+    once) and ``info.near_categories`` (category name -> list of category names). Raises
+    :class:`~vision.errors.DataError` naming ``file`` and the field."""
+    c = ScalarChecker(file)
+    phrases: dict[int, str] = {}
+    for i, cat in enumerate(c.list_(c.key(split, "categories", "<top level>"), "categories")):
+        ident = c.int_(c.key(c.dict_(cat, f"categories[{i}]"), "id", f"categories[{i}]"), f"categories[{i}].id")
+        phrases[ident] = c.str_(c.key(cat, "name", f"categories[{i}]"), f"categories[{i}].name", nonempty=True)
+    images = {int(img["id"]): img for img in split["images"]}
+    frames: dict[int, list[dict]] = defaultdict(list)
+    video_images: dict[int, set[int]] = defaultdict(set)
+    for img in images.values():
+        if img.get("video_id") is not None:
+            video_images[int(img["video_id"])].add(int(img["id"]))
+            if img.get("annotated", True) is not False:
+                frames[int(img["video_id"])].append(img)
+    for images_of in frames.values():
+        images_of.sort(key=lambda im: (im.get("frame_index", 0), im["id"]))
+    tracks: dict[int, tuple[int, int]] = {}
+    for i, track in enumerate(split.get("tracks") or []):
+        category = c.int_(c.key(track, "category_id", f"tracks[{i}]"), f"tracks[{i}].category_id")
+        if category not in phrases:
+            raise c.fail("category_id is not in the split's categories", f"tracks[{i}].category_id", category)
+        tracks[int(track["id"])] = (int(track["video_id"]), category)
+    masks: dict[tuple[int, int], dict] = {}
+    for i, ann in enumerate(split.get("annotations") or []):
+        if ann.get("track_id") is None:
+            continue
+        where = f"annotations[{i}]"
+        track_id, image_id = int(ann["track_id"]), int(ann["image_id"])
+        if "category_id" in ann or track_id not in tracks:
+            category = c.int_(c.key(ann, "category_id", where), f"{where}.category_id")
+            known = tracks.setdefault(track_id, (int(images[image_id]["video_id"]), category))[1]
+            if category != known:
+                raise c.fail(f"track {track_id} has category {known}", f"{where}.category_id", category)
+            if category not in phrases:
+                raise c.fail("category_id is not in the split's categories", f"{where}.category_id", category)
+        if isinstance(ann.get("segmentation"), dict):
+            masks[(track_id, image_id)] = ann["segmentation"]
+    listed = {int(video["id"]) for video in split.get("videos") or []}
+    for video_id in listed | set(video_images) | {v for v, _ in tracks.values()}:
+        video_images.setdefault(video_id, set())
+        frames.setdefault(video_id, [])
+    queried: dict[int, set[int]] = {v: set() for v in video_images}
+    for video_id, category in tracks.values():
+        queried[video_id].add(category)
+    for i, video in enumerate(split.get("videos") or []):
+        if "concepts" not in video:
+            continue
+        where = f"videos[{i}].concepts"
+        ids = [c.int_(v, f"{where}[{j}]") for j, v in enumerate(c.list_(video["concepts"], where))]
+        for j, category in enumerate(ids):
+            if category not in phrases:
+                raise c.fail("concept is not a category id in 'categories'", f"{where}[{j}]", category)
+            if category in ids[:j]:
+                raise c.fail("concept listed twice", f"{where}[{j}]", category)
+        queried[int(video["id"])] = set(ids)
+    near: dict[str, set[str]] = {}
+    info = split.get("info")
+    if isinstance(info, dict) and "near_categories" in info:
+        names = set(phrases.values())
+        for name, others in c.dict_(info["near_categories"], "info.near_categories").items():
+            where = f"info.near_categories.{name}"
+            if name not in names:
+                raise c.fail("near_categories key is not a category name", where, name)
+            for j, other in enumerate(c.list_(others, where)):
+                if c.str_(other, f"{where}[{j}]") not in names:
+                    raise c.fail("near category is not a category name", f"{where}[{j}]", other)
+            near[name] = set(others)
+    return ConceptSplit(phrases, dict(frames), dict(video_images), queried, tracks, masks, near)
+
+
+class _Frame:
+    """One scored image of a video: its present ground-truth tracks (``gt``, ``gt_cat``) and predicted instances
+    (``pred``, ``pred_cat``, ``pred_score``) in track-id order, their pixel counts and intersections ``[G, P]``."""
+
+    def __init__(self, gt: list[tuple[int, int, np.ndarray]], pred: list[tuple[int, int, float, np.ndarray]]):
+        self.gt = np.array([g[0] for g in gt], np.int64)
+        self.gt_cat = np.array([g[1] for g in gt], np.int64)
+        self.pred = np.array([p[0] for p in pred], np.int64)
+        self.pred_cat = np.array([p[1] for p in pred], np.int64)
+        self.pred_score = np.array([p[2] for p in pred], float)
+        g = np.stack([m.ravel() for _, _, m in gt]).astype(float) if gt else np.zeros((0, 1))
+        p = np.stack([m.ravel() for *_, m in pred]).astype(float) if pred else np.zeros((0, 1))
+        self.inter = g @ p.T if gt and pred else np.zeros((len(gt), len(pred)))
+        self.gt_area, self.pred_area = g.sum(axis=1), p.sum(axis=1)
+
+    def iou(self, gi: np.ndarray, pi: np.ndarray) -> np.ndarray:
+        """Mask IoU ``[len(gi), len(pi)]`` of ground-truth rows ``gi`` and prediction columns ``pi``."""
+        inter = self.inter[np.ix_(gi, pi)]
+        return inter / (self.gt_area[gi][:, None] + self.pred_area[pi][None, :] - inter)
+
+
+def _frames(gt: ConceptSplit, results: list[dict]) -> tuple[dict[int, list[_Frame]], dict, dict]:
+    """Per video its :class:`_Frame` list; (video, track) -> (category, mean record score) of each predicted
+    instance; (image id, category id) -> presence of each presence record on a scored image."""
+    scored = {int(im["id"]): v for v, images in gt.frames.items() for im in images}
+    records: dict[int, list[tuple[int, int, float, dict]]] = defaultdict(list)
+    presence: dict[tuple[int, int], float] = {}
+    for r in results:
+        image_id = int(r["image_id"])
+        if image_id not in scored:
+            continue
+        if "presence" in r:
+            presence[(image_id, int(r["category_id"]))] = float(r["presence"])
+        else:
+            records[image_id].append((int(r["track_id"]), int(r["category_id"]), float(r["score"]),
+                                      r["segmentation"]))
+    gt_by_image: dict[int, list[tuple[int, int, dict]]] = defaultdict(list)
+    for (track_id, image_id), rle in gt.masks.items():
+        if image_id in scored:
+            gt_by_image[image_id].append((track_id, gt.tracks[track_id][1], rle))
+    frames: dict[int, list[_Frame]] = {}
+    scores: dict[tuple[int, int], list] = defaultdict(list)
+    for video_id, images in gt.frames.items():
+        frames[video_id] = []
+        for im in images:
+            iid = int(im["id"])
+            g = [(t, cat, m) for t, cat, rle in sorted(gt_by_image[iid], key=lambda x: x[0])
+                 if (m := decode_rle(rle)).any()]
+            p = [(t, cat, s, m) for t, cat, s, rle in sorted(records[iid], key=lambda x: x[0])
+                 if (m := decode_rle(rle)).any()]
+            for t, cat, s, _ in p:
+                scores[(video_id, t)].append((cat, s))
+            frames[video_id].append(_Frame(g, p))
+    instances = {key: (vals[0][0], float(np.mean([s for _, s in vals]))) for key, vals in scores.items()}
+    return frames, instances, presence
+
+
+def _hota(gt: ConceptSplit, frames: dict[int, list[_Frame]]) -> tuple[dict[str, Any], dict[str, float]]:
+    """trackeval's class-averaged HOTA figures and IDSW, and ``HOTA/<phrase>`` for each phrase with ground truth."""
+    classes, per_phrase = [], {}
+    for category in sorted({cat for cats in gt.queried.values() for cat in cats}):
+        sequences = []
+        for video_id in sorted(v for v, cats in gt.queried.items() if category in cats):
+            steps = [(np.flatnonzero(f.gt_cat == category), np.flatnonzero(f.pred_cat == category))
+                     for f in frames[video_id]]
+            data = hota.sequence_data([f.gt[gi] for f, (gi, _) in zip(frames[video_id], steps)],
+                                      [f.pred[pi] for f, (_, pi) in zip(frames[video_id], steps)],
+                                      [f.iou(gi, pi) for f, (gi, pi) in zip(frames[video_id], steps)])
+            sequences.append({**hota.hota_sequence(data), "IDSW": hota.id_switches(data),
+                              "gt_dets": data["num_gt_dets"]})
+        combined = hota.combine_sequences(sequences)
+        if sum(s["gt_dets"] for s in sequences) > 0:
+            classes.append(combined)
+            per_phrase[f"HOTA/{gt.phrases[category]}"] = hota.summary(combined)["HOTA"]
+    if not classes:
+        return {**{k: -1.0 for k in hota.HOTA_FIELDS}, "IDSW": 0}, per_phrase
+    res = hota.combine_classes(classes)
+    return {**hota.summary(res), "IDSW": res["IDSW"]}, per_phrase
+
+
+def _sequence_ious(frames: list[_Frame], category: int) -> tuple[list[int], list[int], np.ndarray]:
+    """(ground-truth track ids, predicted track ids, sequence IoU ``[D, G]``) of one phrase on one video:
+    intersections and unions summed over the frames (a track absent on a frame adds only the other's pixels)."""
+    gt_ids = sorted({int(t) for f in frames for t in f.gt[f.gt_cat == category]})
+    pred_ids = sorted({int(t) for f in frames for t in f.pred[f.pred_cat == category]})
+    gt_col = {t: j for j, t in enumerate(gt_ids)}
+    pred_row = {t: j for j, t in enumerate(pred_ids)}
+    inter = np.zeros((len(pred_ids), len(gt_ids)))
+    union = np.zeros((len(pred_ids), len(gt_ids)))
+    for f in frames:
+        gi, pi = np.flatnonzero(f.gt_cat == category), np.flatnonzero(f.pred_cat == category)
+        cols, rows = [gt_col[int(t)] for t in f.gt[gi]], [pred_row[int(t)] for t in f.pred[pi]]
+        g_area, p_area, both = np.zeros(len(gt_ids)), np.zeros(len(pred_ids)), np.zeros(inter.shape)
+        g_area[cols], p_area[rows] = f.gt_area[gi], f.pred_area[pi]
+        both[np.ix_(rows, cols)] = f.inter[np.ix_(gi, pi)].T
+        inter += both
+        union += p_area[:, None] + g_area[None, :] - both
+    return gt_ids, pred_ids, np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+
+
+def _coco_match(scores: np.ndarray, ious: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """COCOeval.evaluateImg without ignored ground truth: the first 100 predictions by score (stable sort), each
+    matched at every IoU threshold to the unmatched ground truth of highest IoU >= the threshold (ties: the last).
+    Returns (sorted scores [D], matched [T, D])."""
+    order = np.argsort(-scores, kind="mergesort")[:_MAX_DETS]
+    ious = ious[order]
+    matched = np.zeros((len(IOU_THRESHOLDS), len(order)), bool)
+    for t, threshold in enumerate(IOU_THRESHOLDS):
+        taken = np.zeros(ious.shape[1], bool)
+        for d in range(len(order)):
+            best, m = min(threshold, 1 - 1e-10), -1
+            for g in range(ious.shape[1]):
+                if not taken[g] and ious[d, g] >= best:
+                    best, m = ious[d, g], g
+            if m >= 0:
+                taken[m], matched[t, d] = True, True
+    return scores[order], matched
+
+
+def _video_ap(gt: ConceptSplit, frames: dict[int, list[_Frame]], instances: dict) -> dict[str, float]:
+    """YouTube-VIS AP, AP50, AP75 (COCOeval.accumulate and summarize at area all, 100 detections)."""
+    precision = []
+    for category in sorted({cat for cats in gt.queried.values() for cat in cats}):
+        all_scores, all_matched, num_gt = [], [], 0
+        for video_id in sorted(v for v, cats in gt.queried.items() if category in cats):
+            gt_ids, pred_ids, ious = _sequence_ious(frames[video_id], category)
+            scores = np.array([instances[(video_id, t)][1] for t in pred_ids], float)
+            s, m = _coco_match(scores, ious)
+            all_scores.append(s)
+            all_matched.append(m)
+            num_gt += len(gt_ids)
+        if num_gt == 0:
+            continue
+        scores = np.concatenate(all_scores)
+        order = np.argsort(-scores, kind="mergesort")
+        matched = np.concatenate(all_matched, axis=1)[:, order]
+        tp = np.cumsum(matched, axis=1).astype(float)
+        fp = np.cumsum(~matched, axis=1).astype(float)
+        q = np.zeros((len(IOU_THRESHOLDS), len(_RECALLS)))
+        for t in range(len(IOU_THRESHOLDS)):
+            recall = tp[t] / num_gt
+            prec = np.maximum.accumulate((tp[t] / (fp[t] + tp[t] + np.spacing(1)))[::-1])[::-1]
+            at = np.searchsorted(recall, _RECALLS, side="left")
+            q[t, at < len(prec)] = prec[at[at < len(prec)]]
+        precision.append(q)
+    if not precision:
+        return {"AP": -1.0, "AP50": -1.0, "AP75": -1.0}
+    p = np.stack(precision)  # [K, T, R]
+    return {"AP": float(p.mean()), "AP50": float(p[:, 0].mean()), "AP75": float(p[:, 5].mean())}
+
+
+def mcc(tp: float, tn: float, fp: float, fn: float) -> float:
+    """sam3's IL_MCC: (TP TN - FP FN) / (sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)) + 1e-6); 0 when a margin is empty."""
+    return float(tp * tn - fp * fn) / ((float(tp + fp) * float(tp + fn) * float(tn + fp) * float(tn + fn)) ** 0.5
+                                       + 1e-6)
+
+
+def _cgf1(gt: ConceptSplit, frames: dict[int, list[_Frame]], score_threshold: float) -> dict[str, float]:
+    """sam3 CGF1Eval over every (image, queried phrase) pair: cgF1, pmF1 and IL_MCC."""
+    n = len(IOU_THRESHOLDS)
+    tps, fps, pm_fps, fns = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    il = {"TP": 0, "TN": 0, "FP": 0, "FN": 0}
+    for video_id, cats in gt.queried.items():
+        for category in cats:
+            for f in frames[video_id]:
+                gi = np.flatnonzero(f.gt_cat == category)
+                pi = np.flatnonzero((f.pred_cat == category) & (f.pred_score >= score_threshold))
+                il[_outcome(len(pi) > 0, len(gi) > 0)] += 1
+                if not len(gi) and not len(pi):
+                    continue
+                ious = f.iou(gi, pi).T  # [D, G]
+                rows, cols = linear_sum_assignment(-ious)
+                tp = (ious[rows, cols][None, :] >= IOU_THRESHOLDS[:, None]).sum(axis=1)
+                tps += tp
+                fps += len(pi) - tp
+                fns += len(gi) - tp
+                if len(gi):
+                    pm_fps += len(pi) - tp
+    precision = tps / (tps + pm_fps + 1e-4)
+    recall = tps / (tps + fns + 1e-4)
+    pm_f1 = 2 * precision * recall / (precision + recall + 1e-4)
+    il_mcc = mcc(il["TP"], il["TN"], il["FP"], il["FN"])
+    return {"cgF1": float(np.mean(pm_f1 * il_mcc)), "pmF1": float(np.mean(pm_f1)), "IL_MCC": il_mcc}
+
+
+def _presence_mcc(gt: ConceptSplit, frames: dict[int, list[_Frame]], presence: dict,
+                  threshold: float) -> float:
+    """MCC (sam3's formula) of presence >= ``threshold`` against "the phrase is present on the image"."""
+    if not presence:
+        return -1.0
+    present = {(int(im["id"]), int(cat)) for v, images in gt.frames.items()
+               for im, f in zip(images, frames[v]) for cat in f.gt_cat}
+    counts = {"TP": 0, "TN": 0, "FP": 0, "FN": 0}
+    for key, value in presence.items():
+        counts[_outcome(value >= threshold, key in present)] += 1
+    return mcc(counts["TP"], counts["TN"], counts["FP"], counts["FN"])
+
+
+def _outcome(predicted: bool, actual: bool) -> str:
+    """``"TP"``, ``"FP"``, ``"FN"`` or ``"TN"`` of one image-level decision."""
+    return ("T" if predicted == actual else "F") + ("P" if predicted else "N")
+
+
+def _accepted(gt: ConceptSplit, frames: dict[int, list[_Frame]], accept_iou: float) -> dict[str, float]:
+    """``outside_accepted`` and ``near_accepted`` (fractions of tracks; -1 where there is none)."""
+    outside, near = [], []
+    for video_id, video_frames in frames.items():
+        near_names = set().union(*(gt.near.get(gt.phrases[q], set()) for q in gt.queried[video_id]))
+        visible: dict[int, int] = defaultdict(int)
+        hits: dict[tuple[int, int], int] = defaultdict(int)
+        for f in video_frames:
+            rows = np.flatnonzero(~np.isin(f.gt_cat, list(gt.queried[video_id])))
+            ious = f.iou(rows, np.arange(len(f.pred)))
+            for r, row in zip(rows, ious):
+                visible[int(f.gt[r])] += 1
+                for p in np.flatnonzero(row >= accept_iou):
+                    hits[(int(f.gt[r]), int(f.pred[p]))] += 1
+        for track_id, count in visible.items():
+            covered = any(2 * h >= count for (t, _), h in hits.items() if t == track_id)
+            outside.append(covered)
+            if gt.phrases[gt.tracks[track_id][1]] in near_names:
+                near.append(covered)
+    return {"outside_accepted": float(np.mean(outside)) if outside else -1.0,
+            "near_accepted": float(np.mean(near)) if near else -1.0}
+
+
+def evaluate_concept(split: dict, results: list, *, score_threshold: float = 0.5, presence_threshold: float = 0.5,
+                     accept_iou: float = 0.5, gt_file: str | None = None) -> dict[str, Any]:
+    """Score concept ``results`` (already validated by :func:`vision.evaluation.results.validate_concept_results`)
+    against ``split``: every figure of the module docstring, in its order, then ``HOTA/<phrase>``.
+
+    Args:
+        score_threshold: cgF1's score threshold (sam3: 0.5).
+        presence_threshold: a presence record at or above it says "present" (0.5).
+        accept_iou: the mask IoU at which a predicted instance covers an outside track on a view (0.5).
+        gt_file: the split's name for messages.
+
+    Raises:
+        InputError: a threshold that is not a number in [0, 1] (``accept_iou`` in (0, 1]).
+    """
+    for name, value in (("score_threshold", score_threshold), ("presence_threshold", presence_threshold),
+                        ("accept_iou", accept_iou)):
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1
+                or (name == "accept_iou" and value == 0)):
+            raise InputError(f"{name} must be a number in {'(0, 1]' if name == 'accept_iou' else '[0, 1]'}, "
+                             f"got {value!r}")
+    gt = concept_split(split, gt_file)
+    frames, instances, presence = _frames(gt, results)
+    tracking, per_phrase = _hota(gt, frames)
+    metrics: dict[str, Any] = {**tracking, **_video_ap(gt, frames, instances),
+                               **_cgf1(gt, frames, score_threshold),
+                               "presence_MCC": _presence_mcc(gt, frames, presence, presence_threshold),
+                               **_accepted(gt, frames, accept_iou)}
+    return {**metrics, **per_phrase}
