@@ -76,6 +76,17 @@ CASES: list[tuple[str, Callable[[dict], Any], str, str]] = [
      "1"),
     ("vocabulary name", lambda d: d["info"].__setitem__("vocabulary", ["cube", "dragon"]), "info.vocabulary[1]",
      "'dragon'"),
+    ("concepts not a list", lambda d: d["videos"][0].__setitem__("concepts", 1), "videos[0].concepts", "1"),
+    ("concept unknown", lambda d: d["videos"][0].__setitem__("concepts", [1, 9]), "videos[0].concepts[1]", "9"),
+    ("concept twice", lambda d: d["videos"][1].__setitem__("concepts", [2, 3, 2]), "videos[1].concepts[2]", "2"),
+    ("concept not an int", lambda d: d["videos"][0].__setitem__("concepts", ["cube"]), "videos[0].concepts[0]",
+     "'cube'"),
+    ("near key", lambda d: d["info"].__setitem__("near_categories", {"cup": ["mug"]}), "info.near_categories.cup",
+     "'cup'"),
+    ("near name", lambda d: d["info"].__setitem__("near_categories", {"mug": ["cube", "bowl"]}),
+     "info.near_categories.mug[1]", "'bowl'"),
+    ("near not a list", lambda d: d["info"].__setitem__("near_categories", {"mug": "cube"}),
+     "info.near_categories.mug", "'cube'"),
     ("absolute path", lambda d: d["images"][0].__setitem__("file_name", "/etc/passwd"), "images[0].file_name",
      "/etc/passwd"),
     ("escaping path", lambda d: d["images"][0].__setitem__("file_name", "../../x.png"), "images[0].file_name",
@@ -104,6 +115,14 @@ def test_each_error_names_file_field_and_value(split_dict, fixture_dir, name, mu
     assert "fixture.json" in text
     assert err.field is not None and field in err.field, (name, err.field, text)
     assert value in text, (name, text)
+
+
+def test_concepts_and_near_categories_are_accepted(split_dict, fixture_dir):
+    """A video's queried phrases (present and absent categories) and the close cousins of a phrase."""
+    split_dict["videos"][0]["concepts"] = [3, 1]
+    split_dict["videos"][1]["concepts"] = []
+    split_dict["info"]["near_categories"] = {"mug": ["cube"], "ball": []}
+    validate_split(split_dict, fixture_dir, "fixture.json", check_files=True)
 
 
 SCORED_TASKS = ("detection", "tracking", "forensics", "geometry")

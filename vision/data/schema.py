@@ -11,6 +11,9 @@ A split is one COCO JSON file plus the files it names, relative to the JSON's fo
   (metric depth: float16 ``.npz`` with key ``"depth"`` in metres, or a 16-bit PNG in millimetres; 0 = invalid).
 - Vocabulary: a category may carry ``split`` in ``iv | novel | oov``; ``info.vocabulary`` lists the category names a
   detector may be given.
+- Concepts (phrases): a video may carry ``concepts``, the category ids queried on it (present and absent phrases;
+  without it, the categories of its tracks); ``info.near_categories`` maps a category name to the names of its
+  close-cousin categories (distractors).
 - Forensics: a video may carry ``label`` in ``real | generated | cgi`` (``cgi``: computer-generated imagery that
   is not AI-generated, e.g. an animated film or a rendering: scored and reported apart, never a training positive),
   ``generator`` (the method), ``family`` (the group of generators a leave-family-out protocol holds out together),
@@ -96,7 +99,7 @@ def validate_split(dataset: Any, root: str | Path, file: str | Path, check_files
         if key not in dataset:
             raise c.fail(f"missing required key {key!r}", key, sorted(map(str, dataset.keys())))
     categories = _check_categories(c, dataset)
-    videos = _check_videos(c, dataset, root, check_files)
+    videos = _check_videos(c, dataset, root, check_files, categories)
     tracks = _check_tracks(c, dataset, videos, categories)
     images = _check_images(c, dataset, videos, root, check_files)
     _check_annotations(c, dataset, images, categories, tracks)
@@ -124,7 +127,8 @@ def _check_categories(c: Checker, dataset: dict) -> dict[int, dict]:
     return categories
 
 
-def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool) -> dict[int, dict]:
+def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool,
+                  categories: dict[int, dict]) -> dict[int, dict]:
     videos: dict[int, dict] = {}
     first: dict[int, int] = {}
     for i, video in enumerate(c.list_(dataset.get("videos", []), "videos")):
@@ -145,9 +149,25 @@ def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool) -> d
             path = safe_path(root, video["file_name"], file=c.file, field=f"{field}.file_name")
             if check_files:
                 _check_file(c, path, "video file", f"{field}.file_name", video["file_name"])
+        if "concepts" in video:
+            _check_concepts(c, video["concepts"], f"{field}.concepts", categories)
         first[ident] = i
         videos[ident] = video
     return videos
+
+
+def _check_concepts(c: Checker, concepts: Any, field: str, categories: dict[int, dict]) -> None:
+    """A video's ``concepts``: the category ids queried on it (present and absent phrases), each in
+    ``categories`` and listed once."""
+    seen: dict[int, int] = {}
+    for j, category_id in enumerate(c.list_(concepts, field)):
+        c.int_(category_id, f"{field}[{j}]")
+        if category_id not in categories:
+            raise c.fail("concept is not a category id in 'categories'", f"{field}[{j}]", category_id)
+        if category_id in seen:
+            raise c.fail(f"concept listed twice (first at {field}[{seen[category_id]}])", f"{field}[{j}]",
+                         category_id)
+        seen[category_id] = j
 
 
 def _check_provenance(c: Checker, video: dict, field: str) -> None:
@@ -406,6 +426,15 @@ def _check_info(c: Checker, dataset: dict, categories: dict[int, dict]) -> None:
             c.str_(name, f"info.vocabulary[{j}]")
             if name not in names:
                 raise c.fail("vocabulary name is not a category name", f"info.vocabulary[{j}]", name)
+    if "near_categories" in info:
+        names = {cat["name"] for cat in categories.values()}
+        for name, near in c.dict_(info["near_categories"], "info.near_categories").items():
+            field = f"info.near_categories.{name}"
+            if name not in names:
+                raise c.fail("near_categories key is not a category name", field, name)
+            for j, other in enumerate(c.list_(near, field)):
+                if c.str_(other, f"{field}[{j}]") not in names:
+                    raise c.fail("near category is not a category name", f"{field}[{j}]", other)
 
 
 # ---------------------------------------------------------------- the parts of a split that scoring reads
