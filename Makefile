@@ -10,7 +10,8 @@ SYNTH  := datasets/synthetic
 RUNS   := runs
 
 .PHONY: setup sysdeps test test-fast train train-geometry train-detection train-tracking train-forensics train-long \
-	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv
+	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
+	train-concept bench-concept
 
 setup: $(STAMP)
 
@@ -46,7 +47,7 @@ test-fast: setup
 # `make train`: render the default synthetic splits (once), train the tiny geometry backbone, then on it the tiny
 # OOV detector, G2TAM (with its memory-bank control) and the forensic detector; evaluate each and print its figures.
 # An interrupted run resumes from its last checkpoint; a finished one is not retrained (delete runs/ to retrain).
-train: train-geometry train-detection train-tracking train-forensics
+train: train-geometry train-detection train-tracking train-forensics train-concept
 
 $(SYNTH)/geometry_train.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train --scenes 512 --views 8 --size 64 --mode unordered --seed 0
@@ -83,6 +84,35 @@ detection-data: setup
 train-detection: detection-data
 	$(BIN)/python tools/train.py --config configs/detection/tiny.yaml $(call resume,detection/tiny)
 	$(call test_ckpt,detection/tiny)
+
+# Concept prompts: the presence and association heads trained on the tiny detector and G2TAM (both frozen), on
+# rendered concept splits (2-6 instances of a phrase, near-category distractors, objects outside every phrase,
+# entries, exits and long occlusions); the table on each validation split. `make bench-concept` puts it beside the
+# two baselines and its ablations (benchmarks/bench_concept.py).
+CONCEPT_SYNTH = --size 64 --concept --no-progress
+$(SYNTH)/concept_train_video.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_train_video --scenes 48 --views 8 --mode video --seed 20 $(CONCEPT_SYNTH)
+$(SYNTH)/concept_train_unordered.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_train_unordered --scenes 48 --views 8 --mode unordered --seed 21 $(CONCEPT_SYNTH)
+$(SYNTH)/concept_val_video.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_val_video --scenes 8 --views 16 --mode video --seed 22 $(CONCEPT_SYNTH)
+$(SYNTH)/concept_val_unordered.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_val_unordered --scenes 8 --views 8 --mode unordered --seed 23 $(CONCEPT_SYNTH)
+$(SYNTH)/concept_val_occlusion.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_val_occlusion --scenes 8 --views 16 --mode occlusion --seed 24 $(CONCEPT_SYNTH)
+$(SYNTH)/concept_val_near.json: | setup
+	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_val_near --scenes 8 --views 16 --mode near --seed 25 $(CONCEPT_SYNTH)
+CONCEPT_SPLITS := video unordered occlusion near
+CONCEPT_DATA := $(SYNTH)/concept_train_video.json $(SYNTH)/concept_train_unordered.json \
+	$(foreach s,$(CONCEPT_SPLITS),$(SYNTH)/concept_val_$(s).json)
+
+train-concept: setup $(CONCEPT_DATA)
+	$(BIN)/python tools/train.py --config configs/concept/tiny.yaml $(call resume,concept/tiny)
+	for s in $(CONCEPT_SPLITS); do \
+	  $(call test_ckpt,concept/tiny) --data.init_args.test_split $(SYNTH)/concept_val_$$s.json || exit 1; done
+
+bench-concept: setup $(CONCEPT_DATA)
+	$(BIN)/python benchmarks/bench_concept.py
 
 # `make train-long`: the same configs trained longer, beside the tiny runs (in runs/<task>/long; --run_dir moves
 # every path of a config's run), printing the same tables; the demo prefers these checkpoints when they exist.

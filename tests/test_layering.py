@@ -12,8 +12,9 @@ layer allows. A lower layer never imports a higher one:
     geometry     vision.geometry (the shared backbone)          base + registry + core + evaluation
     tasks        vision.tracking, .detection, .forensics        base + registry + core + evaluation + geometry;
                                                                 never each other
+    combined     vision.concept (detector + tracker together)   the tasks' layer + the tasks it combines
     training     vision.training (what every task shares)       base + registry + core + evaluation
-    fitting      vision.<task>.lightning                        its task's layer + training
+    fitting      vision.<task>.lightning                        its task's (or combined's) layer + training
     top          vision.training.cli, vision.cli, vision.demo,  everything
                  vision.prepare, vision.export
 
@@ -50,11 +51,12 @@ CORE = ("vision.data", "vision.text", "vision.alignment", "vision.checkpoint", "
 EVALUATION = ("vision.evaluation",)
 GEOMETRY = ("vision.geometry",)
 TASKS = ("vision.tracking", "vision.detection", "vision.forensics")
+COMBINED = ("vision.concept",)
 REGISTRY = ("vision.tasks",)
 TRAINING = ("vision.training",)
 TOP = ("vision.training.cli", "vision.cli", "vision.demo", "vision.prepare", "vision.export")
 FIT_MODULES = tuple(f"{task}.lightning" for task in GEOMETRY + TASKS)
-INFERENCE = tuple(f"{task}.{part}" for task in GEOMETRY + TASKS for part in ("task", "predictor")) + (
+INFERENCE = tuple(f"{task}.{part}" for task in GEOMETRY + TASKS + COMBINED for part in ("task", "predictor")) + (
     "vision.cli.predict", "vision.cli.evaluate")
 NO_TORCH = EVALUATION + REGISTRY + ("vision.cli.evaluate",)
 
@@ -76,8 +78,11 @@ LAYERS = (
     Layer("synthetic", ("vision.synthetic",), BASE + REGISTRY + ("vision.data",)),
     Layer("geometry", GEOMETRY, BASE + REGISTRY + CORE + EVALUATION),
     Layer("tasks", TASKS, BASE + REGISTRY + CORE + EVALUATION + GEOMETRY),
+    Layer("combined", COMBINED, BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + ("vision.detection", "vision.tracking")),
     Layer("training", TRAINING, BASE + REGISTRY + CORE + EVALUATION),
     Layer("fitting", FIT_MODULES, BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + TRAINING),
+    Layer("combined fitting", ("vision.concept.lightning",),
+          BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + ("vision.detection", "vision.tracking") + TRAINING),
     Layer("top", TOP, ("vision",)),
 )
 EVERYTHING = ("vision",)  # a prefix of every module: the top layer may load anything

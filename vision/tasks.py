@@ -92,6 +92,9 @@ TASKS: tuple[Task, ...] = (
          config="vision.forensics.task:ForensicsConfig", lightning="vision.forensics.lightning:ForensicsModule",
          predictor="vision.forensics.predictor:ForensicsPredictor", results="vision.forensics.results:results_of",
          demo_tab="forensics"),
+    Task(name="concept", summary="concept prompts: every instance of a phrase or of exemplar boxes, tracked in 3D",
+         config="vision.concept.task:ConceptConfig", lightning="vision.concept.lightning:ConceptModule",
+         predictor="vision.concept.predictor:ConceptPredictor", results="vision.concept.results:concept_results"),
 )
 
 

@@ -94,8 +94,12 @@ class OpenVocabClassifier(nn.Module):
 
     def forward(self, embeddings: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
         """``embeddings [.., D]`` (unit norm), ``text [K, D]`` (unit rows) -> logits ``[.., K + 1 (+1)]``."""
-        text = self.table(text)
-        iv = embeddings @ text.t() / self.temperature
+        return self.with_rows(embeddings, self.table(text))
+
+    def with_rows(self, embeddings: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """The logits against rows already in the region-embedding space (:meth:`table` of a text table, or
+        region embeddings themselves, as exemplars are): ``rows [K, D]`` -> ``[.., K + 1 (+1)]``."""
+        iv = embeddings @ rows.t() / self.temperature
         columns = [iv, iv.new_zeros(iv.shape[:-1] + (1,))]
         if self.use_oov:
             columns.append((embeddings @ self.prompts().t()).amax(dim=-1, keepdim=True) / self.temperature)

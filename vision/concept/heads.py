@@ -1,0 +1,88 @@
+"""The concept tracker's two learned parts: the presence head (is the phrase on this view at all?) and the
+association head (are these two proposals the same instance?), each a small MLP over features the frozen detector
+and tracker already compute, and each with the fixed rule it replaces (the ablation's "off" setting).
+
+Presence features of a (view, phrase) pair, from the detector's dense outputs over its L locations
+(:func:`presence_features`, ``[..., PRESENCE_FEATURES]``): the best and the mean of the three best location scores
+of the phrase, the best objectness among the locations the phrase wins, the best cosine between a region embedding
+and the phrase's text row, the number of proposals kept (over 4), and the best score of a competing column at the
+phrase's best location. Rule: the best proposal's score (0 without one).
+
+Association features of a (track, proposal) pair (:func:`pair_features`, ``[..., PAIR_FEATURES]``): the 3D distance
+of their centroids (in the scene's normalised frame: mean point norm 1), that distance over the sum of their 3D
+extents, the cosine of their detector region embeddings, the cosine of their tracker appearance vectors (the
+tracker's view features averaged under the mask), and the absolute log ratio of their extents. Rule: the same
+instance when the 3D distance is under ``rule_distance``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["PRESENCE_FEATURES", "PAIR_FEATURES", "PresenceHead", "AssociationHead", "presence_features",
+           "pair_features"]
+
+PRESENCE_FEATURES = 6
+PAIR_FEATURES = 5
+
+
+class _MLP(nn.Module):
+    def __init__(self, in_features: int, hidden: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(in_features)
+        self.layers = nn.Sequential(nn.Linear(in_features, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(),
+                                    nn.Linear(hidden, 1))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """``[..., F]`` -> logits ``[...]``."""
+        return self.layers(self.norm(features))[..., 0]
+
+
+class PresenceHead(_MLP):
+    """Presence logit of a (view, phrase) pair from its :func:`presence_features` ``[..., 6]`` -> ``[...]``."""
+
+    def __init__(self, hidden: int = 32) -> None:
+        super().__init__(PRESENCE_FEATURES, hidden)
+
+
+class AssociationHead(_MLP):
+    """Same-instance logit of a (track, proposal) pair from its :func:`pair_features` ``[..., 5]`` -> ``[...]``."""
+
+    def __init__(self, hidden: int = 32) -> None:
+        super().__init__(PAIR_FEATURES, hidden)
+
+
+def presence_features(scores: torch.Tensor, wins: torch.Tensor, objectness: torch.Tensor, cosine: torch.Tensor,
+                      rival: torch.Tensor, kept: torch.Tensor) -> torch.Tensor:
+    """Presence features of K phrases on one view.
+
+    Args:
+        scores: ``[L, K]`` the phrase's detection score at each location (``sqrt(sigmoid(objectness) * p_k)``).
+        wins: ``[L, K]`` bool, the phrase's column wins the location (with rejection: against every column).
+        objectness: ``[L]`` objectness probabilities. cosine: ``[L, K]`` region embedding . phrase row.
+        rival: ``[L]`` the best competing column's probability at each location. kept: ``[K]`` proposals kept.
+
+    Returns:
+        ``[K, 6]`` float32.
+    """
+    top = scores.topk(min(3, scores.shape[0]), dim=0).values  # [3, K]
+    best_loc = scores.argmax(dim=0)  # [K]
+    won_obj = torch.where(wins, objectness[:, None], torch.zeros_like(scores)).amax(dim=0)
+    return torch.stack([top[0], top.mean(dim=0), won_obj, cosine.amax(dim=0), kept.float().clamp(max=4.0) / 4.0,
+                        rival[best_loc]], dim=-1).float()
+
+
+def pair_features(centroid_a: torch.Tensor, centroid_b: torch.Tensor, extent_a: torch.Tensor, extent_b: torch.Tensor,
+                  embedding_a: torch.Tensor, embedding_b: torch.Tensor, appearance_a: torch.Tensor,
+                  appearance_b: torch.Tensor) -> torch.Tensor:
+    """Association features of every pair of A tracks and B proposals: centroids ``[A, 3]`` / ``[B, 3]``, extents
+    ``[A]`` / ``[B]`` (positive), region embeddings ``[A, D]`` / ``[B, D]``, appearances ``[A, C]`` / ``[B, C]``
+    -> ``[A, B, 5]`` float32."""
+    distance = torch.cdist(centroid_a.float()[None], centroid_b.float()[None])[0]
+    spread = extent_a.float()[:, None] + extent_b.float()[None, :] + 1e-6
+    cos_embed = F.normalize(embedding_a.float(), dim=-1) @ F.normalize(embedding_b.float(), dim=-1).t()
+    cos_app = F.normalize(appearance_a.float(), dim=-1) @ F.normalize(appearance_b.float(), dim=-1).t()
+    ratio = (torch.log(extent_a.float()[:, None] + 1e-6) - torch.log(extent_b.float()[None, :] + 1e-6)).abs()
+    return torch.stack([distance, distance / spread, cos_embed, cos_app, ratio], dim=-1)
