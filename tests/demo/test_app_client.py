@@ -25,7 +25,7 @@ def client(demo_url: str):
 def test_the_app_binds_localhost_and_names_its_endpoints(client, demo_url):
     assert demo_url.startswith("http://127.0.0.1:")
     assert set(client.view_api(print_info=False, return_format="dict")["named_endpoints"]) == {
-        "/track", "/detect", "/forensics"}
+        "/track", "/track_concept", "/detect", "/forensics"}
 
 
 def test_track_tab(client, demo_examples):

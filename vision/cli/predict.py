@@ -9,6 +9,10 @@ video.
                  --prompt "object 2 frame 0 box 10,20,60,90" --prompt "object 3 text the red mug"
       -> DIR/results.json (COCO-video results) + DIR/annotated.mp4 + DIR/masks.zip + DIR/object_<id>.ply
          + DIR/scene.ply / scene.glb (the reconstruction with the tracked objects coloured)
+  vision-predict --task tracking --ckpt CONCEPT_CKPT INPUT --concept "mug" [--concept "chair"] \\
+                 [--exemplar VIEW,x0,y0,x1,y1[,neg]]          (or --task concept; vision/cli/concept.py)
+      -> every instance of each phrase: DIR/results.json (instance + presence records) + DIR/annotated.mp4
+         (or DIR/annotated/*.png for images) + DIR/instance_<id>.ply + DIR/scene.ply / scene.glb
   vision-predict --task forensics --ckpt CKPT VIDEO [--out DIR]
       -> DIR/report.json + DIR/report.html
   vision-predict --task detection --ckpt CKPT a.mp4 b.mp4 "more/*.png" --vocabulary "mug" --vocabulary "cat,dog"
@@ -40,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from vision.cli.batch import device_options, expand_inputs, loaded, run_inputs
+from vision.cli.concept import add_concept_arguments, check_concept_arguments, run_concept
 from vision.cli.inputs import Input, load_input
 from vision.data.files import output_folder, output_path
 from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS, MAX_WORKING_PIXELS
@@ -139,6 +144,9 @@ def run_tracking(args: argparse.Namespace, out: Path) -> None:
     from vision.tracking.export import track_and_export
     from vision.tracking.predictor import TrackerPredictor
 
+    if getattr(args, "concept_prompts", None):  # every instance of a phrase: the concept tracker
+        run_concept(args, out)
+        return
     prompts = tracking_prompts(args)
     source = load_input(args.input, args.max_frames, args.max_pixels)
     predictor = loaded(args, "tracking", lambda: TrackerPredictor.from_checkpoint(
@@ -176,7 +184,7 @@ def run_forensics(args: argparse.Namespace, out: Path) -> None:
 
 
 #: what ``vision-predict --task NAME`` runs, for every task of the registry that has a predictor
-RUNNERS = {"detection": run_detection, "tracking": run_tracking, "forensics": run_forensics}
+RUNNERS = {"detection": run_detection, "tracking": run_tracking, "forensics": run_forensics, "concept": run_concept}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--prompt", action="append",
                         help="tracking, several objects: one prompt line, repeatable, e.g. "
                              "'object 2 frame 0 box 10,20,60,90' (see vision/tracking/prompt_text.py)")
+    add_concept_arguments(parser)
     parser.add_argument("--device", default="auto",
                         help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--precision", default="32", choices=("32", "bf16", "16"),
@@ -238,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         output_path(args.out)  # an empty --out would become the current folder
         if not 0.0 <= args.presence_threshold <= 1.0:  # NaN fails this too
             raise InputError(f"--presence-threshold must be a probability in [0, 1], got {args.presence_threshold}")
+        check_concept_arguments(args)
         if args.stream:
             from vision.cli.stream import run_tracking_stream
 

@@ -1,7 +1,8 @@
 """The Gradio demo: three tabs, Track, Detect and Forensics, over the trained tiny checkpoints.
 
     vision-demo [--host 127.0.0.1] [--port 7860] [--tab track|detect|forensics] [--share]
-                [--tracking-ckpt P] [--detection-ckpt P] [--forensics-ckpt P] [--max-upload-mb 200]
+                [--tracking-ckpt P] [--detection-ckpt P] [--forensics-ckpt P] [--concept-ckpt P]
+                [--max-upload-mb 200]
                 [--max-frames 64] [--max-pixels 16777216]
 
 (``python demo/app.py`` and ``make demo`` run the same.)
@@ -12,7 +13,8 @@ checkpoints default to the ``make train`` runs under ``runs/``, and the example 
 launch into ``demo/examples/`` (``--examples-dir``). The page opens on
 the tab named by ``--tab`` or by the URL query ``?tab=detect``; ``?tab=detect&example=1`` also runs that tab's
 first example as the page opens. Named API endpoints (for ``gradio_client``):
-``/track`` (files, prompts), ``/detect`` (file, vocabulary, min_score) and ``/forensics`` (video).
+``/track`` (files, prompts), ``/track_concept`` (files, phrases, exemplar boxes), ``/detect`` (file, vocabulary,
+min_score) and ``/forensics`` (video).
 
 Limits: ``--max-upload-mb`` bounds an upload's bytes; its decoded size is bounded separately (vision/demo/uploads.py):
 frames over ``--max-pixels`` (default MAX_INPUT_PIXELS, 4096x4096) are refused before decoding, frames over
@@ -59,7 +61,10 @@ TRACK_HELP = """**Track objects through a video or a set of images.** Upload a v
 with the slider and click on the frame: each click adds a *positive* or *negative* point, or (mode *box*) two
 clicks draw a box, for the object number shown. *New object* starts the next object; a text prompt can describe
 an object instead. The prompt lines below can also be typed or edited. *Track* shows the annotated video, the 3D
-reconstruction with each tracked object in its colour, and the masks and point clouds to download."""
+reconstruction with each tracked object in its colour, and the masks and point clouds to download.
+**Every instance of a phrase:** type phrases (comma-separated; each gets its own ids) and press *Track all
+instances*; exemplar boxes (modes *exemplar +* "more like this" and *exemplar -* "not this", two clicks each) refine
+the first phrase, or stand alone without one."""
 DETECT_HELP = """**Detect an open vocabulary.** Upload a video or an image and type the classes to find. Objects of the
 vocabulary get solid boxes with a filled tag in their class colour; objects the detector rejects as *unknown*
 (outside the vocabulary) get dashed white boxes."""
@@ -106,7 +111,8 @@ def _track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Call
             image = gr.Image(label="Click to add a prompt", interactive=False, type="numpy", elem_id="track-frame")
             frames_info = gr.Markdown()
             with gr.Row():
-                mode = gr.Radio(["positive", "negative", "box"], value="positive", label="A click adds")
+                mode = gr.Radio(["positive", "negative", "box", "exemplar +", "exemplar -"], value="positive",
+                                label="A click adds")
                 obj = gr.Number(value=1, precision=0, minimum=1, label="Object")
                 new_obj = gr.Button("New object")
             with gr.Row():
@@ -117,6 +123,16 @@ def _track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Call
             with gr.Row():
                 clear = gr.Button("Clear prompts")
                 run = gr.Button("Track", variant="primary")
+            concept_ready = Path(config.concept_ckpt).exists()
+            phrases = gr.Textbox(
+                label="Every instance of (phrases, comma-separated)", placeholder="mug, chair",
+                elem_id="track-phrases",
+                info=None if concept_ready else (
+                    f"no concept checkpoint at {config.concept_ckpt}: train one with `vision-train --config "
+                    f"configs/concept/tiny.yaml` (after make train), or start the demo with --concept-ckpt PATH"))
+            exemplars = gr.Textbox(label="Exemplar boxes (frame,x0,y0,x1,y1 or ...,neg per line; editable)", lines=2,
+                                   placeholder="0,12,20,40,52", elem_id="track-exemplars")
+            run_concept = gr.Button("Track all instances", variant="primary", interactive=concept_ready)
         with gr.Column():
             video = gr.Video(label="Annotated video", interactive=False)
             scene = gr.Model3D(label="3D reconstruction, tracked objects coloured")
@@ -125,29 +141,33 @@ def _track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Call
             status = gr.Textbox(label="Status", lines=4, interactive=False, elem_id="track-status")
 
     @_user_errors
-    def load(paths: list[str] | None, lines: str) -> tuple:
+    def load(paths: list[str] | None, lines: str, boxes: str) -> tuple:
         if not paths:
             return None, gr.Slider(0, 1, value=0), None, ""
         loaded = handlers.media_preview(paths, config)
         last = len(loaded.frames) - 1
         info = f"{loaded.name}: {len(loaded.frames)} frame(s)" + (f"; {loaded.note}" if loaded.note else "")
         return (loaded.frames, gr.Slider(0, max(last, 1), value=0, step=1, interactive=last > 0),
-                handlers.draw_prompts(loaded.frames[0], lines or "", 0), info)
+                show(loaded.frames, 0, lines, None, boxes), info)
 
-    def show(frames: Any, view: float, lines: str, corner: list[float] | None) -> Any:
+    def show(frames: Any, view: float, lines: str, corner: list[float] | None, boxes: str) -> Any:
         if frames is None:
             return None
         view = min(int(view), len(frames) - 1)
-        return handlers.draw_prompts(frames[view], lines or "", view, corner)
+        drawn = handlers.draw_prompts(frames[view], lines or "", view, corner)
+        return handlers.draw_exemplars(drawn, boxes or "", view)
 
     @_user_errors
-    def click(frames: Any, view: float, lines: str, kind: str, obj_id: float, corner: list[float] | None,
-              evt: gr.SelectData) -> tuple:
+    def click(frames: Any, view: float, lines: str, boxes: str, kind: str, obj_id: float,
+              corner: list[float] | None, evt: gr.SelectData) -> tuple:
         if frames is None:
             raise gr.Error("upload a video or images first")
         x, y = evt.index
-        lines, corner = handlers.click_prompt(lines or "", kind, int(obj_id or 1), int(view), x, y, corner)
-        return lines, corner, show(frames, view, lines, corner)
+        if kind.startswith("exemplar"):
+            boxes, corner = handlers.click_exemplar(boxes or "", kind.endswith("+"), int(view), x, y, corner)
+        else:
+            lines, corner = handlers.click_prompt(lines or "", kind, int(obj_id or 1), int(view), x, y, corner)
+        return lines, boxes, corner, show(frames, view, lines, corner, boxes)
 
     @_user_errors
     def add_text_prompt(lines: str, obj_id: float, words: str) -> tuple:
@@ -159,22 +179,33 @@ def _track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Call
         lines = (lines or "").rstrip("\n")
         return (f"{lines}\n{line}" if lines else line), ""
 
-    @_user_errors
-    def track(paths: list[str] | None, lines: str, progress: gr.Progress = gr.Progress()) -> tuple:
-        result = handlers.run_tracking(models, paths, lines or "", _reporter(progress))
+    def shown(result: handlers.TrackResult) -> tuple:
         return (str(result.video), str(result.scene) if result.scene else None,
                 [str(p) for p in result.downloads], result.summary)
 
-    files.change(load, [files, prompts], [media, frame, image, frames_info], api_visibility="private")
-    frame.change(show, [media, frame, prompts, pending], image, api_visibility="private")
-    prompts.input(show, [media, frame, prompts, pending], image, api_visibility="private")
-    image.select(click, [media, frame, prompts, mode, obj, pending], [prompts, pending, image],
+    @_user_errors
+    def track(paths: list[str] | None, lines: str, progress: gr.Progress = gr.Progress()) -> tuple:
+        return shown(handlers.run_tracking(models, paths, lines or "", _reporter(progress)))
+
+    @_user_errors
+    def track_concept(paths: list[str] | None, words: str, boxes: str, progress: gr.Progress = gr.Progress()
+                      ) -> tuple:
+        return shown(handlers.run_concept(models, paths, words or "", boxes or "", _reporter(progress)))
+
+    drawn = [media, frame, prompts, pending, exemplars]
+    files.change(load, [files, prompts, exemplars], [media, frame, image, frames_info], api_visibility="private")
+    frame.change(show, drawn, image, api_visibility="private")
+    prompts.input(show, drawn, image, api_visibility="private")
+    exemplars.input(show, drawn, image, api_visibility="private")
+    image.select(click, [media, frame, prompts, exemplars, mode, obj, pending], [prompts, exemplars, pending, image],
                  api_visibility="private")
     new_obj.click(lambda o: int(o or 0) + 1, obj, obj, api_visibility="private")
     add_text.click(add_text_prompt, [prompts, obj, text], [prompts, text], api_visibility="private")
-    clear.click(lambda: ("", None), None, [prompts, pending], api_visibility="private").then(
-        show, [media, frame, prompts, pending], image, api_visibility="private")
+    clear.click(lambda: ("", "", None), None, [prompts, exemplars, pending], api_visibility="private").then(
+        show, drawn, image, api_visibility="private")
     run.click(track, [files, prompts], [video, scene, downloads, status], api_name="track")
+    run_concept.click(track_concept, [files, phrases, exemplars], [video, scene, downloads, status],
+                      api_name="track_concept")
     if examples is not None:
         rows = [[[str(examples.synthetic_video)], examples.synthetic_prompts]]
         labels = ["synthetic scene: a point, a box and a text prompt"]
@@ -344,6 +375,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for task in (t.name for t in TASKS if t.demo_tab is not None):
         parser.add_argument(f"--{task}-ckpt", type=Path, default=getattr(defaults, f"{task}_ckpt"),
                             help=f"the {task} checkpoint or model folder (vision-export)")
+    parser.add_argument("--concept-ckpt", type=Path, default=defaults.concept_ckpt,
+                        help="the concept checkpoint or model folder the Track tab runs for a phrase (optional)")
     parser.add_argument("--examples-dir", type=Path, default=defaults.examples_dir,
                         help="cache folder of the example inputs (made on first launch)")
     parser.add_argument("--no-examples", action="store_true", help="do not prepare or show the examples")
@@ -366,6 +399,7 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
     work_dir = Path(tempfile.mkdtemp(prefix="vision-demo-"))
     atexit.register(shutil.rmtree, work_dir, ignore_errors=True)
     checkpoints = {f"{t.name}_ckpt": getattr(args, f"{t.name}_ckpt") for t in TASKS if t.demo_tab is not None}
+    checkpoints["concept_ckpt"] = args.concept_ckpt
     config = handlers.DemoConfig(**checkpoints, max_upload_mb=args.max_upload_mb,
                                  max_track_frames=args.max_frames, max_pixels=args.max_pixels,
                                  presence_threshold=args.presence_threshold,

@@ -27,7 +27,8 @@ from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
 
 __all__ = ["DemoConfig", "preferred_checkpoint", "Models", "TrackResult", "DetectResult", "ForensicsResult",
-           "draw_prompts", "click_prompt", "run_tracking", "run_detection", "run_forensics"]
+           "draw_prompts", "click_prompt", "run_tracking", "parse_phrases", "click_exemplar", "draw_exemplars",
+           "run_concept", "run_detection", "run_forensics"]
 
 Progress = Callable[[float, str], None]
 
@@ -50,7 +51,7 @@ class DemoConfig:
 
     ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: :func:`preferred_checkpoint`, the
     ``make train-long`` run where there is one, else the ``make train`` run, relative to the working directory like
-    every path here);
+    every path here; ``concept_ckpt`` is the concept tracker the Track tab runs for a phrase, and may be missing);
     ``max_upload_mb``: largest accepted file (its bytes, not its decoded size); ``max_track_frames`` /
     ``max_detect_frames``: frames used of a video (the first ones), at most
     :data:`~vision.data.io.MAX_INPUT_FRAMES`; ``max_pixels``: frames with more pixels are refused before decoding
@@ -63,6 +64,7 @@ class DemoConfig:
     tracking_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("tracking"))
     detection_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("detection"))
     forensics_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("forensics"))
+    concept_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("concept"))
     max_upload_mb: float = 200.0
     max_track_frames: int = 64
     max_detect_frames: int = 300
@@ -114,7 +116,7 @@ class Models:
         return path
 
     def get(self, task: str) -> Any:
-        """The predictor of ``task`` (tracking, detection or forensics)."""
+        """The predictor of ``task`` (tracking, detection, forensics or concept)."""
         with self._lock:
             if task not in self._loaded:
                 path = self._checkpoint(task)
@@ -237,6 +239,98 @@ def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = 
     return TrackResult(video=export.video, scene=export.scene_glb, downloads=downloads, summary="\n".join(lines))
 
 
+# ------------------------------------------------------------------------------------- tracking: concept prompts
+
+#: the colours of positive ("more like this") and negative ("not this") exemplar boxes on the prompt frame
+EXEMPLAR_COLOURS = {True: (40, 230, 40), False: (255, 40, 40)}
+
+
+def parse_phrases(text: str | None) -> list[str]:
+    """The phrases of the Track tab's "every instance of" box: ``"mug, chair"`` -> ``["mug", "chair"]`` (commas,
+    semicolons or new lines separate; empty: [])."""
+    return _split_names(text)
+
+
+def _exemplar_lines(text: str | None) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def click_exemplar(lines: str, positive: bool, view: int, x: float, y: float,
+                   pending: list[float] | None) -> tuple[str, list[float] | None]:
+    """One click of an exemplar box on frame ``view``: the first stores the corner (the new ``pending``), the
+    second adds the line ``frame,x0,y0,x1,y1`` (``,neg`` for a negative box; the syntax of ``vision-predict
+    --exemplar``). Returns ``(lines, pending)``."""
+    if pending is None:
+        return lines, [float(x), float(y)]
+    (x0, x1), (y0, y1) = sorted((pending[0], x)), sorted((pending[1], y))
+    if x1 - x0 < 1 or y1 - y0 < 1:
+        return lines, None
+    line = ",".join(str(int(round(v))) for v in (view, x0, y0, x1, y1)) + ("" if positive else ",neg")
+    text = (lines or "").rstrip("\n")
+    return (f"{text}\n{line}" if text else line), None
+
+
+def draw_exemplars(frame: np.ndarray, lines: str, view: int) -> np.ndarray:
+    """``frame`` with the exemplar boxes of ``view`` drawn: positive ones in green, negative ones in red with a
+    cross. Malformed lines draw nothing (they are reported when the user runs)."""
+    from vision.cli.concept import parse_exemplar
+
+    canvas = np.ascontiguousarray(frame.copy())
+    for line in _exemplar_lines(lines):
+        try:
+            box_view, box, positive = parse_exemplar(line)
+        except InputError:
+            continue
+        if box_view != view:
+            continue
+        x0, y0, x1, y1 = (int(round(v)) for v in box)
+        colour = EXEMPLAR_COLOURS[positive]
+        cv2.rectangle(canvas, (x0, y0), (x1, y1), colour, 1)
+        if not positive:
+            cv2.line(canvas, (x0, y0), (x1, y1), colour, 1)
+            cv2.line(canvas, (x0, y1), (x1, y0), colour, 1)
+    return canvas
+
+
+@_one_run_at_a_time("tracking")  # the Track tab runs one thing at a time
+def run_concept(models: Models, files: Any, phrases: str, exemplars: str = "",
+                progress: Progress = _no_progress) -> TrackResult:
+    """Track every instance of ``phrases`` (comma-separated; each its own ids) through the uploaded video or images
+    with the concept tracker. ``exemplars``: lines ``frame,x0,y0,x1,y1[,neg]`` that belong to the first phrase (with
+    no phrase, they are a concept of their own, found by its boxes alone)."""
+    from vision.cli.concept import (ConceptPrompt, check_concept_count, check_exemplars, export_concepts,
+                                    parse_exemplar)
+
+    config = models.config
+    names = parse_phrases(phrases)
+    boxes = [parse_exemplar(line, "exemplar box") for line in _exemplar_lines(exemplars)]
+    if not names and not boxes:
+        raise InputError("type a phrase for 'every instance of' (e.g. 'mug, chair') or draw an exemplar box first")
+    prompts = [ConceptPrompt(names[0] if names else None, boxes)] + [ConceptPrompt(n) for n in names[1:]]
+    progress(0.0, "reading the input")
+    media = load_media(files, config.max_track_frames, config.max_upload_mb, max_pixels=config.max_pixels)
+    frames, height, width = len(media.frames), media.frames.shape[1], media.frames.shape[2]
+    check_exemplars(prompts, width, height, frames, "exemplar box")
+    progress(0.05, "loading the concept tracker")
+    predictor = models.get("concept")
+    check_concept_count(predictor, prompts)
+    state = predictor.init_state(media.frames, ordered=media.is_video)
+    for prompt in prompts:
+        predictor.add_concept(state, prompt.phrase, exemplars=prompt.exemplars)
+    out = config.run_dir("concept")
+    progress(0.1, "finding, associating and decoding the instances")
+    export = export_concepts(predictor, state, media.frames, out, fps=media.fps,
+                             progress=lambda done, total: progress(0.1 + 0.8 * done / total,
+                                                                   f"drawing frame {done}/{total}"))
+    progress(0.95, "writing the files")
+    downloads = [export.results] + ([export.scene_ply] if export.scene_ply else []) + list(export.plys.values())
+    lines = [f"{media.name}: {frames} frames, {len(prompts)} concept(s)."] + export.summary(frames)
+    lines += [f"instance {o}: no 3D point, so no .ply" for o in export.empty]
+    if media.note:
+        lines.append(media.note)
+    return TrackResult(video=export.video, scene=export.scene_glb, downloads=downloads, summary="\n".join(lines))
+
+
 # ------------------------------------------------------------------------------------------------------ detection
 
 
@@ -253,10 +347,15 @@ class DetectResult:
     summary: str
 
 
-def parse_vocabulary(text: str) -> list[str]:
+def _split_names(text: str | None) -> list[str]:
     """``"mug, chair; lamp"`` -> ``["mug", "chair", "lamp"]`` (commas, semicolons or new lines separate)."""
     names = [n.strip() for n in (text or "").replace(";", ",").replace("\n", ",").split(",")]
-    names = [n for n in names if n]
+    return [n for n in names if n]
+
+
+def parse_vocabulary(text: str) -> list[str]:
+    """``"mug, chair; lamp"`` -> ``["mug", "chair", "lamp"]`` (commas, semicolons or new lines separate)."""
+    names = _split_names(text)
     if not names:
         raise InputError("the vocabulary is empty: type class names separated by commas, e.g. 'mug, chair, lamp'")
     return names
