@@ -52,11 +52,11 @@ def test_exemplar_box_is_an_instance_and_a_correction_replaces_its_masks(predict
 def test_negative_exemplar_removes_the_proposals_it_covers(predictor, scene_frames):
     plain = predictor.init_state(scene_frames[:2], ordered=False)
     predictor.add_concept(plain, "mug")
-    views, _ = predictor._proposals(plain)
+    views, _, _ = predictor._proposals(plain)
     box = views[0].boxes[0].tolist()
     negative = predictor.init_state(scene_frames[:2], ordered=False)
     predictor.add_concept(negative, "mug", exemplars=[(0, box, False)])
-    after, _ = predictor._proposals(negative)
+    after, _, _ = predictor._proposals(negative)
     assert len(after[0]) < len(views[0])
 
 

@@ -83,6 +83,11 @@ def _data(root: Path) -> dict[str, dict]:
                                 "kde_reference": 64, "warmup_steps": 2},
                       "data": {"train_split": str(oov["train"]), "val_split": str(oov["val"]),
                                "test_split": str(oov["test"]), "batch_size": 2, "augment": True}},
+        "concept": {"model": {"config": {"image_size": 64, "max_per_view": 4,
+                                         "detector": {"size": "tiny", "image_size": 64, "channels": 32},
+                                         "tracker": {"backbone": "tiny", "image_size": 64, "dim": 32}},
+                              "detector_checkpoint": None, "tracker_checkpoint": None, "warmup_steps": 2},
+                    "data": {**multiview, "augment": False, "random_window": True}},  # inputs cached per clip
         "forensics": {"model": {"config": {"tools": ["spectrum", "residual", "temporal"], "hidden": 16,
                                            "image_size": 48, "max_frames": 8}},
                       "data": {"train_split": str(aigv["train"]), "val_split": str(aigv["val"]),

@@ -3,10 +3,12 @@ association head (are these two proposals the same instance?), each a small MLP 
 and tracker already compute, and each with the fixed rule it replaces (the ablation's "off" setting).
 
 Presence features of a (view, phrase) pair, from the detector's dense outputs over its L locations
-(:func:`presence_features`, ``[..., PRESENCE_FEATURES]``): the best and the mean of the three best location scores
+(:func:`presence_features`, ``[..., VIEW_FEATURES]``): the best and the mean of the three best location scores
 of the phrase, the best objectness among the locations the phrase wins, the best cosine between a region embedding
 and the phrase's text row, the number of proposals kept (over 4), and the best score of a competing column at the
-phrase's best location. Rule: the best proposal's score (0 without one).
+phrase's best location; then the scene's evidence (:func:`scene_presence_features`, ``[..., PRESENCE_FEATURES]``):
+the best and the mean over all views of the phrase's best location score (a phrase absent from the whole scene
+scores low everywhere). Rule: the best proposal's score (0 without one).
 
 Association features of a (track, proposal) pair (:func:`pair_features`, ``[..., PAIR_FEATURES]``): the 3D distance
 of their centroids (in the scene's normalised frame: mean point norm 1), that distance over the sum of their 3D
@@ -21,27 +23,28 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["PRESENCE_FEATURES", "PAIR_FEATURES", "PresenceHead", "AssociationHead", "presence_features",
-           "pair_features"]
+__all__ = ["VIEW_FEATURES", "PRESENCE_FEATURES", "PAIR_FEATURES", "PresenceHead", "AssociationHead",
+           "presence_features", "scene_presence_features", "pair_features"]
 
-PRESENCE_FEATURES = 6
+VIEW_FEATURES = 6
+PRESENCE_FEATURES = VIEW_FEATURES + 2
 PAIR_FEATURES = 5
 
 
 class _MLP(nn.Module):
     def __init__(self, in_features: int, hidden: int) -> None:
         super().__init__()
-        self.norm = nn.LayerNorm(in_features)
+        # no input normalisation: the features' absolute values (a score, a distance) are the evidence
         self.layers = nn.Sequential(nn.Linear(in_features, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(),
                                     nn.Linear(hidden, 1))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """``[..., F]`` -> logits ``[...]``."""
-        return self.layers(self.norm(features))[..., 0]
+        return self.layers(features)[..., 0]
 
 
 class PresenceHead(_MLP):
-    """Presence logit of a (view, phrase) pair from its :func:`presence_features` ``[..., 6]`` -> ``[...]``."""
+    """Presence logit of a (view, phrase) pair from its :func:`scene_presence_features` ``[..., 8]`` -> ``[...]``."""
 
     def __init__(self, hidden: int = 32) -> None:
         super().__init__(PRESENCE_FEATURES, hidden)
@@ -72,6 +75,14 @@ def presence_features(scores: torch.Tensor, wins: torch.Tensor, objectness: torc
     won_obj = torch.where(wins, objectness[:, None], torch.zeros_like(scores)).amax(dim=0)
     return torch.stack([top[0], top.mean(dim=0), won_obj, cosine.amax(dim=0), kept.float().clamp(max=4.0) / 4.0,
                         rival[best_loc]], dim=-1).float()
+
+
+def scene_presence_features(views: torch.Tensor) -> torch.Tensor:
+    """The presence features of T views and K phrases: ``views [T, K, 6]`` (:func:`presence_features` of each
+    view) -> ``[T, K, 8]``, each view's followed by the best and the mean over the T views of feature 0."""
+    best = views[..., 0].amax(dim=0, keepdim=True).expand(views.shape[0], -1)
+    mean = views[..., 0].mean(dim=0, keepdim=True).expand(views.shape[0], -1)
+    return torch.cat([views, best[..., None], mean[..., None]], dim=-1)
 
 
 def pair_features(centroid_a: torch.Tensor, centroid_b: torch.Tensor, extent_a: torch.Tensor, extent_b: torch.Tensor,

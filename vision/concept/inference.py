@@ -23,15 +23,9 @@ import numpy as np
 from vision.concept.predictor import ConceptPredictor, ConceptState
 from vision.concept.records import presence_record, queried_phrases, view_records
 from vision.data.coco import Split
+from vision.tracking.inference import video_frames
 
-__all__ = ["video_frames", "concept_records", "track_video", "track_split", "score_concept"]
-
-
-def video_frames(split: Split, video_id: int) -> list[dict]:
-    """The image dicts of one video in ``frame_index`` order (ties by image id)."""
-    from vision.tracking.inference import video_frames as frames
-
-    return frames(split, video_id)
+__all__ = ["concept_records", "track_video", "track_split", "score_concept"]
 
 
 def concept_records(predictor: ConceptPredictor, state: ConceptState, video_id: int, image_ids: list[int],
@@ -52,8 +46,10 @@ def concept_records(predictor: ConceptPredictor, state: ConceptState, video_id: 
     return records
 
 
-def track_video(predictor: ConceptPredictor, split: Split, video_id: int) -> list[dict]:
-    """The protocol's results for one video ([] when it queries no phrase)."""
+def track_video(predictor: ConceptPredictor, split: Split, video_id: int, known_geometry: bool = False) -> list[dict]:
+    """The protocol's results for one video ([] when it queries no phrase). ``known_geometry``: the oracle, the
+    split's ground-truth depth and cameras replace the backbone's point maps
+    (:func:`vision.tracking.inference.set_split_geometry`)."""
     phrases = queried_phrases(split, video_id)
     frames = video_frames(split, video_id)
     if not phrases or not frames:
@@ -61,15 +57,21 @@ def track_video(predictor: ConceptPredictor, split: Split, video_id: int) -> lis
     video = split.videos[video_id]
     state = predictor.init_state(np.stack([split.load_image(im) for im in frames]),
                                  ordered=bool(video.get("ordered", True)))
+    if known_geometry:
+        from vision.tracking.inference import set_split_geometry
+
+        set_split_geometry(predictor.tracker, state.tracker, split, video_id, frames)
     for name in phrases.values():
         predictor.add_concept(state, name)
     return concept_records(predictor, state, video_id, [int(im["id"]) for im in frames], list(phrases))
 
 
-def track_split(predictor: ConceptPredictor, split: Split, max_videos: int | None = None) -> list[dict]:
-    """The protocol's results for every video of ``split`` (the first ``max_videos``)."""
+def track_split(predictor: ConceptPredictor, split: Split, max_videos: int | None = None,
+                known_geometry: bool = False) -> list[dict]:
+    """The protocol's results for every video of ``split`` (the first ``max_videos``; ``known_geometry``: see
+    :func:`track_video`)."""
     videos = sorted(split.videos)[:max_videos] if max_videos else sorted(split.videos)
-    return [r for vid in videos for r in track_video(predictor, split, vid)]
+    return [r for vid in videos for r in track_video(predictor, split, vid, known_geometry)]
 
 
 def score_concept(split: str | Path, results: list[dict], **options: Any) -> dict[str, Any]:

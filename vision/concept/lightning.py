@@ -5,8 +5,8 @@ The detector and the tracker come trained (``detector_checkpoint``, ``tracker_ch
 learned here is what the two of them cannot know alone (:mod:`vision.concept.heads`):
 
 - the presence head, on each (view, phrase) pair of a clip: BCE against "the phrase has a visible instance on the
-  view" (the clip's queried phrases: the categories of its tracks plus ``negative_phrases`` absent phrases drawn,
-  with a seed fixed per clip, from the training vocabulary's other names);
+  view", for the phrases queried on the clip's video (:meth:`vision.data.coco.Split.queried_phrases`: its
+  ``concepts``, absent phrases included), as inference queries them;
 - the association head, on each pair of proposals of one phrase on two different views: BCE against "both
   proposals cover the same object" (each proposal is matched to the object whose ground-truth mask it overlaps
   most, at mask IoU >= ``match_iou``; proposals that match no object take no part).
@@ -48,12 +48,12 @@ class ConceptModule(L.LightningModule):
         config: the concept config (:class:`~vision.concept.task.ConceptConfig`); its ``detector`` / ``tracker``
             fields are replaced by those of the checkpoints when they are given.
         detector_checkpoint / tracker_checkpoint: the trained detector and tracker (checkpoints or model folders).
-        negative_phrases: absent phrases queried per training clip. match_iou: proposal-to-object matching.
+        match_iou: proposal-to-object matching.
         lr / weight_decay / warmup_steps: AdamW with warmup and cosine decay.
     """
 
     def __init__(self, config: ConceptConfig = ConceptConfig(), detector_checkpoint: str | None = None,
-                 tracker_checkpoint: str | None = None, negative_phrases: int = 1, match_iou: float = 0.3,
+                 tracker_checkpoint: str | None = None, match_iou: float = 0.3,
                  lr: float = 3e-3, weight_decay: float = 0.01, warmup_steps: int = 20) -> None:
         super().__init__()
         config = ConceptConfig.from_value(config)
@@ -83,13 +83,11 @@ class ConceptModule(L.LightningModule):
     # ------------------------------------------------------------------ features of a clip
 
     def _names(self) -> dict[int, str]:
-        datamodule = self.trainer.datamodule
-        built = [datamodule.train_dataset] if datamodule.train_dataset is not None else []
+        """Category id -> name of the training splits."""
         names: dict[int, str] = {}
-        for dataset in built:
-            for part in getattr(dataset, "datasets", [dataset]):
-                for category_id, category in part.split.categories.items():
-                    names.setdefault(int(category_id), category["name"])
+        for part in getattr(self.trainer.datamodule.train_dataset, "datasets", [self.trainer.datamodule.train_dataset]):
+            for category_id, category in part.split.categories.items():
+                names.setdefault(int(category_id), category["name"])
         return names
 
     def _extractor(self) -> ConceptPredictor:
@@ -103,19 +101,14 @@ class ConceptModule(L.LightningModule):
         if key in self._features:
             return self._features[key]
         names = self._names()
-        present = sorted({int(c) for c in batch["category_ids"][b].tolist() if int(c) in names})  # -1: padding
-        others = sorted(set(names) - set(present))
-        rng = np.random.default_rng(list(key[1]))
-        absent = sorted(rng.choice(others, size=min(self.hparams.negative_phrases, len(others)), replace=False)
-                        .tolist()) if others else []
-        phrases = present + absent
+        phrases = [c for c, name in sorted(names.items()) if name in set(batch["concepts"][b])]
         predictor = self._extractor()
         frames = (batch["images"][b].permute(0, 2, 3, 1).clamp(0, 1) * 255 + 0.5).to(torch.uint8).cpu().numpy()
         state = predictor.init_state(frames)
         for c in phrases:
             predictor.add_concept(state, names[c])
-        views, _ = predictor._proposals(state)
-        features = torch.stack([v.presence for v in views]).cpu()  # [S, K, 6]
+        views, _, features = predictor._proposals(state)
+        features = features.cpu()  # [S, K, 8]
         instance_ids = batch["instance_ids"][b].cpu().numpy()  # [S, H, W], slot + 1 of each track
         categories = batch["category_ids"][b].cpu().numpy()
         labels = torch.zeros(features.shape[:2])

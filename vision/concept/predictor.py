@@ -22,9 +22,11 @@ How (module docstrings of :mod:`vision.concept.proposals` and :mod:`vision.conce
    0, so every window's point maps are mapped into one global frame); each proposal's mask is decoded on its own
    view from its box and lifted to 3D; the proposals are associated into instances in 3D, one view at a time, then
    split tracks are merged;
-3. every instance is decoded on every view by the tracker, prompted by the box of its best proposal and carrying
-   its 3D points as memory: on a view where the instance has a proposal its proposal's mask is kept, elsewhere
-   (a missed detection, a partial occlusion) the tracker's mask where its presence passes (``fill_missed``).
+3. on a view where an instance has a proposal, its proposal's mask is its mask. With ``fill_missed`` (off by
+   default; its ablation is in ``docs/concept.md``) every instance is also decoded on every view by the tracker,
+   prompted by the box of its best proposal and carrying its 3D points as memory, and on views without a proposal
+   (a missed detection, a partial occlusion) the tracker's mask is kept where its presence passes. An instance
+   corrected with :meth:`ConceptPredictor.correct` is decoded by the tracker from the correction on every view.
    A phrase's instances are dropped on views where its presence is under ``presence_threshold``; an instance's
    score on a view is its proposal's score (or its mean score times the tracker's presence) times the phrase's
    presence.
@@ -44,6 +46,7 @@ import torch
 
 from vision.concept.association import (Associator, ConceptTrack, Similarity, apply_similarity, invert_similarity,
                                         lift_observation, window_to_global)
+from vision.concept.heads import scene_presence_features
 from vision.concept.proposals import ViewProposals, exemplar_embedding, phrase_rows, propose
 from vision.concept.task import ConceptConfig, ConceptModel
 from vision.data.io import MAX_INPUT_PIXELS
@@ -111,7 +114,7 @@ class ConceptPredictor:
     """
 
     def __init__(self, model: ConceptModel, config: ConceptConfig, text_encoder: Any = "minilm",
-                 window_size: int = 8, fill_missed: bool = True, device: torch.device | str | None = None,
+                 window_size: int = 8, fill_missed: bool = False, device: torch.device | str | None = None,
                  precision: str | torch.dtype = "32", cache_views: int = 96) -> None:
         self.model = model.eval()
         self.config = ConceptConfig.from_value(config)
@@ -218,8 +221,9 @@ class ConceptPredictor:
         out = {k: torch.cat([p[k] for p in parts]) for k in ("objectness", "boxes", "embeddings")}
         return {**out, "points": parts[0]["points"]}
 
-    def _proposals(self, state: ConceptState) -> tuple[list[ViewProposals], np.ndarray]:
-        """Step 1: every view's proposals (exemplar boxes included) and ``presence [T, K]``."""
+    def _proposals(self, state: ConceptState) -> tuple[list[ViewProposals], np.ndarray, torch.Tensor]:
+        """Step 1: every view's proposals (exemplar boxes included), ``presence [T, K]`` and the presence head's
+        inputs ``[T, K, 8]`` (:func:`vision.concept.heads.scene_presence_features`)."""
         concepts, config, detector = state.concepts, self.config, self.model.detector
         outputs = self._detect(state)
         phrases = [c.phrase for c in concepts]
@@ -244,7 +248,7 @@ class ConceptPredictor:
         views = propose(detector, outputs, rows, competitors_t, config.rejection, config.score_threshold,
                         config.nms_iou, config.max_per_view, state.tracker.size)
         views = [self._with_exemplars(state, v, s, outputs) for s, v in enumerate(views)]
-        features = torch.stack([v.presence for v in views])  # [T, K, 6]
+        features = scene_presence_features(torch.stack([v.presence for v in views]))  # [T, K, 8]
         if config.learned_presence:
             presence = self.model.presence(features).sigmoid()
         else:
@@ -253,7 +257,7 @@ class ConceptPredictor:
         for k, concept in enumerate(concepts):
             for v, _ in concept.positives:
                 presence[v, k] = 1.0  # the user says the concept is on the view of a positive exemplar
-        return views, presence
+        return views, presence, features
 
     @staticmethod
     def _with_exemplars(state: ConceptState, proposals: ViewProposals, view: int,
@@ -344,7 +348,6 @@ class ConceptPredictor:
         obj_ids = sorted(tracks)
         decoder = self.tracker._window_decoder()
         s = state.tracker.size
-        memory_points = self.tracker.memory_points
         tracker_state = state.tracker
         t = state.num_views
         tracker_state.extrinsics = np.zeros((t, 3, 4), np.float32)
@@ -355,38 +358,11 @@ class ConceptPredictor:
         for window, emit in self._windows(state):
             encoded, wp = self._encode(state, window)
             sim = state.similarity[tuple(window)]
-            prompts = Prompts.empty(1, len(obj_ids), (s, s), num_points=max(
-                [2] + [len(c.points) for c in state.corrections.values() if c.points is not None]),
-                num_memory=memory_points, text_dim=self.model.tracker.text_dim, memory_dim=self.model.tracker.dim)
-            for j, o in enumerate(obj_ids):
-                track = tracks[o]
-                prompts.valid[0, j] = True
-                correction = state.corrections.get(o)
-                if correction is not None:
-                    if correction.view in window:
-                        prompts.view[0, j] = window.index(correction.view)
-                        if correction.points is not None:
-                            prompts.points[0, j, :len(correction.points)] = torch.from_numpy(correction.points)
-                            prompts.labels[0, j, :len(correction.labels)] = torch.from_numpy(correction.labels)
-                        if correction.mask is not None:
-                            prompts.masks[0, j] = torch.from_numpy(correction.mask.astype(np.float32))
-                            prompts.has_mask[0, j] = True
-                    continue
-                best = track.best
-                if best.view in window:
-                    points, labels = box_to_points(torch.from_numpy(best.box))
-                    prompts.view[0, j] = window.index(best.view)
-                    prompts.points[0, j, :2] = points
-                    prompts.labels[0, j, :2] = labels
-                pts = np.concatenate([ob.points for ob in track.observations])
-                take = np.linspace(0, len(pts) - 1, min(memory_points, len(pts))).round().astype(int)
-                prompts.memory_points[0, j, :len(take)] = torch.from_numpy(invert_similarity(sim, pts[take]))
-                prompts.memory_valid[0, j, :len(take)] = True
-                _, _, _, appearance = track.summary()
-                prompts.memory_feat[0, j] = appearance
-            masks, prob = decoder.decode(encoded, prompts.to(self.device))
-            masks_np, prob_np = masks.cpu().numpy(), prob.float().cpu().numpy()
             tracker_state.record_geometry(window, emit, encoded)
+            if self.fill_missed or state.corrections:
+                masks_np, prob_np = self._decode_tracks(state, tracks, obj_ids, window, encoded, sim, decoder)
+            else:
+                masks_np = prob_np = None
             for v in sorted(emit):
                 i = window.index(v)
                 out_masks = np.zeros((len(obj_ids), s, s), bool)
@@ -400,13 +376,52 @@ class ConceptPredictor:
                     own = next((ob for ob in track.observations if ob.view == v), None)
                     if own is not None and o not in state.corrections:
                         mask, score = own.mask, own.score
-                    elif (o in state.corrections or self.fill_missed) and masks_np[i, j].any():
+                    elif masks_np is not None and (o in state.corrections or self.fill_missed) and masks_np[i, j].any():
                         mask, score = masks_np[i, j], track.score * float(prob_np[i, j])
                     else:
                         continue
                     out_masks[j], out_scores[j] = mask, score * phrase_presence
                     self._grow_cloud(tracker_state, o, points[mask], tracker_state.frames[v][mask])
                 yield v, obj_ids, out_masks, out_scores
+
+    def _decode_tracks(self, state: ConceptState, tracks: dict[int, ConceptTrack], obj_ids: list[int],
+                       window: list[int], encoded: dict[str, Any], sim: Similarity,
+                       decoder: WindowDecoder) -> tuple[np.ndarray, np.ndarray]:
+        """The tracker's masks ``[S, N, s, s]`` and presence ``[S, N]`` of every instance on a window: each prompted
+        by its correction, else by its best proposal's box (when the window holds its view) and its 3D points."""
+        s = state.tracker.size
+        memory_points = self.tracker.memory_points
+        prompts = Prompts.empty(1, len(obj_ids), (s, s), num_points=max(
+            [2] + [len(c.points) for c in state.corrections.values() if c.points is not None]),
+            num_memory=memory_points, text_dim=self.model.tracker.text_dim, memory_dim=self.model.tracker.dim)
+        for j, o in enumerate(obj_ids):
+            track = tracks[o]
+            prompts.valid[0, j] = True
+            correction = state.corrections.get(o)
+            if correction is not None:
+                if correction.view in window:
+                    prompts.view[0, j] = window.index(correction.view)
+                    if correction.points is not None:
+                        prompts.points[0, j, :len(correction.points)] = torch.from_numpy(correction.points)
+                        prompts.labels[0, j, :len(correction.labels)] = torch.from_numpy(correction.labels)
+                    if correction.mask is not None:
+                        prompts.masks[0, j] = torch.from_numpy(correction.mask.astype(np.float32))
+                        prompts.has_mask[0, j] = True
+                continue
+            best = track.best
+            if best.view in window:
+                points, labels = box_to_points(torch.from_numpy(best.box))
+                prompts.view[0, j] = window.index(best.view)
+                prompts.points[0, j, :2] = points
+                prompts.labels[0, j, :2] = labels
+            pts = np.concatenate([ob.points for ob in track.observations])
+            take = np.linspace(0, len(pts) - 1, min(memory_points, len(pts))).round().astype(int)
+            prompts.memory_points[0, j, :len(take)] = torch.from_numpy(invert_similarity(sim, pts[take]))
+            prompts.memory_valid[0, j, :len(take)] = True
+            _, _, _, appearance = track.summary()
+            prompts.memory_feat[0, j] = appearance
+        masks, prob = decoder.decode(encoded, prompts.to(self.device))
+        return masks.cpu().numpy(), prob.float().cpu().numpy()
 
     def _grow_cloud(self, tracker_state: TrackerState, obj_id: int, points: np.ndarray, colours: np.ndarray) -> None:
         ok = np.isfinite(points).all(1)
@@ -430,7 +445,7 @@ class ConceptPredictor:
             raise InputError("no concept: call add_concept(state, phrase) before propagate(state)")
         with autocast(self.device, self.dtype):
             if state.tracks is None:
-                views, state.presence = self._proposals(state)
+                views, state.presence, _ = self._proposals(state)
                 state.tracks, _, state.similarity = self._associate(state, views, state.presence)
                 state.instances = {t.track_id: t.phrase for t in state.tracks}
                 state.scores = {t.track_id: t.score for t in state.tracks}

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vision.data.masks import encode_mask, mask_to_bbox
-from vision.errors import DataError, InputError
+from vision.errors import InputError
 
 if TYPE_CHECKING:
     from vision.data.coco import Split
@@ -46,21 +46,9 @@ PROMPT_TYPE = "concept"
 
 
 def queried_phrases(split: "Split", video_id: int) -> dict[int, str]:
-    """``{category id: phrase}`` queried on video ``video_id`` of ``split``, in category-id order: the video's
-    ``concepts`` when it has them, else the categories of its tracks ({} for a video with neither)."""
-    if video_id not in split.videos:
-        raise InputError(f"video {video_id} is not in split {split.file}")
-    video = split.videos[video_id]
-    if "concepts" in video:
-        ids = {int(c) for c in video["concepts"]}
-        field = f"videos[id={video_id}].concepts"
-    else:
-        ids = {int(t["category_id"]) for t in split.tracks.values() if int(t["video_id"]) == video_id}
-        field = f"tracks[video_id={video_id}].category_id"
-    unknown = sorted(ids - set(split.categories))
-    if unknown:
-        raise DataError("names a category the split does not have", file=split.file, field=field, value=unknown[0])
-    return {c: str(split.categories[c]["name"]) for c in sorted(ids)}
+    """``{category id: phrase}`` queried on video ``video_id`` of ``split``: :meth:`vision.data.coco.Split.
+    queried_phrases`."""
+    return split.queried_phrases(video_id)
 
 
 def _probability(value: Any, name: str) -> float:

@@ -21,7 +21,7 @@ from vision.data.files import read_json, regular_file
 from vision.data.io import atomic_write_bytes, atomic_write_json, image_size
 from vision.data.masks import decode_rle
 from vision.data.schema import CATEGORY_SPLITS, safe_path, validate_split
-from vision.errors import DataError
+from vision.errors import DataError, InputError
 
 __all__ = ["Split", "load_split", "write_split", "validate_split", "read_json", "write_depth_npz"]
 
@@ -256,6 +256,25 @@ class Split:
         x1, y1 = min(int(np.ceil(x + w)), width), min(int(np.ceil(y + h)), height)
         mask[y0:y1, x0:x1] = True
         return mask
+
+    def queried_phrases(self, video_id: int) -> dict[int, str]:
+        """``{category id: phrase}`` queried on video ``video_id`` (concept prompts), in category-id order: the
+        video's ``concepts`` when it has them (absent phrases included), else the categories of its tracks ({} for a
+        video with neither)."""
+        if video_id not in self.videos:
+            raise InputError(f"video {video_id} is not in split {self.file}")
+        video = self.videos[video_id]
+        if "concepts" in video:
+            ids = {int(c) for c in video["concepts"]}
+            field = f"videos[id={video_id}].concepts"
+        else:
+            ids = {int(t["category_id"]) for t in self.tracks.values() if int(t["video_id"]) == video_id}
+            field = f"tracks[video_id={video_id}].category_id"
+        unknown = sorted(ids - set(self.categories))
+        if unknown:
+            raise DataError("names a category the split does not have", file=self.file, field=field,
+                            value=unknown[0])
+        return {c: str(self.categories[c]["name"]) for c in sorted(ids)}
 
     def vocabulary(self, splits: Iterable[str] = ("iv",)) -> list[str]:
         """Names of the categories whose ``split`` is in ``splits`` (a category without ``split`` counts as

@@ -14,6 +14,7 @@ Multi-view clip sample contract (shared with the transforms)::
     instance_ids  int32   [S, H, W]      0 = background, k = index + 1 into track_ids
     track_ids     int64   [T]            sorted track ids present in the clip
     captions      list[str] of T         track caption, or its category name when the caption is empty
+    concepts      list[str]              the phrases queried on the video (:meth:`Split.queried_phrases`)
     category_ids  int64   [T]
     visible       bool    [S, T]         the track has a non-empty mask on that view
     image_ids     int64   [S]
@@ -286,6 +287,7 @@ class MultiViewClipDataset(Dataset):
             "visible": visible,
             "image_ids": np.asarray([img["id"] for img in frames], np.int64),
             "video_id": int(video_id),
+            "concepts": list(split.queried_phrases(video_id).values()),
         }
 
 
@@ -413,6 +415,7 @@ def clip_to_tensors(sample: dict[str, Any]) -> dict[str, Any]:
         "visible": torch.from_numpy(np.asarray(sample["visible"], bool).copy()),
         "image_ids": torch.from_numpy(np.asarray(sample["image_ids"], np.int64).copy()),
         "video_id": torch.tensor(int(sample["video_id"]), dtype=torch.int64),
+        "concepts": list(sample.get("concepts", [])),
     }
 
 
@@ -423,7 +426,8 @@ def collate_clips(samples: list[dict[str, Any]]) -> dict[str, Any]:
     [B, S, 3, 3], ``extrinsics`` [B, S, 3, 4], ``has_camera`` bool [B], ``instance_ids`` int64 [B, S, H, W],
     ``image_ids`` [B, S], ``video_id`` [B]; tracks padded to T = max over the batch: ``track_ids`` and
     ``category_ids`` int64 [B, T] (-1 = padding), ``visible`` bool [B, S, T], ``track_valid`` bool [B, T], and
-    ``captions`` list (B) of lists of str. Instance id k of clip b still means ``track_ids[b, k - 1]``.
+    ``captions`` and ``concepts`` (the phrases queried on each clip's video, :meth:`~vision.data.coco.Split.
+    queried_phrases`) lists (B) of lists of str. Instance id k of clip b still means ``track_ids[b, k - 1]``.
     """
     if not samples:
         raise InputError("collate_clips needs at least one sample")
@@ -449,7 +453,7 @@ def collate_clips(samples: list[dict[str, Any]]) -> dict[str, Any]:
         visible[i, :, :t] = c["visible"]
         track_valid[i, :t] = True
     batch.update(track_ids=track_ids, category_ids=category_ids, visible=visible, track_valid=track_valid,
-                 captions=[list(c["captions"]) for c in clips])
+                 captions=[list(c["captions"]) for c in clips], concepts=[list(c.get("concepts", [])) for c in clips])
     return batch
 
 

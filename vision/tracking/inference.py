@@ -34,7 +34,7 @@ from vision.tracking.results import propagated_results
 from vision.tracking.sampling import PROMPT_TYPES
 
 __all__ = ["WINDOW_SIZE", "MAX_ANCHORS", "central_point", "protocol_predictor", "video_frames", "prompt_video",
-           "track_video", "track_split", "tracking_options", "score_tracking"]
+           "set_split_geometry", "track_video", "track_split", "tracking_options", "score_tracking"]
 
 #: views per predictor window and prompted views kept in every window, in the protocol
 WINDOW_SIZE, MAX_ANCHORS = 8, 1
@@ -91,6 +91,17 @@ def prompt_video(predictor: TrackerPredictor, state: Any, split: Split, video_id
     return prompted
 
 
+def set_split_geometry(predictor: TrackerPredictor, state: Any, split: Split, video_id: int,
+                       frames: list[dict]) -> None:
+    """Give ``state`` the split's ground-truth depth and cameras of ``frames`` (the oracle of the benchmarks;
+    :meth:`TrackerPredictor.set_known_geometry`); an :class:`InputError` when an image has no camera."""
+    cameras = [split.camera(im) for im in frames]
+    if any(cam is None for cam in cameras):
+        raise InputError(f"known_geometry needs a camera on every image of video {video_id} of {split.file}")
+    predictor.set_known_geometry(state, np.stack([split.depth(im) for im in frames]),
+                                 np.stack([cam[1] for cam in cameras]), np.stack([cam[0] for cam in cameras]))
+
+
 def track_video(predictor: TrackerPredictor, split: Split, video_id: int, prompt_type: str,
                 known_geometry: bool = False) -> list[dict]:
     """The protocol's results for one video and one prompt type (see the module docstring); [] when no track of
@@ -103,11 +114,7 @@ def track_video(predictor: TrackerPredictor, split: Split, video_id: int, prompt
         return []
     state = predictor.init_state(np.stack([split.load_image(im) for im in frames]), ordered=True)
     if known_geometry:
-        cameras = [split.camera(im) for im in frames]
-        if any(cam is None for cam in cameras):
-            raise InputError(f"known_geometry needs a camera on every image of video {video_id} of {split.file}")
-        predictor.set_known_geometry(state, np.stack([split.depth(im) for im in frames]),
-                                     np.stack([cam[1] for cam in cameras]), np.stack([cam[0] for cam in cameras]))
+        set_split_geometry(predictor, state, split, video_id, frames)
     if not prompt_video(predictor, state, split, video_id, frames, prompt_type):
         return []
     return propagated_results(predictor.propagate(state), video_id, [int(im["id"]) for im in frames], prompt_type)
