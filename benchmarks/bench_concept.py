@@ -71,7 +71,8 @@ def one_by_one(predictor: ConceptPredictor, split: Split, max_videos: int | None
         for category_id, name in queried_phrases(split, vid).items():
             state = predictor.init_state(images, ordered=bool(split.videos[vid].get("ordered", True)))
             predictor.add_concept(state, name)
-            records = concept_records(predictor, state, vid, [int(im["id"]) for im in frames], [category_id])
+            records = concept_records(predictor.propagate(state), state, vid, [int(im["id"]) for im in frames],
+                                      [category_id])
             for r in records:
                 if "track_id" in r:
                     r["track_id"] += offset

@@ -58,6 +58,14 @@ def predictions(name: str, model: torch.nn.Module) -> list[torch.Tensor]:
             prompts.labels[0, 0, 0] = POSITIVE
             out = model(views(1)[None], prompts)
             return [out["masks"], out["iou"], out["presence"]]
+        if name == "concept":
+            from vision.concept.heads import PAIR_FEATURES, PRESENCE_FEATURES
+
+            generator = torch.Generator().manual_seed(4)
+            out = model.detector(views(1))
+            return [out["boxes"], out["embeddings"],
+                    model.presence(torch.rand(4, PRESENCE_FEATURES, generator=generator)),
+                    model.association(torch.rand(4, PAIR_FEATURES, generator=generator))]
         features = torch.randn(4, len(model.feature_names), generator=torch.Generator().manual_seed(3))
         return [model.probability(features)]
 

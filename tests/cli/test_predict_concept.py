@@ -94,9 +94,9 @@ def test_bad_concept_prompts_are_one_line_and_exit_2(tmp_path, capsys, argv, mes
 
 
 @pytest.mark.parametrize("exemplar, message", [
-    ("3,1,1,10,10", "view 3 does not exist; the input has 3 view(s), 0 to 2"),
-    ("0,1,1,65,10", "the box is off the image; it must lie within 0 <= x <= 64 and 0 <= y <= 48"),
-    ("1,-2,1,10,10,neg", "'1,-2,1,10,10,neg': the box is off the image"),
+    ("3,1,1,10,10", "'3,1,1,10,10' is on view 3, but the input has views 0..2"),
+    ("0,1,1,65,10", "off the image or empty: it must satisfy 0 <= x0 < x1 <= 64 and 0 <= y0 < y1 <= 48"),
+    ("1,-2,1,10,10,neg", "'1,-2,1,10,10,neg' box [-2.0, 1.0, 10.0, 10.0] is off the image"),
 ])
 def test_exemplars_off_the_input_are_refused_before_the_model_loads(tmp_path, capsys, images, exemplar, message):
     ckpt = tmp_path / "c.ckpt"

@@ -16,7 +16,8 @@ def _observation(view: int, centre: tuple[float, float, float], phrase: int = 0,
     mask[4:8, 4:8] = True
     points[mask] = np.asarray(centre, np.float32) + rng.normal(0, 0.01, (16, 3)).astype(np.float32)
     features = torch.ones(8, 4, 4)
-    return lift_observation(view, phrase, np.array([4, 4, 8, 8]), score, mask, points, features, torch.ones(4))
+    image = np.full((s, s, 3), 128, np.uint8)
+    return lift_observation(view, phrase, np.array([4, 4, 8, 8]), score, mask, points, features, torch.ones(4), image)
 
 
 def _tracks(order: list[int], centres: dict[int, list]) -> list[set]:

@@ -65,7 +65,7 @@ def test_negative_exemplar_removes_the_proposals_it_covers(predictor, scene_fram
     ("   ", (), "non-empty string"),
     (None, (), "a phrase or at least one positive exemplar"),
     (None, [(0, [10, 10, 20, 20], False)], "a phrase or at least one positive exemplar"),
-    ("mug", [(9, [0, 0, 5, 5], True)], "view 9, but the state has views 0..4"),
+    ("mug", [(9, [0, 0, 5, 5], True)], "view 9, but the input has views 0..4"),
     ("mug", [(0, [0, 0, 70, 5], True)], "off the image"),
     ("mug", [(0, [20, 0, 10, 5], True)], "off the image or empty"),
     ("mug", [(0, [0, 0, 5], True)], "4 finite numbers"),

@@ -91,7 +91,8 @@ def _untrained_checkpoint(task: str, path: Path) -> Path:
     small = {"detection": {"config": {"channels": 32}, "queue_size": 64, "samples_per_class": 64},
              "tracking": {"config": {"image_size": 32, "dim": 32, "text_encoder": None}, "max_objects": 2},
              "forensics": {"config": {"tools": ["spectrum", "residual", "temporal", "codec"], "hidden": 8,
-                                      "image_size": 32, "max_frames": 4}}}
+                                      "image_size": 32, "max_frames": 4}},
+             "concept": {"config": {"detector": {"channels": 32}, "tracker": {"dim": 32, "text_encoder": None}}}}
     module = get_task(task).resolve("lightning")(**small[task])
     torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
     return path
@@ -105,7 +106,7 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
 
 def _task_args(task: str, checkpoints: dict[str, Path]) -> list[str]:
     extra = {"detection": ["--vocabulary", "mug,chair"], "tracking": ["--points", "20,20", "--presence-threshold", "0"],
-             "forensics": []}[task]
+             "forensics": [], "concept": ["--concept", "mug"]}[task]
     return ["--task", task, "--ckpt", str(checkpoints[task]), *extra]
 
 

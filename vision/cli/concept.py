@@ -161,15 +161,12 @@ def check_exemplars(prompts: Sequence[ConceptPrompt], width: int, height: int, v
     """Every exemplar lies on a view of the input (``views``: how many are used; None when a video does not say)
     and inside its ``width`` x ``height`` pixels; :class:`InputError` naming the exemplar (``name`` and its
     values) otherwise."""
+    from vision.concept.predictor import check_exemplar
+
     for prompt in prompts:
-        for view, (x0, y0, x1, y1), positive in prompt.exemplars:
-            text = ",".join(f"{v:g}" for v in (view, x0, y0, x1, y1)) + ("" if positive else ",neg")
-            if views is not None and view >= views:
-                raise InputError(f"{name} {text!r}: view {view} does not exist; the input has {views} view(s), "
-                                 f"0 to {views - 1}")
-            if not (0 <= x0 and x1 <= width and 0 <= y0 and y1 <= height):
-                raise InputError(f"{name} {text!r}: the box is off the image; it must lie within 0 <= x <= "
-                                 f"{width} and 0 <= y <= {height}")
+        for view, box, positive in prompt.exemplars:
+            text = ",".join(f"{v:g}" for v in (view, *box)) + ("" if positive else ",neg")
+            check_exemplar(view, box, width, height, views, f"{name} {text!r}")
 
 
 def check_concept_count(predictor: "ConceptPredictor", prompts: Sequence[ConceptPrompt], how: str = "") -> None:
@@ -253,19 +250,6 @@ def label_instances(frame: np.ndarray, masks: Sequence[np.ndarray], obj_ids: Seq
     return out
 
 
-class _Recorded:
-    """A predictor whose :meth:`propagate` also hands each view's output to ``sink`` (so the results records and
-    the drawing come from one propagation)."""
-
-    def __init__(self, predictor: "ConceptPredictor", sink: Callable[[tuple], None]) -> None:
-        self.predictor, self.sink = predictor, sink
-
-    def propagate(self, state: "ConceptState") -> Iterator[tuple]:
-        for item in self.predictor.propagate(state):
-            self.sink(item)
-            yield item
-
-
 def export_concepts(predictor: "ConceptPredictor", state: "ConceptState", frames: np.ndarray, out_dir: str | Path,
                     fps: float = 10.0, image_names: Sequence[str] | None = None,
                     progress: Callable[[int, int], None] | None = None) -> ConceptExport:
@@ -292,14 +276,17 @@ def export_concepts(predictor: "ConceptPredictor", state: "ConceptState", frames
     names = [c.name for c in state.concepts]
     small: dict[int, np.ndarray] = {}  # instance id -> bool [T, s, s] masks at the model size
 
-    def keep(item: tuple) -> None:
-        view, obj_ids, _, masks, _ = item
-        for obj_id, mask in zip(obj_ids, masks):
-            small.setdefault(obj_id, np.zeros((total, size, size), bool))[view] = resize_nearest(mask, (size, size))
-        if progress is not None:
-            progress(view + 1, total)
+    def kept(outputs: Iterator[tuple]) -> Iterator[tuple]:  # the records and the drawing from one propagation
+        for item in outputs:
+            view, obj_ids, _, masks, _ = item
+            for obj_id, mask in zip(obj_ids, masks):
+                small.setdefault(obj_id, np.zeros((total, size, size), bool))[view] = resize_nearest(mask,
+                                                                                                     (size, size))
+            if progress is not None:
+                progress(view + 1, total)
+            yield item
 
-    records = concept_records(_Recorded(predictor, keep), state, 1, [v + 1 for v in range(total)],
+    records = concept_records(kept(predictor.propagate(state)), state, 1, [v + 1 for v in range(total)],
                               list(range(1, len(names) + 1)))
     export = ConceptExport(folder=out, results=out / "results.json")
     atomic_write_json(export.results, records)

@@ -23,9 +23,10 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from vision.alignment import umeyama
-from vision.concept.heads import AssociationHead, pair_features
+from vision.concept.heads import AssociationHead, Descriptors, pair_features
 
-__all__ = ["Observation", "ConceptTrack", "Associator", "lift_observation", "window_to_global", "Similarity"]
+__all__ = ["Observation", "ConceptTrack", "Associator", "lift_observation", "weighted", "window_to_global",
+           "Similarity"]
 
 #: (scale, rotation [3, 3], translation [3]) with global = scale * R @ window + t
 Similarity = tuple[float, np.ndarray, np.ndarray]
@@ -37,7 +38,7 @@ IDENTITY: Similarity = (1.0, np.eye(3), np.zeros(3))
 class Observation:
     """One proposal on one view, lifted to 3D. ``mask [s, s]`` bool (model pixels), ``points [P, 3]`` the finite
     global-frame points under it, ``centroid [3]``, ``extent`` (RMS distance of the points to the centroid),
-    ``embedding [D]`` (detector), ``appearance [C]`` (tracker)."""
+    ``embedding [D]`` (detector), ``appearance [C]`` (tracker), ``colour [3]`` (mean RGB in [0, 1] under the mask)."""
 
     view: int
     phrase: int
@@ -49,6 +50,7 @@ class Observation:
     extent: float
     embedding: torch.Tensor
     appearance: torch.Tensor
+    colour: np.ndarray
 
 
 @dataclass
@@ -72,22 +74,34 @@ class ConceptTrack:
     def best(self) -> Observation:
         return max(self.observations, key=lambda o: (o.score, -o.view))
 
-    def summary(self) -> tuple[np.ndarray, float, torch.Tensor, torch.Tensor]:
-        """(centroid [3], extent, embedding [D], appearance [C]), weighted by the observations' scores."""
+    def summary(self) -> Descriptors:
+        """Its one-row :class:`~vision.concept.heads.Descriptors`, its observations' weighted by their scores."""
         w = np.asarray([max(o.score, 1e-3) for o in self.observations], np.float64)
-        w = w / w.sum()
-        centroid = (w[:, None] * np.stack([o.centroid for o in self.observations])).sum(0)
-        extent = float((w * np.asarray([o.extent for o in self.observations])).sum())
-        tw = torch.as_tensor(w, dtype=torch.float32)
-        embedding = (tw[:, None] * torch.stack([o.embedding.float() for o in self.observations])).sum(0)
-        appearance = (tw[:, None] * torch.stack([o.appearance.float() for o in self.observations])).sum(0)
-        return centroid, extent, embedding, appearance
+        return weighted(self.observations, w / w.sum())
+
+
+def weighted(observations: list[Observation], weights: np.ndarray | None = None) -> Descriptors:
+    """The :class:`~vision.concept.heads.Descriptors` of ``observations``: one row each, or with ``weights`` (summing
+    to 1) their weighted mean as one row."""
+    def stack(values: list) -> torch.Tensor:
+        return torch.as_tensor(np.stack([np.asarray(v, np.float32) for v in values]))
+
+    rows = Descriptors(centroid=stack([o.centroid for o in observations]),
+                       extent=torch.as_tensor([o.extent for o in observations], dtype=torch.float32),
+                       embedding=torch.stack([o.embedding.float() for o in observations]),
+                       appearance=torch.stack([o.appearance.float() for o in observations]),
+                       colour=stack([o.colour for o in observations]))
+    if weights is None:
+        return rows
+    w = torch.as_tensor(weights, dtype=torch.float32)
+    return Descriptors(*(((w.view(-1, *[1] * (f.ndim - 1)) * f).sum(0, keepdim=True))
+                         for f in (rows.centroid, rows.extent, rows.embedding, rows.appearance, rows.colour)))
 
 
 def lift_observation(view: int, phrase: int, box: np.ndarray, score: float, mask: np.ndarray, points: np.ndarray,
-                     features: torch.Tensor, embedding: torch.Tensor) -> Observation | None:
-    """An :class:`Observation` from a mask ``[s, s]`` on a view with global points ``[s, s, 3]`` and tracker
-    features ``[C, gh, gw]``; None when the mask holds no finite point."""
+                     features: torch.Tensor, embedding: torch.Tensor, image: np.ndarray) -> Observation | None:
+    """An :class:`Observation` from a mask ``[s, s]`` on a view with global points ``[s, s, 3]``, tracker features
+    ``[C, gh, gw]`` and pixels uint8 ``[s, s, 3]``; None when the mask holds no finite point."""
     pts = points[mask]
     pts = pts[np.isfinite(pts).all(1)]
     if len(pts) == 0:
@@ -101,7 +115,8 @@ def lift_observation(view: int, phrase: int, box: np.ndarray, score: float, mask
                   else features.float().mean(dim=(1, 2)))
     return Observation(view=view, phrase=phrase, box=np.asarray(box, np.float32), score=float(score), mask=mask,
                        points=pts.astype(np.float32), centroid=centroid, extent=extent,
-                       embedding=embedding.detach().float().cpu(), appearance=appearance.detach().float().cpu())
+                       embedding=embedding.detach().float().cpu(), appearance=appearance.detach().float().cpu(),
+                       colour=image[mask].astype(np.float32).mean(0) / 255.0)
 
 
 def window_to_global(window_points: np.ndarray, global_points: np.ndarray, max_points: int = 4096) -> Similarity:
@@ -149,14 +164,10 @@ class Associator:
         """Same-instance probabilities ``[A, B]`` of every (track, observation) pair."""
         if not tracks or not observations:
             return np.zeros((len(tracks), len(observations)))
-        summaries = [t.summary() for t in tracks]
-        features = pair_features(
-            torch.as_tensor(np.stack([s[0] for s in summaries]), dtype=torch.float32),
-            torch.as_tensor(np.stack([o.centroid for o in observations]), dtype=torch.float32),
-            torch.as_tensor([s[1] for s in summaries], dtype=torch.float32),
-            torch.as_tensor([o.extent for o in observations], dtype=torch.float32),
-            torch.stack([s[2] for s in summaries]), torch.stack([o.embedding for o in observations]),
-            torch.stack([s[3] for s in summaries]), torch.stack([o.appearance for o in observations]))
+        a, b = [t.summary() for t in tracks], weighted(observations)
+        a = Descriptors(*(torch.cat([getattr(d, f) for d in a]) for f in ("centroid", "extent", "embedding",
+                                                                         "appearance", "colour")))
+        features = pair_features(a, b)
         if self.head is None:
             return (features[..., 0] < self.rule_distance).double().numpy()
         head_device = next(self.head.parameters()).device

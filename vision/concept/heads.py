@@ -10,25 +10,28 @@ phrase's best location; then the scene's evidence (:func:`scene_presence_feature
 the best and the mean over all views of the phrase's best location score (a phrase absent from the whole scene
 scores low everywhere). Rule: the best proposal's score (0 without one).
 
-Association features of a (track, proposal) pair (:func:`pair_features`, ``[..., PAIR_FEATURES]``): the 3D distance
-of their centroids (in the scene's normalised frame: mean point norm 1), that distance over the sum of their 3D
-extents, the cosine of their detector region embeddings, the cosine of their tracker appearance vectors (the
-tracker's view features averaged under the mask), and the absolute log ratio of their extents. Rule: the same
-instance when the 3D distance is under ``rule_distance``.
+Association features of a (track, proposal) pair (:func:`pair_features` of their :class:`Descriptors`,
+``[..., PAIR_FEATURES]``): the 3D distance of their centroids (in the scene's normalised frame: mean point norm 1),
+that distance over the sum of their 3D extents, the cosine of their detector region embeddings, the cosine of their
+tracker appearance vectors (the tracker's view features averaged under the mask), the absolute log ratio of their
+extents, and the distance of their mean colours (RGB in [0, 1] under the mask: instances of one phrase often differ
+by colour alone). Rule: the same instance when the 3D distance is under ``rule_distance``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["VIEW_FEATURES", "PRESENCE_FEATURES", "PAIR_FEATURES", "PresenceHead", "AssociationHead",
+__all__ = ["VIEW_FEATURES", "PRESENCE_FEATURES", "PAIR_FEATURES", "Descriptors", "PresenceHead", "AssociationHead",
            "presence_features", "scene_presence_features", "pair_features"]
 
 VIEW_FEATURES = 6
 PRESENCE_FEATURES = VIEW_FEATURES + 2
-PAIR_FEATURES = 5
+PAIR_FEATURES = 6
 
 
 class _MLP(nn.Module):
@@ -51,7 +54,7 @@ class PresenceHead(_MLP):
 
 
 class AssociationHead(_MLP):
-    """Same-instance logit of a (track, proposal) pair from its :func:`pair_features` ``[..., 5]`` -> ``[...]``."""
+    """Same-instance logit of a (track, proposal) pair from its :func:`pair_features` ``[..., 6]`` -> ``[...]``."""
 
     def __init__(self, hidden: int = 32) -> None:
         super().__init__(PAIR_FEATURES, hidden)
@@ -85,15 +88,25 @@ def scene_presence_features(views: torch.Tensor) -> torch.Tensor:
     return torch.cat([views, best[..., None], mean[..., None]], dim=-1)
 
 
-def pair_features(centroid_a: torch.Tensor, centroid_b: torch.Tensor, extent_a: torch.Tensor, extent_b: torch.Tensor,
-                  embedding_a: torch.Tensor, embedding_b: torch.Tensor, appearance_a: torch.Tensor,
-                  appearance_b: torch.Tensor) -> torch.Tensor:
-    """Association features of every pair of A tracks and B proposals: centroids ``[A, 3]`` / ``[B, 3]``, extents
-    ``[A]`` / ``[B]`` (positive), region embeddings ``[A, D]`` / ``[B, D]``, appearances ``[A, C]`` / ``[B, C]``
-    -> ``[A, B, 5]`` float32."""
-    distance = torch.cdist(centroid_a.float()[None], centroid_b.float()[None])[0]
-    spread = extent_a.float()[:, None] + extent_b.float()[None, :] + 1e-6
-    cos_embed = F.normalize(embedding_a.float(), dim=-1) @ F.normalize(embedding_b.float(), dim=-1).t()
-    cos_app = F.normalize(appearance_a.float(), dim=-1) @ F.normalize(appearance_b.float(), dim=-1).t()
-    ratio = (torch.log(extent_a.float()[:, None] + 1e-6) - torch.log(extent_b.float()[None, :] + 1e-6)).abs()
-    return torch.stack([distance, distance / spread, cos_embed, cos_app, ratio], dim=-1)
+@dataclass
+class Descriptors:
+    """What association compares of N tracks or proposals: ``centroid [N, 3]`` and ``extent [N]`` (positive) in the
+    scene's frame, ``embedding [N, D]`` (detector), ``appearance [N, C]`` (tracker), ``colour [N, 3]`` (mean RGB in
+    [0, 1])."""
+
+    centroid: torch.Tensor
+    extent: torch.Tensor
+    embedding: torch.Tensor
+    appearance: torch.Tensor
+    colour: torch.Tensor
+
+
+def pair_features(a: Descriptors, b: Descriptors) -> torch.Tensor:
+    """Association features of every pair of A tracks and B proposals -> ``[A, B, 6]`` float32."""
+    distance = torch.cdist(a.centroid.float()[None], b.centroid.float()[None])[0]
+    spread = a.extent.float()[:, None] + b.extent.float()[None, :] + 1e-6
+    cos_embed = F.normalize(a.embedding.float(), dim=-1) @ F.normalize(b.embedding.float(), dim=-1).t()
+    cos_app = F.normalize(a.appearance.float(), dim=-1) @ F.normalize(b.appearance.float(), dim=-1).t()
+    ratio = (torch.log(a.extent.float()[:, None] + 1e-6) - torch.log(b.extent.float()[None, :] + 1e-6)).abs()
+    colour = torch.cdist(a.colour.float()[None], b.colour.float()[None])[0]
+    return torch.stack([distance, distance / spread, cos_embed, cos_app, ratio, colour], dim=-1)

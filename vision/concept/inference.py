@@ -16,7 +16,7 @@ Nothing is random and nothing depends on which other videos are tracked alongsid
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -28,13 +28,14 @@ from vision.tracking.inference import video_frames
 __all__ = ["concept_records", "track_video", "track_split", "score_concept"]
 
 
-def concept_records(predictor: ConceptPredictor, state: ConceptState, video_id: int, image_ids: list[int],
+def concept_records(outputs: Iterable[tuple], state: ConceptState, video_id: int, image_ids: list[int],
                     category_ids: list[int]) -> list[dict]:
-    """The results of a state whose concepts are the phrases ``category_ids`` (in order): its instance records
-    (from :meth:`ConceptPredictor.propagate`) and the presence records of every (phrase, view)."""
+    """The results of a state whose concepts are the phrases ``category_ids`` (in order), from its per-view
+    ``outputs`` (what :meth:`ConceptPredictor.propagate` yields; consumed here): its instance records, then the
+    presence records of every (phrase, view)."""
     records: list[dict] = []
     names = [c.name for c in state.concepts]
-    for view, obj_ids, concepts, masks, scores in predictor.propagate(state):
+    for view, obj_ids, concepts, masks, scores in outputs:
         keep = [n for n in range(len(obj_ids)) if masks[n].any()]
         records += view_records(video_id, image_ids[view], [obj_ids[n] for n in keep],
                                 [category_ids[concepts[n]] for n in keep], [names[concepts[n]] for n in keep],
@@ -63,7 +64,8 @@ def track_video(predictor: ConceptPredictor, split: Split, video_id: int, known_
         set_split_geometry(predictor.tracker, state.tracker, split, video_id, frames)
     for name in phrases.values():
         predictor.add_concept(state, name)
-    return concept_records(predictor, state, video_id, [int(im["id"]) for im in frames], list(phrases))
+    return concept_records(predictor.propagate(state), state, video_id, [int(im["id"]) for im in frames],
+                           list(phrases))
 
 
 def track_split(predictor: ConceptPredictor, split: Split, max_videos: int | None = None,

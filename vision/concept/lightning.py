@@ -30,7 +30,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vision.concept.heads import pair_features
+from vision.concept.association import weighted
+from vision.concept.heads import PAIR_FEATURES, pair_features
 from vision.concept.inference import track_video, video_frames
 from vision.concept.predictor import ConceptPredictor
 from vision.concept.task import ConceptConfig, build_model, from_parts
@@ -130,20 +131,18 @@ class ConceptModule(L.LightningModule):
                 if hits[slot] / union > iou:
                     best, iou = int(slot), hits[slot] / union
             objects.append(best if iou >= self.hparams.match_iou else 0)
-        pairs_x, pairs_y = [], []
-        for i, a in enumerate(observations):
-            for j in range(i + 1, len(observations)):
-                bo = observations[j]
-                if a.phrase != bo.phrase or a.view == bo.view or not objects[i] or not objects[j]:
-                    continue
-                pairs_x.append(pair_features(torch.as_tensor(a.centroid[None], dtype=torch.float32),
-                                             torch.as_tensor(bo.centroid[None], dtype=torch.float32),
-                                             torch.tensor([a.extent]), torch.tensor([bo.extent]), a.embedding[None],
-                                             bo.embedding[None], a.appearance[None], bo.appearance[None])[0, 0])
-                pairs_y.append(float(objects[i] == objects[j]))
+        pairs_x, pairs_y = torch.zeros(0, PAIR_FEATURES), torch.zeros(0)
+        if observations:
+            every = pair_features(weighted(observations), weighted(observations))  # [N, N, 6]
+            index = [(i, j) for i in range(len(observations)) for j in range(i + 1, len(observations))
+                     if observations[i].phrase == observations[j].phrase
+                     and observations[i].view != observations[j].view and objects[i] and objects[j]]
+            if index:
+                rows, cols = torch.as_tensor(index).t()
+                pairs_x = every[rows, cols]
+                pairs_y = torch.as_tensor([float(objects[i] == objects[j]) for i, j in index])
         entry = {"presence_x": features.reshape(-1, features.shape[-1]), "presence_y": labels.reshape(-1),
-                 "pair_x": torch.stack(pairs_x) if pairs_x else torch.zeros(0, 5),
-                 "pair_y": torch.as_tensor(pairs_y, dtype=torch.float32)}
+                 "pair_x": pairs_x, "pair_y": pairs_y}
         self._features[key] = entry
         return entry
 
@@ -156,8 +155,10 @@ class ConceptModule(L.LightningModule):
         pair_x = torch.cat([e["pair_x"] for e in entries]).to(self.device)
         pair_y = torch.cat([e["pair_y"] for e in entries]).to(self.device)
         presence = F.binary_cross_entropy_with_logits(self.model.presence(presence_x), presence_y)
-        association = (F.binary_cross_entropy_with_logits(self.model.association(pair_x), pair_y)
-                       if len(pair_y) else self.model.association(torch.zeros(1, 5, device=self.device)).sum() * 0)
+        if len(pair_y):
+            association = F.binary_cross_entropy_with_logits(self.model.association(pair_x), pair_y)
+        else:  # no pair in these clips: a zero that still reaches every parameter
+            association = self.model.association(pair_x.new_zeros(1, PAIR_FEATURES)).sum() * 0
         loss = presence + association
         log_losses(self, "train", {"loss": loss, "presence": presence, "association": association},
                    batch_size=len(entries))

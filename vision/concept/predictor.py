@@ -58,7 +58,26 @@ from vision.tracking.prompts import Prompts, box_to_points
 from vision.tracking.propagation import WindowDecoder, windows
 from vision.tracking.session import ObjectPrompt, TrackerState, as_int
 
-__all__ = ["Concept", "ConceptState", "ConceptPredictor"]
+__all__ = ["Concept", "ConceptState", "ConceptPredictor", "check_exemplar"]
+
+
+def check_exemplar(view: Any, box: Any, width: int, height: int, views: int | None,
+                   what: str = "exemplar") -> tuple[int, np.ndarray]:
+    """An exemplar's ``(view, box [4] float64)`` checked against an input of ``views`` views (None: unknown) of
+    ``width`` x ``height`` pixels: the view exists, the box is 4 finite numbers XYXY with ``0 <= x0 < x1 <= width``
+    and ``0 <= y0 < y1 <= height``; one :class:`InputError` naming ``what`` otherwise."""
+    view = as_int(view, f"{what} view")
+    if view < 0 or (views is not None and view >= views):
+        known = f"views 0..{views - 1}" if views is not None else "views numbered from 0"
+        raise InputError(f"{what} is on view {view}, but the input has {known}")
+    b = np.asarray(box, np.float64).reshape(-1)
+    if b.shape != (4,) or not np.isfinite(b).all():
+        raise InputError(f"{what} box must be 4 finite numbers XYXY, got {box!r}")
+    x0, y0, x1, y1 = b
+    if not (0 <= x0 < x1 <= width and 0 <= y0 < y1 <= height):
+        raise InputError(f"{what} box {b.tolist()} is off the image or empty: it must satisfy 0 <= x0 < x1 <= "
+                         f"{width} and 0 <= y0 < y1 <= {height}")
+    return view, b
 
 
 @dataclass
@@ -150,16 +169,7 @@ class ConceptPredictor:
 
     def _model_box(self, state: ConceptState, view: Any, box: Any, what: str) -> tuple[int, np.ndarray]:
         tracker = state.tracker
-        view = as_int(view, f"{what} view")
-        if not 0 <= view < tracker.num_views:
-            raise InputError(f"{what} is on view {view}, but the state has views 0..{tracker.num_views - 1}")
-        b = np.asarray(box, np.float64).reshape(-1)
-        if b.shape != (4,) or not np.isfinite(b).all():
-            raise InputError(f"{what} box must be 4 finite numbers XYXY, got {box!r}")
-        x0, y0, x1, y1 = b
-        if not (0 <= x0 < x1 <= tracker.width and 0 <= y0 < y1 <= tracker.height):
-            raise InputError(f"{what} box {b.tolist()} is off the image or empty: it must satisfy 0 <= x0 < x1 <= "
-                             f"{tracker.width} and 0 <= y0 < y1 <= {tracker.height}")
+        view, b = check_exemplar(view, box, tracker.width, tracker.height, tracker.num_views, what)
         s = tracker.size
         scale = np.array([s / tracker.width, s / tracker.height] * 2)
         return view, (b * scale).astype(np.float32)
@@ -335,7 +345,7 @@ class ConceptPredictor:
                         x0, y0, x1, y1 = np.floor(box).astype(int).clip(0, s)
                         mask[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)] = True
                     obs = lift_observation(v, int(prop.phrases[j]), box, float(prop.scores[j]), mask,
-                                           global_points[v], feats, prop.embeddings[j])
+                                           global_points[v], feats, prop.embeddings[j], state.tracker.frames[v])
                     if obs is not None:
                         observations.append(obs)
                 associator.add_view(observations)
@@ -418,8 +428,7 @@ class ConceptPredictor:
             take = np.linspace(0, len(pts) - 1, min(memory_points, len(pts))).round().astype(int)
             prompts.memory_points[0, j, :len(take)] = torch.from_numpy(invert_similarity(sim, pts[take]))
             prompts.memory_valid[0, j, :len(take)] = True
-            _, _, _, appearance = track.summary()
-            prompts.memory_feat[0, j] = appearance
+            prompts.memory_feat[0, j] = track.summary().appearance[0]
         masks, prob = decoder.decode(encoded, prompts.to(self.device))
         return masks.cpu().numpy(), prob.float().cpu().numpy()
 
