@@ -23,10 +23,10 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from vision.alignment import umeyama
-from vision.concept.heads import AssociationHead, Descriptors, pair_features
+from vision.concept.heads import PAIR_FEATURES, AssociationHead, Descriptors, pair_features
 
 __all__ = ["Observation", "ConceptTrack", "Associator", "lift_observation", "weighted", "window_to_global",
-           "Similarity"]
+           "Similarity", "match_objects", "labelled_pairs"]
 
 #: (scale, rotation [3, 3], translation [3]) with global = scale * R @ window + t
 Similarity = tuple[float, np.ndarray, np.ndarray]
@@ -217,3 +217,35 @@ class Associator:
             keep.observations.extend(drop.observations)
             keep.observations.sort(key=lambda o: o.view)
             self.tracks.remove(drop)
+
+
+def match_objects(observations: list[Observation], instance_ids: np.ndarray, match_iou: float) -> list[int]:
+    """The ground-truth object of each observation: the instance (``instance_ids [S, s, s]``, 0 background) whose
+    mask it overlaps most on its view, when their mask IoU is at least ``match_iou``, else 0."""
+    objects = []
+    for o in observations:
+        ids = instance_ids[o.view]
+        hits = np.bincount(ids[o.mask], minlength=int(ids.max()) + 1)
+        best, iou = 0, 0.0
+        for slot in np.nonzero(hits)[0]:
+            if slot == 0:
+                continue
+            union = np.logical_or(ids == slot, o.mask).sum()
+            if hits[slot] / union > iou:
+                best, iou = int(slot), hits[slot] / union
+        objects.append(best if iou >= match_iou else 0)
+    return objects
+
+
+def labelled_pairs(observations: list[Observation], objects: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The association head's training pairs: every two observations of one phrase on two different views that
+    both match an object (:func:`match_objects`): their features ``[P, 6]`` and ``1.0`` where the objects are the
+    same, else ``0.0`` ``[P]``."""
+    index = [(i, j) for i in range(len(observations)) for j in range(i + 1, len(observations))
+             if observations[i].phrase == observations[j].phrase
+             and observations[i].view != observations[j].view and objects[i] and objects[j]]
+    if not index:
+        return torch.zeros(0, PAIR_FEATURES), torch.zeros(0)
+    every = pair_features(weighted(observations), weighted(observations))  # [N, N, 6]
+    rows, cols = torch.as_tensor(index).t()
+    return every[rows, cols], torch.as_tensor([float(objects[i] == objects[j]) for i, j in index])

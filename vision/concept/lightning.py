@@ -30,8 +30,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vision.concept.association import weighted
-from vision.concept.heads import PAIR_FEATURES, pair_features
+from vision.concept.association import labelled_pairs, match_objects
+from vision.concept.heads import PAIR_FEATURES
 from vision.concept.inference import track_video, video_frames
 from vision.concept.predictor import ConceptPredictor
 from vision.concept.task import ConceptConfig, build_model, from_parts
@@ -39,7 +39,40 @@ from vision.errors import InputError
 from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import warmup_cosine
 
-__all__ = ["ConceptModule"]
+__all__ = ["ConceptModule", "heads_data", "rule_predictor"]
+
+
+def rule_predictor(model: Any, config: ConceptConfig, device: Any = None) -> ConceptPredictor:
+    """The predictor whose steps give the heads' inputs: the heads' fixed rules and no presence gate."""
+    config = config.replace(learned_presence=False, learned_association=False, presence_threshold=0.0)
+    return ConceptPredictor(model, config, device=device)
+
+
+@torch.no_grad()
+def heads_data(predictor: ConceptPredictor, frames: np.ndarray, phrases: dict[int, str], instance_ids: np.ndarray,
+               categories: np.ndarray, match_iou: float) -> dict[str, torch.Tensor]:
+    """The two heads' inputs and targets on one clip: ``frames`` uint8 ``[S, s, s, 3]``, the queried ``phrases``
+    (category id -> name), ``instance_ids [S, s, s]`` (track slot + 1, 0 background) and each slot's category
+    ``[T]`` (-1 padding). ``predictor`` must use the heads' rules and no presence gate (what
+    :func:`rule_predictor`), so the inputs do not depend on the heads being trained.
+
+    Returns ``presence_x [S*K, 8]`` / ``presence_y [S*K]`` (the phrase has a visible instance on the view) and
+    ``pair_x [P, 6]`` / ``pair_y [P]`` (:func:`vision.concept.association.labelled_pairs`)."""
+    state = predictor.init_state(frames)
+    for name in phrases.values():
+        predictor.add_concept(state, name)
+    views, _, features = predictor._proposals(state)
+    features = features.cpu()  # [S, K, 8]
+    labels = torch.zeros(features.shape[:2])
+    for k, c in enumerate(phrases):
+        slots = [t + 1 for t in range(len(categories)) if categories[t] == c]
+        for s in range(len(views)):
+            labels[s, k] = float(np.isin(instance_ids[s], slots).any())
+    tracks, _, _ = predictor._associate(state, views, np.ones(features.shape[:2]))
+    observations = [o for t in tracks for o in t.observations]
+    pairs_x, pairs_y = labelled_pairs(observations, match_objects(observations, instance_ids, match_iou))
+    return {"presence_x": features.reshape(-1, features.shape[-1]), "presence_y": labels.reshape(-1),
+            "pair_x": pairs_x, "pair_y": pairs_y}
 
 
 class ConceptModule(L.LightningModule):
@@ -91,10 +124,6 @@ class ConceptModule(L.LightningModule):
                 names.setdefault(int(category_id), category["name"])
         return names
 
-    def _extractor(self) -> ConceptPredictor:
-        config = self.config.replace(learned_presence=False, learned_association=False, presence_threshold=0.0)
-        return ConceptPredictor(self.model, config, device=self.device)
-
     @torch.no_grad()
     def clip_features(self, batch: dict[str, Any], b: int) -> dict[str, torch.Tensor]:
         """The heads' inputs and targets of clip ``b`` of ``batch`` (computed once per clip, then cached)."""
@@ -102,47 +131,10 @@ class ConceptModule(L.LightningModule):
         if key in self._features:
             return self._features[key]
         names = self._names()
-        phrases = [c for c, name in sorted(names.items()) if name in set(batch["concepts"][b])]
-        predictor = self._extractor()
+        phrases = {c: name for c, name in sorted(names.items()) if name in set(batch["concepts"][b])}
         frames = (batch["images"][b].permute(0, 2, 3, 1).clamp(0, 1) * 255 + 0.5).to(torch.uint8).cpu().numpy()
-        state = predictor.init_state(frames)
-        for c in phrases:
-            predictor.add_concept(state, names[c])
-        views, _, features = predictor._proposals(state)
-        features = features.cpu()  # [S, K, 8]
-        instance_ids = batch["instance_ids"][b].cpu().numpy()  # [S, H, W], slot + 1 of each track
-        categories = batch["category_ids"][b].cpu().numpy()
-        labels = torch.zeros(features.shape[:2])
-        for k, c in enumerate(phrases):
-            slots = [t + 1 for t in range(len(categories)) if categories[t] == c]
-            for s in range(len(views)):
-                labels[s, k] = float(np.isin(instance_ids[s], slots).any())
-        tracks, _, _ = predictor._associate(state, views, np.ones(features.shape[:2]))
-        observations = [o for t in tracks for o in t.observations]
-        objects = []
-        for o in observations:
-            ids = instance_ids[o.view]
-            hits = np.bincount(ids[o.mask], minlength=int(ids.max()) + 1)
-            best, iou = 0, 0.0
-            for slot in np.nonzero(hits)[0]:
-                if slot == 0:
-                    continue
-                union = np.logical_or(ids == slot, o.mask).sum()
-                if hits[slot] / union > iou:
-                    best, iou = int(slot), hits[slot] / union
-            objects.append(best if iou >= self.hparams.match_iou else 0)
-        pairs_x, pairs_y = torch.zeros(0, PAIR_FEATURES), torch.zeros(0)
-        if observations:
-            every = pair_features(weighted(observations), weighted(observations))  # [N, N, 6]
-            index = [(i, j) for i in range(len(observations)) for j in range(i + 1, len(observations))
-                     if observations[i].phrase == observations[j].phrase
-                     and observations[i].view != observations[j].view and objects[i] and objects[j]]
-            if index:
-                rows, cols = torch.as_tensor(index).t()
-                pairs_x = every[rows, cols]
-                pairs_y = torch.as_tensor([float(objects[i] == objects[j]) for i, j in index])
-        entry = {"presence_x": features.reshape(-1, features.shape[-1]), "presence_y": labels.reshape(-1),
-                 "pair_x": pairs_x, "pair_y": pairs_y}
+        entry = heads_data(rule_predictor(self.model, self.config, self.device), frames, phrases, batch["instance_ids"][b].cpu().numpy(),
+                           batch["category_ids"][b].cpu().numpy(), self.hparams.match_iou)
         self._features[key] = entry
         return entry
 
