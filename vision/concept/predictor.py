@@ -55,7 +55,7 @@ from vision.device import autocast, check_precision, parse_precision, resolve_de
 from vision.errors import InputError
 from vision.tracking.predictor import TrackerPredictor
 from vision.tracking.prompts import Prompts, box_to_points
-from vision.tracking.propagation import WindowDecoder, windows
+from vision.tracking.propagation import WindowDecoder, set_visual_prompt, windows
 from vision.tracking.session import ObjectPrompt, TrackerState, as_int
 
 __all__ = ["Concept", "ConceptState", "ConceptPredictor", "check_exemplar"]
@@ -409,14 +409,7 @@ class ConceptPredictor:
             prompts.valid[0, j] = True
             correction = state.corrections.get(o)
             if correction is not None:
-                if correction.view in window:
-                    prompts.view[0, j] = window.index(correction.view)
-                    if correction.points is not None:
-                        prompts.points[0, j, :len(correction.points)] = torch.from_numpy(correction.points)
-                        prompts.labels[0, j, :len(correction.labels)] = torch.from_numpy(correction.labels)
-                    if correction.mask is not None:
-                        prompts.masks[0, j] = torch.from_numpy(correction.mask.astype(np.float32))
-                        prompts.has_mask[0, j] = True
+                set_visual_prompt(prompts, j, correction, window)
                 continue
             best = track.best
             if best.view in window:

@@ -150,15 +150,15 @@ def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool,
             if check_files:
                 _check_file(c, path, "video file", f"{field}.file_name", video["file_name"])
         if "concepts" in video:
-            _check_concepts(c, video["concepts"], f"{field}.concepts", categories)
+            check_concepts(c, video["concepts"], f"{field}.concepts", categories)
         first[ident] = i
         videos[ident] = video
     return videos
 
 
-def _check_concepts(c: Checker, concepts: Any, field: str, categories: dict[int, dict]) -> None:
+def check_concepts(c: Checker, concepts: Any, field: str, categories: Any) -> list[int]:
     """A video's ``concepts``: the category ids queried on it (present and absent phrases), each in
-    ``categories`` and listed once."""
+    ``categories`` (ids) and listed once; returns them."""
     seen: dict[int, int] = {}
     for j, category_id in enumerate(c.list_(concepts, field)):
         c.int_(category_id, f"{field}[{j}]")
@@ -168,6 +168,22 @@ def _check_concepts(c: Checker, concepts: Any, field: str, categories: dict[int,
             raise c.fail(f"concept listed twice (first at {field}[{seen[category_id]}])", f"{field}[{j}]",
                          category_id)
         seen[category_id] = j
+    return list(seen)
+
+
+def check_near_categories(c: Checker, near: Any, names: set[str]) -> dict[str, set[str]]:
+    """``info.near_categories``: phrase -> the names of its close cousins, every name one of ``names``; returns
+    it as sets."""
+    out: dict[str, set[str]] = {}
+    for name, others in c.dict_(near, "info.near_categories").items():
+        field = f"info.near_categories.{name}"
+        if name not in names:
+            raise c.fail("near_categories key is not a category name", field, name)
+        for j, other in enumerate(c.list_(others, field)):
+            if c.str_(other, f"{field}[{j}]") not in names:
+                raise c.fail("near category is not a category name", f"{field}[{j}]", other)
+        out[name] = set(others)
+    return out
 
 
 def _check_provenance(c: Checker, video: dict, field: str) -> None:
@@ -427,14 +443,7 @@ def _check_info(c: Checker, dataset: dict, categories: dict[int, dict]) -> None:
             if name not in names:
                 raise c.fail("vocabulary name is not a category name", f"info.vocabulary[{j}]", name)
     if "near_categories" in info:
-        names = {cat["name"] for cat in categories.values()}
-        for name, near in c.dict_(info["near_categories"], "info.near_categories").items():
-            field = f"info.near_categories.{name}"
-            if name not in names:
-                raise c.fail("near_categories key is not a category name", field, name)
-            for j, other in enumerate(c.list_(near, field)):
-                if c.str_(other, f"{field}[{j}]") not in names:
-                    raise c.fail("near category is not a category name", f"{field}[{j}]", other)
+        check_near_categories(c, info["near_categories"], {cat["name"] for cat in categories.values()})
 
 
 # ---------------------------------------------------------------- the parts of a split that scoring reads

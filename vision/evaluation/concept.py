@@ -52,6 +52,7 @@ from scipy.optimize import linear_sum_assignment
 
 from vision.data.checker import ScalarChecker
 from vision.data.masks import decode_rle
+from vision.data.schema import check_concepts, check_near_categories
 from vision.errors import InputError
 from vision.evaluation import hota
 
@@ -131,26 +132,11 @@ def concept_split(split: dict, file: str | None = None) -> ConceptSplit:
     for i, video in enumerate(split.get("videos") or []):
         if "concepts" not in video:
             continue
-        where = f"videos[{i}].concepts"
-        ids = [c.int_(v, f"{where}[{j}]") for j, v in enumerate(c.list_(video["concepts"], where))]
-        for j, category in enumerate(ids):
-            if category not in phrases:
-                raise c.fail("concept is not a category id in 'categories'", f"{where}[{j}]", category)
-            if category in ids[:j]:
-                raise c.fail("concept listed twice", f"{where}[{j}]", category)
-        queried[int(video["id"])] = set(ids)
+        queried[int(video["id"])] = set(check_concepts(c, video["concepts"], f"videos[{i}].concepts", phrases))
     near: dict[str, set[str]] = {}
     info = split.get("info")
     if isinstance(info, dict) and "near_categories" in info:
-        names = set(phrases.values())
-        for name, others in c.dict_(info["near_categories"], "info.near_categories").items():
-            where = f"info.near_categories.{name}"
-            if name not in names:
-                raise c.fail("near_categories key is not a category name", where, name)
-            for j, other in enumerate(c.list_(others, where)):
-                if c.str_(other, f"{where}[{j}]") not in names:
-                    raise c.fail("near category is not a category name", f"{where}[{j}]", other)
-            near[name] = set(others)
+        near = check_near_categories(c, info["near_categories"], set(phrases.values()))
     return ConceptSplit(phrases, dict(frames), dict(video_images), queried, tracks, masks, near)
 
 

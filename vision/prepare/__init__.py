@@ -13,5 +13,9 @@
   an unordered multi-view split with cameras (first view = world frame);
 - :mod:`vision.prepare.co3d`: ``vision-prepare-co3d`` (``datasets/prepare_co3d.py``), a CO3Dv2 category -> one
   unordered multi-view video per sequence with cameras (view 0 = world frame), optional depth and the object's mask
-  track.
+  track;
+- :mod:`vision.prepare.ytvis`, :mod:`vision.prepare.burst`, :mod:`vision.prepare.saco`: ``vision-prepare-ytvis``
+  (YouTube-VIS 2019 / 2021, LV-VIS), ``vision-prepare-burst`` (BURST / TAO) and ``vision-prepare-saco`` (SA-Co)
+  -> COCO-video splits whose categories are phrases and whose videos list the phrases queried on them (what the
+  ``concept`` task reads); what they share is in :mod:`vision.prepare.instances`.
 """

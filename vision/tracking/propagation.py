@@ -24,7 +24,7 @@ from vision.tracking.interface import TrackingModel
 from vision.tracking.memory3d import ObjectMemory, lift
 from vision.tracking.model import select_best_mask
 from vision.tracking.prompts import Prompts
-from vision.tracking.session import TrackerState, as_int
+from vision.tracking.session import ObjectPrompt, TrackerState, as_int
 
 __all__ = ["WindowDecoder", "propagation_views", "windows"]
 
@@ -65,6 +65,20 @@ def windows(prompted_views: Sequence[int], views: list[int], window_size: int,
     return out
 
 
+def set_visual_prompt(prompts: Prompts, slot: int, prompt: ObjectPrompt, window: list[int]) -> None:
+    """Object slot ``slot`` of the one-clip ``prompts`` takes ``prompt``'s points and mask on its view, when
+    ``window`` holds that view (as an index into the window)."""
+    if prompt.view is None or prompt.view not in window:
+        return
+    prompts.view[0, slot] = window.index(prompt.view)
+    if prompt.points is not None:
+        prompts.points[0, slot, : len(prompt.points)] = torch.from_numpy(prompt.points)
+        prompts.labels[0, slot, : len(prompt.labels)] = torch.from_numpy(prompt.labels)
+    if prompt.mask is not None:
+        prompts.masks[0, slot] = torch.from_numpy(prompt.mask.astype(np.float32))
+        prompts.has_mask[0, slot] = True
+
+
 @dataclass
 class WindowDecoder:
     """Decodes the masks of one window for the objects of a state.
@@ -92,14 +106,7 @@ class WindowDecoder:
         for j, o in enumerate(obj_ids):
             pr = state.prompts[o]
             p.valid[0, j] = True
-            if pr.view is not None and pr.view in window:
-                p.view[0, j] = window.index(pr.view)
-                if pr.points is not None:
-                    p.points[0, j, : len(pr.points)] = torch.from_numpy(pr.points)
-                    p.labels[0, j, : len(pr.labels)] = torch.from_numpy(pr.labels)
-                if pr.mask is not None:
-                    p.masks[0, j] = torch.from_numpy(pr.mask.astype(np.float32))
-                    p.has_mask[0, j] = True
+            set_visual_prompt(p, j, pr, window)
             if pr.text_embedding is not None:
                 p.text[0, j] = pr.text_embedding
                 p.has_text[0, j] = True
