@@ -38,11 +38,14 @@ $(STAMP): pyproject.toml
 
 # `make test` runs every test (the CI command, under 15 minutes on 2 cores); `make test-fast` leaves out the slow
 # ones (training, DDP and other subprocess runs, the browser) and the GPU ones, for everyday work (under 3 minutes).
+# Both run the test files on parallel workers (pytest-xdist, one file per worker at a time, so module fixtures are
+# built once; `-n auto` is one worker per core, at most 4).
+XDIST := -n auto --maxprocesses=4 --dist loadfile
 test: setup
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q $(XDIST) tests
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow and not gpu" tests
+	$(BIN)/python -m pytest -q $(XDIST) -m "not slow and not gpu" tests
 
 # `make train`: render the default synthetic splits (once), train the tiny geometry backbone, then on it the tiny
 # OOV detector, G2TAM (with its memory-bank control) and the forensic detector; evaluate each and print its figures.
