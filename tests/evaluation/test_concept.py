@@ -458,3 +458,20 @@ def test_command_line_scores_a_concept_results_file(tmp_path, capsys):
     assert "HOTA/mug" in capsys.readouterr().out
     validate_concept_results(results, split)
     assert json.loads((tmp_path / "m.json").read_text()) == pytest.approx(evaluate_concept(split, results))
+
+
+def test_command_line_passes_the_concept_options_and_refuses_them_elsewhere(tmp_path, capsys):
+    from vision.cli.evaluate import main
+
+    split, results = small_case()
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    args = ["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "results.json")]
+    assert main([*args, "--task", "concept", "--score-threshold", "0.95", "--out", str(tmp_path / "m.json")]) == 0
+    # at 0.95 no record counts for cgF1: the figures equal the scorer's with that option, not the default's
+    strict = evaluate_concept(split, results, score_threshold=0.95)
+    assert json.loads((tmp_path / "m.json").read_text()) == pytest.approx(strict)
+    assert strict["pmF1"] != evaluate_concept(split, results)["pmF1"]
+    with pytest.raises(SystemExit):
+        main([*args, "--task", "detection", "--accept-iou", "0.3"])
+    assert "does not apply to --task detection" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """``vision-evaluate`` (and ``python tools/evaluate.py``): score a results file against a split.
 
-    vision-evaluate --split SPLIT.json --results RESULTS.json --task detection|tracking|forensics|geometry
+    vision-evaluate --split SPLIT.json --results RESULTS.json --task detection|tracking|forensics|geometry|concept
                     [--out METRICS.json]
 
 Prints a table of metrics (then a ``note:`` line for anything not scored, e.g. mask AP skipped on a box-only split)
@@ -69,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tracking: which frames and objects J&F scores (default vos-benchmark)")
     parser.add_argument("--threshold", type=_finite_float,
                         help="forensics: the detector's threshold (fixed on real validation videos)")
+    parser.add_argument("--score-threshold", type=_finite_float,
+                        help="concept: the score at which an instance counts for cgF1 / IL_MCC (default 0.5)")
+    parser.add_argument("--presence-threshold", type=_finite_float,
+                        help="concept: the presence at which a presence record says present (default 0.5)")
+    parser.add_argument("--accept-iou", type=_finite_float,
+                        help="concept: the mask IoU at which an instance covers an object outside the phrases "
+                             "(default 0.5)")
     return parser
 
 
@@ -81,8 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                        or args.unknown_category_id is not None or args.openset_convention is not None)
     tracking_flags = args.prompted_image_ids is not None or args.skip_first_and_last or args.protocol is not None
     forensics_flags = args.threshold is not None
+    concept = {"score_threshold": args.score_threshold, "presence_threshold": args.presence_threshold,
+               "accept_iou": args.accept_iou}
+    concept_flags = any(v is not None for v in concept.values())
     if ((args.task != "detection" and detection_flags) or (args.task != "tracking" and tracking_flags)
-            or (args.task != "forensics" and forensics_flags)):
+            or (args.task != "forensics" and forensics_flags) or (args.task != "concept" and concept_flags)):
         parser.error(f"an option given does not apply to --task {args.task}")
     options: dict = {}
     if args.task == "detection":
@@ -104,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             options["split_root"] = str(args.split.resolve().parent)
         except (OSError, RuntimeError):  # a link loop: reading the split then reports it in one line
             options["split_root"] = str(args.split.absolute().parent)
+    elif args.task == "concept":
+        options.update({k: v for k, v in concept.items() if v is not None})
     elif args.threshold is not None:
         options["threshold"] = args.threshold
     # imported here: the scorers load NumPy, OpenCV and SciPy, which --help and a bad command line do not need
