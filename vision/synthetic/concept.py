@@ -42,7 +42,7 @@ from vision.data.io import atomic_write_bytes
 from vision.errors import InputError
 from vision.synthetic.objects import CATEGORIES, COLOUR_NAMES, NOMINAL_SIZE, TEXTURES, category_mesh
 from vision.synthetic.render import ROOM_HALF, ObjectSpec, Scene, SceneSpec, look_at, render_scene
-from vision.synthetic.scenes import (_SPLIT_NAME, DEFAULT_VOCAB, _camera_poses, _check_args, _intrinsics,
+from vision.synthetic.scenes import (_SPLIT_NAME, DEFAULT_VOCAB, FRAME_INFO, _camera_poses, _check_args, _intrinsics,
                                      _object_style, _place_objects, _room_style, caption_for, scene_seed,
                                      scene_to_coco)
 
@@ -403,8 +403,7 @@ def write_concept_split(out_dir: str | Path, split_name: str, scenes: int, views
             "near_categories": {p: list(NEAR_CATEGORIES[p]) for p in phrases_used},
             "colors": list(COLOUR_NAMES),
             "textures": list(TEXTURES),
-            "world_frame": "per scene: metres, z up, floor at z = 0; cameras OpenCV camera-from-world",
-            "depth": "16-bit PNG, millimetres, 0 = invalid",
+            **FRAME_INFO,
         },
         "videos": videos,
         "images": images,

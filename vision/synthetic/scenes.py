@@ -68,6 +68,12 @@ DEFAULT_VOCAB: dict[str, tuple[str, ...]] = {
     "oov": ("pyramid", "arrow", "dumbbell", "mushroom"),
 }
 
+#: What every rendered split's ``info`` says of its world frame and depth files.
+FRAME_INFO: dict[str, str] = {
+    "world_frame": "per scene: metres, z up, floor at z = 0; cameras OpenCV camera-from-world",
+    "depth": "16-bit PNG, millimetres, 0 = invalid",
+}
+
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -514,8 +520,7 @@ def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, s
             "vocabulary_split": {k: list(v) for k, v in vocabulary.items()},
             "colors": list(COLOUR_NAMES),
             "textures": list(TEXTURES) + ([PHOTO] if textures == "photo" else []),
-            "world_frame": "per scene: metres, z up, floor at z = 0; cameras OpenCV camera-from-world",
-            "depth": "16-bit PNG, millimetres, 0 = invalid",
+            **FRAME_INFO,
         },
         "videos": videos,
         "images": images,
