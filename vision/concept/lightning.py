@@ -108,6 +108,18 @@ class ConceptModule(L.LightningModule):
         self._features: dict[tuple, dict[str, torch.Tensor]] = {}
         self.evaluator = TaskEvaluator("concept", split=self._scored_split)
 
+    @staticmethod
+    def check_datamodule(datamodule: Any) -> None:
+        """The heads' inputs are cached per clip, so training clips must not be augmented (each would be cached as
+        first drawn): an :class:`~vision.errors.InputError` when ``datamodule`` augments its training clips."""
+        hparams = getattr(datamodule, "hparams", {}) or {}
+        if hparams.get("augment") and hparams.get("image_size") is not None:
+            raise InputError("ConceptModule caches the heads' inputs per training clip, so its clips must not be "
+                             "augmented: set data.init_args.augment: false")
+
+    def on_fit_start(self) -> None:
+        self.check_datamodule(getattr(self.trainer, "datamodule", None))
+
     def train(self, mode: bool = True) -> "ConceptModule":
         super().train(mode)
         self.model.detector.eval()  # frozen: their normalisation and dropout stay in inference mode
