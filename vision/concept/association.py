@@ -202,12 +202,14 @@ class Associator:
         the most probable pair first, until none is left. The joined track keeps the smaller id."""
         while True:
             best: tuple[float, ConceptTrack, ConceptTrack] | None = None
+            # one call per round: every track's summary against every track's best observation
+            prob = self.probabilities(self.tracks, [t.best for t in self.tracks])
             for i, a in enumerate(self.tracks):
-                for b in self.tracks[i + 1:]:
+                for j in range(i + 1, len(self.tracks)):
+                    b = self.tracks[j]
                     if a.phrase != b.phrase or a.views & b.views:
                         continue
-                    p = min(float(self.probabilities([a], [b.best])[0, 0]),
-                            float(self.probabilities([b], [a.best])[0, 0]))
+                    p = min(float(prob[i, j]), float(prob[j, i]))
                     if p >= self.threshold and (best is None or p > best[0]):
                         best = (p, a, b)
             if best is None:

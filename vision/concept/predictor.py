@@ -257,7 +257,7 @@ class ConceptPredictor:
         competitors_t = torch.cat(competitors) if competitors else rows.new_zeros(0, rows.shape[1])
         views = propose(detector, outputs, rows, competitors_t, config.rejection, config.score_threshold,
                         config.nms_iou, config.max_per_view, state.tracker.size)
-        views = [self._with_exemplars(state, v, s, outputs) for s, v in enumerate(views)]
+        views = [self._with_exemplars(state, v, s, positives) for s, v in enumerate(views)]
         features = scene_presence_features(torch.stack([v.presence for v in views]))  # [T, K, 8]
         if config.learned_presence:
             presence = self.model.presence(features).sigmoid()
@@ -271,9 +271,10 @@ class ConceptPredictor:
 
     @staticmethod
     def _with_exemplars(state: ConceptState, proposals: ViewProposals, view: int,
-                        outputs: dict[str, torch.Tensor]) -> ViewProposals:
-        """A view's proposals with its positive exemplar boxes added (score 1: the user says it is one) and the
-        proposals of a concept that overlap its negative exemplar boxes on this view (IoU >= 0.5) removed."""
+                        positives: list[torch.Tensor]) -> ViewProposals:
+        """A view's proposals with its positive exemplar boxes added (score 1: the user says it is one; embeddings
+        ``positives[k]`` ``[E, D]``, in concept k's order) and the proposals of a concept that overlap its exemplar
+        boxes on this view (IoU >= 0.5) removed."""
         from torchvision.ops import box_iou
 
         boxes, scores, phrases, emb = proposals.boxes, proposals.scores, proposals.phrases, proposals.embeddings
@@ -285,14 +286,13 @@ class ConceptPredictor:
                 overlap = box_iou(boxes, b)[:, 0] >= 0.5 if len(boxes) else torch.zeros(0, dtype=torch.bool)
                 keep = ~(overlap & (phrases == k))
                 boxes, scores, phrases, emb = boxes[keep], scores[keep], phrases[keep], emb[keep]
-            for v, box in concept.positives:
+            for (v, box), embedding in zip(concept.positives, positives[k]):
                 if v != view:
                     continue
-                b = torch.as_tensor(box, device=boxes.device)
-                boxes = torch.cat([boxes, b[None]])
+                boxes = torch.cat([boxes, torch.as_tensor(box, device=boxes.device)[None]])
                 scores = torch.cat([scores, scores.new_ones(1)])
                 phrases = torch.cat([phrases, phrases.new_full((1,), k)])
-                emb = torch.cat([emb, exemplar_embedding(outputs, view, b)[None].to(emb.dtype)])
+                emb = torch.cat([emb, embedding[None].to(emb.device, emb.dtype)])
         return ViewProposals(boxes, scores, phrases, emb, proposals.presence)
 
     def _windows(self, state: ConceptState) -> list[tuple[list[int], list[int]]]:

@@ -32,7 +32,7 @@ Conventions (world frame, cameras, depth, instance ids) are those of :mod:`visio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -43,7 +43,7 @@ from vision.errors import InputError
 from vision.synthetic.objects import CATEGORIES, COLOUR_NAMES, NOMINAL_SIZE, TEXTURES, category_mesh
 from vision.synthetic.render import ROOM_HALF, ObjectSpec, Scene, SceneSpec, look_at, render_scene
 from vision.synthetic.scenes import (_SPLIT_NAME, DEFAULT_VOCAB, FRAME_INFO, _camera_poses, _check_args, _intrinsics,
-                                     _object_style, _place_objects, _room_style, caption_for, scene_seed,
+                                     _object_style, _place_objects, _room, caption_for, scene_seed,
                                      scene_to_coco)
 
 __all__ = ["TARGET_PHRASES", "NEAR_CATEGORIES", "OUTSIDE_CATEGORIES", "OCCLUDER_CATEGORY", "CONCEPT_MODES", "ROLES",
@@ -254,10 +254,7 @@ def sample_concept_spec(rng: np.random.Generator, views: int, size: int, mode: s
     objects = tuple(ObjectSpec(instance_id=k + 1, position=pos, **d)
                     for k, (d, pos) in enumerate(zip(drafts, positions)))
     extent = max(np.hypot(*o.position) + o.radius for o in objects)
-    floor = _room_style(rng, floor=True)
-    wall = _room_style(rng, floor=False)
-    walls = tuple(replace(wall, phase=tuple(float(x) for x in rng.uniform(0.0, 1.0, 3))) for _ in range(4))
-    light = (float(rng.uniform(-2.0, 2.0)), float(rng.uniform(-2.0, 2.0)), float(rng.uniform(2.6, 3.2)))
+    floor, walls, light = _room(rng)
     fov = float(rng.uniform(50.0, 60.0))
     target = np.array([0.0, 0.0, float(rng.uniform(0.12, 0.25))])
     distance = extent / np.sin(np.radians(fov) / 2.0) * float(rng.uniform(0.72, 0.9))

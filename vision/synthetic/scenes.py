@@ -187,6 +187,15 @@ def _room_style(rng: np.random.Generator, floor: bool) -> SurfaceStyle:
                         phase=tuple(float(x) for x in rng.uniform(0.0, 1.0, 3)), seed=int(rng.integers(2**31)))
 
 
+def _room(rng: np.random.Generator) -> tuple[SurfaceStyle, tuple[SurfaceStyle, ...], tuple[float, float, float]]:
+    """The floor's and the four walls' looks and the point light's position, drawn from ``rng`` in that order."""
+    floor = _room_style(rng, floor=True)
+    wall = _room_style(rng, floor=False)
+    walls = tuple(replace(wall, phase=tuple(float(x) for x in rng.uniform(0.0, 1.0, 3))) for _ in range(4))
+    light = (float(rng.uniform(-2.0, 2.0)), float(rng.uniform(-2.0, 2.0)), float(rng.uniform(2.6, 3.2)))
+    return floor, walls, light
+
+
 def _photo_styles(rng: np.random.Generator, objects: tuple[ObjectSpec, ...], floor: SurfaceStyle,
                   walls: tuple[SurfaceStyle, ...]) -> tuple[tuple[ObjectSpec, ...], SurfaceStyle,
                                                             tuple[SurfaceStyle, ...], Photometric]:
@@ -317,10 +326,7 @@ def sample_scene_spec(rng: np.random.Generator, views: int, size: int, mode: str
                    radius=r, height=h, caption=caption_for(col, tex, c), style=style)
         for k, ((c, col, tex, sc, yaw, r, h, style), pos) in enumerate(zip(drafts, positions)))
     extent = max(np.hypot(*o.position) + o.radius for o in objects)
-    floor = _room_style(rng, floor=True)
-    wall = _room_style(rng, floor=False)
-    walls = tuple(replace(wall, phase=tuple(float(x) for x in rng.uniform(0.0, 1.0, 3))) for _ in range(4))
-    light = (float(rng.uniform(-2.0, 2.0)), float(rng.uniform(-2.0, 2.0)), float(rng.uniform(2.6, 3.2)))
+    floor, walls, light = _room(rng)
     fov = float(rng.uniform(50.0, 65.0))
     distance = max(1.2, extent / np.sin(np.radians(fov) / 2.0) * float(rng.uniform(0.72, 0.95)))
     target = np.array([0.0, 0.0, float(rng.uniform(0.12, 0.25))])
