@@ -10,6 +10,7 @@ SYNTH  := datasets/synthetic
 RUNS   := runs
 
 .PHONY: setup sysdeps test test-fast train train-geometry train-detection train-tracking train-forensics train-long \
+	data-aigv-footage \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
 	train-concept bench-concept
 
@@ -199,6 +200,15 @@ train-forensics: setup
 	$(call test_ckpt,forensics/tiny) --data.init_args.train_split $(AIGV)/train.json \
 	  --data.init_args.val_split $(AIGV)/val.json --data.init_args.cache_dir $(AIGV)/feature_cache \
 	  --data.init_args.test_split $(AIGV)/test_chain.json
+
+# More real footage for the forensic benchmark: OpenCV's three camera videos from Debian's opencv-doc package
+# (apt-get download, no root), then the benchmark prepared with five real videos instead of two (datasets/README.md).
+OPENCV_SAMPLES := datasets/opencv_samples
+AIGV_FOOTAGE := datasets/aigv_footage
+data-aigv-footage: setup
+	$(BIN)/python datasets/fetch_opencv_samples.py --out $(OPENCV_SAMPLES)
+	test -f $(AIGV_FOOTAGE)/test_chain.json || $(BIN)/python datasets/prepare_aigv.py --out $(AIGV_FOOTAGE) \
+	  --steps 200 --max-source-frames 150 --render-scenes 4 --opencv-samples $(OPENCV_SAMPLES)
 
 clean-venv:
 	rm -rf $(VENV)

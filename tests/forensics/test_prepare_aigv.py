@@ -190,3 +190,32 @@ def test_prepare_writes_labelled_splits_with_no_source_on_two_sides(tmp_path: Pa
             for source in set(frames_of[a]) & set(frames_of[b]):
                 assert not frames_of[a][source] & frames_of[b][source], (a, b, source)
     assert {"bikes", "carphone_pristine", "bigbuckbunny"} <= set(frames_of["test"])
+
+
+def test_opencv_samples_folder_must_hold_every_video(tmp_path: Path) -> None:
+    (tmp_path / "samples").mkdir()
+    write_video(tmp_path / "samples" / "box.mp4", np.zeros((4, 32, 32, 3), np.uint8))
+    with pytest.raises(InputError, match=r"lacks \['vtest.avi', 'cup.mp4'\].*vision-fetch-opencv-samples"):
+        prepare_aigv.prepare(tmp_path / "out", size=32, frames=4, opencv_samples=tmp_path / "samples")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_opencv_samples_add_real_footage(tmp_path: Path) -> None:
+    # stand-ins for OpenCV's three camera videos (moving noise), each becoming real footage of its own
+    rng = np.random.default_rng(0)
+    samples = tmp_path / "samples"
+    for name in prepare_aigv.OPENCV_SOURCES:
+        base = rng.integers(0, 255, (48, 72, 3), dtype=np.uint8)
+        # written as mp4, then renamed: the reader goes by the file's contents, not its suffix
+        mp4 = write_video(samples / f"{Path(name).stem}_tmp.mp4",
+                          np.stack([np.roll(base, 2 * t, axis=1) for t in range(24)]))
+        mp4.rename(samples / name)
+    paths = prepare_aigv.prepare(tmp_path / "out", size=32, frames=4, steps=2, max_source_frames=24,
+                                 render_scenes=1, fakes_per_generator=6, opencv_samples=samples, log=lambda _: None)
+    stems = {Path(s).stem for s in prepare_aigv.REAL_SOURCES + prepare_aigv.OPENCV_SOURCES}
+    for name in ("train", "test"):
+        entries = list(load_split(paths[name]).videos.values())
+        assert {v["footage"] for v in entries if v["label"] == "real"} == stems, name
+        made_from = {v["footage"] for v in entries if v["label"] == "generated"}
+        assert made_from & {"vtest", "box", "cup"}, name

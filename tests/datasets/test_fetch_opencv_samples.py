@@ -1,0 +1,82 @@
+"""OpenCV's real sample videos from Debian's opencv-doc: copied from an installed package, or extracted from the
+package that ``apt-get download`` fetches (here a small package built with ``dpkg-deb`` and a stand-in apt-get on
+PATH), only the files asked for, each checked for by name."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from vision.prepare import opencv_samples
+from vision.prepare.opencv_samples import FILES, fetch, main, missing
+
+
+def _package_tree(root: Path) -> dict[str, bytes]:
+    """The members of :data:`FILES` under ``root`` (gzip where the package has them gzipped); our name -> bytes."""
+    content = {}
+    for name, member in FILES.items():
+        data = f"{name} contents".encode() * 10
+        path = root / member
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(gzip.compress(data) if member.endswith(".gz") else data)
+        content[name] = data
+    (root / "usr/share/doc/opencv-doc/examples/data/Megamind.avi").write_bytes(b"not wanted")
+    return content
+
+
+def test_installed_package_files_are_copied_and_unzipped(tmp_path, monkeypatch):
+    content = _package_tree(tmp_path / "root")
+    monkeypatch.setattr(opencv_samples, "INSTALLED", tmp_path / "root")
+    out = fetch(tmp_path / "out")
+    assert missing(out) == []
+    assert {p.name for p in out.iterdir()} == set(FILES)
+    for name, data in content.items():
+        assert (out / name).read_bytes() == data
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs Debian's dpkg-deb")
+def test_downloaded_package_gives_only_the_named_files(tmp_path, monkeypatch):
+    tree = tmp_path / "pkg"
+    content = _package_tree(tree)
+    (tree / "DEBIAN").mkdir()
+    (tree / "DEBIAN/control").write_text("Package: opencv-doc\nVersion: 1.0\nArchitecture: all\n"
+                                         "Maintainer: test <t@example.org>\nDescription: test package\n")
+    deb = tmp_path / "opencv-doc_1.0_all.deb"
+    assert os.system(f"dpkg-deb --build --root-owner-group {tree} {deb} >/dev/null") == 0
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "apt-get"  # `apt-get download opencv-doc` puts the package into the working folder
+    fake.write_text(f"#!/bin/sh\n[ \"$1\" = download ] && [ \"$2\" = opencv-doc ] && cp {deb} .\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(opencv_samples, "INSTALLED", tmp_path / "nothing_installed")
+    out = tmp_path / "out"
+    assert main(["--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    for name, data in content.items():
+        assert (out / name).read_bytes() == data
+
+
+def test_a_failed_download_names_the_package(tmp_path, monkeypatch, capsys):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "apt-get"
+    fake.write_text("#!/bin/sh\necho 'E: Unable to locate package opencv-doc' >&2\nexit 100\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(opencv_samples, "INSTALLED", tmp_path / "nothing_installed")
+    assert main(["--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "opencv-doc" in err and "Unable to locate package" in err
+    assert not any((tmp_path / "out").glob("*.*"))
+
+
+def test_out_that_is_a_file_is_refused(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    assert main(["--out", str(tmp_path / "f")]) == 2
+    assert "is a file" in capsys.readouterr().err

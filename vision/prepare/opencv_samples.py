@@ -1,0 +1,108 @@
+"""Real camera videos from OpenCV's sample data, as Debian's ``opencv-doc`` package ships them.
+
+``vision-fetch-opencv-samples --out datasets/opencv_samples`` (or ``python datasets/fetch_opencv_samples.py``)
+downloads the package with ``apt-get download`` (Debian's package registry; no root needed) and extracts only
+:data:`FILES` into ``--out``; nothing else of the package is kept. Where the package is installed
+(``apt-get install opencv-doc``) the files are copied from ``/usr/share/doc/opencv-doc`` instead.
+
+The videos are camera footage (people on a campus walkway; a hand turning a printed box; a hand moving a cup) under
+OpenCV's licence (Apache-2.0, Debian's ``copyright`` file: ``Files: *``). ``tree.avi`` is camera footage too, but
+its Cinepak stream decodes 68 of the 444 frames it declares, so :func:`vision.data.video.read_video` refuses it and
+it is not used; ``Megamind.avi`` is an animated film.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from vision.errors import InputError, VisionError
+from vision.prepare.files import output_folder
+
+__all__ = ["PACKAGE", "FILES", "INSTALLED", "missing", "fetch", "main"]
+
+PACKAGE = "opencv-doc"
+#: Our file name -> its path inside the package (a ``.gz`` member is decompressed).
+FILES: dict[str, str] = {
+    "vtest.avi": "usr/share/doc/opencv-doc/examples/data/vtest.avi",
+    "box.mp4": "usr/share/doc/opencv-doc/opencv4/html/box.mp4.gz",
+    "cup.mp4": "usr/share/doc/opencv-doc/opencv4/html/cup.mp4.gz",
+}
+#: Where an installed package keeps them (``/`` + the paths of :data:`FILES`).
+INSTALLED = Path("/")
+
+
+def missing(folder: str | Path) -> list[str]:
+    """The names of :data:`FILES` that ``folder`` lacks (empty when every one is there)."""
+    return [name for name in FILES if not (Path(folder) / name).is_file()]
+
+
+def _copy_member(src, dst: Path, gz: bool) -> None:
+    tmp = dst.with_name(dst.name + ".part")
+    with open(tmp, "wb") as out:
+        shutil.copyfileobj(gzip.GzipFile(fileobj=src) if gz else src, out)
+    tmp.replace(dst)
+
+
+def _from_installed(out: Path) -> bool:
+    sources = {name: INSTALLED / member for name, member in FILES.items()}
+    if not all(p.is_file() for p in sources.values()):
+        return False
+    for name, src in sources.items():
+        with open(src, "rb") as f:
+            _copy_member(f, out / name, src.suffix == ".gz")
+    return True
+
+
+def _from_package(out: Path) -> None:
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        raise InputError(f"fetching {PACKAGE} needs Debian's apt-get and dpkg-deb; neither is on PATH here")
+    with tempfile.TemporaryDirectory() as tmp:
+        done = subprocess.run(["apt-get", "download", PACKAGE], cwd=tmp, capture_output=True, text=True)
+        debs = sorted(Path(tmp).glob(f"{PACKAGE}_*.deb"))
+        if done.returncode != 0 or not debs:
+            raise InputError(f"apt-get download {PACKAGE} failed ({done.returncode}): "
+                             f"{(done.stderr or done.stdout).strip()[-300:]}")
+        data = Path(tmp) / "data.tar"
+        with open(data, "wb") as f:
+            subprocess.run(["dpkg-deb", "--fsys-tarfile", str(debs[0])], stdout=f, check=True)
+        wanted = {"./" + member: name for name, member in FILES.items()}
+        with tarfile.open(data) as tar:
+            for info in tar:
+                name = wanted.pop(info.name, None)
+                if name is not None and info.isfile():
+                    _copy_member(tar.extractfile(info), out / name, info.name.endswith(".gz"))
+        if wanted:
+            raise InputError(f"{debs[0].name} lacks {sorted(wanted)}")
+
+
+def fetch(out: str | Path) -> Path:
+    """Put :data:`FILES` into ``out`` (kept where already there); returns ``out``."""
+    folder = output_folder(out)
+    if not missing(folder):
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    if not _from_installed(folder):
+        _from_package(folder)
+    return folder
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="datasets/opencv_samples")
+    args = parser.parse_args(argv)
+    try:
+        folder = fetch(args.out)
+    except (VisionError, OSError, subprocess.CalledProcessError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for name in FILES:
+        print(folder / name)
+    return 0
