@@ -1,7 +1,8 @@
 """AIGV forensics on footage the detector never saw: leave-one-source-out, and leave-one-source-and-family-out.
 
 ``python benchmarks/bench_forensics_sources.py --data datasets/aigv_quick [--epochs 300] [--skip-combination]
-[--threads 1]``
+[--reference-models] [--threads 1]`` (``--data datasets/aigv_footage``: five real videos, ``make
+data-aigv-footage``)
 
 Footage: the real camera video (or photograph) a clip's pixels come from (:func:`vision.forensics.protocol.
 footages_of`; a still cut from a real video and a splice's donor count too). For each real footage ``S`` (every
@@ -22,8 +23,12 @@ Operating point (the default verdict, :func:`vision.forensics.statistics.verdict
 detector's prediction-test p-values, Bonferroni-combined; ``generated`` at p <= 0.05, ``real`` at p >= 1 (no single
 test below 1/k), else ``insufficient evidence``. Columns ``realFA`` / ``cgiFA``: share of held-out real / CGI clips
 called generated; ``notReal``: share of held-out generated clips not called real; ``gen``: called generated. The
-detector alone at its own threshold is reported beside (``det@thr``). Calibration: reliability curve and expected
-calibration error (10 bins) of the detector's probability on the held-out clips, per fold and pooled.
+detector alone at its own threshold is reported beside (``det@thr``). Then the same verdict's rates as its level
+alpha varies, and alpha fitted so that at most 5% of held-out real clips are called generated
+(:func:`vision.forensics.statistics.alpha_for_false_alarms`): pooled over the folds, and nested (each fold's alpha
+from the other folds' held-out real clips), with the tests that drove the remaining false alarms. Calibration:
+reliability curve and expected calibration error (10 bins) of the detector's probability on the held-out clips, per
+fold and pooled.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +47,8 @@ from bench_forensics import CONDITIONS, _datamodule, family_of, train_detector  
 
 from vision.forensics.protocol import footages_of
 from vision.forensics.statistics import (
-    STATISTICS, combine, detector_p_value, expected_calibration_error, fit_null, p_values, reliability_curve,
-    verdict_of, z_scores)
+    STATISTICS, VERDICT_REAL_P, alpha_for_false_alarms, combine, detector_p_value, expected_calibration_error,
+    fit_null, p_values, reliability_curve, verdict_of, z_scores)
 from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig
 
 SIDES = ("train", "val", "test")
@@ -106,8 +112,11 @@ def _score_fold(det: torch.nn.Module, names: list[str], calib: Split, held: Spli
     p_comb, k = combine(p_all)
     low = np.min(np.where(np.isfinite(p_all), p_all, np.inf), axis=1, initial=np.inf)
     evidence = np.where(k > 0, -np.log10(np.maximum(low * np.maximum(k, 1), 1e-300)), np.nan)
+    labels = [st.feature for st in used] + ["detector"]
+    driver = [labels[int(i)] if n else "" for i, n in
+              zip(np.argmin(np.where(np.isfinite(p_all), p_all, np.inf), axis=1), k)]
     return {"prob": run(held.x, "probability"), "score": det_score, "threshold": float(det.threshold), "z": z,
-            "used": used, "p_comb": p_comb, "evidence": evidence, "tests": k,
+            "used": used, "p_comb": p_comb, "evidence": evidence, "tests": k, "driver": driver,
             "verdict": [verdict_of(float(v)) for v in p_comb]}
 
 
@@ -131,12 +140,87 @@ def _operating(held: Split, s: dict) -> dict[str, float]:
             "n_real": int(real.sum()), "n_cgi": int(cgi.sum()), "n_gen": int(gen.sum())}
 
 
+ALPHAS = (0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
+
+
+def _rates(v: dict[str, np.ndarray], alpha: float) -> dict[str, float]:
+    gen, real = v["p"] <= alpha, v["p"] >= VERDICT_REAL_P
+    share = (lambda m, c: float(c[m].mean()) if m.any() else float("nan"))
+    return {"realFA": share(v["y"] == 0, gen), "cgiFA": share(v["y"] < 0, gen), "gen": share(v["y"] == 1, gen),
+            "notReal": share(v["y"] == 1, ~real), "realReal": share(v["y"] == 0, real)}
+
+
+def operating_point(verdicts: dict[str, dict[str, np.ndarray]]) -> None:
+    """The default verdict's rates on held-out footage as its level alpha varies, the alpha fitted on held-out real
+    clips (:func:`vision.forensics.statistics.alpha_for_false_alarms`, 5%) pooled over the folds, and nested: each
+    fold's alpha fitted on the other folds' held-out real clips only (the honest figure for a new video)."""
+    pooled = {k: np.concatenate([v[k] for v in verdicts.values()]) for k in ("p", "y", "driver")}
+    keys = ("realFA", "cgiFA", "gen", "notReal", "realReal")
+    print("\n== operating point on held-out footage (clean, pooled over folds): rates of the default verdict at level "
+          "alpha; realReal: real clips called real ==")
+    print(f"{'alpha':<26}" + "".join(f"{k:>10}" for k in keys))
+    fitted = alpha_for_false_alarms(pooled["p"][pooled["y"] == 0], 0.05)
+    for label, alpha in [(f"{a:g}", a) for a in ALPHAS] + [(f"fitted {fitted:.2e} (pooled)", fitted)]:
+        r = _rates(pooled, alpha)
+        print(f"{label:<26}" + "".join(f"{r[k]:>10.3f}" for k in keys))
+    print("-- nested: alpha fitted on the other folds' held-out real clips, applied to this fold --")
+    print(f"{'footage':<22}{'alpha':>10}" + "".join(f"{k:>10}" for k in keys) + "  false alarms driven by")
+    nested = []
+    for footage, v in verdicts.items():
+        others = np.concatenate([o["p"][o["y"] == 0] for f, o in verdicts.items() if f != footage])
+        alpha = alpha_for_false_alarms(others, 0.05)
+        r = _rates(v, alpha)
+        alarms = v["driver"][(v["y"] == 0) & (v["p"] <= alpha)]
+        drivers = ", ".join(f"{d} {n}" for d, n in Counter(alarms.tolist()).most_common(3))
+        print(f"{footage[:21]:<22}{alpha:>10.2e}" + "".join(f"{r[k]:>10.3f}" for k in keys) + f"  {drivers}")
+        nested.append((v, alpha))
+    counts = {k: 0.0 for k in keys}
+    for k, mask in (("realFA", 0), ("cgiFA", -1), ("gen", 1), ("notReal", 1), ("realReal", 0)):
+        num = sum(_rates(v, a)[k] * float((v["y"] == mask).sum()) for v, a in nested)
+        den = sum(float((v["y"] == mask).sum()) for v, _ in nested)
+        counts[k] = num / den if den else float("nan")
+    print(f"{'pooled (nested)':<32}" + "".join(f"{counts[k]:>10.3f}" for k in keys))
+
+
+def reference_models(splits: dict, every: "Split", footages: list[str], families: list[str]) -> None:
+    """Leave-one-source-out macro AUC of two scikit-learn learners on the same features and folds (training side
+    without the held-out footage, no calibration needed for AUC): how much of the detector's drop on new footage
+    is its learner's."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    learners = {
+        "random forest": lambda: RandomForestClassifier(300, min_samples_leaf=3, class_weight="balanced", n_jobs=1,
+                                                        random_state=0),
+        "logistic regression": lambda: make_pipeline(SimpleImputer(), StandardScaler(), LogisticRegression(
+            C=0.1, max_iter=2000, class_weight="balanced")),
+    }
+    print("\n== reference learners on the same folds (clean, trained on the training side without the held-out "
+          "footage): macro AUC per fold ==")
+    print(f"{'learner':<22}" + "".join(f"{f[:9]:>10}" for f in footages) + f"{'mean':>8}")
+    train = splits["train"]
+    for name, make in learners.items():
+        aucs = []
+        for footage in footages:
+            t = train.select(~train.drawing_on(footage) & (train.y >= 0))
+            model = make().fit(t.x, t.y)
+            held = every.select(every.drawing_on(footage))
+            aucs.append(float(np.nanmean(list(_family_aucs(held, model.predict_proba(held.x)[:, 1],
+                                                           families).values()))))
+        print(f"{name:<22}" + "".join(f"{a:>10.3f}" for a in aucs) + f"{np.mean(aucs):>8.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default="datasets/aigv_quick")
     parser.add_argument("--epochs", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--skip-combination", action="store_true")
+    parser.add_argument("--reference-models", action="store_true",
+                        help="also fit scikit-learn's random forest and logistic regression on the same folds")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
@@ -157,6 +241,7 @@ def main() -> None:
 
     rows: dict[str, dict] = {}
     pooled: dict[str, list] = {"prob": [], "y": []}
+    verdicts: dict[str, dict[str, np.ndarray]] = {}  # footage -> p_comb, y, driver of its held-out clips (clean)
     per_stat: dict[str, list[dict[str, float]]] = {s.feature: [] for s in STATISTICS}
     for footage in footages:
         det = train_detector(data, tools, None, args.epochs, footage=footage)
@@ -172,6 +257,7 @@ def main() -> None:
                           "evidence": _family_aucs(held, naive["evidence"], families), "op": _operating(held, s),
                           "op_clip": _operating(held, naive)}
             if cond == "clean":
+                verdicts[footage] = {"p": s["p_comb"], "y": held.y, "driver": np.array(s["driver"], object)}
                 lab = held.y >= 0
                 pooled["prob"].append(s["prob"][lab])
                 pooled["y"].append(held.y[lab])
@@ -224,6 +310,9 @@ def main() -> None:
         print(f"[{b['lo']:.1f}, {b['hi']:.1f}){'':<2}{b['count']:>7}{b['mean_probability']:>9.3f}"
               f"{b['share_generated']:>11.3f}")
 
+    operating_point(verdicts)
+    if args.reference_models:
+        reference_models(splits, every, footages, families)
     if args.skip_combination:
         return
     print("\n== leave-one-source-and-family-out (clean): AUC of held-out footage's real vs its held-out family ==")

@@ -8,8 +8,9 @@ import torch
 
 from vision.errors import InputError
 from vision.forensics.model import ForensicDetector
-from vision.forensics.statistics import (Statistic, combine, expected_calibration_error, explain, fit_null,
-                                         p_values, predictive_null, reliability_curve, verdict_of, z_scores)
+from vision.forensics.statistics import (VERDICT_ALPHA, Statistic, alpha_for_false_alarms, combine,
+                                         expected_calibration_error, explain, fit_null, p_values, predictive_null,
+                                         reliability_curve, verdict_of, z_scores)
 
 STATS = (Statistic("a.x", "greater", "the first thing"), Statistic("a.y", "two-sided", "the second thing"))
 
@@ -79,3 +80,32 @@ def test_detector_stores_the_footage_null_and_old_checkpoints_load_without_one()
     fresh = ForensicDetector(names, hidden=4, dropout=0.0)
     fresh.load_state_dict(state)
     assert fresh.footage_null().moments == {} and torch.all(fresh.null_df == 0)
+
+
+def test_alpha_for_false_alarms_is_the_loosest_level_within_the_target():
+    rng = np.random.default_rng(0)
+    for case in range(200):
+        n = int(rng.integers(1, 60))
+        p = rng.choice([rng.uniform(0, 1), 10.0 ** rng.uniform(-6, 0)], size=n)
+        p = np.maximum(np.round(p, int(rng.integers(1, 4))), 1e-6)  # ties
+        p[rng.random(n) < 0.1] = np.nan  # clips no test could be made on
+        target = float(rng.choice([0.0, 0.05, 0.1, 0.3]))
+        alpha = alpha_for_false_alarms(p, target)
+        alarms = np.nansum(p <= alpha)
+        assert 0 < alpha <= VERDICT_ALPHA and alarms <= np.floor(target * n + 1e-9), (case, alpha, alarms)
+        looser = np.sort(p[np.isfinite(p) & (p > alpha)])  # the next p-value above alpha would exceed the target
+        if looser.size and looser[0] <= VERDICT_ALPHA:
+            assert np.nansum(p <= looser[0]) > np.floor(target * n + 1e-9), case
+
+
+def test_alpha_for_false_alarms_examples_and_errors():
+    assert alpha_for_false_alarms(np.array([0.5, 0.9, 1.0])) == VERDICT_ALPHA  # no real clip comes near
+    assert alpha_for_false_alarms(np.array([1e-4, 0.5, 1.0])) == pytest.approx(1e-4 / np.sqrt(10))  # none allowed
+    p = np.r_[1e-4, 1e-3, np.ones(38)]  # 40 clips, 2 alarms allowed at 5%
+    assert alpha_for_false_alarms(p) == VERDICT_ALPHA
+    p = np.r_[1e-4, 1e-3, 1e-2, np.ones(17)]  # 20 clips, 1 allowed: between the first and second
+    assert alpha_for_false_alarms(p) == pytest.approx(np.sqrt(1e-4 * 1e-3))
+    with pytest.raises(InputError, match="at least one"):
+        alpha_for_false_alarms(np.array([]))
+    with pytest.raises(InputError, match="target"):
+        alpha_for_false_alarms(np.array([0.1]), target=1.0)
