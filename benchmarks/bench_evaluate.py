@@ -23,9 +23,10 @@ of both IoU types are compared (they must be identical). ``--profile`` prints cP
 
 ``--process`` times them as a user runs them instead: each run is a whole fresh process, started to finished, with
 its imports, measured from outside (wall time, and peak RSS from ``os.wait4``): the ``vision-evaluate`` console
-script of this environment (``--split --results --task detection --out``) against a pycocotools script
-(:data:`PYCOCOTOOLS_SCRIPT`, written next to the files: the scoring above, its figures written as JSON). The two
-run in turn within each repetition.
+script of this environment (``--split --results --task detection --out``; its default ``--processes``, and
+``--processes 1`` beside it) against a pycocotools script (:data:`PYCOCOTOOLS_SCRIPT`, written next to the files:
+the scoring above, its figures written as JSON). They run in turn within each repetition. ``--iou-workers`` times
+faster-coco-eval's mask IoUs with its default thread pool and with the one thread our scorer uses.
 """
 
 from __future__ import annotations
@@ -176,14 +177,38 @@ def _process_runs(split: Path, results: Path, reps: int) -> tuple[dict[str, list
     script.write_text(PYCOCOTOOLS_SCRIPT)
     ours_out, ref_out = split.parent / "process_ours.json", split.parent / "process_pycocotools.json"
     cli = str(Path(sys.executable).parent / "vision-evaluate")
-    cmds = {"ours": [cli, "--split", str(split), "--results", str(results), "--task", "detection", "--out",
-                     str(ours_out)],
+    ours = [cli, "--split", str(split), "--results", str(results), "--task", "detection", "--out", str(ours_out)]
+    cmds = {"ours": ours, "ours, 1 process": ours + ["--processes", "1"],
             "pycocotools": [sys.executable, str(script), str(split), str(results), str(ref_out)]}
     runs: dict[str, list[tuple[float, float]]] = {tool: [] for tool in cmds}
     for _ in range(reps):
         for tool, cmd in cmds.items():
             runs[tool].append(_timed_process(cmd, tool))
     return runs, json.loads(ours_out.read_text()), json.loads(ref_out.read_text())
+
+
+def _iou_workers(split: Path, results: Path, reps: int) -> None:
+    """Seconds of faster-coco-eval's ``evaluate`` on the mask IoUs with its thread pool (8 workers, its default)
+    and with one thread (what :func:`vision.evaluation.detection.coco_ap` uses), in turn within each repetition."""
+    from faster_coco_eval import COCO, COCOeval_faster
+
+    from vision.evaluation.detection import _results_for, coco_ground_truth
+    from vision.evaluation.results import load_document, load_results
+
+    gt, _ = load_document(split, dict, "a split must be a JSON object", "split")
+    dets, _ = load_results(results)
+    times: dict[int, list[float]] = {8: [], 1: []}
+    for _ in range(reps):
+        for workers in times:
+            coco_gt = COCO(coco_ground_truth(gt, need_segmentation=True))
+            evaluator = COCOeval_faster(coco_gt, coco_gt.loadRes(_results_for(dets, "segm")), "segm",
+                                        print_function=lambda *a: None, rle_iou_max_workers=workers)
+            start = time.perf_counter()
+            evaluator.evaluate()
+            times[workers].append(time.perf_counter() - start)
+    print("faster-coco-eval segm evaluate(), seconds (min / median):")
+    for workers, values in times.items():
+        print(f"  rle_iou_max_workers={workers}: {min(values):.2f} / {statistics.median(values):.2f}")
 
 
 def _measure(tool: str, split: str, results: str) -> None:
@@ -213,6 +238,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print cProfile's top lines of ours")
     parser.add_argument("--process", action="store_true",
                         help="time whole fresh processes, imports included (vision-evaluate against a script)")
+    parser.add_argument("--iou-workers", action="store_true",
+                        help="time faster-coco-eval's mask IoUs with its thread pool and with one thread")
     parser.add_argument("--_measure", nargs=3, metavar=("TOOL", "SPLIT", "RESULTS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._measure:
@@ -226,13 +253,16 @@ def main() -> None:
         results = make_results(split, out, args.detections)
         print(f"split: {args.images} images, {args.annotations} annotations (RLE masks); results: "
               f"{args.detections} detections (boxes + RLE masks), bbox + segm")
+        if args.iou_workers:
+            _iou_workers(split, results, args.reps)
+            return
         if args.process:
             timed, ours, ref = _process_runs(split, results, args.reps)
             seconds = {tool: [t for t, _ in rs] for tool, rs in timed.items()}
             print("each run a fresh process with its imports, timed from outside; peak RSS from os.wait4")
-            print(f"{'tool':<14}{'min s':>9}{'median s':>10}{'peak MiB, max':>15}")
+            print(f"{'tool':<18}{'min s':>9}{'median s':>10}{'peak MiB, max':>15}")
             for tool, rs in timed.items():
-                print(f"{tool:<14}{min(seconds[tool]):>9.2f}{statistics.median(seconds[tool]):>10.2f}"
+                print(f"{tool:<18}{min(seconds[tool]):>9.2f}{statistics.median(seconds[tool]):>10.2f}"
                       f"{max(m for _, m in rs):>15.0f}")
         else:
             runs: dict[str, list[dict]] = {"ours": [], "pycocotools": []}

@@ -68,3 +68,20 @@ def test_cli_category_ids_vocabulary(files, tmp_path):
         assert proc.returncode == 0, proc.stderr
         outputs.append(json.loads(out.read_text()))
     assert outputs[0] == outputs[1]
+
+
+def test_cli_processes_give_the_same_metrics_and_bad_values_are_refused(files, tmp_path):
+    metrics = {}
+    for n in ("1", "2"):
+        out = tmp_path / f"m{n}.json"
+        proc = run_cli("--split", str(files / "split.json"), "--results", str(files / "res.json"),
+                       "--task", "detection", "--processes", n, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        metrics[n] = json.loads(out.read_text())
+    assert metrics["1"] == metrics["2"] and "segm_AP" in metrics["1"]
+    proc = run_cli("--split", str(files / "split.json"), "--results", str(files / "res.json"),
+                   "--task", "detection", "--processes", "0")
+    assert proc.returncode == 2 and "--processes" in proc.stderr and ">= 1" in proc.stderr
+    proc = run_cli("--split", str(files / "split.json"), "--results", str(files / "res.json"),
+                   "--task", "forensics", "--processes", "2")
+    assert proc.returncode == 2 and "does not apply" in proc.stderr

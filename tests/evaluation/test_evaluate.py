@@ -33,6 +33,17 @@ def test_detection_bbox_and_segm_keys(small_case):
     assert iv["AP"] == pytest.approx(coco_ap(split, results, "bbox", category_ids=[1, 2])["AP"])
 
 
+@pytest.mark.parametrize("seed", [7, 11])
+def test_mask_ap_in_a_second_process_gives_the_same_figures(seed):
+    split, results = make_detection_case(seed=seed, num_images=12)
+    one = evaluate(split, results, "detection", processes=1)
+    two = evaluate(split, results, "detection", processes=2)
+    assert one == two and "segm_AP" in two
+    for bad in (0, 1.5, True, "2"):
+        with pytest.raises(InputError, match="processes"):
+            evaluate(split, results, "detection", processes=bad)
+
+
 def test_files_and_empty_results(small_case, tmp_path):
     split, results = small_case
     (tmp_path / "split.json").write_text(json.dumps(split))

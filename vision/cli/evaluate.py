@@ -36,6 +36,25 @@ def _category_ids(text: str) -> list[int] | str:
     return "vocabulary" if text.strip() == "vocabulary" else _id_list(text)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _default_processes() -> int:
+    """2 where this process may run on two or more cores and the platform forks, else 1."""
+    import multiprocessing
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 if cores > 1 and "fork" in multiprocessing.get_all_start_methods() else 1
+
+
 def _finite_float(text: str) -> float:
     try:
         value = float(text)
@@ -62,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="detection: the id of rejected (OOV) detections; adds the open-set metrics")
     parser.add_argument("--openset-convention", choices=("coco", "opendet2"),
                         help="detection: how AP_U and WI are computed (default coco; opendet2: OpenDet2's evaluator)")
+    parser.add_argument("--processes", type=_positive_int, default=None,
+                        help="detection: 2 scores mask AP in a second process while box AP runs (default: 2 where "
+                             "this process may use two or more cores and the platform forks, else 1)")
     parser.add_argument("--prompted-image-ids", type=_id_list, help="tracking: views to exclude (prompted)")
     parser.add_argument("--skip-first-and-last", action="store_true",
                         help="tracking: drop the first and last frame (DAVIS semi-supervised protocol)")
@@ -85,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     detection_flags = (args.category_ids is not None or args.extra_category_ids is not None
-                       or args.unknown_category_id is not None or args.openset_convention is not None)
+                       or args.unknown_category_id is not None or args.openset_convention is not None
+                       or args.processes is not None)
     tracking_flags = args.prompted_image_ids is not None or args.skip_first_and_last or args.protocol is not None
     forensics_flags = args.threshold is not None
     concept = {"score_threshold": args.score_threshold, "presence_threshold": args.presence_threshold,
@@ -104,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             options["unknown_category_id"] = args.unknown_category_id
         if args.openset_convention is not None:
             options["openset_convention"] = args.openset_convention
+        options["processes"] = args.processes if args.processes is not None else _default_processes()
     elif args.task == "tracking":
         if args.prompted_image_ids is not None:
             options["prompted_image_ids"] = args.prompted_image_ids

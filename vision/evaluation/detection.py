@@ -197,7 +197,9 @@ def coco_ap(gt: dict, results: list[dict], iou_type: str = "bbox", *,
     gt_dict = coco_ground_truth(gt, file=file, need_segmentation=iou_type == "segm")
     coco_gt = COCO(gt_dict)
     coco_dt = coco_gt.loadRes(_results_for(results, iou_type))
-    evaluator = COCOeval_faster(coco_gt, coco_dt, iou_type, print_function=_LOG.debug)
+    # one thread for the mask IoUs: faster-coco-eval's thread pool (8 workers by default) is slower than one thread,
+    # as its IoU calls hold the GIL (measured by benchmarks/bench_evaluate.py --iou-workers)
+    evaluator = COCOeval_faster(coco_gt, coco_dt, iou_type, print_function=_LOG.debug, rle_iou_max_workers=1)
     evaluator.params.maxDets = list(max_dets)
     if category_ids is not None:
         known = {c["id"] for c in gt_dict["categories"]}

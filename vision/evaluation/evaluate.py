@@ -12,7 +12,9 @@ Tasks:
   of :func:`vision.evaluation.openset.evaluate_openset` are added (IV AP, novel AP50, U-Recall, AP_U, WI, A-OSE,
   H-mean); the vocabulary is ``category_ids`` or else the split's ``info.vocabulary``, and novel ids are the
   categories marked ``split: "novel"``. ``openset_convention`` (``"coco"``, the default, or ``"opendet2"``)
-  chooses how AP_U and WI are computed.
+  chooses how AP_U and WI are computed. ``processes`` (default 1): with 2 or more, mask AP is scored in a forked
+  child while box AP is scored here (:mod:`vision.evaluation.fork`; the same figures; only from a process whose
+  other threads are idle, as ``vision-evaluate``).
 - ``"tracking"``: J, F, J&F, recalls, matched mIoU, presence accuracy, 3D instance IoU (with ``split_root``, on
   splits with cameras and depth) and per-prompt-type figures (see
   :func:`vision.evaluation.tracking3d.evaluate_tracking_task`). Options: ``protocol`` (``"vos-benchmark"``, the
@@ -51,6 +53,7 @@ from typing import Any
 
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import coco_ap
+from vision.evaluation.fork import Forked
 from vision.evaluation.geometry import evaluate_geometry_results
 from vision.evaluation.concept import evaluate_concept
 from vision.evaluation.results import (load_document, load_results, validate_concept_results,
@@ -91,10 +94,25 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
         category_ids = options.get("category_ids")
         if category_ids == "vocabulary":
             category_ids = vocabulary_ids(gt, split_file)
-        metrics: dict[str, Any] = dict(coco_ap(gt, results, "bbox", category_ids=category_ids, file=split_file))
+        processes = options.get("processes", 1)
+        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+            raise InputError(f"processes must be an integer >= 1; got {processes!r}")
         segm_note = _segm_skipped(gt, results, with_segm, split_file, results_file)
+        segm = None
         if with_segm and segm_note is None:
-            segm = coco_ap(gt, results, "segm", category_ids=category_ids, file=split_file)
+            def score_segm() -> dict:
+                return coco_ap(gt, results, "segm", category_ids=category_ids, file=split_file)
+
+            # mask AP in a forked child while box AP runs here (identical figures; see vision.evaluation.fork)
+            segm = Forked(score_segm) if processes > 1 else score_segm
+        try:
+            metrics: dict[str, Any] = dict(coco_ap(gt, results, "bbox", category_ids=category_ids, file=split_file))
+        except BaseException:
+            if isinstance(segm, Forked):
+                segm.cancel()
+            raise
+        if segm is not None:
+            segm = segm.result() if isinstance(segm, Forked) else segm()
             metrics.update({f"segm_{k}": v for k, v in segm.items()})
         metrics["num_results"] = len(results)
         if segm_note is not None:

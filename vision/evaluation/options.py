@@ -12,7 +12,8 @@ TASKS: tuple[str, ...] = task_names()
 
 #: The options each task accepts (see :mod:`vision.evaluation.evaluate`); one entry per task of :data:`TASKS`.
 TASK_OPTIONS: dict[str, frozenset[str]] = {
-    "detection": frozenset({"category_ids", "extra_category_ids", "unknown_category_id", "openset_convention"}),
+    "detection": frozenset({"category_ids", "extra_category_ids", "unknown_category_id", "openset_convention",
+                            "processes"}),
     "tracking": frozenset({"protocol", "prompted_image_ids", "skip_first_and_last", "match_iou",
                            "allow_unknown_tracks", "tolerance", "split_root", "voxel_size", "presence_threshold"}),
     "forensics": frozenset({"threshold", "pass_rate", "fpr"}),
