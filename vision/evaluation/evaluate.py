@@ -54,13 +54,9 @@ from typing import Any
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import coco_ap
 from vision.evaluation.fork import Forked
-from vision.evaluation.geometry import evaluate_geometry_results
-from vision.evaluation.concept import evaluate_concept
 from vision.evaluation.results import (load_document, load_results, validate_concept_results,
                                        validate_detection_results, validate_tracking_results)
-from vision.evaluation.openset import evaluate_openset
 from vision.evaluation.options import TASK_OPTIONS, TASKS
-from vision.evaluation.tracking3d import evaluate_tracking_task
 
 __all__ = ["TASKS", "evaluate", "format_table"]
 
@@ -127,12 +123,20 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
 
         return evaluate_forensics(gt, results, results_file=results_file, gt_file=split_file, **options)
 
+    # each task's scorer is imported where it is used: the geometry, concept and tracking ones load SciPy, which
+    # scoring detections (vision-evaluate's most frequent use, where start-up time shows) does not need
     if task == "geometry":
+        from vision.evaluation.geometry import evaluate_geometry_results
+
         return evaluate_geometry_results(gt, results, results_file=results_file, gt_file=split_file, **options)
 
     if task == "concept":
+        from vision.evaluation.concept import evaluate_concept
+
         validate_concept_results(results, gt, results_file, split_file=split_file)
         return evaluate_concept(gt, results, gt_file=split_file, **options)
+
+    from vision.evaluation.tracking3d import evaluate_tracking_task
 
     validate_tracking_results(results, gt, results_file, split_file=split_file)
     return evaluate_tracking_task(gt, results, results_file=results_file, gt_file=split_file, **options)
@@ -172,6 +176,8 @@ def vocabulary_ids(gt: dict, split_file: str | None = None,
 def _open_set(gt: dict, results: list, category_ids: Any, unknown_id: int, split_file: str | None,
               convention: str) -> dict:
     """Open-set figures; the vocabulary is ``category_ids`` or the split's ``info.vocabulary`` names."""
+    from vision.evaluation.openset import evaluate_openset
+
     categories = [c for c in gt.get("categories", []) if isinstance(c, dict)]
     if category_ids is None:
         category_ids = vocabulary_ids(gt, split_file,
