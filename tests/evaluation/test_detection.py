@@ -147,3 +147,25 @@ def test_uncompressed_rle_results(detection_case):
         assert np.array_equal(mask_utils.decode(mask_utils.frPyObjects(rle, *m.shape)).astype(bool), m)
         converted.append(dict(r, segmentation=rle))
     assert coco_ap(split, converted, "segm") == coco_ap(split, results, "segm")
+
+
+def test_mask_results_load_as_loadres_loads_them(detection_case):
+    from faster_coco_eval import COCO
+
+    from vision.evaluation.detection import _load_mask_results, _results_for
+
+    split, results = detection_case
+    coco_gt = COCO(coco_ground_truth(split, need_segmentation=True))
+    theirs = coco_gt.loadRes(_results_for(results, "segm"))
+    ours = _load_mask_results(coco_gt, _results_for(results, "segm"))
+    assert {k: v for k, v in ours.dataset.items() if k != "annotations"} == \
+        {k: v for k, v in theirs.dataset.items() if k != "annotations"}
+    assert len(ours.dataset["annotations"]) == len(theirs.dataset["annotations"]) == len(results)
+    for a, b in zip(ours.dataset["annotations"], theirs.dataset["annotations"]):
+        assert a.keys() == b.keys()
+        assert a["area"] == b["area"] and type(a["area"]) is type(b["area"])
+        assert np.array_equal(a["bbox"], b["bbox"]) and a["bbox"].dtype == b["bbox"].dtype
+        assert all(a[k] == b[k] for k in a if k not in ("area", "bbox", "segmentation"))
+        assert a["segmentation"] == b["segmentation"]
+    assert ours.imgToAnns.keys() == theirs.imgToAnns.keys() and ours.catToImgs == theirs.catToImgs
+    assert _load_mask_results(coco_gt, []).dataset["annotations"] == []
