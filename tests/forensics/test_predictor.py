@@ -11,11 +11,11 @@ import torch
 
 from tests.forensics.conftest import FRAMES, SIZE
 from vision.data.video import read_video, write_video
-from vision.errors import DataError, VideoError
+from vision.errors import DataError, InputError, VideoError
 from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
 from vision.forensics.model import ForensicDetector
 from vision.forensics.predictor import ForensicsPredictor, analyze_to_report, self_tests
-from vision.forensics.statistics import verdict_of
+from vision.forensics.statistics import VERDICT_ALPHA, verdict_of
 from vision.forensics.task import ForensicsConfig, load
 from vision.forensics.tools import TOOL_NAMES
 from vision.training.checkpoint_io import load_checkpoint
@@ -146,6 +146,18 @@ def test_self_tests_name_the_statistics_that_drove_the_verdict() -> None:
     assert out["drivers"][0]["feature"] == "periodicity.sharp_p2" and out["footage"] == 2
     assert out["sentences"][1].startswith("The alternation of sharpness between odd and even frames measures 400;")
     assert out["verdict"] == verdict_of(out["p_combined"]) and out["p_combined"] < 0.2
+    # the verdict's level: the same p is "generated" at a looser level, not at a stricter one
+    clip, p = {"periodicity.sharp_p2": 400.0, "noise.corr_gain": 0.1}, out["p_combined"]
+    assert self_tests(detector, clip, alpha=min(0.99, 2 * p))["verdict"] == "generated"
+    assert self_tests(detector, clip, alpha=p / 2)["verdict"] != "generated"
+
+
+def test_the_config_sets_the_verdict_level() -> None:
+    assert ForensicsConfig().verdict_alpha == VERDICT_ALPHA
+    assert ForensicsConfig(verdict_alpha=0.0026).verdict_alpha == 0.0026
+    for bad in (0.0, 1.0, -0.1, True, "0.01"):
+        with pytest.raises(InputError, match="verdict_alpha"):
+            ForensicsConfig(verdict_alpha=bad)
 
 
 @pytest.mark.slow

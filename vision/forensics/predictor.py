@@ -31,7 +31,7 @@ from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate
 from vision.forensics.features import ToolBackbone, clip_features, frames_to_clip, load_clip
 from vision.forensics.model import ForensicDetector, feature_matrix
 from vision.forensics.report import write_report
-from vision.forensics.statistics import combine, explain, p_values, verdict_of, z_scores
+from vision.forensics.statistics import VERDICT_ALPHA, combine, explain, p_values, verdict_of, z_scores
 from vision.forensics.task import ForensicsConfig, load_with_backbone
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
@@ -39,19 +39,21 @@ from vision.forensics.tools.base import Clip
 __all__ = ["ForensicsPredictor", "analyze_to_report", "public_report", "self_tests"]
 
 
-def self_tests(detector: ForensicDetector, features: dict[str, float], top: int = 3) -> dict[str, Any]:
+def self_tests(detector: ForensicDetector, features: dict[str, float], top: int = 3,
+               alpha: float = VERDICT_ALPHA) -> dict[str, Any]:
     """The self-referential statistics of one clip's ``features`` against the detector's footage null
     (:mod:`vision.forensics.statistics`): ``{"tests": [{feature, z, p}], "p_combined", "verdict", "drivers"
     (:func:`~vision.forensics.statistics.explain`'s top rows), "sentences", "footage"}``. The detector's learned
     score is not among these tests here (its null needs the validation clips' footage, which a checkpoint does not
     hold). With no null (a checkpoint trained on one footage, or without the buffers) the verdict is
-    ``insufficient evidence`` and the sentence says why."""
+    ``insufficient evidence`` and the sentence says why. ``alpha``: the verdict's level
+    (:attr:`ForensicsConfig.verdict_alpha` in :meth:`ForensicsPredictor.analyze`)."""
     null = detector.footage_null()
     names = detector.feature_names
     z, used = z_scores(feature_matrix([features], names), names, null)
     p = p_values(z, used, null)
     p_comb, k = combine(p)
-    verdict = verdict_of(float(p_comb[0]))
+    verdict = verdict_of(float(p_comb[0]), alpha=alpha)
     footage = max((m[3] for m in null.moments.values()), default=0)
     drivers = explain(features, z[0], p[0], used, null, top=top)
     if not int(k[0]):
@@ -162,7 +164,7 @@ class ForensicsPredictor:
             "tools": {name: r.to_dict() for name, r in results.items()},
             "graph": graph.to_dict(),
         }
-        report["statistics"] = self_tests(self.detector, features)
+        report["statistics"] = self_tests(self.detector, features, alpha=self.config.verdict_alpha)
         report["_extras"] = {name: r.extras for name, r in results.items()}
         report["_clip"] = clip
         return report

@@ -26,6 +26,7 @@ import torch
 from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
 from vision.errors import DataError, InputError
 from vision.forensics.model import ForensicDetector
+from vision.forensics.statistics import VERDICT_ALPHA, VERDICT_REAL_P
 from vision.forensics.tools import TOOL_NAMES, build_tools, feature_names
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone
 from vision.model_folder import ModelFolder, write_model_folder
@@ -55,6 +56,10 @@ class ForensicsConfig(TaskConfig):
             ``tiny``) whose cues the ``geometry`` and ``planar`` tools add; None: no backbone (classical cues only).
         geometry_image_size: the square side the backbone sees (frames are resized to it; a multiple of the size's
             patch size, the geometry checkpoint's ``image_size`` for a size with an absolute position grid).
+        verdict_alpha: the level of the self-referential tests' verdict (:func:`vision.forensics.statistics.
+            verdict_of`): ``generated`` at a Bonferroni-combined p at or below it. The stated default; a level fitted
+            on held-out footage is what ``benchmarks/bench_forensics_sources.py`` prints as ``fitted``
+            (:func:`vision.forensics.statistics.alpha_for_false_alarms`; docs/forensics.md).
     """
 
     tools: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_TOOLS))
@@ -64,6 +69,7 @@ class ForensicsConfig(TaskConfig):
     max_frames: int = 16
     geometry: str | None = None
     geometry_image_size: int = 64
+    verdict_alpha: float = VERDICT_ALPHA
 
     def __post_init__(self) -> None:
         self.tools = list(self.tools)
@@ -78,6 +84,11 @@ class ForensicsConfig(TaskConfig):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"ForensicsConfig.{name} must be an integer >= 1, got {value!r}")
+        if isinstance(self.verdict_alpha, bool) or not isinstance(self.verdict_alpha, (int, float)) or \
+                not 0.0 < float(self.verdict_alpha) < VERDICT_REAL_P:
+            raise InputError(f"ForensicsConfig.verdict_alpha must be in (0, {VERDICT_REAL_P}), got "
+                             f"{self.verdict_alpha!r}")
+        self.verdict_alpha = float(self.verdict_alpha)
         if not 0.0 <= float(self.dropout) < 1.0:
             raise InputError(f"ForensicsConfig.dropout must be in [0, 1), got {self.dropout!r}")
         if self.geometry is not None:
