@@ -15,7 +15,7 @@ from vision.errors import DataError, InputError, VideoError
 from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
 from vision.forensics.model import ForensicDetector
 from vision.forensics.predictor import ForensicsPredictor, analyze_to_report, self_tests
-from vision.forensics.statistics import VERDICT_ALPHA, verdict_of
+from vision.forensics.statistics import VERDICT_ALPHA, detector_p_value, verdict_of
 from vision.forensics.task import ForensicsConfig, load
 from vision.forensics.tools import TOOL_NAMES
 from vision.training.checkpoint_io import load_checkpoint
@@ -170,3 +170,70 @@ def test_a_long_video_cut_short_is_refused_though_only_its_first_frames_are_anal
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 10])
     with pytest.raises(VideoError, match=rf"first_tenth\.mp4: .*declares {20 * FRAMES} frames but only \d+"):
         predictor.analyze(cut)
+
+
+def test_self_tests_count_the_detector_score_once_the_checkpoint_has_its_null() -> None:
+    names = ["periodicity.sharp_p2", "noise.corr_gain"]
+    detector = ForensicDetector(names, hidden=4, dropout=0.0).eval()
+    real = np.array([[1.0, 0.1], [1.2, 0.0], [0.9, 0.2], [1.1, 0.1], [1.0, 0.15], [1.05, 0.12]])
+    groups = ["a", "a", "b", "b", "c", "c"]
+    detector.set_footage_null(real, np.zeros(6), groups)
+    clip = {"periodicity.sharp_p2": 1.0, "noise.corr_gain": 0.1}
+    without = self_tests(detector, clip)
+    assert [t["feature"] for t in without["tests"]] == names and without["footage"] == 3
+    with torch.no_grad():
+        real_scores = detector.decision_score(torch.as_tensor(real, dtype=torch.float32)).numpy()
+    detector.set_score_null(real_scores, groups)
+    assert detector.score_null_moments()[2:] == (2.0, 3)
+    out = self_tests(detector, clip)
+    assert [t["feature"] for t in out["tests"]] == names + ["detector"]
+    z, p = detector_p_value(real_scores[:1], real_scores, groups)
+    assert out["tests"][-1]["z"] == pytest.approx(float(z[0]), rel=1e-5)
+    assert out["tests"][-1]["p"] == pytest.approx(float(p[0]), rel=1e-5)
+    assert out["p_combined"] == pytest.approx(min(1.0, 3 * min(t["p"] for t in out["tests"])), rel=1e-6)
+    assert out["sentences"][-1].startswith("The learned detector scores this clip")
+    assert "and the detector's score" in out["sentences"][0]
+    state = {k: v for k, v in detector.state_dict().items() if k != "score_null"}  # an older checkpoint
+    fresh = ForensicDetector(names, hidden=4, dropout=0.0)
+    fresh.load_state_dict(state)
+    assert fresh.score_null_moments() is None
+
+
+@pytest.mark.slow
+def test_the_tests_decide_the_headline_once_their_nulls_span_three_videos(trained_checkpoint: Path,
+                                                                         tiny_split: dict[str, Path]) -> None:
+    predictor = ForensicsPredictor.from_checkpoint(trained_checkpoint)
+    video = tiny_split["root"] / json.loads(tiny_split["val"].read_text())["videos"][0]["file_name"]
+    before = predictor.analyze(video)
+    assert before["verdict"]["decided_by"] == "detector"  # the tiny split is one video: no test can be made
+    det = predictor.detector
+    j = det.feature_names.index("periodicity.sharp_p2")
+    value = before["tools"]["periodicity"]["features"]["periodicity.sharp_p2"]
+    with torch.no_grad():  # a null over three videos that this clip's sharpness alternation lies far above
+        det.null_mean[j], det.null_sd[j], det.null_df[j], det.null_footage[j] = value - 50.0, 1.0, 2.0, 3.0
+        det.score_null.copy_(torch.tensor([0.0, 1e6, 2.0, 3.0]))
+    after = predictor.analyze(video)
+    assert after["verdict"]["decided_by"] == "tests" and after["statistics"]["footage"] == 3
+    assert after["verdict"]["verdict"] == after["statistics"]["verdict"] == "generated"
+    assert after["verdict"]["reasons"][0].startswith("verdict of the self-referential tests")
+    assert f"alone say: {before['verdict']['verdict']}" in after["verdict"]["reasons"][0]
+    assert after["verdict"]["probability"] == before["verdict"]["probability"]
+
+
+@pytest.mark.slow
+def test_training_fits_the_detector_score_null_by_validation_footage(tiny_split: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    from tests.forensics.conftest import train_tiny_checkpoint
+
+    val = json.loads(tiny_split["val"].read_text())
+    for i, video in enumerate(v for v in val["videos"] if v["label"] == "real"):
+        video["source"] = ("bikes", "second", "third")[i % 3]  # three camera videos among the real clips
+    path = tiny_split["root"] / "val_three_videos.json"  # beside the clips it names
+    path.write_text(json.dumps(val))
+    split = dict(tiny_split, val=path)
+    detector = ForensicsPredictor.from_checkpoint(train_tiny_checkpoint(split, tmp_path / "run")).detector
+    mean, sd, df, videos = detector.score_null_moments()
+    assert videos == 3 and df == 2.0 and sd > 0 and np.isfinite(mean)
+    # one camera video among the validation clips: no null (the training checkpoint of the other tests)
+    assert ForensicsPredictor.from_checkpoint(train_tiny_checkpoint(tiny_split, tmp_path / "one")).detector \
+        .score_null_moments() is None

@@ -307,10 +307,24 @@ class ForensicsModule(L.LightningModule):
         x = np.asarray([row for _, row, _ in items], np.float32).reshape(len(items), -1)
         y = np.asarray([label for _, _, label in items], np.int64)
         calibrate(self.model, x, y, self.hparams.pass_rate)
+        self._fit_score_null(ids, x, y)
         self._broadcast_calibration()
         with torch.no_grad():
             probabilities = self.model.probability(torch.as_tensor(x, device=self.model.threshold.device))
         return results_of(ids, probabilities.cpu().tolist(), float(self.model.threshold))
+
+    def _fit_score_null(self, ids: list[int], x: np.ndarray, y: np.ndarray) -> None:
+        """The detector's score null (:meth:`ForensicDetector.set_score_null`) from the real validation rows, grouped
+        by the footage their videos draw on (read from the datamodule's validation split; no null without one)."""
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if not hasattr(datamodule, "features") or not getattr(datamodule, "val_split", None):
+            return
+        footage = {int(v["video_id"]): "+".join(sorted(footages_of(v)))
+                   for v in datamodule.features(datamodule.val_split, exclude=True)[2]}
+        real = [i for i, label in enumerate(y) if label == 0 and int(ids[i]) in footage]
+        with torch.no_grad():
+            scores = self.model.decision_score(torch.as_tensor(x[real], device=self.model.threshold.device))
+        self.model.set_score_null(scores.cpu().numpy(), [footage[int(ids[i])] for i in real])
 
     def _broadcast_calibration(self) -> None:
         """Every rank re-fits the calibration on the same gathered rows; rank 0's buffers are then broadcast so the

@@ -31,7 +31,7 @@ from sklearn.metrics import roc_auc_score
 
 from vision.errors import InputError
 from vision.evaluation.forensics import threshold_from_real
-from vision.forensics.statistics import RealNull, fit_null
+from vision.forensics.statistics import RealNull, fit_null, predictive_null
 
 __all__ = ["ForensicDetector", "feature_matrix", "fit_platt", "calibrate", "tool_reliability", "training_loss"]
 
@@ -63,7 +63,9 @@ class ForensicDetector(nn.Module):
     say what generated clips typically show; a checkpoint that lacks them loads with nan) and
     ``reliability`` ``[T]`` (per tool of :attr:`tools`, its best single-feature validation AUC; 0.5 = unknown),
     ``null_mean`` / ``null_sd`` / ``null_df`` / ``null_footage`` ``[F]`` (the self-referential statistics' null
-    for new real footage, :meth:`set_footage_null`; df 0 = none, as a checkpoint without them loads).
+    for new real footage, :meth:`set_footage_null`; df 0 = none, as a checkpoint without them loads) and
+    ``score_null`` ``[4]`` (the same for the detector's own decision score, from real validation clips,
+    :meth:`set_score_null`).
     """
 
     def __init__(self, feature_names: Sequence[str], hidden: int, dropout: float) -> None:
@@ -84,7 +86,7 @@ class ForensicDetector(nn.Module):
                             ("reliability", torch.full((len(self.tools),), 0.5)),
                             ("gen_mean", torch.full((n,), float("nan"))), ("gen_std", torch.full((n,), float("nan"))),
                             ("null_mean", torch.zeros(n)), ("null_sd", torch.ones(n)), ("null_df", torch.zeros(n)),
-                            ("null_footage", torch.zeros(n))):
+                            ("null_footage", torch.zeros(n)), ("score_null", torch.zeros(4))):
             self.register_buffer(name, value)
         self._register_load_state_dict_pre_hook(self._fill_generated_reference)
 
@@ -93,7 +95,8 @@ class ForensicDetector(nn.Module):
         and the pass rate 0.95, the rate a checkpoint without ``pass_rate`` had its threshold fixed at."""
         for name in ("gen_mean", "gen_std"):
             state_dict.setdefault(prefix + name, torch.full_like(getattr(self, name), float("nan")))
-        for name, fill in (("null_mean", 0.0), ("null_sd", 1.0), ("null_df", 0.0), ("null_footage", 0.0)):
+        for name, fill in (("null_mean", 0.0), ("null_sd", 1.0), ("null_df", 0.0), ("null_footage", 0.0),
+                           ("score_null", 0.0)):
             state_dict.setdefault(prefix + name, torch.full_like(getattr(self, name), fill))  # df 0: no null
         state_dict.setdefault(prefix + "pass_rate", torch.tensor(0.95))  # the rate its threshold was fixed at
 
@@ -131,6 +134,18 @@ class ForensicDetector(nn.Module):
         for j, name in enumerate(self.feature_names):
             mean, sd, df, count = null.moments.get(name, (0.0, 1.0, 0.0, 0))  # df 0: no null
             self.null_mean[j], self.null_sd[j], self.null_df[j], self.null_footage[j] = mean, sd, df, count
+
+    def set_score_null(self, scores: np.ndarray, footage: Sequence[str]) -> None:
+        """The null of the detector's own decision score ``[M]`` over *real* validation clips of ``footage [M]``
+        (:func:`vision.forensics.statistics.predictive_null`): ``score_null = (mean, sd, df, footages)``, df 0
+        with fewer than 2 footages (no test)."""
+        null = predictive_null(np.asarray(scores, np.float64), list(footage))
+        self.score_null.copy_(torch.tensor(null if null is not None else (0.0, 1.0, 0.0, 0.0), dtype=torch.float32))
+
+    def score_null_moments(self) -> tuple[float, float, float, int] | None:
+        """``(mean, sd, df, footages)`` of :meth:`set_score_null`, None when none was fitted."""
+        mean, sd, df, footage = (float(v) for v in self.score_null.tolist())
+        return (mean, sd, df, int(footage)) if df >= 1 else None
 
     def footage_null(self) -> RealNull:
         """The stored null of the self-referential statistics (empty for a checkpoint without one)."""

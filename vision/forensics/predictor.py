@@ -31,41 +31,73 @@ from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate
 from vision.forensics.features import ToolBackbone, clip_features, frames_to_clip, load_clip
 from vision.forensics.model import ForensicDetector, feature_matrix
 from vision.forensics.report import write_report
-from vision.forensics.statistics import VERDICT_ALPHA, combine, explain, p_values, verdict_of, z_scores
+from vision.forensics.statistics import (VERDICT_ALPHA, combine, explain, p_values, score_p_value, verdict_of,
+                                         z_scores)
 from vision.forensics.task import ForensicsConfig, load_with_backbone
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
 
-__all__ = ["ForensicsPredictor", "analyze_to_report", "public_report", "self_tests"]
+__all__ = ["ForensicsPredictor", "MIN_TEST_FOOTAGE", "analyze_to_report", "public_report", "self_tests"]
+
+
+#: Camera videos a checkpoint's real nulls must span before the tests' verdict becomes the headline verdict (with
+#: two, the tests have one degree of freedom: too few to call a clip real or generated on their own).
+MIN_TEST_FOOTAGE = 3
 
 
 def self_tests(detector: ForensicDetector, features: dict[str, float], top: int = 3,
                alpha: float = VERDICT_ALPHA) -> dict[str, Any]:
     """The self-referential statistics of one clip's ``features`` against the detector's footage null
-    (:mod:`vision.forensics.statistics`): ``{"tests": [{feature, z, p}], "p_combined", "verdict", "drivers"
-    (:func:`~vision.forensics.statistics.explain`'s top rows), "sentences", "footage"}``. The detector's learned
-    score is not among these tests here (its null needs the validation clips' footage, which a checkpoint does not
-    hold). With no null (a checkpoint trained on one footage, or without the buffers) the verdict is
-    ``insufficient evidence`` and the sentence says why. ``alpha``: the verdict's level
-    (:attr:`ForensicsConfig.verdict_alpha` in :meth:`ForensicsPredictor.analyze`)."""
+    (:mod:`vision.forensics.statistics`), with the detector's own decision score as one more test against the real
+    validation clips' scores (:meth:`ForensicDetector.score_null_moments`, where the checkpoint has it):
+    ``{"tests": [{feature, z, p}] ("detector" for the detector's), "p_combined", "verdict", "drivers"
+    (:func:`~vision.forensics.statistics.explain`'s top rows), "sentences", "footage"}``. With no null (a checkpoint
+    trained on one footage, or without the buffers) the verdict is ``insufficient evidence`` and the sentence says
+    why. ``alpha``: the verdict's level (:attr:`ForensicsConfig.verdict_alpha` in
+    :meth:`ForensicsPredictor.analyze`)."""
     null = detector.footage_null()
     names = detector.feature_names
-    z, used = z_scores(feature_matrix([features], names), names, null)
+    x = feature_matrix([features], names)
+    z, used = z_scores(x, names, null)
     p = p_values(z, used, null)
-    p_comb, k = combine(p)
+    score_null = detector.score_null_moments()
+    det_z, det_p = np.full(1, np.nan), np.full(1, np.nan)
+    if score_null is not None:
+        with torch.no_grad():
+            score = detector.decision_score(torch.as_tensor(x, device=detector.threshold.device))
+        det_z, det_p = score_p_value(score.float().cpu().numpy(), score_null)
+    p_comb, k = combine(np.concatenate([p, det_p[:, None]], axis=1))
     verdict = verdict_of(float(p_comb[0]), alpha=alpha)
-    footage = max((m[3] for m in null.moments.values()), default=0)
+    footage = max([m[3] for m in null.moments.values()] + [score_null[3] if score_null else 0])
     drivers = explain(features, z[0], p[0], used, null, top=top)
+    tests = [{"feature": st.feature, "z": float(zz), "p": float(pp)} for st, zz, pp in zip(used, z[0], p[0])]
+    sentences = []
+    if np.isfinite(det_p[0]):
+        tests.append({"feature": "detector", "z": float(det_z[0]), "p": float(det_p[0])})
+        mean, sd, _, videos = score_null
+        sentences.append(f"The learned detector scores this clip {float(score.item()):.3g}; real footage's validation "
+                         f"clips ({videos} videos) give {mean:.3g} ± {sd:.3g} for a new video, so it lies "
+                         f"{float(det_z[0]):+.1f} spreads from them (p = {float(det_p[0]):.2g}).")
     if not int(k[0]):
         lead = ("No self-referential test could be made: the detector's real reference covers fewer than two camera "
                 "videos, so how far new footage may lie is unknown.")
     else:
-        lead = (f"Self-referential tests: {int(k[0])} statistics compared with real camera footage ({footage} "
-                f"videos); the most unusual, corrected for their number, has p = {float(p_comb[0]):.2g}, so these "
-                f"tests alone say: {verdict}.")
-    return {"tests": [{"feature": st.feature, "z": float(zz), "p": float(pp)} for st, zz, pp in zip(used, z[0], p[0])],
-            "p_combined": float(p_comb[0]), "verdict": verdict, "footage": int(footage), "drivers": drivers,
-            "sentences": [lead] + [d["sentence"] for d in drivers]}
+        what = f"{len(used)} statistics" + (" and the detector's score" if np.isfinite(det_p[0]) else "")
+        lead = (f"Self-referential tests: {what} compared with real camera footage ({footage} videos); the most "
+                f"unusual, corrected for their number, has p = {float(p_comb[0]):.2g}, so these tests say: {verdict}.")
+    return {"tests": tests, "p_combined": float(p_comb[0]), "verdict": verdict, "footage": int(footage),
+            "drivers": drivers, "sentences": [lead] + [d["sentence"] for d in drivers] + sentences}
+
+
+def _tests_decide(verdict: dict[str, Any], tests: dict[str, Any], alpha: float) -> dict[str, Any]:
+    """The headline verdict taken from the tests (:func:`self_tests`); the detector-and-evidence call it replaces
+    stays first among the reasons. ``decided_by``: ``"tests"``."""
+    said = verdict["verdict"]
+    lead = (f"verdict of the self-referential tests, the detector's score one of them, against real camera footage "
+            f"({tests['footage']} videos): the Bonferroni-combined p is {tests['p_combined']:.2g}; generated at or "
+            f"below {alpha:g}, real when no test is unusual even before correcting for their number, otherwise "
+            f"insufficient evidence. The detector and the evidence graph alone say: {said}")
+    return dict(verdict, verdict=tests["verdict"], decided_by="tests", reasons=[lead] + list(verdict["reasons"]))
 
 
 class ForensicsPredictor:
@@ -164,7 +196,14 @@ class ForensicsPredictor:
             "tools": {name: r.to_dict() for name, r in results.items()},
             "graph": graph.to_dict(),
         }
-        report["statistics"] = self_tests(self.detector, features, alpha=self.config.verdict_alpha)
+        tests = self_tests(self.detector, features, alpha=self.config.verdict_alpha)
+        report["statistics"] = tests
+        # the tests decide where their nulls span enough footage and the clip could be scored at all (otherwise
+        # the detector's call, or the reason it could not make one, stands)
+        scored = probability is not None and not props["frozen"] and clip.num_frames >= 2
+        report["verdict"] = (_tests_decide(report["verdict"], tests, self.config.verdict_alpha)
+                             if scored and tests["footage"] >= MIN_TEST_FOOTAGE
+                             else dict(report["verdict"], decided_by="detector"))
         report["_extras"] = {name: r.extras for name, r in results.items()}
         report["_clip"] = clip
         return report

@@ -32,7 +32,7 @@ from scipy import stats as sps
 from vision.errors import InputError
 
 __all__ = ["Statistic", "STATISTICS", "RealNull", "predictive_null", "fit_null", "z_scores", "p_values",
-           "detector_p_value", "combine", "verdict_of", "alpha_for_false_alarms", "VERDICT_ALPHA", "VERDICT_REAL_P",
+           "detector_p_value", "score_p_value", "combine", "verdict_of", "alpha_for_false_alarms", "VERDICT_ALPHA", "VERDICT_REAL_P",
            "explain",
            "reliability_curve", "expected_calibration_error"]
 
@@ -175,7 +175,12 @@ def detector_p_value(scores: np.ndarray, real_scores: np.ndarray,
     """The detector as one more one-sided test: its ``scores [N]`` (larger = generated; a logit, not a
     probability) against the :func:`predictive_null` of ``real_scores [M]`` of real validation clips of footage
     ``groups [M]``; returns ``(z [N], p [N])``, nan when the real scores span fewer than 2 footages."""
-    null = predictive_null(real_scores, groups)
+    return score_p_value(scores, predictive_null(real_scores, groups))
+
+
+def score_p_value(scores: np.ndarray, null: tuple[float, float, float, int] | None) -> tuple[np.ndarray, np.ndarray]:
+    """A one-sided prediction test of ``scores [N]`` (larger = generated) against a :func:`predictive_null`
+    ``(mean, sd, df, footages)``: ``(z [N], p [N])``, nan without a null."""
     scores = np.asarray(scores, np.float64)
     if null is None:
         return np.full(scores.shape, np.nan), np.full(scores.shape, np.nan)
