@@ -230,24 +230,9 @@ def label_instances(frame: np.ndarray, masks: Sequence[np.ndarray], obj_ids: Seq
     """``frame`` uint8 [H, W, 3] RGB with each mask (bool, any size) filled and outlined in the colour of its id and
     labelled "<id> <label>" at its top-left (:func:`vision.tracking.export.overlay_masks` draws the mask and the id;
     the label follows the id in the same colour). Returns a new array."""
-    import cv2
+    from vision.tracking.export import overlay_masks
 
-    from vision.data.resize import resize_nearest
-    from vision.tracking.export import object_colour, overlay_masks
-
-    out = overlay_masks(frame, list(masks), list(obj_ids))
-    height, width = frame.shape[:2]
-    for obj_id, mask, label in zip(obj_ids, masks, labels):
-        mask = np.asarray(mask).astype(np.uint8)
-        if mask.shape != (height, width):
-            mask = resize_nearest(mask, (height, width))
-        x, y, w, h = cv2.boundingRect(mask)
-        if w == 0 or h == 0:
-            continue
-        (id_width, _), _ = cv2.getTextSize(str(obj_id), cv2.FONT_HERSHEY_SIMPLEX, 0.35, 1)
-        cv2.putText(out, label, (x + id_width + 3, max(10, y - 2)), cv2.FONT_HERSHEY_SIMPLEX, 0.35,
-                    object_colour(obj_id), 1, cv2.LINE_AA)
-    return out
+    return overlay_masks(frame, list(masks), list(obj_ids), labels=list(labels))
 
 
 def export_concepts(predictor: "ConceptPredictor", state: "ConceptState", frames: np.ndarray, out_dir: str | Path,

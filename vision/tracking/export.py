@@ -20,7 +20,7 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import cv2
 import numpy as np
@@ -50,15 +50,17 @@ def object_colour(obj_id: int) -> tuple[int, int, int]:
 
 
 def overlay_masks(frame: np.ndarray, masks: np.ndarray | list[np.ndarray], obj_ids: list[int],
-                  alpha: float = 0.5) -> np.ndarray:
+                  alpha: float = 0.5, labels: Sequence[str] | None = None) -> np.ndarray:
     """``frame`` uint8 [H, W, 3] RGB with each ``masks[i]`` (bool, any size: resized to [H, W] by pixel-centre
     nearest neighbour, so model-size masks can be drawn on a frame of any size) blended in the colour of ``obj_ids[i]``,
-    outlined in white and labelled with the id at its top-left; returns a new array.
+    outlined in white and labelled with the id at its top-left (``labels[i]``, when given, follows the id in the
+    same colour, drawn after every mask so no mask covers a label); returns a new array.
 
     Memory: one uint8 copy of the frame and of each mask, and float work only inside the mask's bounding box."""
     out = frame.copy()
     height, width = frame.shape[:2]
-    for obj_id, mask in zip(obj_ids, masks):
+    corners: list[tuple[int, int, int]] = []  # (index, x, y) of each drawn mask, for the labels
+    for i, (obj_id, mask) in enumerate(zip(obj_ids, masks)):
         mask = np.asarray(mask).astype(np.uint8)
         if mask.shape != (height, width):
             mask = resize_nearest(mask, (height, width))
@@ -73,6 +75,11 @@ def overlay_masks(frame: np.ndarray, masks: np.ndarray | list[np.ndarray], obj_i
         cv2.drawContours(out, contours, -1, (255, 255, 255), 1)
         cv2.putText(out, str(obj_id), (x, max(10, y - 2)), cv2.FONT_HERSHEY_SIMPLEX, 0.35,
                     tuple(int(c) for c in colour), 1, cv2.LINE_AA)
+        corners.append((i, x, y))
+    for i, x, y in corners if labels is not None else ():
+        (id_width, _), _ = cv2.getTextSize(str(obj_ids[i]), cv2.FONT_HERSHEY_SIMPLEX, 0.35, 1)
+        cv2.putText(out, labels[i], (x + id_width + 3, max(10, y - 2)), cv2.FONT_HERSHEY_SIMPLEX, 0.35,
+                    object_colour(obj_ids[i]), 1, cv2.LINE_AA)
     return out
 
 
