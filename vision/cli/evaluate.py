@@ -48,11 +48,12 @@ def _positive_int(text: str) -> int:
 
 def _default_processes() -> int:
     """2 where this process may run on two or more cores and the platform forks, else 1."""
-    import multiprocessing
     import os
 
+    from vision.evaluation.fork import can_fork
+
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 2 if cores > 1 and "fork" in multiprocessing.get_all_start_methods() else 1
+    return 2 if cores > 1 and can_fork() else 1
 
 
 def _finite_float(text: str) -> float:

@@ -96,20 +96,17 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
         segm_note = _segm_skipped(gt, results, with_segm, split_file, results_file)
         segm = None
         if with_segm and segm_note is None:
-            def score_segm() -> dict:
-                return coco_ap(gt, results, "segm", category_ids=category_ids, file=split_file)
-
             # mask AP in a forked child while box AP runs here (identical figures; see vision.evaluation.fork)
-            segm = Forked(score_segm) if processes > 1 else score_segm
+            segm = Forked(lambda: coco_ap(gt, results, "segm", category_ids=category_ids, file=split_file),
+                          fork=processes > 1)
         try:
             metrics: dict[str, Any] = dict(coco_ap(gt, results, "bbox", category_ids=category_ids, file=split_file))
         except BaseException:
-            if isinstance(segm, Forked):
+            if segm is not None:
                 segm.cancel()
             raise
         if segm is not None:
-            segm = segm.result() if isinstance(segm, Forked) else segm()
-            metrics.update({f"segm_{k}": v for k, v in segm.items()})
+            metrics.update({f"segm_{k}": v for k, v in segm.result().items()})
         metrics["num_results"] = len(results)
         if segm_note is not None:
             metrics["notes"] = [segm_note]

@@ -36,16 +36,17 @@ def _child(fn: Callable[[], object], conn) -> None:
 
 
 class Forked(Generic[T]):
-    """Start ``fn()`` in a forked child now (where fork exists); :meth:`result` waits for its value.
+    """Start ``fn()`` in a forked child now (where fork exists and ``fork`` is true); :meth:`result` waits for its
+    value (without a child it computes it there, as a sequential run would).
 
     Use it only from a process that holds no other threads doing work and no accelerator context (a forked child
     inherits one thread and copies of everything else); ``vision-evaluate`` is such a process.
     """
 
-    def __init__(self, fn: Callable[[], T]) -> None:
+    def __init__(self, fn: Callable[[], T], fork: bool = True) -> None:
         self._fn = fn
         self._proc = self._conn = None
-        if can_fork():
+        if fork and can_fork():
             ctx = mp.get_context("fork")
             self._conn, send = ctx.Pipe(duplex=False)
             self._proc = ctx.Process(target=_child, args=(fn, send), daemon=True)
