@@ -216,8 +216,9 @@ def alpha_for_false_alarms(p_real: np.ndarray, target: float = 0.05, ceiling: fl
 
     ``p_real [N]``: combined p-values of real clips whose footage trained, calibrated and thresholded nothing
     (leave-one-source-out); nan (no test made) never raises an alarm but counts in ``N``. With ``m = floor(target
-    N)`` alarms allowed, ``alpha`` lies halfway in log between the m-th and (m+1)-th smallest p-value (just below
-    the smallest when none is allowed), so a tie never tips it over. ``ceiling``: the fitted level is never looser
+    N)`` alarms allowed, ``alpha`` lies halfway in log between the (m+1)-th smallest p-value and the largest one
+    below it (at most a factor 1,000 below; just below the smallest when none is allowed), so a tie never tips it
+    over. ``ceiling``: the fitted level is never looser
     than the stated one."""
     p = np.asarray(p_real, np.float64).ravel()
     if p.size == 0:
@@ -231,10 +232,8 @@ def alpha_for_false_alarms(p_real: np.ndarray, target: float = 0.05, ceiling: fl
     upper = float(finite[allowed])
     if upper <= 0.0:  # p = 0 alarms at every level: the least positive one
         return float(np.finfo(np.float64).tiny)
-    lower = float(finite[allowed - 1]) if allowed > 0 else upper / 10.0
-    if lower == upper:  # ties at the boundary: stay below them
-        below = finite[finite < upper]
-        lower = float(below[-1]) if below.size and (finite <= below[-1]).sum() <= allowed else upper / 10.0
+    below = finite[finite < upper]  # at most `allowed` values (ties with the boundary stay above alpha)
+    lower = float(below[-1]) if below.size else upper / 10.0
     return float(min(ceiling, np.sqrt(max(lower, upper * 1e-3) * upper)))
 
 
