@@ -179,11 +179,14 @@ def test_proximity_maps_follow_the_geometry():
     assert maps[0, :, 0, 2].abs().sum() == 0  # object 0 has no negative anchor
 
 
-def test_proximity_maps_equal_a_brute_force_nearest_anchor():
+@pytest.mark.parametrize("product_elements", [SpatialEncoder.PRODUCT_ELEMENTS, 4000])
+def test_proximity_maps_equal_a_brute_force_nearest_anchor(product_elements):
     """Many objects with different anchor counts (none of a kind for some), NaN points, more anchors than one
-    chunk: the maps equal exp(-d^2 / 2 sigma^2) of the nearest anchor found by comparing every pair."""
+    chunk: the maps equal exp(-d^2 / 2 sigma^2) of the nearest anchor found by comparing every pair, with one
+    product for all objects and with products over groups of objects (4000 elements: 1 or 2 objects at a time)."""
     g = torch.Generator().manual_seed(0)
     enc = SpatialEncoder(16)
+    enc.PRODUCT_ELEMENTS = product_elements
     b, s, n, a, hw = 2, 3, 5, SpatialEncoder.ANCHOR_CHUNK + 9, 6
     wp = torch.randn(b, s, hw, hw, 3, generator=g)
     wp[0, 1, 2, 3] = float("nan")

@@ -111,6 +111,7 @@ class SpatialEncoder(nn.Module):
     """
 
     ANCHOR_CHUNK = 64  # anchors compared at once in proximity_maps (bounds its memory)
+    PRODUCT_ELEMENTS = 1 << 20  # largest (point, anchor) product proximity_maps computes in one call
     NO_ANCHOR = 1e6  # squared scene-normalised distance where an object has no anchor of a kind (the map is 0)
     FAR = 1e4  # scene-normalised coordinates are clamped to +-FAR (a point that far is as good as absent)
     DEFAULT_PROXIMITY_SIGMAS = (0.015, 0.05, 0.15)
@@ -178,7 +179,8 @@ class SpatialEncoder(nn.Module):
 
         The kept anchors are moved to the front and the rest cut off (a point prompt has one anchor among a hundred
         slots); ``|p - a|^2 = |p|^2 + (|a|^2 - 2 p.a)`` with the bracket from one batched matmul per chunk of
-        ``ANCHOR_CHUNK`` anchors (a running minimum: memory O(points x objects x chunk))."""
+        ``ANCHOR_CHUNK`` anchors and group of objects (a running minimum: at most ``PRODUCT_ELEMENTS`` products at a
+        time)."""
         b, s, p = pts.shape[:3]
         n = anchors.shape[1]
         best = pts.new_full((b * s, p, n), float(self.NO_ANCHOR))
@@ -189,14 +191,20 @@ class SpatialEncoder(nn.Module):
             bias = torch.where(torch.gather(keep, 2, order), anchors.square().sum(-1),
                                torch.full_like(anchors[..., 0], float("inf")))  # [B, N, k]
             flat = pts.reshape(b * s, p, 3)
+            norm2 = flat.square().sum(-1, keepdim=True)
             for start in range(0, count, self.ANCHOR_CHUNK):
-                chunk = anchors[:, :, start:start + self.ANCHOR_CHUNK]
-                c = chunk.shape[2]
-                weight = (-2 * chunk).reshape(b, 1, n * c, 3).expand(b, s, n * c, 3).reshape(b * s, n * c, 3)
-                offset = bias[:, :, start:start + c].reshape(b, 1, 1, n * c).expand(b, s, 1, n * c)
-                partial = torch.baddbmm(offset.reshape(b * s, 1, n * c), flat, weight.transpose(1, 2))
-                torch.minimum(best, partial.view(b * s, p, n, c).amin(-1) + flat.square().sum(-1, keepdim=True),
-                              out=best)
+                c = min(self.ANCHOR_CHUNK, count - start)
+                # objects per product, so that its [B*S, P, objects * c] result stays small (a large one costs more
+                # in fresh memory than in arithmetic); every value is computed as with one product for all
+                group = max(1, self.PRODUCT_ELEMENTS // (b * s * p * c))
+                for first in range(0, n, group):
+                    g = min(group, n - first)
+                    chunk = anchors[:, first:first + g, start:start + c]
+                    weight = (-2 * chunk).reshape(b, 1, g * c, 3).expand(b, s, g * c, 3).reshape(b * s, g * c, 3)
+                    offset = bias[:, first:first + g, start:start + c].reshape(b, 1, 1, g * c).expand(b, s, 1, g * c)
+                    partial = torch.baddbmm(offset.reshape(b * s, 1, g * c), flat, weight.transpose(1, 2))
+                    part = best[:, :, first:first + g]
+                    best[:, :, first:first + g] = torch.minimum(part, partial.view(b * s, p, g, c).amin(-1) + norm2)
         return best.clamp(0, self.NO_ANCHOR).view(b, s, p, n).permute(0, 1, 3, 2)
 
     def code3d(self, points: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
