@@ -4,6 +4,8 @@
     python benchmarks/bench_tracking.py --out runs/bench_tracking --train-scenes 24 --steps 300
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt   # evaluate trained models
         (TrackingModule checkpoints, e.g. from `make train-tracking`; only the validation splits are rendered)
+    python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-light FOLDER
+        (also the model folder vision-fit-light-points wrote from A.ckpt: a third column and speed rows)
 
 Both models train as ``make train-tracking`` trains them: the training CLI (:class:`vision.training.cli.VisionCLI`,
 the parser of ``tools/train.py``) builds :class:`~vision.tracking.lightning.TrackingModule`, its data module and the
@@ -212,6 +214,8 @@ def main() -> None:
     ap.add_argument("--no-refine", action="store_true", help="G2TAM without the predictor's second pass")
     ap.add_argument("--memory-points", type=int, default=None,
                     help="G2TAM's carried 3D points per object in the accuracy rows (default the protocol's)")
+    ap.add_argument("--g2tam-light", default=None,
+                    help="also time and score this G2TAM model folder with light point maps (vision-fit-light-points)")
     ap.add_argument("--oracle", action="store_true",
                     help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
     args = ap.parse_args()
@@ -252,6 +256,16 @@ def main() -> None:
             if not args.skip_speed:
                 clicks[arch] = correction_click(model, args.size)
                 models[arch] = model
+    if args.g2tam_light:
+        from vision.tracking.task import load
+
+        light = load(args.g2tam_light)[0]
+        with torch.no_grad():
+            if paths is not None:
+                tables["light"] = evaluate(light, paths, types, text_encoder, refine=not args.no_refine,
+                                           memory_points=args.memory_points)
+        if not args.skip_speed:
+            models["g2tam_light"] = light
     speeds = speed(models, args.size, refine=not args.no_refine) if models else {}
     print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}"
           + (f"; G2TAM memory points: {args.memory_points}" if args.memory_points is not None else ""))
@@ -259,10 +273,12 @@ def main() -> None:
         print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
-    oracle = "oracle" in tables
+    oracle, light = "oracle" in tables, "light" in tables
+    if args.g2tam_light:
+        print(f"G2TAM, light point maps: {args.g2tam_light}")
     if tables:
         print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}"
-              + (f"{'G2TAM, GT points':>18}" if oracle else ""))
+              + (f"{'G2TAM, GT points':>18}" if oracle else "") + (f"{'G2TAM light':>13}" if light else ""))
     for split in tables.get("g2tam", {}):
         for kind in types:
             for key in ("J&F", "presence_accuracy", "iou3d"):
@@ -271,6 +287,8 @@ def main() -> None:
                 row = f"{split:<20}{kind:<7}{key:<19}{a:>8.3f}{b:>10.3f}{a - b:>+8.3f}"
                 if oracle:
                     row += f"{tables['oracle'][split][kind].get(key, float('nan')):>18.3f}"
+                if light:
+                    row += f"{tables['light'][split][kind].get(key, float('nan')):>13.3f}"
                 print(row)
     if speeds:
         print(f"speed: views/s of propagate, one {args.views}-view window at {args.size} px, one thread; "
@@ -281,6 +299,11 @@ def main() -> None:
         am, bm = args.views / np.median(g), args.views / np.median(c)
         print(f"{'speed views/s':<27}{n:>2} obj  G2TAM {a:>6.1f} / {am:>6.1f}  control {b:>6.1f} / {bm:>6.1f}  "
               f"ratio {a / b:.2f} / {am / bm:.2f} (target >= 1.0)")
+        if "g2tam_light" in speeds:
+            lt = speeds["g2tam_light"][n]
+            la, lm = args.views / min(lt), args.views / np.median(lt)
+            print(f"{'speed views/s':<27}{n:>2} obj  G2TAM light point maps {la:>6.1f} / {lm:>6.1f}  "
+                  f"ratio to the control {la / b:.2f} / {lm / bm:.2f} (target >= 1.0)")
     for arch, (first, click) in clicks.items():
         print(f"correction click {arch:<12} first propagate s min {min(first):.4f} median {np.median(first):.4f}; "
               f"after a click min {min(click):.4f} median {np.median(click):.4f}; ratio min "

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["DPTHead", "apply_activation", "uv_grid", "sincos_embed_2d"]
+__all__ = ["DPTHead", "apply_activation", "invert_activation", "uv_grid", "sincos_embed_2d"]
 
 
 def apply_activation(x: torch.Tensor, kind: str) -> torch.Tensor:
@@ -31,6 +31,17 @@ def apply_activation(x: torch.Tensor, kind: str) -> torch.Tensor:
     if kind == "linear":
         return x
     raise ValueError(f"unknown activation {kind!r}")
+
+
+def invert_activation(y: torch.Tensor, kind: str) -> torch.Tensor:
+    """The value before :func:`apply_activation` of kind ``exp``, ``inv_log`` or ``linear`` gave ``y``."""
+    if kind == "exp":
+        return torch.log(y)
+    if kind == "inv_log":
+        return torch.sign(y) * torch.log1p(y.abs())
+    if kind == "linear":
+        return y
+    raise ValueError(f"activation {kind!r} has no inverse here")
 
 
 def uv_grid(width: int, height: int, aspect_ratio: float, dtype: torch.dtype,
@@ -124,6 +135,7 @@ class DPTHead(nn.Module):
         self.intermediate_layer_idx = [int(i) for i in intermediate_layer_idx]
         self.frames_chunk_size = frames_chunk_size
         self.output_dim = output_dim
+        self.features = features
         oc = list(out_channels)
         self.norm = nn.LayerNorm(dim_in)
         self.projects = nn.ModuleList([nn.Conv2d(dim_in, c, 1) for c in oc])
@@ -149,8 +161,11 @@ class DPTHead(nn.Module):
         emb = sincos_embed_2d(grid, x.shape[1]).to(x.dtype) * ratio
         return x + emb.permute(2, 0, 1)[None]
 
-    def _forward_frames(self, tokens_list: Sequence[torch.Tensor | None], height: int, width: int,
-                        patch_start_idx: int, start: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def coarse(self, tokens_list: Sequence[torch.Tensor | None], height: int, width: int, patch_start_idx: int,
+               start: int = 0, end: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The head's stages below its finest fusion for frames ``start:end``: ``(fused, level1)``, both
+        ``[B*S', features, 4H/p, 4W/p]`` (``fused``: the three coarser levels fused and upsampled to level 1's
+        size; ``level1``: the first level's features, which the finest fusion adds to it)."""
         gh, gw = height // self.patch_size, width // self.patch_size
         levels = []
         for level, layer_idx in enumerate(self.intermediate_layer_idx):
@@ -168,7 +183,14 @@ class DPTHead(nn.Module):
         l1, l2, l3, l4 = [getattr(self.scratch, f"layer{i + 1}_rn")(f) for i, f in enumerate(levels)]
         out = self.scratch.refinenet4(l4, size=l3.shape[2:])
         out = self.scratch.refinenet3(out, l3, size=l2.shape[2:])
-        out = self.scratch.refinenet2(out, l2, size=l1.shape[2:])
+        return self.scratch.refinenet2(out, l2, size=l1.shape[2:]), l1
+
+    def _forward_frames(self, tokens_list: Sequence[torch.Tensor | None], height: int, width: int,
+                        patch_start_idx: int, start: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        gh, gw = height // self.patch_size, width // self.patch_size
+        b = tokens_list[self.intermediate_layer_idx[0]].shape[0]
+        s = end - start
+        out, l1 = self.coarse(tokens_list, height, width, patch_start_idx, start, end)
         out = self.scratch.refinenet1(out, l1)
         out = self.scratch.output_conv1(out)
         out = F.interpolate(out, size=(gh * self.patch_size, gw * self.patch_size), mode="bilinear",

@@ -106,6 +106,9 @@ class TrackingModule(L.LightningModule):
                  oracle_geometry: bool = False) -> None:
         super().__init__()
         config = TrackingConfig.from_value(config)
+        if config.tracking_points != "dpt":
+            raise InputError(f"TrackingModule trains the point head; tracking_points={config.tracking_points!r} is "
+                             "fitted to a trained model afterwards (vision-fit-light-points)")
         self.save_hyperparameters(ignore=["config"])
         self.hparams["config"] = config.to_dict()
         self.config = config

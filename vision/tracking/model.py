@@ -18,13 +18,18 @@ from vision.geometry.model import GeometryBackbone, create_backbone
 from vision.text import TEXT_DIM
 from vision.tracking.decoder import MaskDecoder
 from vision.tracking.layers import LayerNorm2d
+from vision.tracking.light_points import LightPointHead
 from vision.tracking.prompts import PromptEncoder, Prompts
 from vision.tracking.spatial_encoder import SpatialEncoder
 
-__all__ = ["DECODER_STYLES", "G2TAM", "select_best_mask"]
+__all__ = ["DECODER_STYLES", "G2TAM", "TRACKING_POINTS", "select_best_mask"]
 
 #: ``g2tam``: our two-way decoder; ``sam2``: the same modules with SAM 2.1's computation (see :class:`G2TAM`)
 DECODER_STYLES: tuple[str, ...] = ("g2tam", "sam2")
+
+#: where tracking's point maps come from: ``dpt``, the backbone's point head; ``light``, its coarse stages and a fitted
+#: linear map (:mod:`vision.tracking.light_points`)
+TRACKING_POINTS: tuple[str, ...] = ("dpt", "light")
 
 
 def select_best_mask(masks: torch.Tensor, iou: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -55,6 +60,10 @@ class G2TAM(nn.Module):
             num_masks=4, num_heads=8, decoder_depth=2, click_maps=False``
             (:data:`vision.tracking.sam2_keys.SAM2_1_HEADS`) the prompt encoder and the mask decoder take a SAM 2.1
             checkpoint's weights (:func:`vision.tracking.sam2_keys.load_sam2_heads`).
+        tracking_points: ``dpt`` (the point head) or ``light``: :meth:`tracking_encoding` reads the point maps from
+            :class:`~vision.tracking.light_points.LightPointHead` (``light_points``), fitted after training by
+            :func:`~vision.tracking.light_points.fit_light_points`; :meth:`encode` (training, geometry) still runs
+            the full heads.
 
     For :class:`~vision.tracking.predictor.TrackerPredictor` (:class:`~vision.tracking.interface.TrackingModel`):
     ``uses_geometry_memory`` is True (point maps, cameras and 3D memory prompts).
@@ -68,10 +77,12 @@ class G2TAM(nn.Module):
                  feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
                  proximity_maps: bool = True, hires_maps: bool = True,
                  proximity_sigmas: Sequence[float] = SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS,
-                 decoder_style: str = "g2tam") -> None:
+                 decoder_style: str = "g2tam", tracking_points: str = "dpt") -> None:
         super().__init__()
         if decoder_style not in DECODER_STYLES:
             raise ValueError(f"decoder_style must be one of {DECODER_STYLES}, got {decoder_style!r}")
+        if tracking_points not in TRACKING_POINTS:
+            raise ValueError(f"tracking_points must be one of {TRACKING_POINTS}, got {tracking_points!r}")
         sam2 = decoder_style == "sam2"
         self.decoder_style = decoder_style
         self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **(backbone_overrides or {}))
@@ -87,6 +98,12 @@ class G2TAM(nn.Module):
         self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
                                    mlp_dim=(8 if sam2 else 2) * dim, map_channels=map_channels if hires_maps else 0,
                                    skip_first_layer_pe=sam2, iou_sigmoid=sam2)
+        self.tracking_points = tracking_points
+        self.light_points = None
+        if tracking_points == "light":
+            if self.backbone.point_head is None:
+                raise ValueError("tracking_points='light' reads the backbone's point head; it has none")
+            self.light_points = LightPointHead(self.backbone.point_head.features)
 
     @property
     def patch_size(self) -> int:
@@ -115,13 +132,20 @@ class G2TAM(nn.Module):
 
     def tracking_encoding(self, images: torch.Tensor) -> dict[str, Any]:
         """The encoding of a window ``images [1, S, 3, s, s]`` for tracking: the backbone's camera and point heads
-        only (the depth head is not run), the entries :meth:`decode` reads (``images``, ``feats``, ``hires``,
+        only (the depth head is not run; with ``tracking_points="light"`` the light point head instead of the point
+        head), the entries :meth:`decode` reads (``images``, ``feats``, ``hires``,
         ``world_points``) with the cameras (``extrinsics``, ``intrinsics``), and ``depth [1, S, s, s, 1]``, the z
         of the world points in each view's camera: the geometry the tracker's memory is made of."""
         from vision.geometry.camera import world_to_camera_points
 
         keep = ("images", "feats", "hires", "world_points", "extrinsics", "intrinsics")
-        encoded = {k: v for k, v in self.encode(images, heads=("camera", "points")).items() if k in keep}
+        if self.light_points is None:
+            geometry = self.backbone(images, heads=("camera", "points"))
+        else:
+            geometry = self.backbone(images, heads=("camera",))
+            geometry["world_points"] = self.light_points(self.backbone.point_head, geometry["tokens"],
+                                                         geometry["images"], geometry["patch_start_idx"])
+        encoded = {k: v for k, v in self.features_from_geometry(geometry).items() if k in keep}
         points = encoded["world_points"]
         b, s, h, w, _ = points.shape
         camera = world_to_camera_points(points.reshape(b, s, h * w, 3), encoded["extrinsics"])

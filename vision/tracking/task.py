@@ -21,7 +21,7 @@ from vision.errors import InputError
 from vision.model_folder import ModelFolder, write_model_folder
 from vision.text import TEXT_DIM
 from vision.tracking.baseline import MemoryBankTracker
-from vision.tracking.model import DECODER_STYLES, G2TAM
+from vision.tracking.model import DECODER_STYLES, G2TAM, TRACKING_POINTS
 
 __all__ = ["ARCHITECTURES", "TrackingConfig", "build_model", "load", "save"]
 
@@ -50,6 +50,8 @@ class TrackingConfig(TaskConfig):
         decoder_style: ``g2tam`` or ``sam2`` (G2TAM only): the mask decoder computes as SAM 2.1's, so that
             :func:`vision.tracking.sam2_keys.load_sam2_heads` can start it from a SAM 2.1 checkpoint
             (``TrackingConfig(**SAM2_1_HEADS)`` gives SAM 2.1's widths).
+        tracking_points: ``dpt`` or ``light`` (G2TAM only): where tracking reads its point maps
+            (:class:`G2TAM`); a ``light`` model comes from ``vision-fit-light-points``, not from training.
     """
 
     architecture: str = "g2tam"
@@ -66,6 +68,7 @@ class TrackingConfig(TaskConfig):
     text_encoder: str | None = "minilm"
     text_dim: int = TEXT_DIM
     decoder_style: str = "g2tam"
+    tracking_points: str = "dpt"
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -75,6 +78,12 @@ class TrackingConfig(TaskConfig):
                              f"got {self.decoder_style!r}")
         if self.decoder_style != "g2tam" and self.architecture != "g2tam":
             raise InputError(f"TrackingConfig.decoder_style={self.decoder_style!r} needs architecture 'g2tam', "
+                             f"got {self.architecture!r}")
+        if self.tracking_points not in TRACKING_POINTS:
+            raise InputError(f"TrackingConfig.tracking_points must be one of {TRACKING_POINTS}, "
+                             f"got {self.tracking_points!r}")
+        if self.tracking_points != "dpt" and self.architecture != "g2tam":
+            raise InputError(f"TrackingConfig.tracking_points={self.tracking_points!r} needs architecture 'g2tam', "
                              f"got {self.architecture!r}")
         for name in ("image_size", "dim", "num_masks", "decoder_depth", "num_heads", "memory_size", "text_dim"):
             value = getattr(self, name)
@@ -89,7 +98,8 @@ def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBa
                   decoder_depth=config.decoder_depth, num_heads=config.num_heads, text_dim=config.text_dim,
                   click_maps=config.click_maps, hires_maps=config.hires_maps)
     if config.architecture == "g2tam":
-        return G2TAM(proximity_maps=config.proximity_maps, decoder_style=config.decoder_style, **common)
+        return G2TAM(proximity_maps=config.proximity_maps, decoder_style=config.decoder_style,
+                     tracking_points=config.tracking_points, **common)
     return MemoryBankTracker(memory_size=config.memory_size, **common)
 
 

@@ -1,0 +1,125 @@
+"""Light point maps for tracking: the DPT point head's coarse stages and a fitted linear map, instead of its finest
+fusion and output convolutions.
+
+The tracker reads the backbone's world points at every pixel of every view (its proximity maps, prompt lifting and
+3D memory). At the tiny size the point head's finest stages (one fusion block and two convolutions at full
+resolution) cost about half of what the aggregator does. :class:`LightPointHead` stops the DPT head before them
+(:meth:`vision.geometry.dpt.DPTHead.coarse`: the fused map and the first level's features at 4x the patch grid) and
+maps each cell's ``2 * features`` values linearly to the pre-activation points of the ``upscale x upscale`` pixels
+it covers (a sub-pixel convolution), resized to the input size where the two differ, then applies the point head's
+activation.
+
+The map is not trained with the tracker: :func:`fit_light_points` fits it to the model's own DPT point head in closed
+form (ridge regression in the pre-activation space, accumulated over windows of views), so the decoder, trained on
+the DPT's points, reads an approximation of them. ``vision-fit-light-points`` writes the result as a model folder
+whose config says ``tracking_points: light``; what it costs in accuracy is measured, not assumed
+(``docs/speed.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vision.geometry.dpt import DPTHead, apply_activation, invert_activation
+
+__all__ = ["LightPointHead", "fit_light_points", "light_point_error"]
+
+
+class LightPointHead(nn.Module):
+    """World points ``[B, S, H, W, 3]`` from a DPT point head's coarse stages (see the module docstring).
+
+    Args:
+        features: the DPT head's fusion width (its ``features``).
+        upscale: pixels per cell of the coarse map along each axis (a sub-pixel convolution's factor).
+    """
+
+    def __init__(self, features: int, upscale: int = 2) -> None:
+        super().__init__()
+        self.upscale = upscale
+        self.proj = nn.Conv2d(2 * features, 3 * upscale ** 2, 1)
+
+    def cells(self, dpt: DPTHead, tokens_list: Sequence[torch.Tensor | None], images: torch.Tensor,
+              patch_start_idx: int) -> torch.Tensor:
+        """The linear map's input: ``[B*S, 2 * features, h1, w1]`` (the coarse fused map and level 1)."""
+        fused, level1 = dpt.coarse(tokens_list, images.shape[-2], images.shape[-1], patch_start_idx)
+        return torch.cat([fused, level1], dim=1)
+
+    def forward(self, dpt: DPTHead, tokens_list: Sequence[torch.Tensor | None], images: torch.Tensor,
+                patch_start_idx: int) -> torch.Tensor:
+        """``dpt``: the backbone's point head (its coarse stages run here); ``tokens_list``: the aggregator's
+        outputs; ``images [B, S, 3, H, W]`` (the shape is used). Returns ``world_points [B, S, H, W, 3]``."""
+        b, s, _, h, w = images.shape
+        return self.points(self.cells(dpt, tokens_list, images, patch_start_idx), (h, w),
+                           dpt.activation).reshape(b, s, h, w, 3)
+
+    def points(self, cells: torch.Tensor, size: tuple[int, int], activation: str) -> torch.Tensor:
+        """``cells [N, 2 * features, h1, w1]`` -> points ``[N, H, W, 3]`` at ``size`` (H, W), after the point
+        head's ``activation``."""
+        y = F.pixel_shuffle(self.proj(cells), self.upscale)
+        if y.shape[-2:] != tuple(size):
+            y = F.interpolate(y, size=tuple(size), mode="bilinear", align_corners=True)
+        return apply_activation(y.permute(0, 2, 3, 1), activation)
+
+
+def _targets(dpt: DPTHead, points: torch.Tensor, size: tuple[int, int], upscale: int) -> torch.Tensor:
+    """The DPT's pre-activation points ``[B, S, H, W, 3]`` -> per cell ``[B*S, 3 * upscale^2, h1, w1]`` in
+    :func:`torch.nn.functional.pixel_shuffle`'s channel order (resized to the cells' pixels first if needed)."""
+    y = invert_activation(points, dpt.activation).flatten(0, 1).permute(0, 3, 1, 2)
+    if y.shape[-2:] != size:
+        y = F.interpolate(y, size=size, mode="bilinear", align_corners=True)
+    return F.pixel_unshuffle(y, upscale)
+
+
+@torch.no_grad()
+def fit_light_points(model: Any, windows: Iterable[torch.Tensor], head: LightPointHead,
+                     ridge: float = 1e-4) -> dict[str, float]:
+    """Fit ``head.proj`` to ``model``'s DPT point head in closed form.
+
+    Args:
+        model: a :class:`~vision.tracking.model.G2TAM` (its backbone and point head are read, not changed).
+        windows: float ``[1, S, 3, H, W]`` views in [0, 1], as the predictor encodes them.
+        head: the head whose ``proj`` is set.
+        ridge: the ridge penalty, relative to the mean of the normal matrix's diagonal (the bias is not penalised).
+
+    Returns ``{"cells": rows fitted, "windows": windows read, "relative_error": mean |p - p_dpt| / mean |p_dpt|
+    over the fitted windows' pixels}``.
+    """
+    backbone = model.backbone
+    dpt = backbone.point_head
+    r = head.upscale
+    gram = rhs = None
+    count = 0
+    inputs = []
+    for images in windows:
+        tokens, start, images = backbone.aggregate(images)
+        points = backbone.predict_points(tokens, images, start)["world_points"]
+        x = head.cells(dpt, tokens, images, start)  # [BS, C, h1, w1]
+        y = _targets(dpt, points, (r * x.shape[-2], r * x.shape[-1]), r)
+        xs = torch.cat([x.permute(0, 2, 3, 1).reshape(-1, x.shape[1]), x.new_ones(x.numel() // x.shape[1], 1)], 1)
+        ys = y.permute(0, 2, 3, 1).reshape(-1, y.shape[1])
+        xs, ys = xs.double(), ys.double()
+        gram = xs.T @ xs if gram is None else gram + xs.T @ xs
+        rhs = xs.T @ ys if rhs is None else rhs + xs.T @ ys
+        count += len(xs)
+        inputs.append((x, points.flatten(0, 1)))
+    if gram is None:
+        raise ValueError("fit_light_points needs at least one window")
+    penalty = ridge * gram.diagonal()[:-1].mean()
+    eye = torch.eye(len(gram), dtype=gram.dtype)
+    eye[-1, -1] = 0
+    solution = torch.linalg.solve(gram + penalty * eye, rhs)  # [C + 1, 3 r^2]
+    head.proj.weight.copy_(solution[:-1].T.reshape(head.proj.weight.shape).to(head.proj.weight))
+    head.proj.bias.copy_(solution[-1].to(head.proj.bias))
+    err = [light_point_error(head.points(x, pts.shape[1:3], dpt.activation), pts) for x, pts in inputs]
+    return {"cells": float(count), "windows": float(len(inputs)),
+            "relative_error": float(sum(e[0] for e in err) / max(sum(e[1] for e in err), 1e-12))}
+
+
+def light_point_error(points: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
+    """``(sum of |p - p_ref|, sum of |p_ref|)`` over the pixels of ``[..., 3]`` point maps (their ratio is the
+    relative error :func:`fit_light_points` reports)."""
+    return float((points - reference).norm(dim=-1).sum()), float(reference.norm(dim=-1).sum())
