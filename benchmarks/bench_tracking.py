@@ -122,16 +122,18 @@ def speed(models: dict, size: int, views: int = 8, repeats: int = 5,
           refine: bool = True) -> dict[str, dict[int, list[float]]]:
     """Seconds of ``propagate`` over one window of ``views`` random frames, for 1, 4 and 16 point-prompted
     objects: ``{arch: {objects: [seconds of each of the repeats]}}`` after a warm-up, the models timed in turn
-    within each repetition (so a change of load on the machine reaches both alike)."""
+    within each repetition (so a change of load on the machine reaches both alike). ``models``: name -> model, or
+    name -> (model, extra ``TrackerPredictor`` arguments)."""
     from vision.tracking.predictor import TrackerPredictor
 
     frames = (np.random.default_rng(0).random((views, size, size, 3)) * 255).astype(np.uint8)
     out: dict[str, dict[int, list[float]]] = {arch: {} for arch in models}
     for n in (1, 4, 16):
         runs = {}
-        for arch, model in models.items():
+        for arch, entry in models.items():
+            model, extra = entry if isinstance(entry, tuple) else (entry, {})
             predictor = TrackerPredictor(model, text_encoder=None, window_size=views, max_anchors=1, refine=refine,
-                                         cache_views=0)
+                                         cache_views=0, **extra)
             state = predictor.init_state(frames)
             for o in range(n):
                 predictor.add_prompt(state, 0, o, points=[[(o * 7) % size, (o * 13) % size]])
@@ -216,6 +218,9 @@ def main() -> None:
                     help="G2TAM's carried 3D points per object in the accuracy rows (default the protocol's)")
     ap.add_argument("--g2tam-light", default=None,
                     help="also time and score this G2TAM model folder with light point maps (vision-fit-light-points)")
+    ap.add_argument("--light-memory-points", type=int, nargs="+", default=None,
+                    help="the --g2tam-light rows with these carried 3D points per object (one row each; default the "
+                         "protocol's)")
     ap.add_argument("--oracle", action="store_true",
                     help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
     args = ap.parse_args()
@@ -260,12 +265,14 @@ def main() -> None:
         from vision.tracking.task import load
 
         light = load(args.g2tam_light)[0]
-        with torch.no_grad():
-            if paths is not None:
-                tables["light"] = evaluate(light, paths, types, text_encoder, refine=not args.no_refine,
-                                           memory_points=args.memory_points)
-        if not args.skip_speed:
-            models["g2tam_light"] = light
+        for points in args.light_memory_points or [None]:
+            name = "light" if points is None else f"light@{points}"
+            with torch.no_grad():
+                if paths is not None:
+                    tables[name] = evaluate(light, paths, types, text_encoder, refine=not args.no_refine,
+                                            memory_points=points)
+            if not args.skip_speed:
+                models[name] = (light, {} if points is None else {"memory_points": points})
     speeds = speed(models, args.size, refine=not args.no_refine) if models else {}
     print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}"
           + (f"; G2TAM memory points: {args.memory_points}" if args.memory_points is not None else ""))
@@ -273,12 +280,14 @@ def main() -> None:
         print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
-    oracle, light = "oracle" in tables, "light" in tables
+    oracle = "oracle" in tables
+    lights = [name for name in tables if name.startswith("light")]
     if args.g2tam_light:
-        print(f"G2TAM, light point maps: {args.g2tam_light}")
+        print(f"G2TAM light: light point maps, {args.g2tam_light}; @N: N carried 3D points per object")
     if tables:
         print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}"
-              + (f"{'G2TAM, GT points':>18}" if oracle else "") + (f"{'G2TAM light':>13}" if light else ""))
+              + (f"{'G2TAM, GT points':>18}" if oracle else "")
+              + "".join(f"{'G2TAM ' + name:>17}" for name in lights))
     for split in tables.get("g2tam", {}):
         for kind in types:
             for key in ("J&F", "presence_accuracy", "iou3d"):
@@ -287,8 +296,8 @@ def main() -> None:
                 row = f"{split:<20}{kind:<7}{key:<19}{a:>8.3f}{b:>10.3f}{a - b:>+8.3f}"
                 if oracle:
                     row += f"{tables['oracle'][split][kind].get(key, float('nan')):>18.3f}"
-                if light:
-                    row += f"{tables['light'][split][kind].get(key, float('nan')):>13.3f}"
+                for name in lights:
+                    row += f"{tables[name][split][kind].get(key, float('nan')):>17.3f}"
                 print(row)
     if speeds:
         print(f"speed: views/s of propagate, one {args.views}-view window at {args.size} px, one thread; "
@@ -299,10 +308,10 @@ def main() -> None:
         am, bm = args.views / np.median(g), args.views / np.median(c)
         print(f"{'speed views/s':<27}{n:>2} obj  G2TAM {a:>6.1f} / {am:>6.1f}  control {b:>6.1f} / {bm:>6.1f}  "
               f"ratio {a / b:.2f} / {am / bm:.2f} (target >= 1.0)")
-        if "g2tam_light" in speeds:
-            lt = speeds["g2tam_light"][n]
+        for name in (k for k in speeds if k.startswith("light")):
+            lt = speeds[name][n]
             la, lm = args.views / min(lt), args.views / np.median(lt)
-            print(f"{'speed views/s':<27}{n:>2} obj  G2TAM light point maps {la:>6.1f} / {lm:>6.1f}  "
+            print(f"{'speed views/s':<27}{n:>2} obj  G2TAM {name:<9} {la:>6.1f} / {lm:>6.1f}  "
                   f"ratio to the control {la / b:.2f} / {lm / bm:.2f} (target >= 1.0)")
     for arch, (first, click) in clicks.items():
         print(f"correction click {arch:<12} first propagate s min {min(first):.4f} median {np.median(first):.4f}; "

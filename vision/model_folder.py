@@ -419,6 +419,11 @@ def model_card(folder: ModelFolder) -> str:
         if trained_with:
             lines += ["- training hyper-parameters: "
                       + ", ".join(f"{k}=`{json.dumps(v)}`" for k, v in trained_with.items())]
+        fit = training.get("light_points")
+        if fit:
+            lines += ["- light point maps fitted after training (`vision-fit-light-points`): "
+                      + ", ".join(f"{k}=`{json.dumps(v)}`" for k, v in fit.items())
+                      + "; the validation figures below were logged by the training run, with the point head"]
         lines += [""]
     lines += ["## Validation", ""]
     validation = training.get("validation") or {}

@@ -51,6 +51,7 @@ def test_the_folder_tracks_with_light_points(tmp_path, capsys, video_split):
     assert f"wrote the tracking model folder {out}" in printed
     card = json.loads((out / "config.json").read_text())
     assert card["config"]["tracking_points"] == "light"
+    assert "light point maps fitted after training" in (out / "README.md").read_text()
     loaded, config = get_task("tracking").load(out)
     assert config.tracking_points == "light"
     for key, value in model.state_dict().items():  # every other weight is the checkpoint's

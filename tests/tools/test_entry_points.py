@@ -30,7 +30,7 @@ THIN = {"tools/train.py": "vision.cli.train", "tools/predict.py": "vision.cli.pr
 def test_the_console_scripts_are_declared():
     assert {"vision-train", "vision-predict", "vision-evaluate", "vision-synthetic", "vision-demo",
             "vision-prepare-aigv", "vision-prepare-genvideo", "vision-prepare-oov-coco",
-            "vision-fetch-opencv-samples"} <= set(SCRIPTS)
+            "vision-fetch-opencv-samples", "vision-fit-light-points"} <= set(SCRIPTS)
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
