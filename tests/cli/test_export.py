@@ -9,19 +9,12 @@ import pytest
 import torch
 
 from vision.cli import export as export_cli
+from tests.cli.conftest import write_task_checkpoint
 from vision.tasks import get_task
 
 
 def _checkpoint(tmp_path, name: str = "forensics", **config_fields):
-    torch.manual_seed(0)
-    task = get_task(name)
-    config = task.resolve("config")(**config_fields)
-    model = task.build_model(config)
-    path = tmp_path / f"{name}.ckpt"
-    torch.save({"state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
-                "hyper_parameters": {"_class_path": task.lightning.replace(":", "."), "config": config.to_dict()},
-                "epoch": 0, "global_step": 1}, path)
-    return path, model
+    return write_task_checkpoint(tmp_path / f"{name}.ckpt", name, **config_fields)
 
 
 def test_export_writes_a_folder_the_task_loads(tmp_path, capsys):

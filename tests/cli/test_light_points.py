@@ -10,20 +10,14 @@ import pytest
 import torch
 
 from vision.cli import light_points as light_cli
+from tests.cli.conftest import write_task_checkpoint
 from vision.tasks import get_task
 from vision.tracking.predictor import TrackerPredictor
 
 
-def _checkpoint(tmp_path, **fields):
-    torch.manual_seed(0)
-    task = get_task("tracking")
-    config = task.resolve("config")(image_size=32, dim=32, text_encoder=None, **fields)
-    model = task.build_model(config)
-    path = tmp_path / f"{config.architecture}.ckpt"
-    torch.save({"state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
-                "hyper_parameters": {"_class_path": task.lightning.replace(":", "."), "config": config.to_dict()},
-                "epoch": 0, "global_step": 1}, path)
-    return path, model
+def _checkpoint(tmp_path, architecture: str = "g2tam"):
+    return write_task_checkpoint(tmp_path / f"{architecture}.ckpt", "tracking", architecture=architecture,
+                                 image_size=32, dim=32, text_encoder=None)
 
 
 @pytest.fixture(scope="module", autouse=True)

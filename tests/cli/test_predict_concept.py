@@ -12,7 +12,6 @@ import pytest
 
 from vision.cli.concept import ConceptPrompt, concept_prompts, label_instances, parse_exemplar
 from vision.cli.predict import build_parser, main
-from vision.errors import InputError
 from vision.tracking.export import object_colour
 
 
