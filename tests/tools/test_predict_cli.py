@@ -325,3 +325,43 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_output(checkpoints, full_
     line = _one_error(capsys)
     assert "No space left on device" in line and str(out) in line
     assert list(full_disk.iterdir()) == []
+
+
+@pytest.mark.parametrize("points", ["0", "-3"])
+def test_memory_points_below_one_are_refused(image_and_ckpt, tmp_path, capsys, points):
+    image, ckpt = image_and_ckpt
+    assert predict_cli.main([str(image), "--task", "tracking", "--ckpt", str(ckpt), "--points", "1,1",
+                             "--memory-points", points, "--out", str(tmp_path / "o")]) == 2
+    assert "--memory-points must be an integer >= 1" in _one_error(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+def test_memory_points_reach_the_tracker(tmp_path, monkeypatch):
+    """``--memory-points 16`` (the fast setting of docs/speed.md) builds the predictor with it; without the option
+    the predictor keeps its default."""
+    import inspect
+
+    import cv2
+    import torch
+
+    from tests.cli.conftest import write_task_checkpoint
+    from vision.tracking.predictor import TrackerPredictor
+
+    torch.set_num_threads(1)
+    ckpt, _ = write_task_checkpoint(tmp_path / "g2tam.ckpt", "tracking", image_size=32, dim=32, text_encoder=None)
+    image = tmp_path / "frame.png"
+    cv2.imwrite(str(image), np.zeros((32, 32, 3), np.uint8))
+    built = []
+    original = TrackerPredictor.__init__
+
+    def record(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        built.append(self.memory_points)
+
+    monkeypatch.setattr(TrackerPredictor, "__init__", record)
+    default = inspect.signature(original).parameters["memory_points"].default
+    for extra, expected in ((["--memory-points", "16"], 16), ([], default)):
+        built.clear()
+        assert predict_cli.main([str(image), "--task", "tracking", "--ckpt", str(ckpt), "--points", "16,16",
+                                 "--out", str(tmp_path / f"o{len(extra)}"), *extra]) == 0
+        assert built == [expected]

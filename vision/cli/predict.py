@@ -140,6 +140,11 @@ def tracking_prompts(args: argparse.Namespace) -> list:
     return [spec] + [ObjectPromptSpec(k, text=text) for k, text in enumerate(texts[1:], 2)]
 
 
+def tracker_options(args: argparse.Namespace) -> dict:
+    """The ``TrackerPredictor`` arguments the command line sets beyond the predictor's defaults."""
+    return {} if args.memory_points is None else {"memory_points": args.memory_points}
+
+
 def run_tracking(args: argparse.Namespace, out: Path) -> None:
     from vision.tracking.export import track_and_export
     from vision.tracking.predictor import TrackerPredictor
@@ -150,7 +155,8 @@ def run_tracking(args: argparse.Namespace, out: Path) -> None:
     prompts = tracking_prompts(args)
     source = load_input(args.input, args.max_frames, args.max_pixels)
     predictor = loaded(args, "tracking", lambda: TrackerPredictor.from_checkpoint(
-        args.ckpt, presence_threshold=args.presence_threshold, device=args.device, precision=args.precision))
+        args.ckpt, presence_threshold=args.presence_threshold, device=args.device, precision=args.precision,
+        **tracker_options(args)))
     # the state reads the files straight to the model size and keeps the input's size for prompts and masks
     # (the images of a folder are frames in name order); annotated.mp4 is drawn on frames at the working size
     state = predictor.init_state(source.source, ordered=True, max_frames=source.max_frames,
@@ -211,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tracking: a text prompt such as 'the red mug'; repeat it for more objects (2, 3, ...)")
     parser.add_argument("--presence-threshold", type=float, default=0.5,
                         help="tracking: an object's mask is emptied in frames where its presence probability is lower")
+    parser.add_argument("--memory-points", type=int, default=None,
+                        help="tracking: 3D points each object carries between windows (default the predictor's; "
+                             "fewer is faster at many objects, see docs/speed.md)")
     parser.add_argument("--prompt", action="append",
                         help="tracking, several objects: one prompt line, repeatable, e.g. "
                              "'object 2 frame 0 box 10,20,60,90' (see vision/tracking/prompt_text.py)")
@@ -247,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         output_path(args.out)  # an empty --out would become the current folder
         if not 0.0 <= args.presence_threshold <= 1.0:  # NaN fails this too
             raise InputError(f"--presence-threshold must be a probability in [0, 1], got {args.presence_threshold}")
+        if args.memory_points is not None and args.memory_points < 1:
+            raise InputError(f"--memory-points must be an integer >= 1, got {args.memory_points}")
         check_concept_arguments(args)
         if args.stream:
             from vision.cli.stream import run_tracking_stream

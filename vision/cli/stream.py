@@ -33,7 +33,7 @@ def run_tracking_stream(args: argparse.Namespace, out: Path) -> None:
     """Track ``args.input[0]`` as a stream into ``out`` (see the module docstring)."""
     from tqdm import tqdm
 
-    from vision.cli.predict import tracking_prompts
+    from vision.cli.predict import tracker_options, tracking_prompts
     from vision.data.resize import resize_image
     from vision.data.stream import open_stream
     from vision.data.video import write_video
@@ -46,7 +46,8 @@ def run_tracking_stream(args: argparse.Namespace, out: Path) -> None:
     source = args.input[0]
     live = open_stream(source, fmt=args.stream_format, follow=args.follow, max_pixels=args.max_pixels)
     predictor = TrackerPredictor.from_checkpoint(args.ckpt, presence_threshold=args.presence_threshold,
-                                                 device=args.device, precision=args.precision)
+                                                 device=args.device, precision=args.precision,
+                                                 **tracker_options(args))
     stream = TrackerStream(predictor, live.height, live.width)
     for spec in prompts:
         stream.add_prompt(obj_id=spec.obj_id, mask=None, **spec.arrays())
