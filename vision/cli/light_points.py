@@ -72,8 +72,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)
     try:
-        import torch
-
         from vision.checkpoint import read_model
         from vision.model_folder import folder_of_checkpoint, write_model_folder
         from vision.tracking import task
@@ -92,28 +90,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         light = task.build_model(config.replace(tracking_points="light"))
         light.load_state_dict(model.state_dict(), strict=False)
         light.eval()
-        torch.manual_seed(0)
 
         def windows(paths: Sequence[Path]) -> Iterator:
             for path in paths:
                 yield from split_windows(path, config.image_size, args.videos, args.window)
 
         stats = fit_light_points(light, windows(args.split), light.light_points, ridge=args.ridge)
-        print(f"fitted on {int(stats['windows'])} windows ({int(stats['cells'])} cells): mean relative point error "
-              f"against the DPT point head {stats['relative_error']:.4f}")
+        error = light_point_error(light, windows(args.split))
+        print(f"fitted on {stats['windows']} windows ({stats['cells']} cells): mean relative point error against "
+              f"the DPT point head {error:.4f}")
         if args.val_split:
-            total = [0.0, 0.0]
-            with torch.no_grad():
-                for images in windows([args.val_split]):
-                    ours = light.tracking_encoding(images)["world_points"]
-                    tokens, start, images = light.backbone.aggregate(images)
-                    reference = light.backbone.predict_points(tokens, images, start)["world_points"]
-                    err, norm = light_point_error(ours, reference)
-                    total = [total[0] + err, total[1] + norm]
             print(f"{args.val_split}: mean relative point error against the DPT point head "
-                  f"{total[0] / max(total[1], 1e-12):.4f}")
+                  f"{light_point_error(light, windows([args.val_split])):.4f}")
         fit = {"splits": [str(p) for p in args.split], "videos": args.videos, "window": args.window,
-               "ridge": args.ridge, "relative_error": stats["relative_error"]}
+               "ridge": args.ridge, "relative_error": error}
         folder = dataclasses.replace(folder, config=config.replace(tracking_points="light").to_dict(),
                                      weights={**folder.weights, "model": light.state_dict()},
                                      training={**folder.training, "light_points": fit})

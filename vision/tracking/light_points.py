@@ -18,13 +18,16 @@ whose config says ``tracking_points: light``; what it costs in accuracy is measu
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from vision.geometry.dpt import DPTHead, apply_activation, invert_activation
+
+if TYPE_CHECKING:
+    from vision.tracking.model import G2TAM
 
 __all__ = ["LightPointHead", "fit_light_points", "light_point_error"]
 
@@ -75,37 +78,36 @@ def _targets(dpt: DPTHead, points: torch.Tensor, size: tuple[int, int], upscale:
 
 
 @torch.no_grad()
-def fit_light_points(model: Any, windows: Iterable[torch.Tensor], head: LightPointHead,
-                     ridge: float = 1e-4) -> dict[str, float]:
+def fit_light_points(model: "G2TAM", windows: Iterable[torch.Tensor], head: LightPointHead,
+                     ridge: float = 1e-4) -> dict[str, int]:
     """Fit ``head.proj`` to ``model``'s DPT point head in closed form.
 
     Args:
-        model: a :class:`~vision.tracking.model.G2TAM` (its backbone and point head are read, not changed).
+        model: the G2TAM whose backbone and point head are read (not changed).
         windows: float ``[1, S, 3, H, W]`` views in [0, 1], as the predictor encodes them.
         head: the head whose ``proj`` is set.
         ridge: the ridge penalty, relative to the mean of the normal matrix's diagonal (the bias is not penalised).
 
-    Returns ``{"cells": rows fitted, "windows": windows read, "relative_error": mean |p - p_dpt| / mean |p_dpt|
-    over the fitted windows' pixels}``.
+    The normal equations are accumulated in float64 on the CPU, one window at a time (memory: one window's
+    cells). Returns ``{"cells": rows fitted, "windows": windows read}``.
     """
     backbone = model.backbone
     dpt = backbone.point_head
     r = head.upscale
     gram = rhs = None
-    count = 0
-    inputs = []
+    count = windows_read = 0
     for images in windows:
         tokens, start, images = backbone.aggregate(images)
         points = backbone.predict_points(tokens, images, start)["world_points"]
         x = head.cells(dpt, tokens, images, start)  # [BS, C, h1, w1]
         y = _targets(dpt, points, (r * x.shape[-2], r * x.shape[-1]), r)
-        xs = torch.cat([x.permute(0, 2, 3, 1).reshape(-1, x.shape[1]), x.new_ones(x.numel() // x.shape[1], 1)], 1)
-        ys = y.permute(0, 2, 3, 1).reshape(-1, y.shape[1])
-        xs, ys = xs.double(), ys.double()
+        xs = x.permute(0, 2, 3, 1).reshape(-1, x.shape[1]).double().cpu()
+        xs = torch.cat([xs, xs.new_ones(len(xs), 1)], 1)
+        ys = y.permute(0, 2, 3, 1).reshape(-1, y.shape[1]).double().cpu()
         gram = xs.T @ xs if gram is None else gram + xs.T @ xs
         rhs = xs.T @ ys if rhs is None else rhs + xs.T @ ys
         count += len(xs)
-        inputs.append((x, points.flatten(0, 1)))
+        windows_read += 1
     if gram is None:
         raise ValueError("fit_light_points needs at least one window")
     penalty = ridge * gram.diagonal()[:-1].mean()
@@ -114,12 +116,21 @@ def fit_light_points(model: Any, windows: Iterable[torch.Tensor], head: LightPoi
     solution = torch.linalg.solve(gram + penalty * eye, rhs)  # [C + 1, 3 r^2]
     head.proj.weight.copy_(solution[:-1].T.reshape(head.proj.weight.shape).to(head.proj.weight))
     head.proj.bias.copy_(solution[-1].to(head.proj.bias))
-    err = [light_point_error(head.points(x, pts.shape[1:3], dpt.activation), pts) for x, pts in inputs]
-    return {"cells": float(count), "windows": float(len(inputs)),
-            "relative_error": float(sum(e[0] for e in err) / max(sum(e[1] for e in err), 1e-12))}
+    return {"cells": count, "windows": windows_read}
 
 
-def light_point_error(points: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
-    """``(sum of |p - p_ref|, sum of |p_ref|)`` over the pixels of ``[..., 3]`` point maps (their ratio is the
-    relative error :func:`fit_light_points` reports)."""
-    return float((points - reference).norm(dim=-1).sum()), float(reference.norm(dim=-1).sum())
+@torch.no_grad()
+def light_point_error(model: "G2TAM", windows: Iterable[torch.Tensor]) -> float:
+    """Mean relative error of ``model.light_points`` against its DPT point head over ``windows`` (as for
+    :func:`fit_light_points`): the sum over pixels of ``|p - p_dpt|`` over the sum of ``|p_dpt|``."""
+    backbone = model.backbone
+    error = norm = 0.0
+    for images in windows:
+        tokens, start, images = backbone.aggregate(images)
+        reference = backbone.predict_points(tokens, images, start)["world_points"]
+        points = model.light_points(backbone.point_head, tokens, images, start)
+        error += float((points - reference).norm(dim=-1).sum())
+        norm += float(reference.norm(dim=-1).sum())
+    if norm == 0:
+        raise ValueError("light_point_error needs at least one window with a point off the origin")
+    return error / norm
