@@ -10,6 +10,7 @@ SYNTH  := datasets/synthetic
 RUNS   := runs
 
 .PHONY: setup sysdeps test test-fast train train-geometry train-detection train-tracking train-forensics train-long \
+	light-points \
 	data-aigv-footage \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
 	train-concept bench-concept
@@ -162,6 +163,13 @@ train-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train
 	$(call test_ckpt,tracking/tiny)
 	$(call test_ckpt,tracking/baseline_tiny)
 	$(call track_bench,eval,$(RUNS)/tracking/tiny,$(RUNS)/tracking/baseline_tiny,$(GEOMETRY_CKPT))
+
+# G2TAM with light point maps (docs/speed.md#light-point-maps-issue-31): fitted to the trained tiny G2TAM, no training
+light-points: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
+	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-tracking
+	$(BIN)/vision-fit-light-points --ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
+	  --split $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json \
+	  --val-split $(SYNTH)/tracking_val.json --out $(RUNS)/tracking/tiny_light --overwrite
 
 # `track_bench OUT,G2TAM_RUN,CONTROL_RUN,GEOMETRY_CKPT`: G2TAM beside its control and beside itself on ground-truth
 # point maps (the ceiling the geometry sets), then the learning-free 3D-proximity tracker on the backbone's points.
