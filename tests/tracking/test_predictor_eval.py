@@ -315,21 +315,22 @@ def test_known_geometry_changes_g2tam_and_scores(predictor, video_split):
 
 
 class _CountingEncode:
-    """Wraps a model's ``encode`` and counts the views it encodes."""
+    """Wraps a model's ``tracking_encoding`` (what the predictor encodes a window with) and counts the views it
+    encodes."""
 
     def __init__(self, model):
-        self.model, self.views, self.inner = model, 0, model.encode
+        self.model, self.views, self.inner = model, 0, model.tracking_encoding
 
     def __enter__(self):
         def encode(images, **kwargs):
             self.views += images.shape[1]
             return self.inner(images, **kwargs)
 
-        self.model.encode = encode
+        self.model.tracking_encoding = encode
         return self
 
     def __exit__(self, *exc):
-        self.model.encode = self.inner
+        self.model.tracking_encoding = self.inner
 
 
 def _propagated(predictor, state):
