@@ -4,6 +4,7 @@ object; and whether every mode gives the per-object loop's masks.
 
     python benchmarks/bench_tracking_objects.py --ckpt runs/tracking/tiny/checkpoints/last.ckpt
     python benchmarks/bench_tracking_objects.py --ckpt ... --objects 64 --profile   # cProfile's top lines
+    python benchmarks/bench_tracking_objects.py --ckpt ... --flops    # what the decoder computes, and how fast
 
 Every mode tracks the same random 8-frame window (one window, ``cache_views=0``: every ``propagate`` runs the
 backbone once, shared by all objects) with the same prompts through one :class:`TrackerPredictor`, one thread; the
@@ -15,6 +16,10 @@ A mode may name the predictor's carried 3D points per object after ``@`` (``buck
 Peak memory: each (mode, objects) runs in a fresh process; the peak RSS is reset after the model and the frames are
 loaded (``/proc/self/clear_refs``) and read after one ``propagate`` (``VmHWM``); the growth over the RSS before it
 beyond the first row's (one object: the backbone's activations), per added object, is the peak memory per object.
+``--flops`` replays the decoder calls of one ``propagate`` per row (outside the timed repetitions) under
+``torch.utils.flop_counter`` (matrix products, convolutions and attention; element-wise work is not counted) and
+prints the FLOPs per decoded (view, object) pair, the decoder's time and its rate, and the rate the decoder would
+need for the row to reach 0.25 of the one-object views/s (the rest of ``propagate`` as measured).
 """
 
 from __future__ import annotations
@@ -105,6 +110,43 @@ def peak_growth(mode: str, objects: int, args) -> float:
     return out["peak"] - out["before"]
 
 
+def decoder_flops(predictor, state) -> tuple[float, float, int]:
+    """(FLOPs, seconds, decoded pairs) of the decoder calls of one ``propagate``: the calls are recorded, then
+    each is replayed once under the FLOP counter and timed alone (best of three)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = predictor.model
+    calls = []
+    inner = model.decode
+
+    def record(encoded, prompts, *views):
+        calls.append((encoded, prompts, views))
+        return inner(encoded, prompts, *views)
+
+    model.decode = record
+    try:
+        for _ in predictor.propagate(state):
+            pass
+    finally:
+        model.decode = inner
+    flops = seconds = 0.0
+    pairs = 0
+    with torch.no_grad():
+        for encoded, prompts, views in calls:
+            with FlopCounterMode(display=False) as counter:
+                inner(encoded, prompts, *views)
+            flops += counter.get_total_flops()
+            best = []
+            for _ in range(3):
+                t = time.perf_counter()
+                inner(encoded, prompts, *views)
+                best.append(time.perf_counter() - t)
+            seconds += min(best)
+            pairs += prompts.num_objects * (len(views[0]) if views and views[0] is not None
+                                            else encoded["feats"].shape[1])
+    return flops, seconds, pairs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ckpt", required=True, help="a trained G2TAM (TrackingModule checkpoint)")
@@ -117,6 +159,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--profile", action="store_true", help="cProfile one propagate per (mode, objects)")
+    ap.add_argument("--flops", action="store_true", help="the decoder's FLOPs per pair and rate per (mode, objects)")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.memory_child:
@@ -145,8 +188,9 @@ def main() -> None:
                 times[mode].append(time.perf_counter() - t)
         for mode in runs:
             rows[(mode, n)] = {"min": args.views / min(times[mode]), "median": args.views / np.median(times[mode]),
-                               "diff": diffs[mode],
-                               "mem": None if args.skip_memory else peak_growth(mode, n, args)}
+                               "diff": diffs[mode], "seconds": min(times[mode]),
+                               "mem": None if args.skip_memory else peak_growth(mode, n, args),
+                               "flops": decoder_flops(*runs[mode]) if args.flops else None}
         if args.profile:
             for mode, (predictor, state) in runs.items():
                 prof = cProfile.Profile()
@@ -175,6 +219,20 @@ def main() -> None:
     print(f"(x 1 obj: min views/s over the {args.objects[0]}-object row's min of the same mode, target at 64 and "
           f"128 objects >= 0.25; peak MiB: peak RSS growth during one propagate, fresh process; MiB/obj: its growth "
           f"over the {args.objects[0]}-object row's, per added object)")
+    if args.flops:
+        print(f"\nthe decoder in one propagate (matrix products, convolutions, attention), replayed call by call; "
+              f"'needed': its rate for views/s at 0.25 of the {args.objects[0]}-object row, the rest of propagate "
+              f"as measured")
+        print(f"{'objects':>7} {'mode':<10}{'pairs':>7}{'MFLOP/pair':>11}{'decoder s':>10}{'GFLOP/s':>9}"
+              f"{'propagate s':>12}{'needed GFLOP/s':>15}")
+        for n in args.objects:
+            for mode in args.modes:
+                r, one = rows[(mode, n)], rows[(mode, args.objects[0])]
+                flops, seconds, pairs = r["flops"]
+                budget = args.views / (0.25 * one["min"]) - (r["seconds"] - seconds)
+                needed = f"{flops / budget / 1e9:>15.1f}" if budget > 0 else f"{'none left':>15}"
+                print(f"{n:>7} {mode:<10}{pairs:>7}{flops / pairs / 1e6:>11.2f}{seconds:>10.3f}"
+                      f"{flops / seconds / 1e9:>9.1f}{r['seconds']:>12.3f}{needed}")
 
 
 if __name__ == "__main__":
