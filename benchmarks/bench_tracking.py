@@ -148,6 +148,46 @@ def speed(models: dict, size: int, views: int = 8, repeats: int = 5,
     return out
 
 
+def breakdown(models: dict, size: int, views: int = 8, repeats: int = 7) -> dict[str, dict[str, float]]:
+    """Where one object's ``propagate`` goes, timed without a profiler (best of ``repeats``, the models in turn):
+    per model ``propagate`` (one point-prompted object, ``cache_views=0``) and ``encoding`` (``tracking_encoding``
+    of the window); for models with geometry also the ``aggregator``, the ``cameras`` head and the ``points`` (the
+    DPT point head, or the light point head). Seconds."""
+    from vision.tracking.predictor import TrackerPredictor
+
+    frames = (np.random.default_rng(0).random((views, size, size, 3)) * 255).astype(np.uint8)
+    images = torch.from_numpy(frames).permute(0, 3, 1, 2).float()[None] / 255
+    jobs = {}
+    for name, entry in models.items():
+        model, extra = entry if isinstance(entry, tuple) else (entry, {})
+        predictor = TrackerPredictor(model, text_encoder=None, window_size=views, max_anchors=1, cache_views=0,
+                                     **extra)
+        state = predictor.init_state(frames)
+        predictor.add_prompt(state, 0, 0, points=[[size // 2, size // 2]])
+        parts = {"propagate": lambda p=predictor, st=state: list(p.propagate(st)),
+                 "encoding": lambda m=model: m.tracking_encoding(images)}
+        if model.uses_geometry_memory:
+            backbone = model.backbone
+            tokens, start, checked = backbone.aggregate(images)
+            parts["aggregator"] = lambda b=backbone: b.aggregate(images)
+            parts["cameras"] = lambda b=backbone, t=tokens: b.predict_cameras(t, (size, size))
+            if getattr(model, "light_points", None) is not None:
+                parts["points"] = lambda m=model, t=tokens, st=start, c=checked: m.light_points(
+                    m.backbone.point_head, t, c, st)
+            else:
+                parts["points"] = lambda b=backbone, t=tokens, st=start, c=checked: b.predict_points(t, c, st)
+        jobs[name] = parts
+    out = {name: {part: float("inf") for part in parts} for name, parts in jobs.items()}
+    with torch.no_grad():
+        for _ in range(repeats + 1):  # the first round warms up
+            for name, parts in jobs.items():
+                for part, job in parts.items():
+                    t = time.perf_counter()
+                    job()
+                    out[name][part] = min(out[name][part], time.perf_counter() - t) if _ else float("inf")
+    return out
+
+
 def correction_click(model, size: int, views: int = 8, repeats: int = 5) -> tuple[list[float], list[float]]:
     """Seconds of the first ``propagate`` of a fresh state (one point-prompted object, ``views`` random frames: the
     backbone runs) and of the propagation after a correction click (a negative point added to the same object:
@@ -221,6 +261,8 @@ def main() -> None:
     ap.add_argument("--light-memory-points", type=int, nargs="+", default=None,
                     help="the --g2tam-light rows with these carried 3D points per object (one row each; default the "
                          "protocol's)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="with the speed rows: where one object's propagate goes, per model, without a profiler")
     ap.add_argument("--oracle", action="store_true",
                     help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
     args = ap.parse_args()
@@ -274,6 +316,7 @@ def main() -> None:
             if not args.skip_speed:
                 models[name] = (light, {} if points is None else {"memory_points": points})
     speeds = speed(models, args.size, refine=not args.no_refine) if models else {}
+    parts = breakdown(models, args.size) if models and args.breakdown else {}
     print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}"
           + (f"; G2TAM memory points: {args.memory_points}" if args.memory_points is not None else ""))
     if trained:
@@ -313,6 +356,11 @@ def main() -> None:
             la, lm = args.views / min(lt), args.views / np.median(lt)
             print(f"{'speed views/s':<27}{n:>2} obj  G2TAM {name:<9} {la:>6.1f} / {lm:>6.1f}  "
                   f"ratio to the control {la / b:.2f} / {lm / bm:.2f} (target >= 1.0)")
+    if parts:
+        print("one object, ms (best of 7, no profiler; decoding and the rest = propagate - encoding):")
+        for name, row in parts.items():
+            cells = "  ".join(f"{k} {1000 * v:.1f}" for k, v in row.items())
+            print(f"  {name:<12} {cells}  decoding and the rest {1000 * (row['propagate'] - row['encoding']):.1f}")
     for arch, (first, click) in clicks.items():
         print(f"correction click {arch:<12} first propagate s min {min(first):.4f} median {np.median(first):.4f}; "
               f"after a click min {min(click):.4f} median {np.median(click):.4f}; ratio min "
