@@ -168,7 +168,8 @@ def breakdown(models: dict, size: int, views: int = 8, repeats: int = 7) -> dict
                  "encoding": lambda m=model: m.tracking_encoding(images)}
         if model.uses_geometry_memory:
             backbone = model.backbone
-            tokens, start, checked = backbone.aggregate(images)
+            with torch.no_grad():
+                tokens, start, checked = backbone.aggregate(images)
             parts["aggregator"] = lambda b=backbone: b.aggregate(images)
             parts["cameras"] = lambda b=backbone, t=tokens: b.predict_cameras(t, (size, size))
             if getattr(model, "light_points", None) is not None:
@@ -177,15 +178,15 @@ def breakdown(models: dict, size: int, views: int = 8, repeats: int = 7) -> dict
             else:
                 parts["points"] = lambda b=backbone, t=tokens, st=start, c=checked: b.predict_points(t, c, st)
         jobs[name] = parts
-    out = {name: {part: float("inf") for part in parts} for name, parts in jobs.items()}
+    times = {name: {part: [] for part in parts} for name, parts in jobs.items()}
     with torch.no_grad():
-        for _ in range(repeats + 1):  # the first round warms up
+        for _ in range(repeats + 1):
             for name, parts in jobs.items():
                 for part, job in parts.items():
                     t = time.perf_counter()
                     job()
-                    out[name][part] = min(out[name][part], time.perf_counter() - t) if _ else float("inf")
-    return out
+                    times[name][part].append(time.perf_counter() - t)
+    return {name: {part: min(ts[1:]) for part, ts in row.items()} for name, row in times.items()}  # [0]: warm-up
 
 
 def correction_click(model, size: int, views: int = 8, repeats: int = 5) -> tuple[list[float], list[float]]:

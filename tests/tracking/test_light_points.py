@@ -34,7 +34,8 @@ def _pre_activation_error(model: G2TAM, windows: list[torch.Tensor]) -> float:
             tokens, start, images = model.backbone.aggregate(images)
             target = invert_activation(model.backbone.predict_points(tokens, images, start)["world_points"],
                                        dpt.activation).flatten(0, 1).permute(0, 3, 1, 2)
-            ours = F.pixel_shuffle(head.proj(head.cells(dpt, tokens, images, start)), head.upscale)
+            coarse = dpt.coarse(tokens, images.shape[-2], images.shape[-1], start)
+            ours = F.pixel_shuffle(head.proj(head.cells(*coarse)), head.upscale)
             total += float(((ours - target) ** 2).sum())
     return total
 
@@ -43,7 +44,7 @@ def test_the_fit_is_the_least_squares_solution():
     """Fitted without ridge, every perturbation of the weights or the bias makes the pre-activation error larger,
     and the fit beats the best constant map (the bias alone) by far: the rows and the sub-pixel order match."""
     model, windows = _model(), _windows()
-    stats = fit_light_points(model, windows, model.light_points, ridge=0.0)
+    stats = fit_light_points(model, windows, ridge=0.0)
     assert stats["windows"] == 3 and stats["cells"] == 3 * 4 * 16 * 16
     best, fitted_error = _pre_activation_error(model, windows), light_point_error(model, windows)
     assert 0 < fitted_error < 1
@@ -64,16 +65,16 @@ def test_the_fit_is_the_least_squares_solution():
 
 def test_ridge_shrinks_the_weights():
     model, windows = _model(), _windows()
-    fit_light_points(model, windows, model.light_points, ridge=0.0)
+    fit_light_points(model, windows, ridge=0.0)
     free = model.light_points.proj.weight.norm()
-    fit_light_points(model, windows, model.light_points, ridge=10.0)
+    fit_light_points(model, windows, ridge=10.0)
     assert model.light_points.proj.weight.norm() < free
 
 
 def test_tracking_encoding_reads_the_light_points_and_nothing_else_changes():
     light, dpt = _model("light"), _model("dpt")
     dpt.load_state_dict(light.state_dict(), strict=False)  # the same backbone and decoder weights
-    fit_light_points(light, _windows(), light.light_points)
+    fit_light_points(light, _windows())
     images = _windows(1)[0]
     with torch.no_grad():
         ours, reference = light.tracking_encoding(images), dpt.tracking_encoding(images)

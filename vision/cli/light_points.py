@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)
     try:
-        from vision.checkpoint import read_model
+        from vision.checkpoint import load_weights, read_model
         from vision.model_folder import folder_of_checkpoint, write_model_folder
         from vision.tracking import task
         from vision.tracking.light_points import fit_light_points, light_point_error
@@ -84,18 +84,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"need --videos >= 1, --window >= 2, --ridge >= 0; got {args.videos}, {args.window}, "
                              f"{args.ridge}")
         folder = folder_of_checkpoint(read_model(args.ckpt), args.ckpt, task="tracking")
-        model, config = task.load(args.ckpt)
+        config = task.TrackingConfig.from_value(folder.config, file=args.ckpt)
         if config.architecture != "g2tam":
             raise InputError(f"{args.ckpt} is a {config.architecture!r} tracker; light point maps are G2TAM's")
         light = task.build_model(config.replace(tracking_points="light"))
-        light.load_state_dict(model.state_dict(), strict=False)
+        # every weight is the checkpoint's (checked as task.load checks them) but the light head's, fitted below
+        fresh = {f"light_points.{k}": v for k, v in light.light_points.state_dict().items()}
+        load_weights(light, {**folder.weights["model"], **fresh}, args.ckpt, hint=task.RETRAIN_HINT)
         light.eval()
 
         def windows(paths: Sequence[Path]) -> Iterator:
             for path in paths:
                 yield from split_windows(path, config.image_size, args.videos, args.window)
 
-        stats = fit_light_points(light, windows(args.split), light.light_points, ridge=args.ridge)
+        stats = fit_light_points(light, windows(args.split), ridge=args.ridge)
         error = light_point_error(light, windows(args.split))
         print(f"fitted on {stats['windows']} windows ({stats['cells']} cells): mean relative point error against "
               f"the DPT point head {error:.4f}")

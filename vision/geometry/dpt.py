@@ -185,21 +185,25 @@ class DPTHead(nn.Module):
         out = self.scratch.refinenet3(out, l3, size=l2.shape[2:])
         return self.scratch.refinenet2(out, l2, size=l1.shape[2:]), l1
 
-    def _forward_frames(self, tokens_list: Sequence[torch.Tensor | None], height: int, width: int,
-                        patch_start_idx: int, start: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def finish(self, fused: torch.Tensor, level1: torch.Tensor, height: int,
+               width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The finest fusion and the outputs from :meth:`coarse`'s two maps of N frames: ``(pred [N, H, W,
+        output_dim-1], conf [N, H, W])``."""
         gh, gw = height // self.patch_size, width // self.patch_size
-        b = tokens_list[self.intermediate_layer_idx[0]].shape[0]
-        s = end - start
-        out, l1 = self.coarse(tokens_list, height, width, patch_start_idx, start, end)
-        out = self.scratch.refinenet1(out, l1)
+        out = self.scratch.refinenet1(fused, level1)
         out = self.scratch.output_conv1(out)
         out = F.interpolate(out, size=(gh * self.patch_size, gw * self.patch_size), mode="bilinear",
                             align_corners=True)
         if self.pos_embed:
             out = self._add_pos(out, width, height)
-        out = self.scratch.output_conv2(out).permute(0, 2, 3, 1)  # [b*s, H, W, output_dim]
-        pred = apply_activation(out[..., :-1], self.activation)
-        conf = apply_activation(out[..., -1], self.conf_activation)
+        out = self.scratch.output_conv2(out).permute(0, 2, 3, 1)  # [N, H, W, output_dim]
+        return apply_activation(out[..., :-1], self.activation), apply_activation(out[..., -1], self.conf_activation)
+
+    def _forward_frames(self, tokens_list: Sequence[torch.Tensor | None], height: int, width: int,
+                        patch_start_idx: int, start: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        b = tokens_list[self.intermediate_layer_idx[0]].shape[0]
+        s = end - start
+        pred, conf = self.finish(*self.coarse(tokens_list, height, width, patch_start_idx, start, end), height, width)
         return pred.reshape(b, s, *pred.shape[1:]), conf.reshape(b, s, *conf.shape[1:])
 
     def forward(self, tokens_list: Sequence[torch.Tensor | None], images: torch.Tensor, patch_start_idx: int,

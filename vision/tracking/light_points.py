@@ -45,61 +45,68 @@ class LightPointHead(nn.Module):
         self.upscale = upscale
         self.proj = nn.Conv2d(2 * features, 3 * upscale ** 2, 1)
 
-    def cells(self, dpt: DPTHead, tokens_list: Sequence[torch.Tensor | None], images: torch.Tensor,
-              patch_start_idx: int) -> torch.Tensor:
-        """The linear map's input: ``[B*S, 2 * features, h1, w1]`` (the coarse fused map and level 1)."""
-        fused, level1 = dpt.coarse(tokens_list, images.shape[-2], images.shape[-1], patch_start_idx)
+    @staticmethod
+    def cells(fused: torch.Tensor, level1: torch.Tensor) -> torch.Tensor:
+        """The linear map's input from :meth:`~vision.geometry.dpt.DPTHead.coarse`'s two maps: ``[N, 2 * features,
+        h1, w1]``."""
         return torch.cat([fused, level1], dim=1)
+
+    def from_coarse(self, fused: torch.Tensor, level1: torch.Tensor, size: tuple[int, int],
+                    activation: str) -> torch.Tensor:
+        """Points ``[N, H, W, 3]`` at ``size`` (H, W) from the coarse maps of N frames, after the point head's
+        ``activation``."""
+        y = F.pixel_shuffle(self.proj(self.cells(fused, level1)), self.upscale)
+        if y.shape[-2:] != tuple(size):
+            y = F.interpolate(y, size=tuple(size), mode="bilinear", align_corners=True)
+        return apply_activation(y.permute(0, 2, 3, 1), activation)
 
     def forward(self, dpt: DPTHead, tokens_list: Sequence[torch.Tensor | None], images: torch.Tensor,
                 patch_start_idx: int) -> torch.Tensor:
         """``dpt``: the backbone's point head (its coarse stages run here); ``tokens_list``: the aggregator's
         outputs; ``images [B, S, 3, H, W]`` (the shape is used). Returns ``world_points [B, S, H, W, 3]``."""
         b, s, _, h, w = images.shape
-        return self.points(self.cells(dpt, tokens_list, images, patch_start_idx), (h, w),
-                           dpt.activation).reshape(b, s, h, w, 3)
-
-    def points(self, cells: torch.Tensor, size: tuple[int, int], activation: str) -> torch.Tensor:
-        """``cells [N, 2 * features, h1, w1]`` -> points ``[N, H, W, 3]`` at ``size`` (H, W), after the point
-        head's ``activation``."""
-        y = F.pixel_shuffle(self.proj(cells), self.upscale)
-        if y.shape[-2:] != tuple(size):
-            y = F.interpolate(y, size=tuple(size), mode="bilinear", align_corners=True)
-        return apply_activation(y.permute(0, 2, 3, 1), activation)
+        coarse = dpt.coarse(tokens_list, h, w, patch_start_idx)
+        return self.from_coarse(*coarse, (h, w), dpt.activation).reshape(b, s, h, w, 3)
 
 
 def _targets(dpt: DPTHead, points: torch.Tensor, size: tuple[int, int], upscale: int) -> torch.Tensor:
-    """The DPT's pre-activation points ``[B, S, H, W, 3]`` -> per cell ``[B*S, 3 * upscale^2, h1, w1]`` in
+    """The DPT's pre-activation points ``[N, H, W, 3]`` -> per cell ``[N, 3 * upscale^2, h1, w1]`` in
     :func:`torch.nn.functional.pixel_shuffle`'s channel order (resized to the cells' pixels first if needed)."""
-    y = invert_activation(points, dpt.activation).flatten(0, 1).permute(0, 3, 1, 2)
+    y = invert_activation(points, dpt.activation).permute(0, 3, 1, 2)
     if y.shape[-2:] != size:
         y = F.interpolate(y, size=size, mode="bilinear", align_corners=True)
     return F.pixel_unshuffle(y, upscale)
 
 
+def _coarse_and_reference(model: "G2TAM", images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One window ``[1, S, 3, H, W]`` through the aggregator and the point head's coarse stages, run once for both
+    heads: ``(fused, level1, points [S, H, W, 3])``, the points the DPT head finishes from those maps."""
+    backbone = model.backbone
+    tokens, start, images = backbone.aggregate(images)
+    h, w = images.shape[-2:]
+    fused, level1 = backbone.point_head.coarse(tokens, h, w, start)
+    return fused, level1, backbone.point_head.finish(fused, level1, h, w)[0]
+
+
 @torch.no_grad()
-def fit_light_points(model: "G2TAM", windows: Iterable[torch.Tensor], head: LightPointHead,
-                     ridge: float = 1e-4) -> dict[str, int]:
-    """Fit ``head.proj`` to ``model``'s DPT point head in closed form.
+def fit_light_points(model: "G2TAM", windows: Iterable[torch.Tensor], ridge: float = 1e-4) -> dict[str, int]:
+    """Fit ``model.light_points`` to ``model``'s DPT point head in closed form.
 
     Args:
-        model: the G2TAM whose backbone and point head are read (not changed).
+        model: a G2TAM built with ``tracking_points="light"``; its backbone and point head are read, not changed.
         windows: float ``[1, S, 3, H, W]`` views in [0, 1], as the predictor encodes them.
-        head: the head whose ``proj`` is set.
         ridge: the ridge penalty, relative to the mean of the normal matrix's diagonal (the bias is not penalised).
 
     The normal equations are accumulated in float64 on the CPU, one window at a time (memory: one window's
     cells). Returns ``{"cells": rows fitted, "windows": windows read}``.
     """
-    backbone = model.backbone
-    dpt = backbone.point_head
+    head, dpt = model.light_points, model.backbone.point_head
     r = head.upscale
     gram = rhs = None
     count = windows_read = 0
     for images in windows:
-        tokens, start, images = backbone.aggregate(images)
-        points = backbone.predict_points(tokens, images, start)["world_points"]
-        x = head.cells(dpt, tokens, images, start)  # [BS, C, h1, w1]
+        fused, level1, points = _coarse_and_reference(model, images)
+        x = head.cells(fused, level1)  # [S, C, h1, w1]
         y = _targets(dpt, points, (r * x.shape[-2], r * x.shape[-1]), r)
         xs = x.permute(0, 2, 3, 1).reshape(-1, x.shape[1]).double().cpu()
         xs = torch.cat([xs, xs.new_ones(len(xs), 1)], 1)
@@ -123,12 +130,11 @@ def fit_light_points(model: "G2TAM", windows: Iterable[torch.Tensor], head: Ligh
 def light_point_error(model: "G2TAM", windows: Iterable[torch.Tensor]) -> float:
     """Mean relative error of ``model.light_points`` against its DPT point head over ``windows`` (as for
     :func:`fit_light_points`): the sum over pixels of ``|p - p_dpt|`` over the sum of ``|p_dpt|``."""
-    backbone = model.backbone
     error = norm = 0.0
     for images in windows:
-        tokens, start, images = backbone.aggregate(images)
-        reference = backbone.predict_points(tokens, images, start)["world_points"]
-        points = model.light_points(backbone.point_head, tokens, images, start)
+        fused, level1, reference = _coarse_and_reference(model, images)
+        points = model.light_points.from_coarse(fused, level1, reference.shape[1:3],
+                                                model.backbone.point_head.activation)
         error += float((points - reference).norm(dim=-1).sum())
         norm += float(reference.norm(dim=-1).sum())
     if norm == 0:

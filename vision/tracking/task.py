@@ -73,18 +73,14 @@ class TrackingConfig(TaskConfig):
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
             raise InputError(f"TrackingConfig.architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
-        if self.decoder_style not in DECODER_STYLES:
-            raise InputError(f"TrackingConfig.decoder_style must be one of {DECODER_STYLES}, "
-                             f"got {self.decoder_style!r}")
-        if self.decoder_style != "g2tam" and self.architecture != "g2tam":
-            raise InputError(f"TrackingConfig.decoder_style={self.decoder_style!r} needs architecture 'g2tam', "
-                             f"got {self.architecture!r}")
-        if self.tracking_points not in TRACKING_POINTS:
-            raise InputError(f"TrackingConfig.tracking_points must be one of {TRACKING_POINTS}, "
-                             f"got {self.tracking_points!r}")
-        if self.tracking_points != "dpt" and self.architecture != "g2tam":
-            raise InputError(f"TrackingConfig.tracking_points={self.tracking_points!r} needs architecture 'g2tam', "
-                             f"got {self.architecture!r}")
+        # G2TAM's options: a value of their choices, other than the first only for G2TAM
+        for name, choices in (("decoder_style", DECODER_STYLES), ("tracking_points", TRACKING_POINTS)):
+            value = getattr(self, name)
+            if value not in choices:
+                raise InputError(f"TrackingConfig.{name} must be one of {choices}, got {value!r}")
+            if value != choices[0] and self.architecture != "g2tam":
+                raise InputError(f"TrackingConfig.{name}={value!r} needs architecture 'g2tam', "
+                                 f"got {self.architecture!r}")
         for name in ("image_size", "dim", "num_masks", "decoder_depth", "num_heads", "memory_size", "text_dim"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
