@@ -20,7 +20,7 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 import cv2
 import numpy as np
@@ -32,16 +32,22 @@ from vision.data.video import write_video
 from vision.errors import DataError, InputError
 from vision.tracking.session import TrackerState
 
-if TYPE_CHECKING:
-    from vision.tracking.predictor import TrackerPredictor
-
-__all__ = ["OBJECT_COLOURS", "object_colour", "overlay_masks", "scene_points", "track_and_export", "TrackingExport",
-           "object_point_cloud", "export_object_ply"]
+__all__ = ["OBJECT_COLOURS", "Propagator", "object_colour", "overlay_masks", "scene_points", "track_and_export",
+           "TrackingExport"]
 
 #: RGB colour of object id k is ``OBJECT_COLOURS[(k - 1) % len(OBJECT_COLOURS)]``.
 OBJECT_COLOURS: tuple[tuple[int, int, int], ...] = (
     (255, 64, 64), (64, 160, 255), (80, 220, 80), (255, 200, 40), (200, 90, 255), (255, 140, 40),
     (40, 220, 220), (255, 90, 190))
+
+
+class Propagator(Protocol):
+    """What :func:`track_and_export` runs: a :class:`~vision.tracking.predictor.TrackerPredictor` (this module sits
+    below the predictor, so it names the one method it calls)."""
+
+    def propagate(self, state: TrackerState) -> Iterator[tuple[int, list[int], np.ndarray, np.ndarray]]:
+        """``(view, obj_ids, masks bool [N, H, W], scores [N])`` per view, at the state's input size."""
+        ...
 
 
 def object_colour(obj_id: int) -> tuple[int, int, int]:
@@ -135,40 +141,6 @@ class TrackingExport:
     frames_with_object: dict[int, int] = field(default_factory=dict)
 
 
-def object_point_cloud(state: TrackerState, obj_id: int) -> Any:
-    """Object ``obj_id``'s cloud of the last propagation as an ``open3d.geometry.PointCloud`` (world frame of the
-    first anchor view, coloured by the frames); an unknown id, or no propagation yet, raises :class:`InputError`."""
-    import open3d as o3d
-
-    if obj_id not in state.clouds:
-        raise InputError(f"unknown object id {obj_id!r} or no propagation yet; objects: {sorted(state.clouds)}")
-    pcd = o3d.geometry.PointCloud()
-    pcd.points = o3d.utility.Vector3dVector(state.clouds[obj_id].astype(np.float64))
-    pcd.colors = o3d.utility.Vector3dVector(state.cloud_colors[obj_id].astype(np.float64))
-    return pcd
-
-
-def export_object_ply(state: TrackerState, path: str | Path, obj_id: int | None = None) -> Path:
-    """Write object ``obj_id``'s cloud (None: every object's, each coloured by its RGB) to a ``.ply`` file; returns
-    the path. An object found in no view has an empty cloud: exporting only such objects raises
-    :class:`InputError`."""
-    import open3d as o3d
-
-    ids = [obj_id] if obj_id is not None else sorted(state.clouds)
-    if not ids:
-        raise InputError("no point clouds yet: add prompts and call propagate(state) first")
-    pcd = o3d.geometry.PointCloud()
-    for i in ids:
-        pcd += object_point_cloud(state, i)
-    if not pcd.has_points():
-        raise InputError(f"nothing to export to {path}: object(s) {ids} were found in no view (empty point cloud)")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not o3d.io.write_point_cloud(str(path), pcd):
-        raise InputError(f"open3d could not write {path}")
-    return path
-
-
 def _write_scene_ply(path: Path, points: np.ndarray, colours: np.ndarray) -> Path:
     import open3d as o3d
 
@@ -180,7 +152,7 @@ def _write_scene_ply(path: Path, points: np.ndarray, colours: np.ndarray) -> Pat
     return path
 
 
-def track_and_export(predictor: TrackerPredictor, state: TrackerState, frames: np.ndarray, out_dir: str | Path,
+def track_and_export(predictor: Propagator, state: TrackerState, frames: np.ndarray, out_dir: str | Path,
                      fps: float = 10.0, progress: Callable[[int, int], None] | None = None,
                      scene_max_points: int = 20000, glb_max_points: int = 6000) -> TrackingExport:
     """Propagate ``state`` (prompts already added) and write the files listed in the module docstring.

@@ -18,18 +18,16 @@ whose config says ``tracking_points: light``; what it costs in accuracy is measu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Protocol, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from vision.geometry.dpt import DPTHead, apply_activation, invert_activation
+from vision.geometry.model import GeometryBackbone
 
-if TYPE_CHECKING:
-    from vision.tracking.model import G2TAM
-
-__all__ = ["LightPointHead", "fit_light_points", "light_point_error"]
+__all__ = ["LightPointHead", "LightPointModel", "fit_light_points", "light_point_error"]
 
 
 class LightPointHead(nn.Module):
@@ -69,6 +67,23 @@ class LightPointHead(nn.Module):
         return self.from_coarse(*coarse, (h, w), dpt.activation).reshape(b, s, h, w, 3)
 
 
+class LightPointModel(Protocol):
+    """What :func:`fit_light_points` and :func:`light_point_error` read of a
+    :class:`~vision.tracking.model.G2TAM` built with ``tracking_points="light"`` (the model imports this module, so
+    it is named by what it holds): the geometry ``backbone`` (its aggregator and DPT point head) and the
+    ``light_points`` head (None on a model built without it)."""
+
+    backbone: GeometryBackbone
+    light_points: LightPointHead | None
+
+
+def _light_head(model: LightPointModel) -> LightPointHead:
+    """``model.light_points``; a model without one is a ValueError."""
+    if model.light_points is None:
+        raise ValueError("the model has no light point head: build it with tracking_points='light'")
+    return model.light_points
+
+
 def _targets(dpt: DPTHead, points: torch.Tensor, size: tuple[int, int], upscale: int) -> torch.Tensor:
     """The DPT's pre-activation points ``[N, H, W, 3]`` -> per cell ``[N, 3 * upscale^2, h1, w1]`` in
     :func:`torch.nn.functional.pixel_shuffle`'s channel order (resized to the cells' pixels first if needed)."""
@@ -78,7 +93,8 @@ def _targets(dpt: DPTHead, points: torch.Tensor, size: tuple[int, int], upscale:
     return F.pixel_unshuffle(y, upscale)
 
 
-def _coarse_and_reference(model: "G2TAM", images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _coarse_and_reference(model: LightPointModel, images: torch.Tensor
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One window ``[1, S, 3, H, W]`` through the aggregator and the point head's coarse stages, run once for both
     heads: ``(fused, level1, points [S, H, W, 3])``, the points the DPT head finishes from those maps."""
     backbone = model.backbone
@@ -89,7 +105,8 @@ def _coarse_and_reference(model: "G2TAM", images: torch.Tensor) -> tuple[torch.T
 
 
 @torch.no_grad()
-def fit_light_points(model: "G2TAM", windows: Iterable[torch.Tensor], ridge: float = 1e-4) -> dict[str, int]:
+def fit_light_points(model: LightPointModel, windows: Iterable[torch.Tensor], ridge: float = 1e-4
+                     ) -> dict[str, int]:
     """Fit ``model.light_points`` to ``model``'s DPT point head in closed form.
 
     Args:
@@ -100,7 +117,7 @@ def fit_light_points(model: "G2TAM", windows: Iterable[torch.Tensor], ridge: flo
     The normal equations are accumulated in float64 on the CPU, one window at a time (memory: one window's
     cells). Returns ``{"cells": rows fitted, "windows": windows read}``.
     """
-    head, dpt = model.light_points, model.backbone.point_head
+    head, dpt = _light_head(model), model.backbone.point_head
     r = head.upscale
     gram = rhs = None
     count = windows_read = 0
@@ -127,13 +144,13 @@ def fit_light_points(model: "G2TAM", windows: Iterable[torch.Tensor], ridge: flo
 
 
 @torch.no_grad()
-def light_point_error(model: "G2TAM", windows: Iterable[torch.Tensor]) -> float:
+def light_point_error(model: LightPointModel, windows: Iterable[torch.Tensor]) -> float:
     """Mean relative error of ``model.light_points`` against its DPT point head over ``windows`` (as for
     :func:`fit_light_points`): the sum over pixels of ``|p - p_dpt|`` over the sum of ``|p_dpt|``."""
     error = norm = 0.0
     for images in windows:
         fused, level1, reference = _coarse_and_reference(model, images)
-        points = model.light_points.from_coarse(fused, level1, reference.shape[1:3],
+        points = _light_head(model).from_coarse(fused, level1, reference.shape[1:3],
                                                 model.backbone.point_head.activation)
         error += float((points - reference).norm(dim=-1).sum())
         norm += float(reference.norm(dim=-1).sum())

@@ -109,17 +109,38 @@ class TrackerState:
         return self.extrinsics, self.intrinsics
 
     def point_cloud(self, obj_id: int) -> Any:
-        """The object's 3D points as an ``open3d.geometry.PointCloud`` (world frame of the first anchor view)."""
-        from vision.tracking.export import object_point_cloud
+        """Object ``obj_id``'s cloud of the last propagation as an ``open3d.geometry.PointCloud`` (world frame of the
+        first anchor view, coloured by the frames); an unknown id, or no propagation yet, raises
+        :class:`InputError`."""
+        import open3d as o3d
 
-        return object_point_cloud(self, obj_id)
+        if obj_id not in self.clouds:
+            raise InputError(f"unknown object id {obj_id!r} or no propagation yet; objects: {sorted(self.clouds)}")
+        pcd = o3d.geometry.PointCloud()
+        pcd.points = o3d.utility.Vector3dVector(self.clouds[obj_id].astype(np.float64))
+        pcd.colors = o3d.utility.Vector3dVector(self.cloud_colors[obj_id].astype(np.float64))
+        return pcd
 
     def export_ply(self, path: str | Path, obj_id: int | None = None) -> Path:
-        """Write one object's cloud (or all objects, coloured by their RGB) to a ``.ply`` file; returns the path.
-        An object found in no view has an empty cloud: exporting only such objects raises :class:`InputError`."""
-        from vision.tracking.export import export_object_ply
+        """Write object ``obj_id``'s cloud (None: every object's, each coloured by its RGB) to a ``.ply`` file;
+        returns the path. An object found in no view has an empty cloud: exporting only such objects raises
+        :class:`InputError`."""
+        import open3d as o3d
 
-        return export_object_ply(self, path, obj_id)
+        ids = [obj_id] if obj_id is not None else sorted(self.clouds)
+        if not ids:
+            raise InputError("no point clouds yet: add prompts and call propagate(state) first")
+        pcd = o3d.geometry.PointCloud()
+        for i in ids:
+            pcd += self.point_cloud(i)
+        if not pcd.has_points():
+            raise InputError(f"nothing to export to {path}: object(s) {ids} were found in no view (empty point "
+                             "cloud)")
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not o3d.io.write_point_cloud(str(path), pcd):
+            raise InputError(f"open3d could not write {path}")
+        return path
 
     def clear(self) -> None:
         """Remove every prompt and result (frames, known geometry and cached encodings stay)."""
