@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from tests.evaluation.test_results import CASES
-from vision.evaluation.options import TASKS
+from vision.tasks import task_names
+
+TASKS = task_names()
 from vision.evaluation.results import encode_array
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -36,8 +36,8 @@ from vision.data.io import resolve_inside
 from vision.data.rle import MAX_IMAGE_PIXELS
 from vision.data.schema_columns import (ABSENT, FLOAT_MAX, FLOAT_MAX_INT, INT_TYPES, NUMBER_TYPES, DeferredRle,
                                         Listings, annotations_pass_by_column, polygons_pass, rle_size_is)
-from vision.errors import DataError, InputError
-from vision.tasks import task_names
+from vision.errors import DataError
+from vision.tasks import get_task
 
 __all__ = [
     "CATEGORY_SPLITS",
@@ -45,7 +45,8 @@ __all__ = [
     "DEPTH_SUFFIXES",
     "BOX_TOLERANCE_PX",
     "validate_split",
-    "validate_scored_parts",
+    "validate_scored_parts", "check_detection_parts", "check_tracking_parts", "check_concept_parts",
+    "check_forensics_parts", "check_geometry_parts",
     "safe_path",
     "Checker",
     "check_rle",
@@ -449,42 +450,62 @@ def _check_info(c: Checker, dataset: dict, categories: dict[int, dict]) -> None:
 # ---------------------------------------------------------------- the parts of a split that scoring reads
 
 def validate_scored_parts(dataset: Any, task: str, file: str | Path | None = None) -> None:
-    """Check what scoring ``task`` reads from a split, with the checks of :func:`validate_split` for those fields
-    (NumPy numbers accepted, for splits built in Python); anything else (file names, cameras, extra keys) is left
-    alone, so a split scores wherever its read parts are sound.
-
-    - detection: ``images`` (unique integer id, width, height), ``categories`` (unique integer id), ``annotations``
-      (image_id and category_id that exist, a finite bbox with w, h >= 0, iscrowd 0/1, a finite area >= 0, a
-      segmentation of its image's size);
-    - tracking: ``images`` (also video_id, frame_index), ``videos`` and ``tracks`` (integer ids), ``annotations``
-      (image_id, track_id of a track of the image's video, at most one per track and image, RLE segmentations);
-    - forensics: ``videos`` (unique integer id, label ``real``/``generated``/``cgi`` when present, generator a
-      string);
-    - geometry: ``images`` (as for tracking) and ``videos`` (integer ids); the cameras and depth files of the
-      images a result uses are checked by :func:`vision.evaluation.results.validate_geometry_results`.
+    """Check what scoring ``task`` reads from a split: the registered task's ``split_check`` (one of the
+    ``check_*_parts`` below for the package's tasks).
 
     Raises:
         DataError: naming ``file``, the entry and the field.
         InputError: an unknown ``task``.
     """
-    if task not in task_names():
-        raise InputError(f"unknown task {task!r}; expected one of {', '.join(task_names())}")
+    get_task(task).resolve("split_check")(dataset, file)
+
+
+# Each check below reads the fields scoring reads, with the checks of :func:`validate_split` for those fields (NumPy
+# numbers accepted, for splits built in Python); anything else (file names, cameras, extra keys) is left alone, so a
+# split scores wherever its read parts are sound. Each raises a DataError naming ``file``, the entry and the field.
+
+def check_detection_parts(dataset: Any, file: str | Path | None = None) -> None:
+    """Detection: ``images`` (unique integer id, width, height), ``categories`` (unique integer id),
+    ``annotations`` (image_id and category_id that exist, a finite bbox with w, h >= 0, iscrowd 0/1, a finite area
+    >= 0, a segmentation of its image's size)."""
     c = ScalarChecker(None if file is None else str(file))
     c.dict_(dataset, "<top level>")
-    if task == "forensics":
-        for field, video, _ in _entries(c, _top_list(c, dataset, "videos"), "videos"):
-            _check_provenance(c, video, field)
-        return
     images = _scored_images(c, dataset)
-    if task == "geometry":
-        _entries(c, _top_list(c, dataset, "videos", required=False), "videos")
-        return
-    if task == "detection":
-        categories = {ident: cat for _, cat, ident in _entries(c, _top_list(c, dataset, "categories"),
-                                                                "categories")}
-        _scored_detection_annotations(c, _top_list(c, dataset, "annotations"), images, categories)
-    else:
-        _scored_tracking_annotations(c, dataset, images)
+    categories = {ident: cat for _, cat, ident in _entries(c, _top_list(c, dataset, "categories"), "categories")}
+    _scored_detection_annotations(c, _top_list(c, dataset, "annotations"), images, categories)
+
+
+def check_tracking_parts(dataset: Any, file: str | Path | None = None) -> None:
+    """Tracking: ``images`` (also video_id, frame_index), ``videos`` and ``tracks`` (integer ids),
+    ``annotations`` (image_id, track_id of a track of the image's video, at most one per track and image, RLE
+    segmentations)."""
+    c = ScalarChecker(None if file is None else str(file))
+    c.dict_(dataset, "<top level>")
+    _scored_tracking_annotations(c, dataset, _scored_images(c, dataset))
+
+
+def check_concept_parts(dataset: Any, file: str | Path | None = None) -> None:
+    """Concept: the tracking parts (:func:`check_tracking_parts`); the phrases, queries and exhaustiveness are
+    read and checked by :func:`vision.evaluation.concept.concept_split`."""
+    check_tracking_parts(dataset, file)
+
+
+def check_forensics_parts(dataset: Any, file: str | Path | None = None) -> None:
+    """Forensics: ``videos`` (unique integer id, label ``real``/``generated``/``cgi`` when present, generator a
+    string)."""
+    c = ScalarChecker(None if file is None else str(file))
+    c.dict_(dataset, "<top level>")
+    for field, video, _ in _entries(c, _top_list(c, dataset, "videos"), "videos"):
+        _check_provenance(c, video, field)
+
+
+def check_geometry_parts(dataset: Any, file: str | Path | None = None) -> None:
+    """Geometry: ``images`` (as for tracking) and ``videos`` (integer ids); the cameras and depth files of the
+    images a result uses are checked by :func:`vision.evaluation.results.validate_geometry_results`."""
+    c = ScalarChecker(None if file is None else str(file))
+    c.dict_(dataset, "<top level>")
+    _scored_images(c, dataset)
+    _entries(c, _top_list(c, dataset, "videos", required=False), "videos")
 
 
 def _top_list(c: Checker, dataset: dict, key: str, required: bool = True) -> list:

@@ -32,7 +32,8 @@ import numpy as np
 
 from vision.data.checker import ScalarChecker, check_rle
 from vision.data.files import read_json
-from vision.data.schema import MAX_IMAGE_SIDE, VIDEO_LABELS, validate_scored_parts
+from vision.data.schema import (MAX_IMAGE_SIDE, VIDEO_LABELS, check_detection_parts, check_forensics_parts,
+                                check_concept_parts, check_geometry_parts, check_tracking_parts)
 from vision.data.schema_columns import DeferredRle
 from vision.errors import DataError
 
@@ -151,7 +152,7 @@ def validate_detection_results(results: list, split: dict, file: str | None = No
     ``file`` against it; return True when every result carries a segmentation (so segm AP can be computed too).
     ``extra_category_ids`` are accepted besides the split's categories (e.g. an ``oov`` id for rejected objects;
     they never match ground truth)."""
-    validate_scored_parts(split, "detection", split_file)
+    check_detection_parts(split, split_file)
     c = _Checker(file)
     images = {int(img["id"]): img for img in split.get("images", [])}
     categories = {int(cat["id"]) for cat in split.get("categories", [])} | {int(i) for i in extra_category_ids}
@@ -210,7 +211,7 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
     ``file`` against it: ids are integers, video_id and image_id exist, the image belongs to that video, the score
     is a finite number, the segmentation an RLE of exactly the image's pixels and ``prompt_type`` (optional) a
     string."""
-    validate_scored_parts(split, "tracking", split_file)
+    check_tracking_parts(split, split_file)
     c = _Checker(file)
     images = {int(img["id"]): img for img in split.get("images", [])}
     videos = {int(v["id"]) for v in split.get("videos") or []} | \
@@ -237,7 +238,7 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
 
 def validate_concept_results(results: list, split: dict, file: str | None = None,
                              split_file: str | None = None) -> None:
-    """Check the split (:func:`vision.data.schema.validate_scored_parts` for tracking, then its concept parts:
+    """Check the split (:func:`vision.data.schema.check_concept_parts`, then its concept parts:
     :func:`vision.evaluation.concept.concept_split`; errors naming ``split_file``) and the concept results in
     ``file`` against it. Each record is one of:
 
@@ -250,7 +251,7 @@ def validate_concept_results(results: list, split: dict, file: str | None = None
     """
     from vision.evaluation.concept import concept_split  # the one reading of a split's concept parts
 
-    validate_scored_parts(split, "tracking", split_file)
+    check_concept_parts(split, split_file)
     gt = concept_split(split, split_file)
     c = _Checker(file)
     images = {int(img["id"]): img for img in split.get("images", [])}
@@ -318,7 +319,7 @@ def validate_forensics_results(results: list, split: dict, file: str | None = No
     ``split_file``) and the forensics results in
     ``file`` against it: one result per labelled video, each with an integer video_id of a labelled video and a
     finite score."""
-    validate_scored_parts(split, "forensics", split_file)
+    check_forensics_parts(split, split_file)
     c = _Checker(file)
     labelled = {v["id"] for v in split["videos"] if v.get("label") in VIDEO_LABELS}
     seen: set[int] = set()
@@ -411,7 +412,7 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
     ``index``, the entry's place in ``results`` (for messages). A camera's left 3x3 must be a rotation (within
     :data:`ROTATION_TOLERANCE`): relative poses are scored as rotations.
     """
-    validate_scored_parts(split, "geometry", split_file)
+    check_geometry_parts(split, split_file)
     c = _Checker(file)
     g = _Checker(split_file)
     images = {int(img["id"]): img for img in split.get("images", [])}

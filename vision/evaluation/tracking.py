@@ -29,7 +29,7 @@ from scipy.optimize import linear_sum_assignment
 
 from vision.data.masks import decode_rle
 from vision.errors import DataError, InputError
-from vision.evaluation.options import PROTOCOLS
+from vision.evaluation.flags import PROTOCOLS
 
 __all__ = [
     "region_similarity", "boundary_map", "boundary_f_measure", "sequence_statistics", "evaluate_sequence",

@@ -39,7 +39,8 @@ import lightning as L
 import torch
 
 from vision.errors import InputError
-from vision.evaluation.evaluate import TASKS, evaluate
+from vision.evaluation.evaluate import evaluate
+from vision.tasks import get_task
 from vision.training.collect import gather_unique
 
 __all__ = ["STAGE_PREFIX", "TaskEvaluator", "log_losses", "log_metrics", "metric_prefix"]
@@ -97,7 +98,7 @@ class TaskEvaluator:
     """Collect one epoch's keyed items of one task, then gather, score and log them (see the module docstring).
 
     Args:
-        task: the :func:`vision.evaluation.evaluate.evaluate` task (one of its ``TASKS``).
+        task: a registered task (:mod:`vision.tasks`), scored by :func:`vision.evaluation.evaluate.evaluate`.
         results: hook ``(stage, gathered items) -> results`` (default: the items are lists of results,
             concatenated).
         split: hook ``(stage, results) -> split`` (a path or a split dict; default: the trainer's datamodule's
@@ -107,9 +108,7 @@ class TaskEvaluator:
 
     def __init__(self, task: str, results: ResultsHook | None = None, split: SplitHook | None = None,
                  options: OptionsHook | None = None) -> None:
-        if task not in TASKS:
-            raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
-        self.task = task
+        self.task = get_task(task).name  # an unknown task is an InputError here, not at the epoch's end
         self._results = results or _concatenated
         self._split = split
         self._options = options
