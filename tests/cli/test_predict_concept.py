@@ -10,7 +10,9 @@ import cv2
 import numpy as np
 import pytest
 
-from vision.cli.concept import ConceptPrompt, concept_prompts, label_instances, parse_exemplar
+from vision.cli.concept import concept_prompts
+from vision.concept.exemplars import ConceptPrompt, parse_exemplar
+from vision.concept.export import label_instances
 from vision.cli.predict import build_parser, main
 from vision.tracking.export import object_colour
 
@@ -79,7 +81,7 @@ def test_concepts_and_their_exemplars_follow_the_command_line_order():
     (["--exemplar", "0,1,2,3,4,neg"], "need at least one positive box"),
     (["--concept", "mug", "--points", "3,4"], "give either --concept / --exemplar or --points, not both"),
     (["--concept", "mug", "--stream"], "--stream does not take --concept"),
-    (["--concept", "mug", "--task", "detection"], "prompts of --task tracking or concept, not --task detection"),
+    (["--concept", "mug", "--task", "detection"], "are options of --task concept or tracking, not --task detection"),
     (["--task", "concept"], "--task concept needs --concept PHRASE and/or --exemplar"),
 ])
 def test_bad_concept_prompts_are_one_line_and_exit_2(tmp_path, capsys, argv, message):

@@ -15,6 +15,7 @@ import torch
 from tests.tools.test_predict_cli import _untrained_checkpoint
 from vision import device as dev
 from vision.cli import predict as predict_cli
+from vision.cli import tracking as tracking_cli
 from vision.cli.batch import expand_inputs, output_folders
 
 
@@ -74,7 +75,7 @@ def test_several_vocabularies_write_one_folder_each(detection_ckpt, tmp_path, ca
 def test_several_text_prompts_are_several_objects():
     args = predict_cli.build_parser().parse_args(["x.mp4", "--task", "tracking", "--ckpt", "c", "--points", "1,2",
                                                   "--text", "the mug", "--text", "a chair", "--text", "the lamp"])
-    specs = predict_cli.tracking_prompts(args)
+    specs = tracking_cli.tracking_prompts(args)
     assert [(s.obj_id, s.text) for s in specs] == [(1, "the mug"), (2, "a chair"), (3, "the lamp")]
     assert specs[0].points == [[1.0, 2.0]] and specs[1].frame is None
 

@@ -10,6 +10,7 @@ import pytest
 from tests.data.conftest import png_claiming
 from vision.cli import predict as predict_cli
 from vision.errors import InputError
+from vision.tracking.prompt_text import parse_points
 from vision.tasks import get_task, task_names
 
 
@@ -24,10 +25,10 @@ def test_missing_checkpoint_and_input(tmp_path, capsys):
 
 
 def test_prompts_are_parsed_or_refused(tmp_path, capsys):
-    np.testing.assert_array_equal(predict_cli.parse_points("10,20; 30,40"), [[10, 20], [30, 40]])
+    np.testing.assert_array_equal(parse_points("10,20; 30,40"), [[10, 20], [30, 40]])
     for bad in ("10", "a,b", "1,2,3", ""):
         with pytest.raises(InputError, match="--points"):
-            predict_cli.parse_points(bad)
+            parse_points(bad)
     ckpt = tmp_path / "x.ckpt"
     ckpt.write_bytes(b"0")
     empty = tmp_path / "frames"

@@ -14,7 +14,7 @@ import numpy as np
 from vision.data.io import IMAGE_SUFFIXES, MAX_INPUT_FRAMES, MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, fit_within
 from vision.errors import InputError
 
-__all__ = ["Input", "load_input"]
+__all__ = ["Input", "load_input", "print_notes", "progress_bar"]
 
 
 class Input:
@@ -81,3 +81,20 @@ def load_input(path: Path, max_frames: int = MAX_INPUT_FRAMES, max_pixels: int =
         note = f"{note}; {used_note}" if note else used_note
     used = min(info.num_frames, max_frames) if info.num_frames else None
     return Input(path, [], info.width, info.height, info.fps, used, max_frames, max_pixels, note)
+
+
+def print_notes(source: Input, drawn: bool = True) -> None:
+    """Print what the user should know about how the input was used (``drawn``: the task writes annotated.mp4)."""
+    if source.note:
+        print(f"note: {source.note}")
+    if drawn and source.working_size != (source.width, source.height):
+        w, h = source.working_size
+        print(f"note: the {source.width}x{source.height} frames are drawn at {w}x{h} in annotated.mp4 (frames over "
+              f"{MAX_WORKING_PIXELS} pixels are downscaled); results are in the input's pixels")
+
+
+def progress_bar(total: int | None, desc: str, unit: str = "frame"):
+    """A tqdm bar on stderr (hidden when stderr is not a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=None)

@@ -33,7 +33,7 @@ def run_tracking_stream(args: argparse.Namespace, out: Path) -> None:
     """Track ``args.input[0]`` as a stream into ``out`` (see the module docstring)."""
     from tqdm import tqdm
 
-    from vision.cli.predict import tracker_options, tracking_prompts
+    from vision.cli.tracking import tracker_options, tracking_prompts
     from vision.data.resize import resize_image
     from vision.data.stream import open_stream
     from vision.data.video import write_video

@@ -1,5 +1,5 @@
 """Tracking prompts written as text lines, one prompt per line (used by the demo's prompt box and by
-``tools/predict.py --prompt``)::
+``vision-predict --prompt``)::
 
     object 1 frame 0 positive 120,80
     object 1 frame 0 negative 140,90
@@ -21,7 +21,8 @@ import numpy as np
 
 from vision.errors import InputError
 
-__all__ = ["ObjectPromptSpec", "parse_prompt_lines", "format_prompt_line"]
+__all__ = ["ObjectPromptSpec", "parse_prompt_lines", "format_prompt_line", "parse_numbers", "parse_points",
+           "parse_labels", "flag_prompts"]
 
 _LINE = re.compile(r"^(?:obj|object)\s+(?P<obj>\S+)\s+(?:frame\s+(?P<frame>\S+)\s+)?(?P<kind>positive|negative|point"
                    r"|\+|-|box|text)(?:\s+(?P<rest>.*))?$", re.IGNORECASE)
@@ -130,3 +131,54 @@ def format_prompt_line(obj_id: int, kind: str, frame: int | None = None,
         return f"object {int(obj_id)} text {text}"
     coords = ",".join(str(int(round(v))) for v in values or [])
     return f"object {int(obj_id)} frame {int(frame)} {kind} {coords}"  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- the single-object flags of vision-predict
+
+def parse_numbers(text: str, what: str) -> list[float]:
+    """``"1,2.5,3"`` -> ``[1.0, 2.5, 3.0]``; :class:`InputError` naming ``what`` otherwise."""
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise InputError(f"{what} must be comma-separated numbers, got {text!r}") from None
+
+
+def parse_points(text: str) -> np.ndarray:
+    """``"x,y;x,y"`` -> float [N, 2]."""
+    points = [parse_numbers(p, "--points") for p in text.split(";") if p.strip()]
+    if not points or any(len(p) != 2 for p in points):
+        raise InputError(f"--points must look like 'x,y;x,y', got {text!r}")
+    return np.asarray(points, np.float32)
+
+
+def parse_labels(text: str) -> list[int]:
+    """``--labels``: each value exactly 1 (positive click) or 0 (negative); anything else (``0.5``, ``2``) is
+    refused rather than rounded to a click of the other kind."""
+    values = parse_numbers(text, "--labels")
+    if any(v not in (0.0, 1.0) for v in values):
+        raise InputError(f"--labels must be 1 (positive) or 0 (negative) for each point, got {text!r}")
+    return [int(v) for v in values]
+
+
+def flag_prompts(view: int = 0, points: str | None = None, labels: str | None = None, box: str | None = None,
+                 texts: list[str] | None = None, lines: list[str] | None = None) -> list[ObjectPromptSpec]:
+    """The prompts of ``--prompt`` ``lines``, or of ``--points/--labels/--box/--text`` as object 1 (on frame
+    ``view``, with the first text; each further text is one more object, 2, 3, ...): the one reading of
+    ``vision-predict``'s tracking prompts, for files and streams alike."""
+    single = any(v is not None for v in (points, box, texts))
+    if lines and single:
+        raise InputError("give either --prompt lines or --points/--labels/--box/--text, not both")
+    if lines:
+        return parse_prompt_lines("\n".join(lines))
+    if not single:
+        raise InputError("--task tracking needs a prompt: --points (with --labels), --box, --text, or --prompt lines")
+    texts = list(texts or [])
+    spec = ObjectPromptSpec(1, frame=view if points or box else None, text=texts[0] if texts else None)
+    if points:
+        spec.points = parse_points(points).tolist()
+        spec.labels = parse_labels(labels) if labels else [1] * len(spec.points)
+    elif labels:
+        raise InputError("--labels needs --points")
+    if box:
+        spec.box = parse_numbers(box, "--box")
+    return [spec] + [ObjectPromptSpec(k, text=text) for k, text in enumerate(texts[1:], 2)]

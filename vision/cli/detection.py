@@ -1,0 +1,56 @@
+"""``vision-predict --task detection``: the detector on an image, a folder of images or a video, for one or more
+vocabularies (the registry's ``predict``, ``predict_flags`` and ``predict_check`` of the detection task).
+
+  vision-predict --task detection --ckpt CKPT --vocabulary "mug,chair,lamp" INPUT [--out DIR]
+      -> DIR/results.json (COCO results; rejected OOV objects use category id 1000) + DIR/annotated.mp4
+  vision-predict --task detection --ckpt CKPT INPUT --vocabulary "mug" --vocabulary "cat,dog"
+      -> DIR/vocabulary_<k>/... per vocabulary
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vision.errors import InputError
+
+__all__ = ["detection_flags", "check_detection", "run_detection"]
+
+
+def detection_flags(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--vocabulary", action="append",
+                       help="comma-separated class names; repeat it for several vocabularies (each writes into "
+                            "vocabulary_<k>/)")
+
+
+def _vocabularies(args: argparse.Namespace) -> list[list[str]]:
+    return [[v.strip() for v in text.split(",")] for text in args.vocabulary]
+
+
+def check_detection(args: argparse.Namespace) -> None:
+    """A vocabulary is given."""
+    if not args.vocabulary:
+        raise InputError("--task detection needs --vocabulary 'name,name,...'")
+
+
+def run_detection(args: argparse.Namespace, out: Path) -> None:
+    from vision.cli.batch import loaded
+    from vision.cli.inputs import load_input, print_notes, progress_bar
+    from vision.detection.predictor import DetectorPredictor
+
+    check_detection(args)
+    vocabularies = _vocabularies(args)
+    source = load_input(args.input, args.max_frames, args.max_pixels)
+    predictor = loaded(args, "detection", lambda: DetectorPredictor.from_checkpoint(
+        args.ckpt, vocabulary=vocabularies[0], device=args.device, precision=args.precision))
+    # one vocabulary writes into the input's folder, several into vocabulary_<k>/ each
+    for k, vocabulary in enumerate(vocabularies, 1):
+        folder = out if len(vocabularies) == 1 else out / f"vocabulary_{k}"
+        folder.mkdir(exist_ok=True)
+        predictor.set_vocabulary(vocabulary)
+        with progress_bar(source.frames, "detecting") as bar:
+            predictor.predict(source.source, results_path=folder / "results.json",
+                              video_path=folder / "annotated.mp4", fps=source.fps, max_frames=source.max_frames,
+                              max_pixels=source.max_pixels, progress=lambda done: bar.update(done - bar.n))
+        print(f"wrote {folder / 'results.json'} and {folder / 'annotated.mp4'} ({', '.join(vocabulary)})")
+    print_notes(source)

@@ -1,0 +1,85 @@
+"""``vision-predict --task tracking``: G2TAM on a video, an image or a folder of images, from point, box, text or
+``--prompt`` lines (the registry's ``predict``, ``predict_flags`` and ``predict_check`` of the tracking task; the
+stream runner is :mod:`vision.cli.stream`).
+
+  vision-predict --task tracking --ckpt CKPT INPUT --view 0 --points "120,80;140,90" --labels "1,0"
+                 [--box "x0,y0,x1,y1"] [--text "the red mug"] [--out DIR]
+  vision-predict --task tracking --ckpt CKPT INPUT --prompt "object 1 frame 0 positive 120,80" \\
+                 --prompt "object 2 frame 0 box 10,20,60,90" --prompt "object 3 text the red mug"
+      -> DIR/results.json (COCO-video results) + DIR/annotated.mp4 + DIR/masks.zip + DIR/object_<id>.ply
+         + DIR/scene.ply / scene.glb (the reconstruction with the tracked objects coloured)
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vision.errors import InputError
+
+__all__ = ["tracking_flags", "check_tracking", "tracking_prompts", "tracker_options", "run_tracking"]
+
+
+def tracking_flags(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--view", type=int, default=0, help="the frame the prompt is drawn on")
+    group.add_argument("--points", help="'x,y;x,y' pixels")
+    group.add_argument("--labels", help="'1,0' (1 positive, 0 negative), one per point")
+    group.add_argument("--box", help="'x0,y0,x1,y1' pixels")
+    group.add_argument("--text", action="append",
+                       help="a text prompt such as 'the red mug'; repeat it for more objects (2, 3, ...)")
+    group.add_argument("--presence-threshold", type=float, default=0.5,
+                       help="an object's mask is emptied in frames where its presence probability is lower")
+    group.add_argument("--memory-points", type=int, default=None,
+                       help="3D points each object carries between windows (default the predictor's; fewer is "
+                            "faster at many objects, see docs/speed.md)")
+    group.add_argument("--prompt", action="append",
+                       help="several objects: one prompt line, repeatable, e.g. 'object 2 frame 0 box 10,20,60,90' "
+                            "(see vision/tracking/prompt_text.py)")
+
+
+def check_tracking(args: argparse.Namespace) -> None:
+    """The presence threshold is a probability and the carried points a count >= 1."""
+    if not 0.0 <= args.presence_threshold <= 1.0:  # NaN fails this too
+        raise InputError(f"--presence-threshold must be a probability in [0, 1], got {args.presence_threshold}")
+    if args.memory_points is not None and args.memory_points < 1:
+        raise InputError(f"--memory-points must be an integer >= 1, got {args.memory_points}")
+
+
+def tracking_prompts(args: argparse.Namespace) -> list:
+    """The prompts of the command line (:func:`vision.tracking.prompt_text.flag_prompts`)."""
+    from vision.tracking.prompt_text import flag_prompts
+
+    return flag_prompts(args.view, args.points, args.labels, args.box, args.text, args.prompt)
+
+
+def tracker_options(args: argparse.Namespace) -> dict:
+    """The ``TrackerPredictor`` arguments the command line sets beyond the predictor's defaults."""
+    return {} if args.memory_points is None else {"memory_points": args.memory_points}
+
+
+def run_tracking(args: argparse.Namespace, out: Path) -> None:
+    from vision.cli.batch import loaded
+    from vision.cli.inputs import load_input, print_notes, progress_bar
+    from vision.tracking.export import track_and_export
+    from vision.tracking.predictor import TrackerPredictor
+
+    prompts = tracking_prompts(args)
+    source = load_input(args.input, args.max_frames, args.max_pixels)
+    predictor = loaded(args, "tracking", lambda: TrackerPredictor.from_checkpoint(
+        args.ckpt, presence_threshold=args.presence_threshold, device=args.device, precision=args.precision,
+        **tracker_options(args)))
+    # the state reads the files straight to the model size and keeps the input's size for prompts and masks
+    # (the images of a folder are frames in name order); annotated.mp4 is drawn on frames at the working size
+    state = predictor.init_state(source.source, ordered=True, max_frames=source.max_frames,
+                                 max_pixels=source.max_pixels)
+    for spec in prompts:
+        predictor.add_prompt(state, obj_id=spec.obj_id, mask=None, **spec.arrays())
+    with progress_bar(state.num_views, "tracking") as bar:
+        export = track_and_export(predictor, state, source.working_frames(), out, fps=source.fps,
+                                  progress=lambda done, total: bar.update(done - bar.n))
+    print_notes(source)
+    written = [export.results, export.video, export.masks, *export.plys.values()]
+    written += [p for p in (export.scene_ply, export.scene_glb) if p is not None]
+    print("wrote " + ", ".join(str(p) for p in written))
+    for obj_id in export.empty:
+        print(f"object {obj_id} was not found in any frame: no .ply written for it")
