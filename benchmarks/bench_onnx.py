@@ -2,7 +2,7 @@
 
     python benchmarks/bench_onnx.py [--runs runs] [--reps 20] [--warmup 3] [--threads N] [--graphs detector ...]
 
-For each task with ONNX graphs (:data:`vision.export.graphs.GRAPHS`: the detector, the geometry backbone, the
+For each task with ONNX graphs (``Task.export_graphs`` in :mod:`vision.tasks`: the detector, the geometry backbone, the
 tracker's encoder and mask decoder) the model is loaded from ``<runs>/<task>/tiny/checkpoints/best.ckpt`` (the
 ``make train`` checkpoints; a randomly initialised model of the task's default config when it is missing, said in
 the table), exported with :func:`vision.export.onnx.export_graph` into a temporary folder and checked with
@@ -31,7 +31,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from vision.export.graphs import GRAPHS, graphs_of  # noqa: E402
+from vision.export.graphs import graphs_of  # noqa: E402
+from vision.tasks import TASKS  # noqa: E402
 from vision.export.onnx import check_graph, export_graph, onnx_session, run_session  # noqa: E402
 from vision.tasks import get_task  # noqa: E402
 
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for task in GRAPHS:
+        for task in (t.name for t in TASKS if t.export_graphs is not None):
             model, config, source = _model(task, args.runs)
             for graph in graphs_of(task, model, config):
                 if args.graphs and graph.name not in args.graphs:

@@ -5,6 +5,7 @@ tasks takes them from the registry."""
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -83,11 +84,62 @@ def test_lightning_module_and_predictor_resolve(name):
         assert callable(getattr(task.resolve("predictor"), "from_checkpoint"))
 
 
-def test_every_list_of_tasks_comes_from_the_registry():
-    from vision.cli.predict import RUNNERS, build_parser
-    from vision.evaluation.evaluate import TASKS as SCORED
+PARTS = ("config", "lightning", "results", "scorer", "split_check", "results_check", "evaluate_flags",
+         "evaluate_args", "predictor", "predict", "predict_flags", "predict_check", "stream", "demo", "export_graphs")
 
-    assert set(SCORED) == set(NAMES)
-    assert set(RUNNERS) == set(task_names(predictor=True))
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_named_part_resolves(name):
+    """Every ``"module:attribute"`` of the entry imports and is callable (a typo fails here, not in a user's run)."""
+    task = get_task(name)
+    for part in PARTS:
+        if getattr(task, part) is not None:
+            assert callable(task.resolve(part)), f"{name}.{part}"
+    assert task.resolve("config").task == name  # the name its checkpoints record
+    assert task.evaluate_options, "every scorer states its options"
+    if task.alias_of is not None:
+        assert task.alias_of[0] in task_names(predictor=True)
+    if task.demo_tab is not None:
+        assert task.predictor is not None
+
+
+def test_every_list_of_tasks_comes_from_the_registry():
+    from vision.cli.evaluate import build_parser as evaluate_parser
+    from vision.cli.predict import build_parser
+
     choices = next(a.choices for a in build_parser()._actions if a.dest == "task")
     assert tuple(choices) == task_names(predictor=True)
+    choices = next(a.choices for a in evaluate_parser()._actions if a.dest == "task")
+    assert tuple(choices) == task_names()
+
+
+def test_an_unknown_task_is_an_error_everywhere():
+    """No task falls through to another's behaviour: each shared tool refuses a name the registry lacks."""
+    from vision.data.schema import validate_scored_parts
+    from vision.evaluation.evaluate import evaluate
+    from vision.training.evaluator import TaskEvaluator
+
+    for call in (lambda: evaluate({}, [], "depth"), lambda: validate_scored_parts({}, "depth"),
+                 lambda: TaskEvaluator("depth")):
+        with pytest.raises(InputError, match="unknown task 'depth'"):
+            call()
+
+
+#: a task's name in quotes, compared: ``== "tracking"``, ``!= 'concept'``, ``in ("tracking", "concept")``
+_COMPARED = re.compile(r"""(==|!=|\bin)\s*[(\[{]?\s*["'](%s)["']""" % "|".join(map(re.escape, NAMES)))
+
+
+def test_no_task_name_is_compared_outside_its_folder():
+    """Behaviour is chosen through the registry: outside ``vision/<task>/`` and ``vision/tasks.py`` no code compares
+    a task (``task``, ``args.task``, ``folder.task``, ...) with a task's name."""
+    found = []
+    for path in sorted((ROOT / "vision").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative == "vision/tasks.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for match in _COMPARED.finditer(line):
+                compared_task = "task" in line[:match.start()]  # not a forensic tool or a layer called geometry
+                if compared_task and not relative.startswith(f"vision/{match.group(2)}/"):
+                    found.append(f"{relative}:{number}: {line.strip()}")
+    assert found == []

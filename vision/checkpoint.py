@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 
@@ -29,7 +29,8 @@ C = TypeVar("C", bound="TaskConfig")
 
 @dataclasses.dataclass
 class TaskConfig:
-    """Base of the tasks' model configs: a dataclass of plain values (str, int, float, bool, lists of them).
+    """Base of the tasks' model configs: a dataclass of plain values (str, int, float, bool, lists of them), whose
+    ``task`` class attribute is the registered task's name (:mod:`vision.tasks`).
 
     ``to_dict()`` is what a checkpoint stores; ``from_value`` accepts a config, a mapping (a checkpoint's or a YAML
     file's) or None (the defaults), and names an unknown field instead of ignoring it.
@@ -37,6 +38,8 @@ class TaskConfig:
     A LightningModule takes it as ``config: XConfig = XConfig()`` (not ``XConfig | None``: LightningCLI can link
     ``model.init_args.config.<field>`` to the data only when the argument's type is the dataclass itself).
     """
+
+    task: ClassVar[str] = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -128,8 +131,8 @@ def read_task_checkpoint(path: str | Path, config_cls: type[C], prefix: str = "m
 
 
 def _task_of(checkpoint: Mapping[str, Any]) -> str | None:
-    """The task a model folder names, or of the training module (``vision.<task>.lightning...``) that wrote a
-    checkpoint; None when it says neither."""
+    """The task a checkpoint or model folder records (``task``); for a checkpoint that does not record it, the
+    package of the training module that wrote it (``vision.<task>.lightning...``); None when it says neither."""
     if isinstance(checkpoint.get("task"), str):
         return checkpoint["task"]
     hparams = checkpoint.get("hyper_parameters")
@@ -142,7 +145,7 @@ def task_checkpoint_parts(checkpoint: Mapping[str, Any], path: str | Path, confi
     """``(config, weights under prefix with the prefix removed)`` of a checkpoint already read from ``path``
     (:func:`read_task_checkpoint`'s checks and errors; a model folder or a training module of another task is
     refused by name)."""
-    task = config_cls.__name__.removesuffix("Config").lower() or config_cls.__name__
+    task = config_cls.task
     hparams = checkpoint.get("hyper_parameters")
     other = _task_of(checkpoint)
     if other is not None and other != task:

@@ -59,9 +59,6 @@ CARD_FILE = "README.md"
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WEIGHTS_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.safetensors$")
-#: plain-data checkpoint entries beside the weights and hyper-parameters that a folder keeps (the rest is training
-#: state: optimizer, loops, RNG, the data loader's position, detection's OOV bank)
-EXTRAS = ("forensics_backbone",)
 
 
 @dataclasses.dataclass
@@ -301,7 +298,7 @@ def folder_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path, task: 
             weights.setdefault(prefix, {})[rest] = value
     if "model" not in weights:
         raise DataError(f"not a {found} checkpoint (no weights under 'model.')", file=path, field="state_dict")
-    extras = {k: checkpoint[k] for k in EXTRAS if k in checkpoint}
+    extras = {k: checkpoint[k] for k in get_task(found).folder_extras if k in checkpoint}
     training = dict(checkpoint.get("training") or {}) or _training_record(checkpoint, hparams, Path(path), metrics)
     return ModelFolder(task=found, config=config, weights=weights, hyper_parameters=hparams, extras=extras,
                        training=training)
@@ -390,12 +387,12 @@ def model_card(folder: ModelFolder) -> str:
     task = get_task(folder.task)
     training = folder.training
     lines = [f"# {folder.task} model", "", f"{task.summary[0].upper()}{task.summary[1:]}.", "",
-             "## Use", "", "```python", f"from vision.{folder.task}.task import load", "",
+             "## Use", "", "```python", f"from {task.package}.task import load", "",
              "model, config = load(\"path/to/this/folder\")  # weights from model.safetensors, never unpickled",
              "```", ""]
     if task.predictor is not None:
-        vocabulary = " --vocabulary 'name,name'" if folder.task == "detection" else ""
-        lines += [f"or `vision-predict --task {folder.task} --ckpt path/to/this/folder{vocabulary} INPUT`.", ""]
+        needs = f" {task.predict_usage}" if task.predict_usage else ""
+        lines += [f"or `vision-predict --task {folder.task} --ckpt path/to/this/folder{needs} INPUT`.", ""]
     lines += ["## Model config", "", "| field | value |", "|---|---|"]
     lines += [f"| {k} | `{json.dumps(v)}` |" for k, v in folder.config.items()]
     sizes = {p: sum(t.numel() for t in w.values()) for p, w in folder.weights.items()}

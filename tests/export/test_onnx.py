@@ -11,7 +11,8 @@ import torch
 pytest.importorskip("onnxruntime")
 
 from vision.errors import DataError, InputError  # noqa: E402
-from vision.export.graphs import GRAPHS, _decoder_graph, example_views, graphs_of  # noqa: E402
+from vision.export.graphs import _decoder_graph, example_views, graphs_of  # noqa: E402
+from vision.tasks import TASKS  # noqa: E402
 from vision.export.onnx import check_graph, export_graph, onnx_session  # noqa: E402
 from vision.tasks import get_task  # noqa: E402
 
@@ -83,7 +84,7 @@ def test_tracker_encoder_and_mask_decoder_export(tmp_path):
 
 
 def test_forensics_and_the_control_export_nothing():
-    assert set(GRAPHS) == {"detection", "geometry", "tracking"}
+    assert {t.name for t in TASKS if t.export_graphs is not None} == {"detection", "geometry", "tracking"}
     with pytest.raises(InputError, match="forensics task has no ONNX export"):
         graphs_of("forensics", torch.nn.Identity(), None)
     from vision.tracking.task import TrackingConfig, build_model

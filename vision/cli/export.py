@@ -62,15 +62,7 @@ def export_onnx(folder: Path, out_dir: Path) -> dict[str, dict[str, float]]:
 
     task = task_of_checkpoint(read_model(folder), folder)
     model, config = get_task(task).load(folder)
-    text = None
-    if task == "detection":
-        from vision.detection.task import load_with_vocabulary
-        from vision.detection.vocabulary import encode_vocabulary
-
-        _, _, vocabulary = load_with_vocabulary(folder)
-        if vocabulary is not None:  # the training vocabulary's text embeddings: the detector's real text input
-            text = encode_vocabulary(vocabulary.class_names, config.prompt_template)
-    graphs = graphs_of(task, model, config, text=text)
+    graphs = graphs_of(task, model, config, folder=folder)
     out_dir.mkdir(parents=True, exist_ok=True)
     checks = {}
     for graph in graphs:

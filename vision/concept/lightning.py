@@ -108,6 +108,10 @@ class ConceptModule(L.LightningModule):
         self._features: dict[tuple, dict[str, torch.Tensor]] = {}
         self.evaluator = TaskEvaluator("concept", split=self._scored_split)
 
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Record the task's name in the checkpoint (read by every loader, never guessed from a class name)."""
+        checkpoint["task"] = self.evaluator.task
+
     @staticmethod
     def check_datamodule(datamodule: Any) -> None:
         """The heads' inputs are cached per clip, so training clips must not be augmented (each would be cached as

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -52,6 +52,8 @@ class ConceptConfig(TaskConfig):
         presence_threshold: a phrase's instances are dropped on views whose presence is under it.
         max_phrases: phrases (and exemplar-only concepts) per call.
     """
+
+    task: ClassVar[str] = "concept"  # the registry name its checkpoints and model folders record
 
     image_size: int = 64
     detector: dict = dataclasses.field(default_factory=dict)
@@ -140,10 +142,10 @@ def from_parts(detector_checkpoint: str | Path, tracker_checkpoint: str | Path,
                **fields: Any) -> tuple[ConceptModel, ConceptConfig]:
     """A concept model whose detector and tracker come from their trained checkpoints (or model folders), the heads
     untrained; the detector's training vocabulary becomes the competitors. ``fields``: other config fields."""
-    from vision.detection.task import load_with_vocabulary
+    from vision.detection.task import load as load_detector
     from vision.tracking.task import load as load_tracker
 
-    detector, detector_config, vocabulary = load_with_vocabulary(detector_checkpoint)
+    detector, detector_config, vocabulary = load_detector(detector_checkpoint, with_vocabulary=True)
     tracker, tracker_config = load_tracker(tracker_checkpoint)
     fields.setdefault("competitors", list(vocabulary.class_names) if vocabulary is not None else [])
     config = ConceptConfig(detector=detector_config.to_dict(), tracker=tracker_config.to_dict(), **fields)

@@ -171,6 +171,7 @@ class OOVDetModule(L.LightningModule):
     # ------------------------------------------------------------------ checkpoint
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """The OOV bank's queues are training state outside the parameters: they go into the checkpoint."""
+        checkpoint["task"] = self.evaluator.task  # the task is recorded, never guessed from a name
         if self.bank is not None:
             checkpoint["oov_bank"] = self.bank.state_dict()
 

@@ -9,7 +9,7 @@ the detector's weights under ``model.``; :func:`load` rebuilds the detector from
 The training vocabulary (``class_names`` / ``category_ids``) is not part of the config: the detector itself is
 vocabulary-free (its text table is an input), and the vocabulary is fixed by the training data, possibly only when
 training starts. It is stored beside the config in the checkpoint's hyper-parameters and read by
-:func:`load_with_vocabulary` (the predictor's default vocabulary).
+``load(..., with_vocabulary=True)`` (the predictor's default vocabulary).
 
 This module is inference code: it never imports :mod:`vision.training`.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import NamedTuple
+from typing import ClassVar, Literal, NamedTuple, overload
 
 import torch
 
@@ -54,6 +54,8 @@ class DetectionConfig(TaskConfig):
         text_projection: learn a linear map (identity at start) of the text rows, applied to every vocabulary
             including zero-shot names; False: the frozen text embeddings.
     """
+
+    task: ClassVar[str] = "detection"  # the registry name its checkpoints and model folders record
 
     size: str = "tiny"
     image_size: int = 64
@@ -95,37 +97,57 @@ class TrainingVocabulary(NamedTuple):
     category_ids: list[int]
 
 
-def load_with_vocabulary(checkpoint: str | Path, device: str | torch.device = "cpu"
-                         ) -> tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]:
-    """:func:`load`, plus the training vocabulary stored in the checkpoint or model folder (None when it holds
-    none, e.g. a module saved before it saw its training data)."""
+@overload
+def load(checkpoint: str | Path, device: str | torch.device = "cpu", *,
+         with_vocabulary: Literal[False] = False) -> tuple[OOVDetector, DetectionConfig]: ...
+
+
+@overload
+def load(checkpoint: str | Path, device: str | torch.device = "cpu", *,
+         with_vocabulary: Literal[True]) -> tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]: ...
+
+
+def load(checkpoint: str | Path, device: str | torch.device = "cpu", *, with_vocabulary: bool = False
+         ) -> tuple[OOVDetector, DetectionConfig] | tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]:
+    """The detector of an :class:`~vision.detection.lightning.OOVDetModule` checkpoint (read with
+    ``weights_only=True``) or of a detection model folder (:func:`save`, ``vision-export``), in eval mode, on
+    ``device``, and its config: ``(model, config)``. With ``with_vocabulary``, also the training vocabulary stored
+    beside the config (None when it holds none, e.g. a module saved before it saw its training data):
+    ``(model, config, vocabulary)``, from the same one read of the file.
+
+    Raises:
+        DataError: the file is missing, unreadable, not a detection checkpoint, its weights do not fit the config,
+            or its training vocabulary is not a list of names with one category id each (names the file).
+    """
     config, weights, ckpt = read_task_checkpoint(checkpoint, DetectionConfig, prefix="model.", map_location=device)
     model = build_model(config)
     load_weights(model, weights, checkpoint)
     model = model.to(device).eval()
-    hparams = ckpt["hyper_parameters"]
+    vocabulary = _training_vocabulary(ckpt["hyper_parameters"], checkpoint)
+    return (model, config, vocabulary) if with_vocabulary else (model, config)
+
+
+def _training_vocabulary(hparams: dict, checkpoint: str | Path) -> TrainingVocabulary | None:
+    """The ``class_names`` / ``category_ids`` of a checkpoint's hyper-parameters, checked (None without names)."""
     names, ids = hparams.get("class_names"), hparams.get("category_ids")
     if names is None:
-        return model, config, None
+        return None
     if not isinstance(names, list) or not isinstance(ids, list) or len(ids) != len(names):
         raise DataError("the training vocabulary must be a list of names with one category id each", file=checkpoint,
                         field="hyper_parameters.category_ids", value=ids)
-    return model, config, TrainingVocabulary([str(n) for n in names], [int(i) for i in ids])
+    return TrainingVocabulary([str(n) for n in names], [int(i) for i in ids])
 
 
-def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[OOVDetector, DetectionConfig]:
-    """The detector of an :class:`~vision.detection.lightning.OOVDetModule` checkpoint (read with
-    ``weights_only=True``) or of a detection model folder (:func:`save`, ``vision-export``), in eval mode, on
-    ``device``, and its config. A file that is missing, unreadable,
-    not a detection checkpoint, or whose weights do not fit the config is a :class:`DataError` naming it."""
-    model, config, _ = load_with_vocabulary(checkpoint, device)
-    return model, config
+def load_with_vocabulary(checkpoint: str | Path, device: str | torch.device = "cpu"
+                         ) -> tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]:
+    """``load(checkpoint, device, with_vocabulary=True)``."""
+    return load(checkpoint, device, with_vocabulary=True)
 
 
 def save(model: OOVDetector, config: DetectionConfig | dict | None, folder: str | Path,
          vocabulary: TrainingVocabulary | None = None, overwrite: bool = False) -> Path:
     """Write ``model`` as a model folder (``config.json``, ``model.safetensors``, ``README.md``) that :func:`load`
-    reads, with the training ``vocabulary`` that :func:`load_with_vocabulary` returns (None: none); see
+    reads, with the training ``vocabulary`` that ``load(..., with_vocabulary=True)`` returns (None: none); see
     :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``."""
     config = DetectionConfig.from_value(config)
     hparams = {} if vocabulary is None else {"class_names": list(vocabulary.class_names),

@@ -34,14 +34,10 @@ import torch
 from torch import nn
 
 from vision.errors import InputError
+from vision.tasks import TASKS, get_task
 
-__all__ = ["Graph", "DetectorGraph", "GeometryGraph", "TrackerEncoderGraph", "MaskDecoderGraph", "GRAPHS",
-           "graphs_of", "example_views"]
-
-#: the graphs each task exports (the forensic detector reads classical numpy / OpenCV features: nothing to export)
-GRAPHS: dict[str, tuple[str, ...]] = {"detection": ("detector",), "geometry": ("geometry",),
-                                      "tracking": ("tracker_encoder", "mask_decoder")}
-
+__all__ = ["Graph", "DetectorGraph", "GeometryGraph", "TrackerEncoderGraph", "MaskDecoderGraph", "graphs_of",
+           "detection_graphs", "geometry_graphs", "tracking_graphs", "example_views"]
 
 @dataclasses.dataclass
 class Graph:
@@ -140,37 +136,55 @@ def example_views(size: int, views: int, seed: int = 0) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(scene.rgb)).permute(0, 3, 1, 2).float() / 255.0
 
 
-def graphs_of(task: str, model: nn.Module, config: Any, text: torch.Tensor | None = None, seed: int = 0
-              ) -> list[Graph]:
-    """The graphs of a loaded ``model`` of ``task`` (:data:`GRAPHS`), with example inputs from the synthetic
-    renderer at the model's input size (two views: a dynamic axis traced at 1 would be fixed to 1). ``text``: the
-    detector's example text embeddings ``[K, D]`` (None: ``K = 3`` random unit rows).
+def graphs_of(task: str, model: nn.Module, config: Any, folder: Any = None, seed: int = 0) -> list[Graph]:
+    """The graphs of a loaded ``model`` of ``task``: the registered task's ``export_graphs`` (:mod:`vision.tasks`),
+    with example inputs from the synthetic renderer at the model's input size (two views: a dynamic axis traced at 1
+    would be fixed to 1). ``folder``: the model folder or checkpoint the model came from (the detector's example
+    text is its training vocabulary's embeddings when it records one), or None.
 
     Raises:
         InputError: the task exports nothing (forensics), or a tracker without the decoder's graph inputs.
     """
-    if task not in GRAPHS:
-        raise InputError(f"the {task} task has no ONNX export (exports: {', '.join(sorted(GRAPHS))}); its "
-                         "detector reads features that numpy / OpenCV tools compute")
-    model = model.eval()
-    size = int(config.image_size)
-    if task == "detection":
-        if text is None:
-            generator = torch.Generator().manual_seed(seed)
-            text = nn.functional.normalize(torch.randn(3, config.embed_dim, generator=generator), dim=-1)
-        images = example_views(size, 2, seed)
-        return [Graph("detector", DetectorGraph(model), (images, text.float()), ("images", "text"),
-                      ("boxes", "scores", "labels", "embeddings"), {"images": {0: "batch"}, "text": {0: "classes"}},
-                      exact=("labels",))]
-    if task == "geometry":
-        graph = GeometryGraph(model.backbone)
-        views = example_views(size, 2, seed)[None].expand(2, -1, -1, -1, -1).contiguous()
-        return [Graph("geometry", graph, (views,), ("views",), graph.output_names,
-                      {"views": {0: "batch", 1: "views"}})]
+    entry = get_task(task)
+    if entry.export_graphs is None:
+        exporting = ", ".join(t.name for t in TASKS if t.export_graphs is not None)
+        raise InputError(f"the {task} task has no ONNX export (exports: {exporting})")
+    return entry.resolve("export_graphs")(model.eval(), config, folder, seed)
+
+
+def detection_graphs(model: nn.Module, config: Any, folder: Any = None, seed: int = 0) -> list[Graph]:
+    """The detector's graph; its example ``text [K, D]`` is the training vocabulary's embeddings when ``folder``
+    records one, else ``K = 3`` random unit rows."""
+    text = None
+    if folder is not None:
+        from vision.detection.task import load_with_vocabulary
+        from vision.detection.vocabulary import encode_vocabulary
+
+        _, _, vocabulary = load_with_vocabulary(folder)
+        if vocabulary is not None:  # the training vocabulary's text embeddings: the detector's real text input
+            text = encode_vocabulary(vocabulary.class_names, config.prompt_template)
+    if text is None:
+        generator = torch.Generator().manual_seed(seed)
+        text = nn.functional.normalize(torch.randn(3, config.embed_dim, generator=generator), dim=-1)
+    images = example_views(int(config.image_size), 2, seed)
+    return [Graph("detector", DetectorGraph(model), (images, text.float()), ("images", "text"),
+                  ("boxes", "scores", "labels", "embeddings"), {"images": {0: "batch"}, "text": {0: "classes"}},
+                  exact=("labels",))]
+
+
+def geometry_graphs(model: nn.Module, config: Any, folder: Any = None, seed: int = 0) -> list[Graph]:
+    """The geometry backbone's graph."""
+    graph = GeometryGraph(model.backbone)
+    views = example_views(int(config.image_size), 2, seed)[None].expand(2, -1, -1, -1, -1).contiguous()
+    return [Graph("geometry", graph, (views,), ("views",), graph.output_names, {"views": {0: "batch", 1: "views"}})]
+
+
+def tracking_graphs(model: nn.Module, config: Any, folder: Any = None, seed: int = 0) -> list[Graph]:
+    """G2TAM's per-window encoder and its mask decoder (the memory-bank control exports nothing)."""
     if config.architecture != "g2tam":
         raise InputError(f"the {config.architecture!r} tracker has no ONNX export; only G2TAM's encoder and mask "
                          "decoder export")
-    views = example_views(size, 2, seed)[None]
+    views = example_views(int(config.image_size), 2, seed)[None]
     encoder = TrackerEncoderGraph(model)
     graphs = [Graph("tracker_encoder", encoder, (views,), ("views",), encoder.output_names, {"views": {1: "views"}})]
     graphs.append(_decoder_graph(model, views))

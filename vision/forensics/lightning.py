@@ -270,6 +270,7 @@ class ForensicsModule(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Record where the backbone's weights came from (``forensics_backbone``: the geometry checkpoint given to
         this module, None after a restore, and the weights' fingerprint); informative only, nothing reads it."""
+        checkpoint["task"] = self.evaluator.task  # the task is recorded, never guessed from a name
         if self.backbone is not None:
             checkpoint["forensics_backbone"] = {"geometry_checkpoint": self.geometry_checkpoint,
                                                 "fingerprint": backbone_fingerprint(self.backbone)}

@@ -11,7 +11,8 @@ Geometry backbone: with ``ForensicsConfig.geometry`` set (a backbone size of
 :data:`vision.geometry.model.BACKBONE_CONFIGS`), the ``geometry`` and ``planar`` tools also measure the shared
 geometry backbone's cues (cameras, depth, points; see :mod:`vision.forensics.tools.geometry`). The backbone is frozen:
 training starts it from a ``GeometryModule`` checkpoint (:func:`load_geometry_backbone`), and the forensic checkpoint
-keeps its weights under ``state_dict["backbone."]``, so :func:`load_with_backbone` rebuilds it from that one file.
+keeps its weights under ``state_dict["backbone."]``, so ``load(..., with_backbone=True)`` rebuilds it from that one
+file.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal, overload
 
 import torch
 
@@ -32,7 +33,7 @@ from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone
 from vision.model_folder import ModelFolder, write_model_folder
 
 __all__ = ["ForensicsConfig", "DEFAULT_TOOLS", "BACKBONE_PREFIX", "build_model", "build_backbone",
-           "load_geometry_backbone", "load", "load_with_backbone", "save"]
+           "load_geometry_backbone", "load", "save"]
 
 #: where a forensic checkpoint keeps the frozen geometry backbone's weights (``ForensicsModule.backbone``)
 BACKBONE_PREFIX = "backbone."
@@ -61,6 +62,8 @@ class ForensicsConfig(TaskConfig):
             on held-out footage is what ``benchmarks/bench_forensics_sources.py`` prints as ``fitted``
             (:func:`vision.forensics.statistics.alpha_for_false_alarms`; docs/forensics.md).
     """
+
+    task: ClassVar[str] = "forensics"  # the registry name its checkpoints and model folders record
 
     tools: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_TOOLS))
     hidden: int = 32
@@ -134,7 +137,7 @@ def build_model(config: ForensicsConfig | dict | None = None) -> ForensicDetecto
 def build_backbone(config: ForensicsConfig) -> GeometryBackbone | None:
     """The config's geometry backbone, frozen (eval mode, ``requires_grad=False``) with fresh (untrained) weights, or
     None when ``config.geometry`` is None. Its weights come from :func:`load_geometry_backbone` (training) or a
-    forensic checkpoint (:func:`load_with_backbone`)."""
+    forensic checkpoint (``load(..., with_backbone=True)``)."""
     if config.geometry is None:
         return None
     backbone = _new_backbone(config.geometry, config.geometry_image_size)
@@ -174,40 +177,36 @@ def load_geometry_backbone(config: ForensicsConfig, checkpoint: str | Path) -> G
     return backbone
 
 
-def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[ForensicDetector, ForensicsConfig]:
+@overload
+def load(checkpoint: str | Path, device: str | torch.device = "cpu", *,
+         with_backbone: Literal[False] = False) -> tuple[ForensicDetector, ForensicsConfig]: ...
+
+
+@overload
+def load(checkpoint: str | Path, device: str | torch.device = "cpu", *,
+         with_backbone: Literal[True]) -> tuple[ForensicDetector, ForensicsConfig, GeometryBackbone | None]: ...
+
+
+def load(checkpoint: str | Path, device: str | torch.device = "cpu", *, with_backbone: bool = False
+         ) -> tuple[ForensicDetector, ForensicsConfig] | tuple[ForensicDetector, ForensicsConfig,
+                                                                GeometryBackbone | None]:
     """Read a forensics checkpoint (``weights_only=True``) or model folder (:func:`save`, ``vision-export``):
-    ``(detector in eval mode on device, config)``; the backbone, when the config has one, is
-    :func:`load_with_backbone`'s.
+    ``(detector in eval mode on device, config)``. With ``with_backbone``, everything it holds:
+    ``(detector, config, frozen geometry backbone or None)``, the backbone rebuilt from ``config.geometry`` /
+    ``geometry_image_size`` and given the checkpoint's ``backbone.*`` weights, on ``device``.
 
     Raises:
         DataError: the file is missing or unreadable, is not a forensics checkpoint of this version, or its
-            weights do not fit the config's detector (names the file).
+            weights do not fit the config's detector (names the file); with ``with_backbone``, also a config with
+            a backbone but no ``backbone.*`` weights, weights without a backbone in the config, or weights that do
+            not fit it.
     """
-    detector, config, _ = _load(checkpoint, device, with_backbone=False)
-    return detector, config
-
-
-def load_with_backbone(checkpoint: str | Path, device: str | torch.device = "cpu"
-                       ) -> tuple[ForensicDetector, ForensicsConfig, GeometryBackbone | None]:
-    """Everything a forensics checkpoint holds: ``(detector in eval mode, config, frozen geometry backbone or
-    None)``, on ``device``. The backbone is rebuilt from ``config.geometry`` / ``geometry_image_size`` and given the
-    checkpoint's ``backbone.*`` weights.
-
-    Raises:
-        DataError: as :func:`load`; also a config with a backbone but no ``backbone.*`` weights, weights without
-            a backbone in the config, or weights that do not fit it (names the file).
-    """
-    return _load(checkpoint, device, with_backbone=True)
-
-
-def _load(checkpoint: str | Path, device: str | torch.device, with_backbone: bool
-          ) -> tuple[ForensicDetector, ForensicsConfig, GeometryBackbone | None]:
     config, weights, raw = read_task_checkpoint(checkpoint, ForensicsConfig, prefix="model.", map_location=device)
     model = build_model(config)
     load_weights(model, weights, checkpoint)
     model = model.to(device).eval()
     if not with_backbone:
-        return model, config, None
+        return model, config
     state = raw.get("state_dict") or {}
     backbone_weights = {k[len(BACKBONE_PREFIX):]: v for k, v in state.items() if k.startswith(BACKBONE_PREFIX)}
     if config.geometry is None:
@@ -228,7 +227,7 @@ def save(model: ForensicDetector, config: ForensicsConfig | dict | None, folder:
          backbone: GeometryBackbone | None = None, overwrite: bool = False) -> Path:
     """Write ``model`` as a model folder (``config.json``, ``model.safetensors``, ``README.md``) that :func:`load`
     reads; the frozen geometry ``backbone`` (needed when ``config.geometry`` is set) goes to
-    ``backbone.safetensors``, which :func:`load_with_backbone` reads. See
+    ``backbone.safetensors``, which ``load(..., with_backbone=True)`` reads. See
     :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``.
 
     Raises:

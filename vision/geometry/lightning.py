@@ -87,6 +87,10 @@ class GeometryModule(L.LightningModule):
             modules[name].requires_grad_(False)
         self.evaluator = TaskEvaluator("geometry")
 
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Record the task's name in the checkpoint (read by every loader, never guessed from a class name)."""
+        checkpoint["task"] = self.evaluator.task
+
     def forward(self, images: torch.Tensor) -> dict[str, Any]:
         return self.model(images)
 

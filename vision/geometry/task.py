@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -55,6 +55,8 @@ class GeometryConfig(TaskConfig):
             :mod:`vision.geometry.rays`; trained by the ``loss_rays`` term, its cameras scored as the ``ray_pose``
             row). A checkpoint whose config has no ``ray_head`` loads with False.
     """
+
+    task: ClassVar[str] = "geometry"  # the registry name its checkpoints and model folders record
 
     size: str = "tiny"
     image_size: int = 64

@@ -143,6 +143,10 @@ class TrackingModule(L.LightningModule):
         self._negative_names = None if negative_names is None else tuple(negative_names)
         self.evaluator = TaskEvaluator("tracking", split=self._scored_split, options=self._score_options)
 
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Record the task's name in the checkpoint (read by every loader, never guessed from a class name)."""
+        checkpoint["task"] = self.evaluator.task
+
     def negative_names(self) -> tuple[str, ...]:
         """The names absent-category text prompts are drawn from (the ``negative_names`` argument, else the
         datamodule's category names, read once)."""

@@ -12,6 +12,7 @@ under ``model.``, read with ``weights_only=True``). A tracker's backbone starts 
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 from pathlib import Path
 
 import torch
@@ -53,6 +54,8 @@ class TrackingConfig(TaskConfig):
         tracking_points: ``dpt`` or ``light`` (G2TAM only): where tracking reads its point maps
             (:class:`G2TAM`); a ``light`` model comes from ``vision-fit-light-points``, not from training.
     """
+
+    task: ClassVar[str] = "tracking"  # the registry name its checkpoints and model folders record
 
     architecture: str = "g2tam"
     backbone: str = "tiny"
