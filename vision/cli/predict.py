@@ -3,12 +3,8 @@ video.
 
   vision-predict --task detection --ckpt CKPT --vocabulary "mug,chair,lamp" INPUT [--out DIR]
       -> DIR/results.json (COCO results; rejected OOV objects use category id 1000) + DIR/annotated.mp4
-  vision-predict --task tracking --ckpt CKPT INPUT --view 0 --points "120,80;140,90" --labels "1,0"
-                 [--box "x0,y0,x1,y1"] [--text "the red mug"] [--out DIR]
-  vision-predict --task tracking --ckpt CKPT INPUT --prompt "object 1 frame 0 positive 120,80" \\
-                 --prompt "object 2 frame 0 box 10,20,60,90" --prompt "object 3 text the red mug"
-      -> DIR/results.json (COCO-video results) + DIR/annotated.mp4 + DIR/masks.zip + DIR/object_<id>.ply
-         + DIR/scene.ply / scene.glb (the reconstruction with the tracked objects coloured)
+  vision-predict --task tracking --ckpt CKPT INPUT --points "120,80;140,90" --labels "1,0" [--out DIR]
+      -> COCO-video results, annotated.mp4, masks.zip, 3D points per object (vision/cli/tracking.py)
   vision-predict --task tracking --ckpt CONCEPT_CKPT INPUT --concept "mug" [--concept "chair"] \\
                  [--exemplar VIEW,x0,y0,x1,y1[,neg]]          (--task concept; vision/cli/concept.py)
       -> every instance of each phrase: DIR/results.json (instance + presence records) + DIR/annotated.mp4

@@ -208,11 +208,7 @@ class ConceptModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         metrics = self.evaluator.evaluate(self, "test")
-        if metrics is not None and self.trainer.is_global_zero:
-            from vision.evaluation.evaluate import format_table
-
-            print(f"\nconcept, {self.trainer.datamodule.split_path('test')}:")
-            print(format_table(metrics))
+        self.evaluator.print_table(self, metrics, f"concept, {self.trainer.datamodule.split_path('test')}")
 
     def _scored_split(self, stage: str, results: list[dict]) -> str:
         return self.trainer.datamodule.split_path(stage)

@@ -242,12 +242,8 @@ class TrackingModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         metrics = self.evaluator.evaluate(self, "test")
-        if metrics is not None and self.trainer.is_global_zero:
-            from vision.evaluation.evaluate import format_table
-
-            print(f"\ntracking, {self.trainer.datamodule.split_path('test')} (prompt types "
-                  f"{', '.join(self.eval_prompt_types)}):")
-            print(format_table(metrics))
+        self.evaluator.print_table(self, metrics, f"tracking, {self.trainer.datamodule.split_path('test')} (prompt "
+                                                  f"types {', '.join(self.eval_prompt_types)})")
 
     def _eval_dataset(self, stage: str) -> Any:
         datamodule = getattr(self.trainer, "datamodule", None)

@@ -149,3 +149,12 @@ class TaskEvaluator:
         metrics = self.score(module, stage, self._results(stage, items))
         log_metrics(module, stage, metrics)
         return metrics
+
+    def print_table(self, module: L.LightningModule, metrics: dict[str, Any] | None, heading: str) -> None:
+        """Print ``metrics`` (what :meth:`evaluate` returned; nothing when None) under ``heading``, on rank 0 only:
+        the table ``tools/train.py test`` shows."""
+        if metrics is not None and module.trainer.is_global_zero:
+            from vision.evaluation.evaluate import format_table
+
+            print(f"\n{heading}:")
+            print(format_table(metrics))
