@@ -1,8 +1,9 @@
 """Check a paper-scale recipe's inputs before any GPU time is spent (``make recipe-<name>``, or
 ``python -m vision.cli.recipe NAME [--run] [--a.b.c VALUE ...]``).
 
-A recipe is a config under ``configs/<task>/`` (docs/recipes.md). The checker reads the config (plain YAML, with
-the same ``--a.b.c VALUE`` overrides ``vision-train`` takes) and lists every file it expects:
+A recipe is a config under ``configs/<task>/`` (docs/recipes.md). The checker reads the config (YAML, composed with
+its ``base:`` files as ``vision-train`` composes it, :mod:`vision.training.compose`; with the same ``--a.b.c VALUE``
+overrides ``vision-train`` takes) and lists every file it expects:
 
 - each split of ``data.init_args`` (``train_split`` (a path or a list), ``val_split``, ``test_split``,
   ``predict_split``) and, in each split that exists, every file it names (``images[].file_name``,
@@ -32,6 +33,7 @@ import yaml
 from vision.data.files import read_json
 from vision.data.io import resolve_inside
 from vision.errors import DataError, InputError, VisionError
+from vision.training.compose import compose
 
 __all__ = ["RECIPES", "PREPARE", "WEIGHTS", "Item", "config_path", "load_config", "prepare_command", "check",
            "train_command", "main"]
@@ -139,17 +141,14 @@ def config_path(name: str) -> Path:
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> dict:
-    """The YAML config at ``path`` with ``--a.b.c VALUE`` overrides applied (each value read as YAML).
+    """The YAML config at ``path``, composed with its bases (:func:`vision.training.compose.compose`), with
+    ``--a.b.c VALUE`` overrides applied (each value read as YAML).
 
     Raises:
-        DataError: the file is not a YAML mapping. InputError: an override without a value or not a ``--`` option.
+        DataError: the file (or a base) is missing, unreadable or not a YAML mapping, or its bases do not compose.
+            InputError: an override without a value or not a ``--`` option.
     """
-    try:
-        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise DataError(f"cannot read the config ({' '.join(str(exc).split())})", file=path) from None
-    if not isinstance(config, dict):
-        raise DataError("a config is a YAML mapping", file=path)
+    config = compose(path)
     items = list(overrides)
     if len(items) % 2:
         raise InputError(f"overrides come in pairs --a.b.c VALUE; {items[-1]!r} has no value")

@@ -22,6 +22,8 @@
 - ``--run_dir DIR`` moves a run elsewhere: the config's ``trainer.default_root_dir`` and every path under it (the
   logger's ``save_dir``, the checkpoint callbacks' ``dirpath``) are rebased onto ``DIR``, so one config trains
   several runs side by side (``make train-long``: the same config, more steps, ``runs/<task>/long``).
+- A config may stack on shared base files with a top-level ``base:`` key (:mod:`vision.training.compose` states
+  the rule); such a ``--config`` is composed before LightningCLI reads it.
 - Multi-GPU / multi-node scale comes from Lightning's strategies: ``--trainer.strategy ddp --trainer.devices 8
   --trainer.num_nodes 2`` (see ``configs/geometry/base_ddp.yaml``).
 """
@@ -36,6 +38,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from jsonargparse import Namespace
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
@@ -45,6 +48,7 @@ from vision.data.files import environment_error, writable_folder
 from vision.errors import DataError, VisionError
 from vision.training.callbacks import FiniteLossGuard, RandomStateCheckpoint, StopCheckpoint
 from vision.training.checkpoint_io import AtomicCheckpointIO, check_checkpoint_io, first_mismatch, load_checkpoint
+from vision.training.compose import compose_arguments
 from vision.training.writer import ResultsWriter
 
 __all__ = ["VisionCLI", "main", "LINKS", "move_run"]
@@ -82,6 +86,14 @@ class VisionCLI(LightningCLI):
         parser.add_argument("--run_dir", type=Optional[str], default=None,
                             help="rebase trainer.default_root_dir and every path under it (logger save_dir, "
                                  "checkpoint dirpath) onto this folder")
+
+    def parse_arguments(self, parser: Any, args: Any) -> None:
+        """Compose each ``--config`` that names bases (:func:`~vision.training.compose.compose_arguments`), then
+        parse as LightningCLI does (a dict or Namespace ``args`` as it is)."""
+        if args is None:  # the command line; handed on as ``args`` it would make LightningCLI warn that both are given
+            self.config = parser.parse_args(compose_arguments(sys.argv[1:]))
+        else:
+            super().parse_arguments(parser, args if isinstance(args, (dict, Namespace)) else compose_arguments(args))
 
     def before_instantiate_classes(self) -> None:
         """Restore ``None`` in the model's config: jsonargparse (4.x, subclass mode) turns a dotted override such as
