@@ -5,19 +5,19 @@ from pathlib import Path
 from typing import Optional, Union
 
 import pytest
-import yaml
 from jsonargparse import ArgumentParser
 from lightning.pytorch.strategies import FSDPStrategy, Strategy
 
 from vision.geometry.layers import Block
 from vision.geometry.task import GeometryConfig, build_model
+from vision.training.compose import compose
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "geometry"
 
 
 @pytest.mark.parametrize("name, size", [("base_fsdp.yaml", "base"), ("vggt_1b_fsdp.yaml", "vggt_1b")])
 def test_fsdp_config_builds_its_strategy(name, size):
-    config = yaml.safe_load((CONFIGS / name).read_text())
+    config = compose(CONFIGS / name)
     parser = ArgumentParser()
     parser.add_argument("--strategy", type=Optional[Union[str, Strategy]])
     strategy = parser.instantiate_classes(parser.parse_object({"strategy": config["trainer"]["strategy"]})).strategy

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 from safetensors.torch import load_file
 
 from vision.errors import InputError
 from vision.geometry import model as geometry_model
 from vision.geometry.lightning import GeometryModule
+from vision.training.compose import compose
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "geometry" / "vggt_1b.yaml"
@@ -30,7 +30,7 @@ def test_the_config_parses():
 
 
 def test_the_module_builds_on_the_meta_device_with_the_patch_embedding_frozen():
-    init = yaml.safe_load(CONFIG.read_text())["model"]["init_args"]
+    init = compose(CONFIG)["model"]["init_args"]
     assert init["config"]["size"] == "vggt_1b" and init["freeze"] == ["aggregator.patch_embed"]
     with torch.device("meta"):
         module = GeometryModule(**{k: v for k, v in init.items() if k != "vggt_weights"})

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from vision.errors import InputError
 from vision.tracking.lightning import TrackingModule
 from vision.tracking.sam2_keys import SAM2_1_HEADS
+from vision.training.compose import compose
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "tracking" / "vggt1b_sam2.yaml"
@@ -28,7 +28,7 @@ def test_the_config_parses():
 
 
 def test_the_module_builds_on_the_meta_device_with_sam_heads_and_a_frozen_backbone():
-    init = yaml.safe_load(CONFIG.read_text())["model"]["init_args"]
+    init = compose(CONFIG)["model"]["init_args"]
     config = {**init["config"], "text_encoder": None}
     assert {k: config[k] for k in SAM2_1_HEADS} == SAM2_1_HEADS
     args = {k: v for k, v in init.items() if k not in ("config", "vggt_weights", "sam2_weights")}

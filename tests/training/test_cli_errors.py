@@ -14,6 +14,7 @@ import torch
 import yaml
 
 from vision.synthetic.scenes import write_split
+from vision.training.compose import compose
 
 pytestmark = pytest.mark.slow  # tools/train.py in subprocesses
 
@@ -49,7 +50,7 @@ def tracking_config(tmp_path_factory) -> Path:
     """configs/tracking/tiny.yaml on a one-scene synthetic split: one CPU step, no logger, no checkpoints."""
     folder = tmp_path_factory.mktemp("train")
     split = write_split(folder / "data", "train", scenes=1, views=4, size=32, mode="video", seed=1, threads=1)
-    config = yaml.safe_load((ROOT / "configs" / "tracking" / "tiny.yaml").read_text())
+    config = compose(ROOT / "configs" / "tracking" / "tiny.yaml")
     config["trainer"].update(accelerator="cpu", max_steps=1, default_root_dir=str(folder / "run"), logger=False,
                              callbacks=None, enable_checkpointing=False, enable_progress_bar=False,
                              num_sanity_val_steps=0, limit_val_batches=0, val_check_interval=None,

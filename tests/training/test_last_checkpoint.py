@@ -12,17 +12,17 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
-import yaml
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from vision.training.checkpoint_io import load_checkpoint
+from vision.training.compose import compose, shipped_configs
 
-CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").rglob("*.yaml"))
+CONFIGS = shipped_configs(Path(__file__).resolve().parents[2] / "configs")  # not the _*.yaml bases
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_config_writes_last_at_every_validation(config):
-    callbacks = yaml.safe_load(config.read_text())["trainer"]["callbacks"]
+    callbacks = compose(config)["trainer"]["callbacks"]
     checkpoints = [c["init_args"] for c in callbacks if c["class_path"].endswith("ModelCheckpoint")]
     best = [c for c in checkpoints if c.get("monitor")]
     last = [c for c in checkpoints if c.get("filename") == "last"]

@@ -30,6 +30,7 @@ import torch
 import yaml
 
 from vision.training.checkpoint_io import load_checkpoint
+from vision.training.compose import compose, shipped_configs
 
 pytestmark = pytest.mark.slow  # trains every config several times in subprocesses, killing some
 
@@ -42,8 +43,8 @@ def _cpu_configs() -> list[Path]:
     """The shipped configs that train on a CPU as they stand (the GPU-scale recipes have their dry run in
     ``tests/recipes``)."""
     found = []
-    for path in sorted((ROOT / "configs").rglob("*.yaml")):
-        trainer = yaml.safe_load(path.read_text()).get("trainer", {})
+    for path in shipped_configs(ROOT / "configs"):
+        trainer = compose(path).get("trainer", {})
         if trainer.get("accelerator", "auto") in ("auto", "cpu"):
             found.append(path)
     return found
@@ -51,7 +52,7 @@ def _cpu_configs() -> list[Path]:
 
 CONFIGS = _cpu_configs()
 #: the paper-scale configs (GPUs, DDP / FSDP, weight files): resumed here in-process at the CPU configs' size
-GPU_CONFIGS = [path for path in sorted((ROOT / "configs").rglob("*.yaml")) if path not in CONFIGS]
+GPU_CONFIGS = [path for path in shipped_configs(ROOT / "configs") if path not in CONFIGS]
 #: the weight files a config may name: none exist here
 WEIGHT_FILES = ("vggt_weights", "sam2_weights", "geometry_checkpoint")
 
@@ -227,7 +228,7 @@ def fixtures(tmp_path_factory) -> dict[str, dict]:
 
 def _shipped(config: Path) -> dict:
     """The config as it runs here before :func:`reduce` (the GPU-scale ones through :func:`on_cpu`)."""
-    shipped = yaml.safe_load(config.read_text())
+    shipped = compose(config)
     return shipped if config in CONFIGS else on_cpu(shipped)
 
 
@@ -272,7 +273,7 @@ SAME_SEED = [path for path in CONFIGS if path.name == "tiny.yaml"]
 @pytest.mark.parametrize("config", SAME_SEED, ids=_ids)
 def test_same_seed_gives_the_same_model(config, fixtures, uninterrupted, tmp_path):
     """This process's run against a subprocess with another ``PYTHONHASHSEED`` and another number of workers."""
-    shipped = yaml.safe_load(config.read_text())
+    shipped = compose(config)
     _ok(_train(_write(tmp_path, reduce(shipped, fixtures, tmp_path, [])), hash_seed=2, workers=0))
     _assert_identical(uninterrupted(config), load_checkpoint(_last(tmp_path)))
 
@@ -318,7 +319,7 @@ def test_signals_to_the_process_group_resume_exactly(fixtures, uninterrupted, tm
     """The same stops with real signals, as a scheduler sends them: to the process group of a ``tools/train.py``
     process (DataLoader workers included), on the geometry config (curriculum, reload, two training splits)."""
     config = ROOT / "configs" / "geometry" / "tiny.yaml"
-    shipped = yaml.safe_load(config.read_text())
+    shipped = compose(config)
     run = tmp_path / "run"
 
     def leg(probe: dict | None, resume: Path | None, hash_seed: int) -> subprocess.CompletedProcess:
