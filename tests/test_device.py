@@ -105,3 +105,78 @@ def test_cuda_resolves_and_runs_bf16_and_16(spec, _gpu):
     assert device.type == "cuda" and dev.describe_device(device).startswith(f"device: {device} (")
     for dtype in (torch.bfloat16, torch.float16):
         dev.check_precision(device, dtype)
+
+
+def test_precision_choices_are_the_precision_names():
+    assert dev.PRECISION_CHOICES == ("32", "bf16", "16") == tuple(dev.PRECISIONS)
+
+
+def test_placement_resolves_checks_and_defaults_to_the_model(monkeypatch):
+    model = torch.nn.Linear(2, 2)
+    assert dev.placement(None, "bf16", model) == (torch.device("cpu"), torch.bfloat16)
+    assert dev.placement("cpu", torch.float16) == (torch.device("cpu"), torch.float16)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InputError, match="CUDA is not available"):
+        dev.placement("cuda", "32", model)
+    with pytest.raises(InputError, match="unknown precision '64'"):
+        dev.placement("cpu", "64")
+    monkeypatch.setattr(torch.amp, "is_autocast_available", lambda device_type: False)
+    with pytest.raises(InputError, match="precision 16 on cpu: torch has no autocast"):
+        dev.placement("cpu", "16")
+
+
+class _Loaded(Exception):
+    """Raised by the stand-in ``load`` once it has recorded its call (no model is built)."""
+
+
+#: the options each predictor's ``from_checkpoint(path)`` gives its task's ``load``
+LOAD_OPTIONS = {"tracking": {"image_size": None}, "detection": {"with_vocabulary": True},
+                "forensics": {"with_backbone": True}, "concept": {}}
+
+
+@pytest.fixture
+def load_calls(monkeypatch):
+    """Replace every task's ``load`` by one that records ``(task, checkpoint, device, options)`` and raises
+    :class:`_Loaded`."""
+    from vision.tasks import TASKS
+
+    calls: list[tuple] = []
+    for task in TASKS:
+        def load(checkpoint, device="cpu", _task=task.name, **options):
+            calls.append((_task, checkpoint, device, options))
+            raise _Loaded
+        monkeypatch.setattr(f"{task.package}.task.load", load)
+    return calls
+
+
+def test_load_for_inference_refuses_before_reading(load_calls, monkeypatch, tmp_path):
+    path = tmp_path / "model.ckpt"
+    with pytest.raises(_Loaded):
+        dev.load_for_inference("tracking", path, "cpu", "bf16", image_size=64)
+    assert load_calls == [("tracking", path, torch.device("cpu"), {"image_size": 64})]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for device, precision, message in (("cuda", "32", "CUDA is not available"), ("cpu", "8", "unknown precision")):
+        with pytest.raises(InputError, match=message):
+            dev.load_for_inference("tracking", path, device, precision)
+    assert len(load_calls) == 1
+
+
+@pytest.mark.parametrize("name", sorted(LOAD_OPTIONS))
+def test_every_predictor_loads_through_its_task_load(name, load_calls, monkeypatch, tmp_path):
+    """``from_checkpoint`` reads the model through ``vision.<task>.task.load`` onto the resolved device, and only
+    after the device and the precision passed their checks."""
+    from vision.tasks import get_task, task_names
+
+    assert set(LOAD_OPTIONS) == set(task_names(predictor=True))
+    predictor = get_task(name).resolve("predictor")
+    path = tmp_path / "model.ckpt"
+    with pytest.raises(_Loaded):
+        predictor.from_checkpoint(path, device="cpu", precision="bf16")
+    assert load_calls == [(name, path, torch.device("cpu"), LOAD_OPTIONS[name])]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InputError, match="CUDA is not available"):
+        predictor.from_checkpoint(path, device="cuda")
+    monkeypatch.setattr(torch.amp, "is_autocast_available", lambda device_type: False)
+    with pytest.raises(InputError, match="precision 16 on cpu"):
+        predictor.from_checkpoint(path, device="cpu", precision="16")
+    assert len(load_calls) == 1  # neither refusal read the checkpoint

@@ -172,3 +172,23 @@ def test_the_vision_package_has_no_import_cycle():
     found = loops(graph)
     assert not found, "modules that import each other (lazy and TYPE_CHECKING imports count):\n" + "\n".join(
         f"{', '.join(sorted(loop))}: e.g. {' -> '.join(one_cycle(graph, loop))}" for loop in found)
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """The modules ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for child in graph[todo.pop()]:
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
+
+
+def test_the_tracking_session_propagation_export_and_predictor_form_a_line():
+    """Each of these tracking modules may import the ones before it, never one after it."""
+    graph = import_graph()
+    line = [f"vision.tracking.{name}" for name in ("session", "propagation", "export", "predictor")]
+    for i, module in enumerate(line):
+        assert not reachable(graph, module) & set(line[i + 1:]), module

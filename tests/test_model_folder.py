@@ -115,7 +115,7 @@ def test_a_checkpoint_and_its_folder_load_the_same_model(name, tmp_path):
 
 
 def test_detection_vocabulary_round_trips(tmp_path):
-    from vision.detection.task import DetectionConfig, TrainingVocabulary, build_model, load_with_vocabulary, save
+    from vision.detection.task import DetectionConfig, TrainingVocabulary, build_model, load, save
 
     config = DetectionConfig()
     model = build_model(config)
@@ -126,15 +126,14 @@ def test_detection_vocabulary_round_trips(tmp_path):
     exported = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "exported")
     saved = save(model, config, tmp_path / "saved", vocabulary=vocabulary)
     for folder in (exported, saved):
-        _, _, trained = load_with_vocabulary(folder)
+        _, _, trained = load(folder, with_vocabulary=True)
         assert trained == vocabulary
         assert "`mug`, `chair`" in (folder / CARD_FILE).read_text()
 
 
 @pytest.mark.slow  # builds two geometry backbones
 def test_forensics_frozen_backbone_round_trips(tmp_path):
-    from vision.forensics.task import (BACKBONE_PREFIX, ForensicsConfig, build_backbone, build_model,
-                                       load_with_backbone, save)
+    from vision.forensics.task import BACKBONE_PREFIX, ForensicsConfig, build_backbone, build_model, load, save
 
     torch.manual_seed(0)
     config = ForensicsConfig(geometry="tiny")
@@ -147,7 +146,7 @@ def test_forensics_frozen_backbone_round_trips(tmp_path):
     assert read_model(exported)["forensics_backbone"] == fingerprint  # the reference to the backbone's source
     saved = save(model, config, tmp_path / "saved", backbone=backbone)
     for folder in (exported, saved):
-        detector, loaded_config, loaded_backbone = load_with_backbone(folder)
+        detector, loaded_config, loaded_backbone = load(folder, with_backbone=True)
         assert loaded_config == config
         assert_same_weights(model, detector)
         assert_same_weights(backbone, loaded_backbone)

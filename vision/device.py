@@ -9,6 +9,9 @@
   matmuls and convolutions run in the compute dtype, as Lightning's ``bf16-mixed``), a no-op for float32.
   :func:`check_precision` refuses a pair the device cannot run, before a model is loaded.
 - :func:`device_error` turns the error a backend raises for an operator it lacks (MPS) into one line.
+- :func:`placement` is the one device / precision preamble of every predictor's constructor, and
+  :func:`load_for_inference` the one of every ``from_checkpoint``: the pair is checked before anything is read, then
+  the model is read through its task's ``load`` (:mod:`vision.tasks`) straight onto the device.
 
 Nothing here imports Lightning: inference code uses it.
 """
@@ -17,20 +20,26 @@ from __future__ import annotations
 
 import contextlib
 import re
+from pathlib import Path
 from typing import Any, ContextManager
 
 import torch
 
 from vision.errors import InputError, VisionError
+from vision.tasks import get_task
 
-__all__ = ["DEVICES", "PRECISIONS", "autocast", "check_precision", "describe_device", "device_error",
-           "model_device", "parse_precision", "precision_name", "resolve_device"]
+__all__ = ["DEVICES", "PRECISIONS", "PRECISION_CHOICES", "autocast", "check_precision", "describe_device",
+           "device_error", "load_for_inference", "model_device", "parse_precision", "placement", "precision_name",
+           "resolve_device"]
 
 #: what ``--device`` accepts (``cuda:N`` too)
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
 #: what ``--precision`` accepts -> the compute dtype
 PRECISIONS: dict[str, torch.dtype] = {"32": torch.float32, "bf16": torch.bfloat16, "16": torch.float16}
+
+#: the ``choices`` of every ``--precision`` option (CLI and demo): the names of :data:`PRECISIONS`, in its order
+PRECISION_CHOICES: tuple[str, ...] = tuple(PRECISIONS)
 
 _ALIASES = {"32-true": "32", "fp32": "32", "float32": "32", "bf16-mixed": "bf16", "bfloat16": "bf16",
             "16-mixed": "16", "fp16": "16", "float16": "16"}
@@ -154,3 +163,33 @@ def model_device(model: torch.nn.Module) -> torch.device:
         tensor = next(model.buffers(), None)
     return tensor.device if tensor is not None else torch.device("cpu")
 
+
+def placement(device: str | torch.device | None, precision: str | torch.dtype | None,
+              model: torch.nn.Module | None = None) -> tuple[torch.device, torch.dtype]:
+    """Where and in which compute dtype a predictor runs: ``(device, dtype)``, checked as a pair.
+
+    ``device`` goes through :func:`resolve_device`; None means ``model``'s device (:func:`model_device`) when a model
+    is given, else ``auto``. ``precision`` goes through :func:`parse_precision`. A device this machine lacks, an
+    unknown precision, or a precision the device cannot run (:func:`check_precision`) is an :class:`InputError`.
+    """
+    resolved = model_device(model) if device is None and model is not None else resolve_device(device)
+    dtype = parse_precision(precision)
+    check_precision(resolved, dtype)
+    return resolved, dtype
+
+
+def load_for_inference(task: str, checkpoint: str | Path, device: str | torch.device | None = "cpu",
+                       precision: str | torch.dtype | None = "32", **options: Any
+                       ) -> tuple[Any, torch.device, torch.dtype]:
+    """The preamble of every predictor's ``from_checkpoint``: :func:`placement` of ``device`` and ``precision`` (so
+    an unavailable device or precision is refused before the checkpoint is read), then the task's one loader,
+    ``vision.<task>.task.load(checkpoint, device=device, **options)`` (:meth:`vision.tasks.Task.resolve`), which
+    returns the model in eval mode on ``device``.
+
+    Returns:
+        ``(what load returned, device, dtype)``: ``load``'s tuple (``(model, config)``, longer where an option asks
+        for more, e.g. the forensic backbone), the resolved ``torch.device`` and the compute dtype.
+    """
+    device, dtype = placement(device, precision)
+    loaded = get_task(task).resolve("load")(checkpoint, device=device, **options)
+    return loaded, device, dtype

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from vision.detection.lightning import OOVDetModule
-from vision.detection.task import DetectionConfig, build_model, load, load_with_vocabulary
+from vision.detection.task import DetectionConfig, build_model, load
 from vision.errors import DataError, InputError
 from vision.text import TEXT_DIM
 
@@ -38,7 +38,7 @@ def test_module_stores_the_config_and_load_rebuilds_the_detector(tmp_path, fake_
     assert module.hparams["config"] == DetectionConfig(**SMALL).to_dict()
     path = tmp_path / "det.ckpt"
     _save(module, path)
-    model, config, vocabulary = load_with_vocabulary(path)
+    model, config, vocabulary = load(path, with_vocabulary=True)
     assert config == DetectionConfig(**SMALL) and not model.training
     assert vocabulary.class_names == ["cube", "mug"] and vocabulary.category_ids == [1, 13]
     assert model.classifier.num_oov_prompts == 2 and model.max_detections == 7 and model.score_threshold == 0.2

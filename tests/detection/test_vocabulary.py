@@ -1,17 +1,9 @@
 import pytest
 import torch
 
-from vision.detection.vocabulary import check_vocabulary, encode_vocabulary, shared_text_encoder
+from vision.detection.vocabulary import encode_vocabulary, shared_text_encoder
 from vision.errors import InputError
 from vision.text import TEXT_DIM
-
-
-def test_check_vocabulary():
-    assert check_vocabulary(["a  mug", " cube"]) == ["a mug", "cube"]
-    for bad, match in (([], "empty"), ("mug", "list"), (["mug", None], r"vocabulary\[1\] must be a str"),
-                       (["mug", "MUG"], "duplicates"), ([""], "empty")):
-        with pytest.raises(InputError, match=match):
-            check_vocabulary(bad)
 
 
 def test_minilm_table_is_unit_and_cached():

@@ -21,8 +21,7 @@ from vision.errors import DataError, InputError
 from vision.forensics.features import ToolBackbone, backbone_fingerprint, load_clip
 from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
 from vision.forensics.predictor import ForensicsPredictor
-from vision.forensics.task import (DEFAULT_TOOLS, ForensicsConfig, build_backbone, load, load_geometry_backbone,
-                                   load_with_backbone)
+from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, build_backbone, load, load_geometry_backbone
 from vision.forensics.tools import build_tools, feature_names, run_tools
 from vision.forensics.tools.geometry import BACKBONE as GEOMETRY_BACKBONE
 from vision.forensics.tools.planar import BACKBONE as PLANAR_BACKBONE
@@ -107,7 +106,7 @@ def test_trained_checkpoint_holds_the_frozen_backbone_and_alone_rebuilds_the_pre
     try:
         state = load_checkpoint(path)["state_dict"]
         assert all(torch.equal(state[f"backbone.{k}"], v) for k, v in start.items())
-        detector, loaded_config, backbone = load_with_backbone(path)
+        detector, loaded_config, backbone = load(path, with_backbone=True)
         assert loaded_config == config and backbone is not None
         assert backbone_fingerprint(backbone) == backbone_fingerprint(model.backbone)
         assert load(path)[1] == config  # the detector alone, as before
@@ -236,7 +235,7 @@ def test_cli_fits_with_a_geometry_checkpoint_and_predicts_from_the_forensic_chec
     train_main(["fit", "--config", str(path), "--model.init_args.config.geometry", "tiny",
                 "--model.init_args.geometry_checkpoint", str(geometry_checkpoints[0])])
     checkpoint = run / "checkpoints" / "last.ckpt"
-    assert load_with_backbone(checkpoint)[1] == config
+    assert load(checkpoint, with_backbone=True)[1] == config
     results = tmp_path / "results.json"
     train_main(["predict", "--config", str(path), "--ckpt_path", str(checkpoint),
                 "--model.init_args.config.geometry", "tiny", "--data.init_args.predict_split",

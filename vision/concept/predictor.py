@@ -51,7 +51,7 @@ from vision.concept.proposals import ViewProposals, exemplar_embedding, phrase_r
 from vision.concept.task import ConceptConfig, ConceptModel
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.data.resize import resize_nearest
-from vision.device import autocast, check_precision, parse_precision, resolve_device
+from vision.device import autocast, load_for_inference
 from vision.errors import InputError
 from vision.tracking.predictor import TrackerPredictor
 from vision.tracking.prompts import Prompts, box_to_points
@@ -149,15 +149,12 @@ class ConceptPredictor:
     def from_checkpoint(cls, path: str | Path, device: torch.device | str = "cpu",
                         precision: str | torch.dtype = "32", **kwargs: Any) -> "ConceptPredictor":
         """Build from a :class:`~vision.concept.lightning.ConceptModule` checkpoint or a concept model folder
-        (:func:`vision.concept.task.load`); ``kwargs`` go to the constructor (``config_overrides``: a dict of
-        :class:`ConceptConfig` fields to change, e.g. ``{"rejection": False}``)."""
-        from vision.concept.task import load
-
-        device = resolve_device(device)
-        check_precision(device, parse_precision(precision))
-        model, config = load(path, device=device)
+        (:func:`vision.concept.task.load`, through :func:`vision.device.load_for_inference`); ``kwargs`` go to the
+        constructor (``config_overrides``: a dict of :class:`ConceptConfig` fields to change, e.g.
+        ``{"rejection": False}``)."""
+        (model, config), device, dtype = load_for_inference("concept", path, device, precision)
         overrides = kwargs.pop("config_overrides", None) or {}
-        return cls(model, config.replace(**overrides), device=device, precision=precision, **kwargs)
+        return cls(model, config.replace(**overrides), device=device, precision=dtype, **kwargs)
 
     # ------------------------------------------------------------------ state and prompts
 

@@ -1,7 +1,8 @@
 """DetectorPredictor: run a trained OOV detector on images, frame stacks or video files.
 
 ``DetectorPredictor.from_checkpoint(path, vocabulary=[...])`` loads a Lightning checkpoint of
-:class:`~vision.detection.lightning.OOVDetModule` (``torch.load(weights_only=True)``); the vocabulary may differ
+:class:`~vision.detection.lightning.OOVDetModule` (``torch.load(weights_only=True)``) or a model folder; the
+vocabulary (a list of names, or a text such as ``"mug, chair; lamp"``: :mod:`vision.text.vocabulary`) may differ
 from the training one (zero-shot): its prompts are encoded once and cached. ``predict(x)`` accepts
 
 - one image: ``uint8 [H, W, 3]`` RGB array, or float tensor ``[3, H, W]`` in [0, 1];
@@ -33,9 +34,10 @@ from vision.data.io import MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, atomic_write_js
 from vision.data.resize import resize_image
 from vision.detection.model import UNKNOWN_LABEL, OOVDetector
 from vision.detection.results import UNKNOWN_CATEGORY_ID, UNKNOWN_NAME, coco_results, label_detections
-from vision.detection.vocabulary import DEFAULT_TEMPLATE, check_vocabulary, encode_vocabulary
-from vision.device import autocast, check_precision, model_device, parse_precision, resolve_device
+from vision.detection.vocabulary import DEFAULT_TEMPLATE, encode_vocabulary
+from vision.device import autocast, load_for_inference, placement
 from vision.errors import InputError
+from vision.text.vocabulary import check_vocabulary, parse_vocabulary
 
 __all__ = ["DetectorPredictor"]
 
@@ -137,8 +139,9 @@ class DetectorPredictor:
     """Inference wrapper around :class:`OOVDetector` with a (changeable) vocabulary.
 
     Args:
-        model: the detector (put in eval mode). vocabulary: class names. category_ids: COCO id per name
-            (default 1..K). image_size: square model input size. unknown_category_id: COCO id of OOV results.
+        model: the detector (put in eval mode). vocabulary: class names, a list or a text (:meth:`set_vocabulary`).
+            category_ids: COCO id per name (default 1..K). image_size: square model input size.
+            unknown_category_id: COCO id of OOV results.
         prompt_template: text prompt per name. encoder: text encoder (default the shared MiniLM).
         batch_size: frames per forward pass.
         device: where the model runs (``"auto"``, ``"cpu"``, ``"cuda[:N]"``, ``"mps"``, a ``torch.device``; the model
@@ -146,13 +149,11 @@ class DetectorPredictor:
             the compute dtype of :func:`vision.device.autocast` (weights stay float32; results are float32).
     """
 
-    def __init__(self, model: OOVDetector, vocabulary: Sequence[str], image_size: int,
+    def __init__(self, model: OOVDetector, vocabulary: str | Sequence[str], image_size: int,
                  category_ids: Sequence[int] | None = None, unknown_category_id: int = UNKNOWN_CATEGORY_ID,
                  prompt_template: str = DEFAULT_TEMPLATE, encoder: Any = None, batch_size: int = 16,
                  device: str | torch.device | None = None, precision: str | torch.dtype = "32") -> None:
-        self.device = resolve_device(device) if device is not None else model_device(model)
-        self.dtype = parse_precision(precision)
-        check_precision(self.device, self.dtype)
+        self.device, self.dtype = placement(device, precision, model)
         self.model = model.to(self.device).eval()
         self.image_size = int(image_size)
         if self.image_size % model.patch_size:
@@ -164,19 +165,17 @@ class DetectorPredictor:
         self.set_vocabulary(vocabulary, category_ids)
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, vocabulary: Sequence[str] | None = None,
+    def from_checkpoint(cls, path: str | Path, vocabulary: str | Sequence[str] | None = None,
                         category_ids: Sequence[int] | None = None, device: str | torch.device = "cpu",
                         precision: str | torch.dtype = "32", **kwargs: Any) -> "DetectorPredictor":
-        """Load an :class:`OOVDetModule` checkpoint onto ``device`` (``"auto"`` and the other names of
-        :func:`vision.device.resolve_device`; :func:`vision.detection.task.load_with_vocabulary`), run in
-        ``precision``; ``vocabulary`` defaults to the training vocabulary (with its category ids). ``kwargs`` go to
-        the constructor (e.g. ``unknown_category_id``, ``encoder``); the prompt template is the checkpoint's
-        config's unless given."""
-        from vision.detection.task import load_with_vocabulary
-
-        device = resolve_device(device)
-        check_precision(device, parse_precision(precision))
-        model, config, trained = load_with_vocabulary(path, device=device)
+        """Load an :class:`OOVDetModule` checkpoint or a detection model folder onto ``device`` (``"auto"`` and the
+        other names of :func:`vision.device.resolve_device`) through :func:`vision.detection.task.load` (with the
+        training vocabulary; :func:`vision.device.load_for_inference`), run in ``precision``; ``vocabulary`` (a
+        list of names or a text, as :meth:`set_vocabulary`) defaults to the training vocabulary (with its category
+        ids). ``kwargs`` go to the constructor (e.g. ``unknown_category_id``, ``encoder``); the prompt template is
+        the checkpoint's config's unless given."""
+        (model, config, trained), device, dtype = load_for_inference("detection", path, device, precision,
+                                                                    with_vocabulary=True)
         if vocabulary is None:
             if trained is None:
                 raise InputError(f"{path}: the checkpoint stores no training vocabulary; pass vocabulary=[...]")
@@ -184,11 +183,14 @@ class DetectorPredictor:
             category_ids = trained.category_ids if category_ids is None else category_ids
         kwargs.setdefault("prompt_template", config.prompt_template)
         return cls(model, vocabulary, config.image_size, category_ids=category_ids, device=device,
-                   precision=precision, **kwargs)
+                   precision=dtype, **kwargs)
 
-    def set_vocabulary(self, vocabulary: Sequence[str], category_ids: Sequence[int] | None = None) -> None:
-        """Change the vocabulary (checked: non-empty, distinct non-empty strings); embeddings are cached."""
-        names = check_vocabulary(list(vocabulary) if isinstance(vocabulary, tuple) else vocabulary)
+    def set_vocabulary(self, vocabulary: str | Sequence[str], category_ids: Sequence[int] | None = None) -> None:
+        """Change the vocabulary: a list of names (:func:`~vision.text.vocabulary.check_vocabulary`: non-empty,
+        distinct non-empty strings) or a text of names (:func:`~vision.text.vocabulary.parse_vocabulary`:
+        ``"mug, chair; lamp"``); embeddings are cached."""
+        names = parse_vocabulary(vocabulary) if isinstance(vocabulary, str) else check_vocabulary(
+            list(vocabulary) if isinstance(vocabulary, tuple) else vocabulary)
         ids = list(range(1, len(names) + 1)) if category_ids is None else [int(c) for c in category_ids]
         if len(ids) != len(names) or len(set(ids)) != len(ids):
             raise InputError(f"category_ids {ids} must be {len(names)} distinct ids, one per vocabulary name")

@@ -1,6 +1,7 @@
-"""Vocabulary checks and cached text embeddings for the detector.
+"""Cached text embeddings of a vocabulary for the detector.
 
-A vocabulary is a non-empty list of distinct, non-empty class names (``str``). Each name is written into a prompt
+A vocabulary is a non-empty list of distinct, non-empty class names (``str``; the rule and its check are
+:mod:`vision.text.vocabulary`'s, imported here for the detector's modules). Each name is written into a prompt
 (``template.format(name)``, default ``"a {}"``) and encoded by the text encoder into a unit row of the text space.
 Encoders are shared per name (:func:`shared_text_encoder`) and the table of each (encoder, template, vocabulary)
 is cached here (the MiniLM encoder also caches per string), so a vocabulary is encoded once per process.
@@ -14,6 +15,7 @@ import torch
 
 from vision.errors import InputError
 from vision.text import get_text_encoder
+from vision.text.vocabulary import check_vocabulary
 
 __all__ = ["DEFAULT_TEMPLATE", "check_vocabulary", "shared_text_encoder", "encode_vocabulary"]
 
@@ -22,29 +24,6 @@ DEFAULT_TEMPLATE = "a {}"
 _ENCODERS: dict[str, Any] = {}
 _TABLES: dict[tuple, tuple[Any, torch.Tensor]] = {}
 _MAX_TABLES = 64
-
-
-def check_vocabulary(vocabulary: Any, field: str = "vocabulary") -> list[str]:
-    """Return ``vocabulary`` as a list of stripped names; :class:`InputError` (naming the index and value) on a
-    non-list, an empty list, a non-string or empty entry, or a duplicate (case- and space-insensitive)."""
-    if isinstance(vocabulary, str) or not isinstance(vocabulary, (list, tuple)):
-        raise InputError(f"{field} must be a list of class names, got {type(vocabulary).__name__} {vocabulary!r}")
-    if len(vocabulary) == 0:
-        raise InputError(f"{field} is empty; give at least one class name")
-    names: list[str] = []
-    seen: dict[str, int] = {}
-    for i, name in enumerate(vocabulary):
-        if not isinstance(name, str):
-            raise InputError(f"{field}[{i}] must be a str, got {type(name).__name__} {name!r}")
-        clean = " ".join(name.split())
-        if not clean:
-            raise InputError(f"{field}[{i}] is empty or whitespace only: {name!r}")
-        key = clean.lower()
-        if key in seen:
-            raise InputError(f"{field}[{i}]={name!r} duplicates {field}[{seen[key]}]={vocabulary[seen[key]]!r}")
-        seen[key] = i
-        names.append(clean)
-    return names
 
 
 def shared_text_encoder(name: str = "minilm") -> Any:

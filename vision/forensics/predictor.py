@@ -12,7 +12,7 @@ before decoding. A one-frame or frozen video gives the verdict ``insufficient ev
 
 A detector whose config names a geometry backbone (``ForensicsConfig.geometry``) measures the ``geometry`` and
 ``planar`` tools' backbone cues with the backbone its checkpoint holds
-(:func:`vision.forensics.task.load_with_backbone`): the forensic checkpoint is the only file needed.
+(``vision.forensics.task.load(..., with_backbone=True)``): the forensic checkpoint is the only file needed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from vision.data.io import MAX_INPUT_PIXELS
-from vision.device import autocast, check_precision, model_device, parse_precision, resolve_device
+from vision.device import autocast, load_for_inference, placement
 from vision.errors import InputError
 from vision.forensics.evidence import EvidenceGraph, clip_properties, deliberate, plan_tools
 from vision.forensics.features import ToolBackbone, clip_features, frames_to_clip, load_clip
@@ -33,7 +33,7 @@ from vision.forensics.model import ForensicDetector, feature_matrix
 from vision.forensics.report import write_report
 from vision.forensics.statistics import (VERDICT_ALPHA, combine, explain, p_values, score_p_value, verdict_of,
                                          z_scores)
-from vision.forensics.task import ForensicsConfig, load_with_backbone
+from vision.forensics.task import ForensicsConfig
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
 
@@ -120,9 +120,7 @@ class ForensicsPredictor:
     def __init__(self, detector: ForensicDetector, config: ForensicsConfig,
                  backbone: torch.nn.Module | None = None, device: str | torch.device | None = None,
                  precision: str | torch.dtype = "32") -> None:
-        self.device = resolve_device(device) if device is not None else model_device(detector)
-        self.dtype = parse_precision(precision)
-        check_precision(self.device, self.dtype)
+        self.device, self.dtype = placement(device, precision, detector)
         detector = detector.to(self.device)
         if backbone is not None:
             backbone = _Autocast(backbone.to(self.device), self.device, self.dtype)
@@ -145,12 +143,11 @@ class ForensicsPredictor:
                         precision: str | torch.dtype = "32") -> "ForensicsPredictor":
         """Load a checkpoint of :class:`vision.forensics.lightning.ForensicsModule`, its geometry backbone included,
         on ``device`` (``"auto"`` and the other names of :func:`vision.device.resolve_device`; through
-        :func:`vision.forensics.task.load_with_backbone`; a missing, unreadable or foreign file is a ``DataError``
-        naming it), run in ``precision``."""
-        device = resolve_device(device)
-        check_precision(device, parse_precision(precision))
-        detector, config, backbone = load_with_backbone(path, device=device)
-        return cls(detector, config, backbone, device=device, precision=precision)
+        :func:`vision.forensics.task.load` with ``with_backbone=True`` and :func:`vision.device.load_for_inference`;
+        a missing, unreadable or foreign file is a ``DataError`` naming it), run in ``precision``."""
+        (detector, config, backbone), device, dtype = load_for_inference("forensics", path, device, precision,
+                                                                        with_backbone=True)
+        return cls(detector, config, backbone, device=device, precision=dtype)
 
     def make_clip(self, video: str | Path | np.ndarray, fps: float = 25.0,
                   max_pixels: int | None = MAX_INPUT_PIXELS) -> Clip:

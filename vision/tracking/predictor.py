@@ -42,7 +42,7 @@ import torch
 
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.data.resize import resize_nearest
-from vision.device import autocast, check_precision, model_device, parse_precision, resolve_device
+from vision.device import autocast, load_for_inference, placement
 from vision.errors import InputError
 from vision.tracking.interface import TrackingModel
 from vision.tracking.memory3d import ObjectMemory, update_memory
@@ -91,9 +91,7 @@ class TrackerPredictor:
             raise InputError(f"need window_size >= 2 and 1 <= max_anchors < window_size, got {window_size}, "
                              f"{max_anchors}")
         self.model = model.eval()
-        self.device = resolve_device(device) if device is not None else model_device(model)
-        self.dtype = parse_precision(precision)
-        check_precision(self.device, self.dtype)
+        self.device, self.dtype = placement(device, precision, model)
         self.model.to(self.device)
         self.image_size: int | None = int(model.image_size)
         self._text_encoder = text_encoder
@@ -113,18 +111,15 @@ class TrackerPredictor:
     @classmethod
     def from_checkpoint(cls, path: str | Path, image_size: int | None = None, device: torch.device | str = "cpu",
                         precision: str | torch.dtype = "32", **kwargs: Any) -> "TrackerPredictor":
-        """Build from a :class:`~vision.tracking.lightning.TrackingModule` checkpoint through
-        :func:`vision.tracking.task.load` (``weights_only=True``) onto ``device`` (``"auto"`` and the other names of
-        :func:`vision.device.resolve_device`), run in ``precision``; ``image_size`` rebuilds the model for another
-        input size; the text encoder defaults to the checkpoint's (``config.text_encoder``); other keyword
-        arguments go to the constructor."""
-        from vision.tracking.task import load
-
-        device = resolve_device(device)
-        check_precision(device, parse_precision(precision))
-        model, config = load(path, device=device, image_size=image_size)
+        """Build from a :class:`~vision.tracking.lightning.TrackingModule` checkpoint or a tracking model folder,
+        read by :func:`vision.tracking.task.load` (:func:`vision.device.load_for_inference`) onto ``device``
+        (``"auto"`` and the other names of :func:`vision.device.resolve_device`), run in ``precision``;
+        ``image_size`` rebuilds the model for another input size; the text encoder defaults to the checkpoint's
+        (``config.text_encoder``); other keyword arguments go to the constructor."""
+        (model, config), device, dtype = load_for_inference("tracking", path, device, precision,
+                                                           image_size=image_size)
         kwargs.setdefault("text_encoder", config.text_encoder)
-        return cls(model, device=device, precision=precision, **kwargs)
+        return cls(model, device=device, precision=dtype, **kwargs)
 
     # ------------------------------------------------------------------ state
 
