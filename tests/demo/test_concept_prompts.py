@@ -21,7 +21,11 @@ def _video(path: Path, t: int = 3) -> Path:
 
 def test_phrases_are_split_like_a_vocabulary():
     assert parse_phrases(" mug, red chair;lamp\n") == ["mug", "red chair", "lamp"]
-    assert parse_phrases(" , ") == [] and parse_phrases(None) == []
+    assert parse_phrases(" ") == [] and parse_phrases(None) == []
+    with pytest.raises(InputError, match=r"phrases 'mug, , chair': name 2 of 3 is empty"):
+        parse_phrases("mug, , chair")
+    with pytest.raises(InputError, match="name 2 'Mug' repeats name 1 'mug'"):
+        parse_phrases("mug; Mug")
 
 
 def test_exemplar_boxes_take_two_clicks_and_are_drawn_on_their_frame():
@@ -44,7 +48,7 @@ def test_bad_concept_prompts_are_refused_before_any_model(tmp_path):
     video = _video(tmp_path / "v.mp4")
     models = Models(DemoConfig(concept_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
     with pytest.raises(InputError, match="type a phrase for 'every instance of'"):
-        run_concept(models, [str(video)], " , ", "")
+        run_concept(models, [str(video)], " ", "")
     with pytest.raises(InputError, match="exemplar box '0,1,2,3' must be VIEW,x0,y0,x1,y1"):
         run_concept(models, [str(video)], "mug", "0,1,2,3")
     with pytest.raises(InputError, match=r"exemplar box '5,1,2,10,20' is on view 5, but the input has views 0\.\.2"):

@@ -79,9 +79,9 @@ def test_prompts_are_drawn_on_their_frame_in_the_object_colour():
     assert tuple(drawn[5, 40]) == object_colour(2)  # the box's top edge
     assert not drawn[5, 5].any()  # object 3 is prompted on frame 1, not drawn here
     assert (draw_prompts(frame, "object 1 frame 0 positive nonsense", 0) == frame).all()  # bad text: no drawing
-    assert parse_vocabulary(" mug, chair;lamp\n") == ["mug", "chair", "lamp"]
+    assert parse_vocabulary(" mug, chair;lamp\n") == ["mug", "chair", "lamp"]  # the demo reads the one rule
     with pytest.raises(InputError, match="vocabulary is empty"):
-        parse_vocabulary(" , ")
+        parse_vocabulary(" \n ")
 
 
 def test_evidence_graph_picture():

@@ -23,6 +23,7 @@ from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS, VIDEO_SUFFIXES
 from vision.demo.uploads import Media, check_file, load_media
 from vision.errors import InputError
 from vision.tasks import TASKS, get_task
+from vision.text.vocabulary import parse_vocabulary
 from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
 
@@ -246,9 +247,10 @@ EXEMPLAR_COLOURS = {True: (40, 230, 40), False: (255, 40, 40)}
 
 
 def parse_phrases(text: str | None) -> list[str]:
-    """The phrases of the Track tab's "every instance of" box: ``"mug, chair"`` -> ``["mug", "chair"]`` (commas,
-    semicolons or new lines separate; empty: [])."""
-    return _split_names(text)
+    """The phrases of the Track tab's "every instance of" box: ``"mug, chair"`` -> ``["mug", "chair"]``; nothing
+    typed: ``[]``. Otherwise the rule of a vocabulary text (:func:`vision.text.vocabulary.parse_vocabulary`: commas,
+    semicolons and line breaks separate; an empty or repeated phrase is an :class:`InputError`)."""
+    return parse_vocabulary(text, field="phrases") if text is not None and text.strip() else []
 
 
 def _exemplar_lines(text: str | None) -> list[str]:
@@ -345,20 +347,6 @@ class DetectResult:
     results: Path
     table: list[list[Any]]
     summary: str
-
-
-def _split_names(text: str | None) -> list[str]:
-    """``"mug, chair; lamp"`` -> ``["mug", "chair", "lamp"]`` (commas, semicolons or new lines separate)."""
-    names = [n.strip() for n in (text or "").replace(";", ",").replace("\n", ",").split(",")]
-    return [n for n in names if n]
-
-
-def parse_vocabulary(text: str) -> list[str]:
-    """``"mug, chair; lamp"`` -> ``["mug", "chair", "lamp"]`` (commas, semicolons or new lines separate)."""
-    names = _split_names(text)
-    if not names:
-        raise InputError("the vocabulary is empty: type class names separated by commas, e.g. 'mug, chair, lamp'")
-    return names
 
 
 @_one_run_at_a_time("detection")
