@@ -44,7 +44,7 @@ Figures (0-1 scale; ``-1.0`` where undefined, as in COCO):
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -138,6 +138,29 @@ def concept_split(split: dict, file: str | None = None) -> ConceptSplit:
     if isinstance(info, dict) and "near_categories" in info:
         near = check_near_categories(c, info["near_categories"], set(phrases.values()))
     return ConceptSplit(phrases, dict(frames), dict(video_images), queried, tracks, masks, near)
+
+
+def _ranked_ids(gt: ConceptSplit, results: list) -> tuple[ConceptSplit, list[dict]]:
+    """``gt`` and ``results`` with every track id replaced by its rank among all track ids (the split's and the
+    results') and every category id by its rank among the split's categories: 0, 1, ... in sorted order.
+
+    Any JSON integer is a valid id, but the scorer keeps ids in int64 arrays: a ``track_id`` of 2**63 ended in an
+    OverflowError. Ranks keep every order and equality the figures depend on (sorting, grouping, matching), and no
+    figure names an id (per-phrase figures are keyed by the phrase), so the figures are those of the original ids.
+    ``results`` must have passed :func:`vision.evaluation.results.validate_concept_results`."""
+    track_ids = set(gt.tracks) | {int(r["track_id"]) for r in results if "presence" not in r}
+    track = {t: rank for rank, t in enumerate(sorted(track_ids))}
+    category = {c: rank for rank, c in enumerate(sorted(gt.phrases))}
+    ranked = []
+    for r in results:
+        r = {**r, "category_id": category[int(r["category_id"])]}
+        if "presence" not in r:
+            r["track_id"] = track[int(r["track_id"])]
+        ranked.append(r)
+    return replace(gt, phrases={category[c]: name for c, name in gt.phrases.items()},
+                   queried={v: {category[c] for c in cats} for v, cats in gt.queried.items()},
+                   tracks={track[t]: (v, category[c]) for t, (v, c) in gt.tracks.items()},
+                   masks={(track[t], image): rle for (t, image), rle in gt.masks.items()}), ranked
 
 
 class _Frame:
@@ -386,7 +409,7 @@ def evaluate_concept(split: dict, results: list, *, score_threshold: float = 0.5
                 or (name == "accept_iou" and value == 0)):
             raise InputError(f"{name} must be a number in {'(0, 1]' if name == 'accept_iou' else '[0, 1]'}, "
                              f"got {value!r}")
-    gt = concept_split(split, gt_file)
+    gt, results = _ranked_ids(concept_split(split, gt_file), results)  # ids of any size fit int64 arrays
     frames, instances, presence = _frames(gt, results)
     tracking, per_phrase = _hota(gt, frames)
     metrics: dict[str, Any] = {**tracking, **_video_ap(gt, frames, instances),

@@ -236,6 +236,10 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
             c.str_(r["prompt_type"], f"{field}.prompt_type")
 
 
+#: The fields of a concept instance record that a presence record must not carry.
+_INSTANCE_ONLY = ("track_id", "phrase", "segmentation", "bbox", "score", "prompt_type")
+
+
 def validate_concept_results(results: list, split: dict, file: str | None = None,
                              split_file: str | None = None) -> None:
     """Check the split (:func:`vision.data.schema.check_concept_parts`, then its concept parts:
@@ -246,8 +250,11 @@ def validate_concept_results(results: list, split: dict, file: str | None = None
       [, prompt_type]}``: the image belongs to that video, the category is a phrase queried on the video and
       ``phrase`` its name, the segmentation an RLE of the image's size, ``score`` in [0, 1]; one record per
       (video, track_id, image_id), and a track_id keeps one category_id within its video;
-    - a presence record ``{video_id, image_id, category_id, presence}`` (no track_id, no segmentation):
-      ``presence`` in [0, 1], the category queried on the video, one record per (image, category).
+    - a presence record ``{video_id, image_id, category_id, presence}`` (none of the fields only instance records
+      carry: track_id, phrase, segmentation, bbox, score, prompt_type): ``presence`` in [0, 1], the category
+      queried on the video, one record per (image, category).
+
+    Ids are any integers (the scorer ranks them); other keys are left alone, as in tracking results.
     """
     from vision.evaluation.concept import concept_split  # the one reading of a split's concept parts
 
@@ -281,10 +288,10 @@ def validate_concept_results(results: list, split: dict, file: str | None = None
                 raise c.fail(f"phrase {gt.phrases[category_id]!r} is not queried on video {video_id}",
                              f"{field}.category_id", category_id)
             if kind == "presence":
-                for key in ("track_id", "segmentation"):
+                for key in _INSTANCE_ONLY:  # a record of both kinds: which one was meant is unknown
                     if key in r:
-                        raise c.fail("a presence record carries no track_id and no segmentation", f"{field}.{key}",
-                                     r[key])
+                        raise c.fail(f"a presence record carries no {key} (only instance records do)",
+                                     f"{field}.{key}", r[key])
                 if not 0.0 <= c.number(r["presence"], f"{field}.presence") <= 1.0:
                     raise c.fail("presence must be in [0, 1]", f"{field}.presence", r["presence"])
                 key = ("presence", image_id, category_id)
