@@ -18,8 +18,7 @@ import torch
 
 from vision.data.files import regular_file
 from vision.errors import DataError, InputError
-from vision.model_folder import read_model_folder
-from vision.tasks import task_names
+from vision.model_folder import read_model_folder, task_of_class_path
 
 __all__ = ["TaskConfig", "load_checkpoint", "load_failure", "read_model", "load_weights", "first_mismatch",
            "read_task_checkpoint", "task_checkpoint_parts"]
@@ -132,12 +131,12 @@ def read_task_checkpoint(path: str | Path, config_cls: type[C], prefix: str = "m
 
 def _task_of(checkpoint: Mapping[str, Any]) -> str | None:
     """The task a checkpoint or model folder records (``task``); for a checkpoint that does not record it, the
-    package of the training module that wrote it (``vision.<task>.lightning...``); None when it says neither."""
+    task of the training module that wrote it (:func:`vision.model_folder.task_of_class_path` of
+    ``hyper_parameters._class_path``); None when it says neither."""
     if isinstance(checkpoint.get("task"), str):
         return checkpoint["task"]
     hparams = checkpoint.get("hyper_parameters")
-    parts = str(hparams.get("_class_path") or "").split(".") if isinstance(hparams, Mapping) else []
-    return parts[1] if len(parts) >= 3 and parts[0] == "vision" and parts[1] in task_names() else None
+    return task_of_class_path(str(hparams.get("_class_path") or "")) if isinstance(hparams, Mapping) else None
 
 
 def task_checkpoint_parts(checkpoint: Mapping[str, Any], path: str | Path, config_cls: type[C],

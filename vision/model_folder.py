@@ -45,10 +45,11 @@ from safetensors.torch import load_file, save_file
 
 from vision.data.files import regular_file
 from vision.errors import DataError, InputError
-from vision.tasks import get_task, task_names
+from vision.tasks import TASKS, get_task, task_names
 
 __all__ = ["FOLDER_FORMAT", "FORMAT_VERSION", "CONFIG_FILE", "CARD_FILE", "ModelFolder", "is_model_folder",
-           "read_model_folder", "write_model_folder", "folder_of_checkpoint", "task_of_checkpoint", "model_card",
+           "read_model_folder", "write_model_folder", "folder_of_checkpoint", "task_of_checkpoint",
+           "task_of_class_path", "model_card",
            "run_validation_metrics"]
 
 FOLDER_FORMAT = "vision-model-folder"
@@ -244,9 +245,22 @@ def _plain(value: Any, field: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------------- from a checkpoint
+def task_of_class_path(class_path: str) -> str | None:
+    """The registered task whose training module ``class_path`` names (a Lightning checkpoint's
+    ``hyper_parameters._class_path``): the task whose ``lightning`` part it is, else the one task whose training
+    module's package holds it (``vision.detection.lightning.<Module>``: detection; a task registered from outside
+    the package, such as ``tests.toy_task``, by its own package, not by a ``vision.<task>`` name); None otherwise."""
+    exact = [task.name for task in TASKS if task.lightning.replace(":", ".") == class_path]
+    if exact:
+        return exact[0]
+    packages = [task.name for task in TASKS
+                if class_path.startswith(task.lightning.partition(":")[0].rpartition(".")[0] + ".")]
+    return packages[0] if len(packages) == 1 else None
+
+
 def task_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path) -> str:
     """The task a checkpoint belongs to: a folder's ``task``, else the training module's ``_class_path``
-    (``vision.<task>.lightning.<Module>``), else the one task whose config takes ``hyper_parameters.config``.
+    (:func:`task_of_class_path`), else the one task whose config takes ``hyper_parameters.config``.
 
     Raises:
         DataError: none of these tells (naming the file; give the task explicitly).
@@ -258,9 +272,9 @@ def task_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path) -> str:
         raise DataError("not a task checkpoint of this version (no hyper_parameters.config)", file=path,
                         field="hyper_parameters.config")
     class_path = str(hparams.get("_class_path") or "")
-    parts = class_path.split(".")
-    if len(parts) >= 3 and parts[0] == "vision" and parts[1] in task_names():
-        return parts[1]
+    named = task_of_class_path(class_path)
+    if named is not None:
+        return named
     fits = []
     for name in task_names():
         try:
