@@ -60,7 +60,7 @@ from vision.detection.diagnostics import (  # noqa: E402
 from vision.detection.losses import assign_targets  # noqa: E402
 from vision.detection.model import OOVDetector, location_scores  # noqa: E402
 from vision.detection.results import UNKNOWN_CATEGORY_ID, coco_results, label_detections  # noqa: E402
-from vision.detection.task import DetectionConfig, load_with_vocabulary  # noqa: E402
+from vision.detection.task import DetectionConfig, load  # noqa: E402
 from vision.detection.vocabulary import encode_vocabulary  # noqa: E402
 from vision.errors import DataError, InputError  # noqa: E402
 from vision.evaluation.detection import class_agnostic_ap, coco_ap  # noqa: E402
@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    model, config, trained = load_with_vocabulary(_checked_file(args.ckpt, "--ckpt"))
+    model, config, trained = load(_checked_file(args.ckpt, "--ckpt"), with_vocabulary=True)
     model = model.to(device).eval()
     ckpt_meta = torch.load(args.ckpt, map_location="cpu", weights_only=True)
     hp = ckpt_meta.get("hyper_parameters", {})

@@ -19,18 +19,23 @@ __all__ = ["detection_flags", "check_detection", "run_detection"]
 
 def detection_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--vocabulary", action="append",
-                       help="comma-separated class names; repeat it for several vocabularies (each writes into "
-                            "vocabulary_<k>/)")
+                       help="class names separated by commas, semicolons or line breaks; repeat it for several "
+                            "vocabularies (each writes into vocabulary_<k>/)")
 
 
 def _vocabularies(args: argparse.Namespace) -> list[list[str]]:
-    return [[v.strip() for v in text.split(",")] for text in args.vocabulary]
+    """Each ``--vocabulary`` text read by the one rule (:func:`vision.text.vocabulary.parse_vocabulary`)."""
+    from vision.text.vocabulary import parse_vocabulary
+
+    return [parse_vocabulary(text, field="--vocabulary") for text in args.vocabulary]
 
 
 def check_detection(args: argparse.Namespace) -> None:
-    """A vocabulary is given."""
+    """A vocabulary is given and each one reads (names separated by commas, semicolons or line breaks; no empty or
+    repeated name)."""
     if not args.vocabulary:
         raise InputError("--task detection needs --vocabulary 'name,name,...'")
+    _vocabularies(args)
 
 
 def run_detection(args: argparse.Namespace, out: Path) -> None:

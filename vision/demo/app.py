@@ -49,13 +49,19 @@ except ImportError as exc:  # the demo extra is not installed
 from vision.data.io import IMAGE_SUFFIXES, VIDEO_SUFFIXES  # noqa: E402
 from vision.demo import handlers  # noqa: E402
 from vision.demo.examples import Examples, prepare_examples  # noqa: E402
+from vision.device import PRECISION_CHOICES  # noqa: E402
 from vision.errors import VisionError  # noqa: E402
 from vision.tasks import TASKS  # noqa: E402
 
-__all__ = ["build_app", "main", "TABS"]
+__all__ = ["build_app", "main", "tabs", "track_tab", "detect_tab", "forensics_tab"]
 
 log = logging.getLogger("vision.demo")
-TABS = tuple(task.demo_tab for task in TASKS if task.demo_tab is not None)
+
+
+def tabs() -> tuple[str, ...]:
+    """The demo's tabs, in registry order: the ``demo_tab`` of every registered task that builds one
+    (``Task.demo``)."""
+    return tuple(task.demo_tab for task in TASKS if task.demo is not None)
 
 TRACK_HELP = """**Track objects through a video or a set of images.** Upload a video (or several images), pick a frame
 with the slider and click on the frame: each click adds a *positive* or *negative* point, or (mode *box*) two
@@ -98,7 +104,7 @@ def _reporter(progress: gr.Progress) -> Callable[[float, str], None]:
     return lambda fraction, description: progress(fraction, desc=description)
 
 
-def _track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Callable[..., tuple] | None, list]:
+def track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Callable[..., tuple] | None, list]:
     config = models.config
     media = gr.State(None)
     pending = gr.State(None)
@@ -123,12 +129,12 @@ def _track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Call
             with gr.Row():
                 clear = gr.Button("Clear prompts")
                 run = gr.Button("Track", variant="primary")
-            concept_ready = Path(config.concept_ckpt).exists()
+            concept_ready = Path(config.checkpoint('concept')).exists()
             phrases = gr.Textbox(
                 label="Every instance of (phrases, comma-separated)", placeholder="mug, chair",
                 elem_id="track-phrases",
                 info=None if concept_ready else (
-                    f"no concept checkpoint at {config.concept_ckpt}: train one with `vision-train --config "
+                    f"no concept checkpoint at {config.checkpoint('concept')}: train one with `vision-train --config "
                     f"configs/concept/tiny.yaml` (after make train), or start the demo with --concept-ckpt PATH"))
             exemplars = gr.Textbox(label="Exemplar boxes (frame,x0,y0,x1,y1 or ...,neg per line; editable)", lines=2,
                                    placeholder="0,12,20,40,52", elem_id="track-exemplars")
@@ -222,7 +228,7 @@ def _track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Call
     return (preload if examples is not None else None), [files, prompts, video, scene, downloads, status]
 
 
-def _detect_tab(models: handlers.Models, examples: Examples | None) -> tuple[Callable[..., tuple] | None, list]:
+def detect_tab(models: handlers.Models, examples: Examples | None) -> tuple[Callable[..., tuple] | None, list]:
     gr.Markdown(DETECT_HELP)
     with gr.Row():
         with gr.Column():
@@ -271,13 +277,13 @@ def _report_frame(html_path: Path) -> str:
             f"srcdoc=\"{html.escape(html_path.read_text(encoding='utf-8'), quote=True)}\"></iframe>")
 
 
-def _forensics_tab(models: handlers.Models, examples: Examples | None) -> tuple[Callable[..., tuple] | None, list]:
+def forensics_tab(models: handlers.Models, examples: Examples | None) -> tuple[Callable[..., tuple] | None, list]:
     gr.Markdown(FORENSICS_HELP)
     with gr.Row():
         with gr.Column():
             video = gr.Video(label="Video", sources=["upload"])
             run = gr.Button("Analyse", variant="primary")
-            verdict = gr.Textbox(label="Verdict", interactive=False, elem_id="forensics-verdict")
+            verdict = gr.Textbox(label="Verdict", interactive=False, elem_id="forensics-status")
             probability = gr.Label(label="Calibrated probability", num_top_classes=2)
             reasons = gr.Markdown()
         with gr.Column():
@@ -313,36 +319,33 @@ def _forensics_tab(models: handlers.Models, examples: Examples | None) -> tuple[
 
 def build_app(config: handlers.DemoConfig, examples: Examples | None, tab: str = "track") -> gr.Blocks:
     """The demo's Blocks (not launched). ``tab`` is the tab shown first unless the URL has ``?tab=...``."""
-    if tab not in TABS:
-        raise ValueError(f"tab must be one of {TABS}, got {tab!r}")
+    if tab not in tabs():
+        raise ValueError(f"tab must be one of {tabs()}, got {tab!r}")
     models = handlers.Models(config)
     with gr.Blocks(title="vision: track, detect, forensics") as app:
         gr.Markdown("# vision demo\nG2TAM tracking with 3D, open-vocabulary detection (OOVDet) and AI-generated "
                     "video forensics, on the tiny checkpoints.")
-        missing = [t.name for t in TASKS
-                   if t.demo_tab is not None and not Path(getattr(config, f"{t.name}_ckpt")).exists()]
+        missing = [t.name for t in TASKS if t.demo is not None and not config.checkpoint(t.name).exists()]
         notes = list(examples.notes if examples else [])
-        notes += [f"no {t} checkpoint at `{getattr(config, f'{t}_ckpt')}`: run `make train-{t}` or `make demo`"
+        notes += [f"no {t} checkpoint at `{config.checkpoint(t)}`: run `make train-{t}` or `make demo`"
                   for t in missing]
         if notes:
             gr.Markdown("\n".join(f"> {n}" for n in notes))
         preloads = {}
-        with gr.Tabs(selected=tab) as tabs:
-            with gr.Tab("Track", id="track"):
-                preloads["track"] = _track_tab(models, examples)
-            with gr.Tab("Detect", id="detect"):
-                preloads["detect"] = _detect_tab(models, examples)
-            with gr.Tab("Forensics", id="forensics"):
-                preloads["forensics"] = _forensics_tab(models, examples)
+        with gr.Tabs(selected=tab) as shown:
+            for task in TASKS:
+                if task.demo is not None:
+                    with gr.Tab(task.demo_tab.capitalize(), id=task.demo_tab):
+                        preloads[task.demo_tab] = task.resolve("demo")(models, examples)
 
         def shown_tab(request: gr.Request | None) -> str:
             wanted = request.query_params.get("tab", tab) if request is not None else tab
-            return wanted if wanted in TABS else tab
+            return wanted if wanted in tabs() else tab
 
         def select_tab(request: gr.Request) -> Any:
             return gr.Tabs(selected=shown_tab(request))
 
-        app.load(select_tab, None, tabs, api_visibility="private")
+        app.load(select_tab, None, shown, api_visibility="private")
         for tab_id, (preload, outputs) in preloads.items():
             if preload is not None:
                 app.load(_example_on_open(tab_id, preload, shown_tab, len(outputs)), None, outputs,
@@ -371,12 +374,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--share", action="store_true", help="also make a public gradio.live link (off by default)")
-    parser.add_argument("--tab", choices=TABS, default="track", help="the tab shown first")
-    for task in (t.name for t in TASKS if t.demo_tab is not None):
-        parser.add_argument(f"--{task}-ckpt", type=Path, default=getattr(defaults, f"{task}_ckpt"),
-                            help=f"the {task} checkpoint or model folder (vision-export)")
-    parser.add_argument("--concept-ckpt", type=Path, default=defaults.concept_ckpt,
-                        help="the concept checkpoint or model folder the Track tab runs for a phrase (optional)")
+    parser.add_argument("--tab", choices=tabs(), default="track", help="the tab shown first")
+    for task in TASKS:
+        if task.demo_tab is not None:
+            optional = "" if task.demo is not None else " (optional)"
+            parser.add_argument(f"--{task.name}-ckpt", type=Path, default=defaults.checkpoint(task.name),
+                                help=f"the {task.name} checkpoint or model folder (vision-export) the "
+                                     f"{task.demo_tab.capitalize()} tab runs{optional}")
     parser.add_argument("--examples-dir", type=Path, default=defaults.examples_dir,
                         help="cache folder of the example inputs (made on first launch)")
     parser.add_argument("--no-examples", action="store_true", help="do not prepare or show the examples")
@@ -389,7 +393,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="tracking: an object's mask is emptied in frames where its presence probability is lower")
     parser.add_argument("--device", default=defaults.device,
                         help="where the models run: auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
-    parser.add_argument("--precision", default=defaults.precision, choices=("32", "bf16", "16"),
+    parser.add_argument("--precision", default=defaults.precision, choices=PRECISION_CHOICES,
                         help="the networks' compute precision (mixed: weights stay float32)")
     return parser.parse_args(argv)
 
@@ -398,9 +402,8 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
     """Prepare the examples, build the app and serve it (``block=False`` returns once it is listening)."""
     work_dir = Path(tempfile.mkdtemp(prefix="vision-demo-"))
     atexit.register(shutil.rmtree, work_dir, ignore_errors=True)
-    checkpoints = {f"{t.name}_ckpt": getattr(args, f"{t.name}_ckpt") for t in TASKS if t.demo_tab is not None}
-    checkpoints["concept_ckpt"] = args.concept_ckpt
-    config = handlers.DemoConfig(**checkpoints, max_upload_mb=args.max_upload_mb,
+    checkpoints = {t.name: getattr(args, f"{t.name}_ckpt") for t in TASKS if t.demo_tab is not None}
+    config = handlers.DemoConfig(checkpoints=checkpoints, max_upload_mb=args.max_upload_mb,
                                  max_track_frames=args.max_frames, max_pixels=args.max_pixels,
                                  presence_threshold=args.presence_threshold,
                                  work_dir=work_dir, examples_dir=args.examples_dir, device=args.device,

@@ -29,7 +29,7 @@ from vision.errors import DataError
 from vision.model_folder import ModelFolder, write_model_folder
 from vision.text import TEXT_DIM
 
-__all__ = ["DetectionConfig", "TrainingVocabulary", "build_model", "load", "load_with_vocabulary", "save"]
+__all__ = ["DetectionConfig", "TrainingVocabulary", "build_model", "load", "save"]
 
 
 @dataclasses.dataclass
@@ -136,12 +136,6 @@ def _training_vocabulary(hparams: dict, checkpoint: str | Path) -> TrainingVocab
         raise DataError("the training vocabulary must be a list of names with one category id each", file=checkpoint,
                         field="hyper_parameters.category_ids", value=ids)
     return TrainingVocabulary([str(n) for n in names], [int(i) for i in ids])
-
-
-def load_with_vocabulary(checkpoint: str | Path, device: str | torch.device = "cpu"
-                         ) -> tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]:
-    """``load(checkpoint, device, with_vocabulary=True)``."""
-    return load(checkpoint, device, with_vocabulary=True)
 
 
 def save(model: OOVDetector, config: DetectionConfig | dict | None, folder: str | Path,

@@ -157,10 +157,10 @@ def detection_graphs(model: nn.Module, config: Any, folder: Any = None, seed: in
     records one, else ``K = 3`` random unit rows."""
     text = None
     if folder is not None:
-        from vision.detection.task import load_with_vocabulary
+        from vision.detection.task import load
         from vision.detection.vocabulary import encode_vocabulary
 
-        _, _, vocabulary = load_with_vocabulary(folder)
+        _, _, vocabulary = load(folder, with_vocabulary=True)
         if vocabulary is not None:  # the training vocabulary's text embeddings: the detector's real text input
             text = encode_vocabulary(vocabulary.class_names, config.prompt_template)
     if text is None:
