@@ -46,7 +46,7 @@ def test_exemplar_boxes_take_two_clicks_and_are_drawn_on_their_frame():
 def test_bad_concept_prompts_are_refused_before_any_model(tmp_path):
     """No concept checkpoint is needed to refuse them; with good prompts, the missing checkpoint is named."""
     video = _video(tmp_path / "v.mp4")
-    models = Models(DemoConfig(concept_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
+    models = Models(DemoConfig(checkpoints={"concept": tmp_path / "none.ckpt"}, work_dir=tmp_path))
     with pytest.raises(InputError, match="type a phrase for 'every instance of'"):
         run_concept(models, [str(video)], " ", "")
     with pytest.raises(InputError, match="exemplar box '0,1,2,3' must be VIEW,x0,y0,x1,y1"):
@@ -65,7 +65,7 @@ def test_the_track_tab_starts_without_a_concept_checkpoint_and_says_what_to_trai
 
     from vision.demo.app import build_app
 
-    config = DemoConfig(concept_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path)
+    config = DemoConfig(checkpoints={"concept": tmp_path / "none.ckpt"}, work_dir=tmp_path)
     app = build_app(config, None)
     blocks = list(app.blocks.values())
     phrases = next(b for b in blocks if isinstance(b, Textbox) and b.elem_id == "track-phrases")
@@ -82,7 +82,7 @@ def test_run_concept_shows_instances_in_colour_in_the_video_and_the_3d_view(tmp_
     from vision.data.video import read_video
 
     model = write_tiny_concept_model(tmp_path / "concept", presence_threshold=0.0)
-    models = Models(DemoConfig(concept_ckpt=model, work_dir=tmp_path / "runs", device="cpu"))
+    models = Models(DemoConfig(checkpoints={"concept": model}, work_dir=tmp_path / "runs", device="cpu"))
     seen = []
     result = run_concept(models, [str(_video(tmp_path / "v.mp4"))], "mug, chair", "1,8,8,40,30",
                          progress=lambda fraction, text: seen.append(fraction))

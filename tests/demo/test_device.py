@@ -20,7 +20,7 @@ def test_the_demo_takes_a_device_and_precision(tmp_path, monkeypatch, capsys):
     predictor = _predictor()
     torch.save({"hyper_parameters": {"config": {"image_size": 32, "dim": 32, "text_encoder": None}},
                 "state_dict": {f"model.{k}": v for k, v in predictor.model.state_dict().items()}}, ckpt)
-    models = Models(DemoConfig(tracking_ckpt=ckpt, work_dir=tmp_path, device="cpu", precision="bf16"))
+    models = Models(DemoConfig(checkpoints={"tracking": ckpt}, work_dir=tmp_path, device="cpu", precision="bf16"))
     loaded = models.get("tracking")
     assert loaded.device == torch.device("cpu") and loaded.dtype is torch.bfloat16
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

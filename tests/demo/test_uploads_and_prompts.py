@@ -101,7 +101,7 @@ def test_evidence_graph_picture():
 def test_a_missing_checkpoint_names_the_make_target(tmp_path):
     from vision.demo.handlers import DemoConfig, Models
 
-    models = Models(DemoConfig(tracking_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
+    models = Models(DemoConfig(checkpoints={"tracking": tmp_path / "none.ckpt"}, work_dir=tmp_path))
     with pytest.raises(InputError, match="run `make train-tracking`"):
         models.get("tracking")
 
@@ -155,11 +155,11 @@ def test_forensics_checks_the_upload_before_loading_the_model(tmp_path):
     load a model (here there is no checkpoint at all)."""
     from vision.demo.handlers import DemoConfig, Models, run_forensics
 
-    models = Models(DemoConfig(forensics_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path))
+    models = Models(DemoConfig(checkpoints={"forensics": tmp_path / "none.ckpt"}, work_dir=tmp_path))
     with pytest.raises(VideoError, match=r"tenth\.mp4: .*declares 100 frames"):
         run_forensics(models, str(_cut_to_a_tenth(tmp_path)))
     video = write_video(tmp_path / "v.mp4", _frames(t=3), fps=5)
-    small_cap = Models(DemoConfig(forensics_ckpt=tmp_path / "none.ckpt", work_dir=tmp_path, max_pixels=20 * 20))
+    small_cap = Models(DemoConfig(checkpoints={"forensics": tmp_path / "none.ckpt"}, work_dir=tmp_path, max_pixels=20 * 20))
     with pytest.raises(VideoError, match=r"v\.mp4: frames of 32x24 .* over the limit of 20x20"):
         run_forensics(small_cap, str(video))
 

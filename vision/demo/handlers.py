@@ -50,9 +50,10 @@ def preferred_checkpoint(task: str, runs: Path = Path("runs")) -> Path:
 class DemoConfig:
     """Checkpoints, limits and folders of the demo.
 
-    ``*_ckpt``: Lightning checkpoints written by ``tools/train.py`` (defaults: :func:`preferred_checkpoint`, the
-    ``make train-long`` run where there is one, else the ``make train`` run, relative to the working directory like
-    every path here; ``concept_ckpt`` is the concept tracker the Track tab runs for a phrase, and may be missing);
+    ``checkpoints``: task name -> its checkpoint (written by ``tools/train.py``) or model folder, for every task the
+    demo uses (``Task.demo_tab``); a task left out gets :func:`preferred_checkpoint`, the ``make train-long`` run
+    where there is one, else the ``make train`` run, relative to the working directory like every path here (the
+    concept tracker, which the Track tab runs for a phrase, may be missing);
     ``max_upload_mb``: largest accepted file (its bytes, not its decoded size); ``max_track_frames`` /
     ``max_detect_frames``: frames used of a video (the first ones), at most
     :data:`~vision.data.io.MAX_INPUT_FRAMES`; ``max_pixels``: frames with more pixels are refused before decoding
@@ -62,10 +63,7 @@ class DemoConfig:
     cache; ``device`` / ``precision``: where and in what precision the models run (:mod:`vision.device`; ``auto``
     picks CUDA, then MPS, then the CPU; a device or precision this machine lacks is refused here)."""
 
-    tracking_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("tracking"))
-    detection_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("detection"))
-    forensics_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("forensics"))
-    concept_ckpt: Path = field(default_factory=lambda: preferred_checkpoint("concept"))
+    checkpoints: dict[str, Path] = field(default_factory=dict)
     max_upload_mb: float = 200.0
     max_track_frames: int = 64
     max_detect_frames: int = 300
@@ -79,6 +77,11 @@ class DemoConfig:
     def __post_init__(self) -> None:
         from vision.device import check_precision, parse_precision, resolve_device
 
+        for name in self.checkpoints:
+            get_task(name)  # an unknown task is an InputError naming the known ones
+        self.checkpoints = {task.name: Path(self.checkpoints.get(task.name) or preferred_checkpoint(task.name))
+                            for task in TASKS if task.demo_tab is not None}
+
         check_precision(resolve_device(self.device), parse_precision(self.precision))
         for name in ("max_track_frames", "max_detect_frames"):
             value = getattr(self, name)
@@ -86,6 +89,12 @@ class DemoConfig:
                 raise InputError(f"{name} must be 1 to {MAX_INPUT_FRAMES} (MAX_INPUT_FRAMES), got {value}")
         if self.max_pixels < 1:
             raise InputError(f"max_pixels must be >= 1, got {self.max_pixels}")
+
+    def checkpoint(self, task: str) -> Path:
+        """The checkpoint or model folder of ``task`` (a task the demo uses)."""
+        if task not in self.checkpoints:
+            raise InputError(f"the demo uses no {task} model; it uses {', '.join(self.checkpoints)}")
+        return self.checkpoints[task]
 
     def run_dir(self, task: str) -> Path:
         """A new, empty output folder for one run of ``task``."""
@@ -110,7 +119,7 @@ class Models:
         return self._run_locks[task]
 
     def _checkpoint(self, task: str) -> Path:
-        path = Path(getattr(self.config, f"{task}_ckpt"))
+        path = self.config.checkpoint(task)
         if not path.exists():  # a checkpoint file or a model folder
             raise InputError(f"no {task} checkpoint at {path}: run `make train-{task}` (or `make demo`), or start "
                              f"the demo with --{task}-ckpt PATH")
@@ -121,7 +130,7 @@ class Models:
         with self._lock:
             if task not in self._loaded:
                 path = self._checkpoint(task)
-                options = {"presence_threshold": self.config.presence_threshold} if task == "tracking" else {}
+                options = {name: getattr(self.config, name) for name in get_task(task).demo_options}
                 self._loaded[task] = get_task(task).resolve("predictor").from_checkpoint(
                     path, device=self.config.device, precision=self.config.precision, **options)
             return self._loaded[task]
@@ -275,7 +284,7 @@ def click_exemplar(lines: str, positive: bool, view: int, x: float, y: float,
 def draw_exemplars(frame: np.ndarray, lines: str, view: int) -> np.ndarray:
     """``frame`` with the exemplar boxes of ``view`` drawn: positive ones in green, negative ones in red with a
     cross. Malformed lines draw nothing (they are reported when the user runs)."""
-    from vision.cli.concept import parse_exemplar
+    from vision.concept.exemplars import parse_exemplar
 
     canvas = np.ascontiguousarray(frame.copy())
     for line in _exemplar_lines(lines):
@@ -300,8 +309,8 @@ def run_concept(models: Models, files: Any, phrases: str, exemplars: str = "",
     """Track every instance of ``phrases`` (comma-separated; each its own ids) through the uploaded video or images
     with the concept tracker. ``exemplars``: lines ``frame,x0,y0,x1,y1[,neg]`` that belong to the first phrase (with
     no phrase, they are a concept of their own, found by its boxes alone)."""
-    from vision.cli.concept import (ConceptPrompt, check_concept_count, check_exemplars, export_concepts,
-                                    parse_exemplar)
+    from vision.concept.exemplars import ConceptPrompt, check_concept_count, check_exemplars, parse_exemplar
+    from vision.concept.export import export_concepts
 
     config = models.config
     names = parse_phrases(phrases)

@@ -4,8 +4,9 @@
     python demo/screenshots.py --url http://127.0.0.1:7860 --out docs
 
 writes ``docs/demo_track.png``, ``docs/demo_detect.png`` and ``docs/demo_forensics.png``. Each page is opened as
-``URL/?tab=NAME&example=1`` (the app then runs that tab's example) and captured once the tab's status or
-verdict box is filled in, plus a short pause for the video and 3D viewers to draw.
+``URL/?tab=NAME&example=1`` (the app then runs that tab's example) and captured once the tab's status box
+(``#<tab>-status``; the forensics tab's verdict) is filled in, plus a short pause for the video and 3D viewers to
+draw.
 """
 
 from __future__ import annotations
@@ -18,24 +19,30 @@ from pathlib import Path
 
 from vision.demo.browser import Browser, BrowserError
 
-__all__ = ["READY", "capture_tabs", "main"]
-
-#: Per tab: the element whose text box is filled in when that tab's run has finished.
-READY = {"track": "#track-status textarea", "detect": "#detect-status textarea",
-         "forensics": "#forensics-verdict textarea"}
+__all__ = ["ready_selector", "capture_tabs", "main"]
 
 
-def capture_tabs(url: str, out_dir: str | Path, tabs: tuple[str, ...] = tuple(READY), width: int = 1280,
+def ready_selector(tab: str) -> str:
+    """The text box that is filled in when ``tab``'s run has finished: every tab's ``#<tab>-status``."""
+    return f"#{tab}-status textarea"
+
+
+def capture_tabs(url: str, out_dir: str | Path, tabs: tuple[str, ...] | None = None, width: int = 1280,
                  height: int = 1300, timeout: float = 120.0, settle: float = 2.0,
                  prefix: str = "demo_") -> dict[str, Path]:
     """Open every tab of the demo at ``url`` with its example, wait for the result and save
-    ``out_dir/<prefix><tab>.png``; returns tab -> path. Raises :class:`BrowserError` if a tab never finishes."""
+    ``out_dir/<prefix><tab>.png``; returns tab -> path. ``tabs``: None for every tab of the demo
+    (:func:`vision.demo.app.tabs`). Raises :class:`BrowserError` if a tab never finishes."""
+    if tabs is None:
+        from vision.demo.app import tabs as demo_tabs
+
+        tabs = demo_tabs()
     out = Path(out_dir)
     paths = {}
     with Browser(timeout=timeout) as browser:
         for tab in tabs:
             browser.open(f"{url.rstrip('/')}/?tab={tab}&example=1", width=width, height=height)
-            selector = READY[tab]
+            selector = ready_selector(tab)
             browser.wait_for(f"document.querySelector({selector!r})?.value?.length > 0", timeout=timeout)
             time.sleep(settle)
             paths[tab] = browser.screenshot(out / f"{prefix}{tab}.png")
