@@ -4,10 +4,14 @@ the field."""
 
 from __future__ import annotations
 
+import atexit
 import copy
 import faulthandler
+import functools
 import json
 import math
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,7 +26,8 @@ from tests.evaluation.test_tracking import _results_from_labels, _video_split_fr
 from vision.data.schema import validate_scored_parts
 from vision.errors import DataError
 from vision.evaluation.evaluate import evaluate
-from vision.evaluation.results import load_results, validate_forensics_results
+from vision.evaluation.results import encode_array, load_results, validate_forensics_results
+from vision.tasks import task_names
 
 
 
@@ -53,8 +58,52 @@ def forensics_case() -> tuple[dict, list[dict]]:
     return split, [{"video_id": i, "score": i / 10} for i in range(1, 7)]
 
 
+@functools.cache
+def _geometry_root() -> Path:
+    """The folder of :func:`geometry_case`'s depth files (written once, removed at exit)."""
+    root = Path(tempfile.mkdtemp(prefix="geometry_case_"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    rng = np.random.default_rng(0)
+    for i in (1, 2, 3):
+        np.savez(root / f"depth_{i}.npz", depth=rng.uniform(1.0, 3.0, size=(8, 8)).astype(np.float16))
+    return root
+
+
+def geometry_case() -> tuple[dict, list[dict]]:
+    """One video of 3 views of 8 x 8 pixels with cameras and depth files (in :func:`_geometry_root`: scoring needs
+    :func:`case_options`), and results for its clip: the true cameras in view 0's frame, depth and points at
+    random."""
+    rng = np.random.default_rng(1)
+    clip = [1, 2, 3]
+    cameras = []
+    for i in clip:
+        angle = 0.1 * i
+        cameras.append(np.array([[np.cos(angle), 0.0, np.sin(angle), 0.1 * i], [0.0, 1.0, 0.0, 0.0],
+                                 [-np.sin(angle), 0.0, np.cos(angle), 0.0]]))
+    images = [{"id": i, "file_name": f"{i}.png", "width": 8, "height": 8, "video_id": 1, "frame_index": i,
+               "camera": {"K": [[8.0, 0.0, 3.5], [0.0, 8.0, 3.5], [0.0, 0.0, 1.0]], "extrinsics": e.tolist()},
+               "depth_file": f"depth_{i}.npz"} for i, e in zip(clip, cameras)]
+    r0, t0 = cameras[0][:, :3], cameras[0][:, 3]
+    results = []
+    for i, e in zip(clip, cameras):
+        rotation = e[:, :3] @ r0.T  # camera i from view 0's camera
+        relative = np.concatenate([rotation, (e[:, 3] - rotation @ t0)[:, None]], axis=1)
+        results.append({"image_id": i, "clip": clip, "extrinsics": relative.tolist(),
+                        "depth": encode_array(rng.uniform(1.0, 2.0, size=(8, 8))),
+                        "world_points": encode_array(rng.normal(size=(8, 8, 3)))})
+    split = {"images": images, "annotations": [], "categories": [], "videos": [{"id": 1, "name": "v"}]}
+    _geometry_root()  # its depth files exist before anything scores the split
+    return split, results
+
+
+#: A small valid (split, results) of each registered task; :func:`test_every_task_has_a_case` keeps it complete.
 CASES = {"detection": detection_case, "tracking": tracking_case, "forensics": forensics_case,
-         "concept": concept_case}
+         "geometry": geometry_case, "concept": concept_case}
+
+
+def case_options(task: str) -> dict[str, Any]:
+    """The options scoring a case of ``task`` needs: geometry reads the depth files of its split dict's folder."""
+    return {"split_root": str(_geometry_root())} if task == "geometry" else {}
 
 # A value that stands for raw JSON text: json.dumps writes the marker and the text replaces it (NaN, Infinity and
 # numbers of hundreds of digits cannot be written through Python objects the way a foreign tool writes them).
@@ -286,11 +335,15 @@ def test_malformed_splits_are_refused_naming_file_entry_and_field(tmp_path, caps
     assert info.value.field.startswith(field)
 
 
-@pytest.mark.parametrize("task", sorted(CASES))
+def test_every_task_has_a_case():
+    assert set(CASES) == set(task_names())
+
+
+@pytest.mark.parametrize("task", task_names())
 def test_valid_splits_and_results_pass_validation(task):
     split, results = CASES[task]()
     validate_scored_parts(split, task, "split.json")
-    metrics = evaluate(split, results, task)
+    metrics = evaluate(split, results, task, **case_options(task))
     assert metrics
 
 

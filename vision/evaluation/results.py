@@ -381,10 +381,18 @@ def decode_array(value: Any, field: str, file: str | None = None, size: tuple[in
 #: far above what float32 cameras written as JSON carry, far below a garbage or all-zero matrix.
 ROTATION_TOLERANCE = 1e-2
 
+#: Largest magnitude of a camera entry (in practice of a translation): pose scoring takes vector norms, whose squares
+#: overflow beyond about 1e154 (a RuntimeWarning and a wrong translation angle); far beyond any scene's units.
+MAX_CAMERA_ENTRY = 1e100
+
 
 def _camera(c: ScalarChecker, value: Any, field: str) -> np.ndarray:
-    """A 3x4 camera-from-world matrix of finite numbers whose left 3x3 is a rotation, as float64."""
+    """A 3x4 camera-from-world matrix of finite numbers of magnitude at most :data:`MAX_CAMERA_ENTRY` whose left 3x3
+    is a rotation, as float64."""
     matrix = np.asarray(c.matrix(value, field, 3, 4), np.float64)
+    if np.abs(matrix).max() > MAX_CAMERA_ENTRY:
+        raise c.fail(f"camera entries must be at most {MAX_CAMERA_ENTRY:g} in magnitude (pose scoring squares "
+                     f"them)", field, value)
     rotation = matrix[:, :3]
     with np.errstate(all="ignore"):  # huge entries overflow to inf, which the test below refuses
         off = float(np.abs(rotation.T @ rotation - np.eye(3)).max())
