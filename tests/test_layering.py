@@ -10,53 +10,60 @@ layer allows. A lower layer never imports a higher one:
     evaluation   vision.evaluation                              base + registry + data + alignment; no torch
     synthetic    vision.synthetic                               base + registry + data
     geometry     vision.geometry (the shared backbone)          base + registry + core + evaluation
-    tasks        vision.tracking, .detection, .forensics        base + registry + core + evaluation + geometry;
-                                                                never each other
-    combined     vision.concept (detector + tracker together)   the tasks' layer + the tasks it combines
+    tasks        every other registered task (vision.tasks.     base + registry + core + evaluation + geometry;
+                 TASKS) but those that combine tasks            never each other
+    combined     each task that combines others (COMBINES:      the tasks' layer + the tasks it combines
+                 vision.concept, detector + tracker together)
     training     vision.training (what every task shares)       base + registry + core + evaluation
-    fitting      vision.<task>.lightning                        its task's (or combined's) layer + training
+    fitting      vision.<task>.lightning (the registry's        its task's (or combined's) layer + training
+                 ``lightning`` modules)
     top          vision.training.cli, vision.cli, vision.demo,  everything
                  vision.prepare, vision.export
+
+The task packages come from the registry (``vision/<name>/`` of each :data:`vision.tasks.TASKS` entry); only the roles
+of the backbone and of the combining tasks are named here, so a new task falls in the tasks' layer.
 
 Inference code (each task's ``task`` and ``predictor``, ``vision.cli.predict`` and ``vision.cli.evaluate``) also
 loads no ``vision.training`` and not Lightning, and ``vision.cli.evaluate`` no torch.
 
-How: one subprocess (``python -m tests.test_layering``) forks a child per module, so each import starts from an
-interpreter that holds no ``vision`` module. To keep this affordable, the parent first imports the heavy third-party
-libraries a module's layer may load (numpy, OpenCV, ... then torch, then Lightning): a module that must not load torch
-is imported before torch is, one that must not load Lightning before Lightning is. What the check looks at
-(``vision.*``, torch, Lightning) is never preloaded where it is forbidden."""
+How: one subprocess (``python -m tests.layering_probe``, which imports nothing of ``vision``) forks a child per
+module, so each import starts from an interpreter that holds no ``vision`` module; see that module for how the heavy
+third-party libraries are preloaded without hiding what the check looks at."""
 
 from __future__ import annotations
 
 import json
-import os
 import pkgutil
-import select
 import subprocess
 import sys
-import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from vision.tasks import TASKS as REGISTERED
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "vision"
+
+#: Each registered task's package (``vision/<name>/``) and its LightningModule's module, in registry order.
+TASK_PACKAGES: dict[str, str] = {f"vision.{task.name}": task.lightning.partition(":")[0] for task in REGISTERED}
+#: The shared backbone: the registered task every other task may build on.
+BACKBONE = "vision.geometry"
+#: The registered tasks that combine others, with the tasks each combines.
+COMBINES: dict[str, tuple[str, ...]] = {"vision.concept": ("vision.detection", "vision.tracking")}
 
 BASE = ("vision.errors", "vision.rng")
 CORE = ("vision.data", "vision.text", "vision.alignment", "vision.checkpoint", "vision.device",
         "vision.model_folder")
 EVALUATION = ("vision.evaluation",)
-GEOMETRY = ("vision.geometry",)
-TASKS = ("vision.tracking", "vision.detection", "vision.forensics")
-COMBINED = ("vision.concept",)
+GEOMETRY = (BACKBONE,)
+TASKS = tuple(p for p in TASK_PACKAGES if p != BACKBONE and p not in COMBINES)
 REGISTRY = ("vision.tasks",)
 TRAINING = ("vision.training",)
 TOP = ("vision.training.cli", "vision.cli", "vision.demo", "vision.prepare", "vision.export")
-FIT_MODULES = tuple(f"{task}.lightning" for task in GEOMETRY + TASKS)
-INFERENCE = tuple(f"{task}.{part}" for task in GEOMETRY + TASKS + COMBINED for part in ("task", "predictor")) + (
+FIT_MODULES = tuple(TASK_PACKAGES[p] for p in GEOMETRY + TASKS)
+INFERENCE = tuple(f"{task}.{part}" for task in TASK_PACKAGES for part in ("task", "predictor")) + (
     "vision.cli.predict", "vision.cli.evaluate")
 NO_TORCH = EVALUATION + REGISTRY + ("vision.cli.evaluate",)
 
@@ -78,11 +85,12 @@ LAYERS = (
     Layer("synthetic", ("vision.synthetic",), BASE + REGISTRY + ("vision.data",)),
     Layer("geometry", GEOMETRY, BASE + REGISTRY + CORE + EVALUATION),
     Layer("tasks", TASKS, BASE + REGISTRY + CORE + EVALUATION + GEOMETRY),
-    Layer("combined", COMBINED, BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + ("vision.detection", "vision.tracking")),
+    *(Layer(f"combined ({package})", (package,), BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + parts)
+      for package, parts in COMBINES.items()),
     Layer("training", TRAINING, BASE + REGISTRY + CORE + EVALUATION),
     Layer("fitting", FIT_MODULES, BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + TRAINING),
-    Layer("combined fitting", ("vision.concept.lightning",),
-          BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + ("vision.detection", "vision.tracking") + TRAINING),
+    *(Layer(f"combined fitting ({package})", (TASK_PACKAGES[package],),
+            BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + parts + TRAINING) for package, parts in COMBINES.items()),
     Layer("top", TOP, ("vision",)),
 )
 EVERYTHING = ("vision",)  # a prefix of every module: the top layer may load anything
@@ -160,93 +168,11 @@ def package_modules() -> list[str]:
     return sorted(found)
 
 
-# -- the probe: run as a script in a fresh interpreter --------------------------------------------------------------
-
-# third-party libraries preloaded before each group of modules; none of them loads vision, torch or Lightning
-# unless listed under that group
-PRELOAD = {
-    "no torch": ("numpy", "scipy", "scipy.optimize", "cv2", "pycocotools.mask", "PIL.Image", "yaml"),
-    "no lightning": ("torch", "torchvision", "timm", "open3d", "albumentations", "av", "sklearn"),
-    "anything": ("lightning", "lightning.pytorch", "lightning.pytorch.cli", "jsonargparse", "gradio"),
-}
-CHILD_TIMEOUT = 120.0  # seconds for one module's import
-PARALLEL = 2
-
-
 def _group(module: str) -> str:
+    """The preload group of ``module`` in the probe (:data:`tests.layering_probe.PRELOAD`): the heaviest libraries
+    it may load."""
     libraries = forbidden_libraries(module)
     return "no torch" if "torch" in libraries else "no lightning" if "lightning" in libraries else "anything"
-
-
-def _child(module: str, write_fd: int) -> None:
-    """In the forked child: import ``module``, write what it loaded as one JSON line, exit without cleanup."""
-    import importlib
-
-    result: dict = {"error": None}
-    try:
-        importlib.import_module(module)
-    except BaseException as exc:  # a module that does not import is reported, whatever the error
-        result["error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
-    names = list(sys.modules)
-    result["vision"] = sorted(m for m in names if _matches(m, "vision"))
-    result["torch"] = "torch" in sys.modules
-    result["lightning"] = any(m in sys.modules for m in ("lightning", "pytorch_lightning", "lightning_fabric"))
-    with os.fdopen(write_fd, "w") as out:
-        out.write(json.dumps(result))
-    os._exit(0)
-
-
-def probe(modules: list[str]) -> dict[str, dict]:
-    """``{module: {"vision": [loaded vision modules], "torch": bool, "lightning": bool, "error": str | None}}``."""
-    import importlib
-
-    results: dict[str, dict] = {}
-    groups = list(PRELOAD)
-    for index, (group, libraries) in enumerate(PRELOAD.items()):
-        if not any(_group(m) in groups[index:] for m in modules):
-            break  # nothing left to import: the heavier libraries need not be loaded
-        for library in libraries:
-            try:
-                importlib.import_module(library)
-            except ImportError:
-                pass
-        assert not any(_matches(m, "vision") for m in sys.modules), "a preloaded library loaded vision"
-        if group == "no torch":
-            assert "torch" not in sys.modules, "a preloaded library loaded torch"
-        if group != "anything":
-            assert "lightning" not in sys.modules, "a preloaded library loaded Lightning"
-        queue = [m for m in modules if _group(m) == group]
-        running: dict[int, tuple[str, int, float, list[str]]] = {}  # read fd -> (module, pid, start, chunks)
-        while queue or running:
-            while queue and len(running) < PARALLEL:
-                module = queue.pop(0)
-                read_fd, write_fd = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    os.close(read_fd)
-                    _child(module, write_fd)
-                os.close(write_fd)
-                running[read_fd] = (module, pid, time.monotonic(), [])
-            ready, _, _ = select.select(list(running), [], [], 1.0)
-            for fd in ready:
-                chunk = os.read(fd, 1 << 16)
-                if chunk:
-                    running[fd][3].append(chunk.decode())
-                    continue
-                module, pid, _, chunks = running.pop(fd)
-                os.close(fd)
-                os.waitpid(pid, 0)
-                results[module] = json.loads("".join(chunks)) if chunks else {
-                    "error": "the import crashed the interpreter", "vision": [], "torch": False, "lightning": False}
-            for fd, (module, pid, start, _) in list(running.items()):
-                if time.monotonic() - start > CHILD_TIMEOUT:
-                    os.kill(pid, 9)
-                    os.waitpid(pid, 0)
-                    os.close(fd)
-                    del running[fd]
-                    results[module] = {"error": f"the import took over {CHILD_TIMEOUT:.0f} s", "vision": [],
-                                       "torch": False, "lightning": False}
-    return results
 
 
 # -- the tests -----------------------------------------------------------------------------------------------------
@@ -260,8 +186,9 @@ REST = [m for m in PLACED if m not in FAST]
 
 
 def _run_probe(modules: list[str]) -> dict[str, dict]:
-    proc = subprocess.run([sys.executable, "-m", "tests.test_layering"], input=json.dumps(modules),
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    proc = subprocess.run([sys.executable, "-m", "tests.layering_probe"],
+                          input=json.dumps({m: _group(m) for m in modules}), capture_output=True, text=True, cwd=ROOT,
+                          timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -274,6 +201,15 @@ def loaded_fast() -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def loaded_all() -> dict[str, dict]:
     return _run_probe(REST)
+
+
+def test_the_named_roles_are_registered_tasks():
+    """The backbone and the combining tasks are tasks of the registry, each a package of ``vision``; every other
+    registered task is in the tasks' layer."""
+    named = {BACKBONE, *COMBINES, *(p for parts in COMBINES.values() for p in parts)}
+    assert named <= set(TASK_PACKAGES), sorted(named - set(TASK_PACKAGES))
+    assert all((PACKAGE / p.split(".")[1] / "__init__.py").is_file() for p in TASK_PACKAGES)
+    assert set(GEOMETRY + TASKS + tuple(COMBINES)) == set(TASK_PACKAGES)
 
 
 def test_every_module_has_a_layer():
@@ -293,7 +229,3 @@ def test_inference_and_light_modules_keep_to_their_layer(module, loaded_fast):
 def test_every_module_keeps_to_its_layer(module, loaded_all):
     problems = violations(module, loaded_all[module])
     assert not problems, "\n".join(problems)
-
-
-if __name__ == "__main__":
-    print(json.dumps(probe(json.loads(sys.stdin.read()))))

@@ -19,6 +19,7 @@ from vision.data.masks import encode_mask
 from vision.data.rle import rle_counts_from_string
 from vision.data.schema import validate_scored_parts, validate_split
 from vision.errors import DataError, InputError
+from vision.tasks import task_names
 
 
 def _ann(d: dict, i: int) -> dict:
@@ -125,7 +126,7 @@ def test_concepts_and_near_categories_are_accepted(split_dict, fixture_dir):
     validate_split(split_dict, fixture_dir, "fixture.json", check_files=True)
 
 
-SCORED_TASKS = ("detection", "tracking", "forensics", "geometry")
+SCORED_TASKS = task_names()  # every registered task is scored
 
 
 @pytest.mark.parametrize("task", SCORED_TASKS)

@@ -20,9 +20,9 @@ from vision.evaluation.results import encode_array
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: Top-level packages and vision packages that scoring must not import.
-FORBIDDEN = ("torch", "lightning", "vision.geometry", "vision.tracking", "vision.detection", "vision.forensics",
-             "vision.training")
+#: Top-level packages and vision packages that scoring must not import: every registered task's package (its
+#: scorer lives in vision.evaluation), and training.
+FORBIDDEN = ("torch", "lightning", "vision.training", *(f"vision.{name}" for name in task_names()))
 
 #: Runs ``vision.cli.evaluate.main(argv)`` and prints the exit status and the loaded module names as JSON.
 PROBE = """
