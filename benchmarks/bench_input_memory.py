@@ -1,7 +1,7 @@
 """Peak memory of ``tools/predict.py`` on large images: is it bounded by the input limits, not by the input?
 
     python benchmarks/bench_input_memory.py [--before REV] [--sizes 640x480 4000x4000 10000x10000]
-                                            [--tasks detection tracking forensics]
+                                            [--tasks TASK ...]  (default: every registered task with a predictor)
 
 Writes one PNG per size (a smooth colour pattern, so a 10000x10000 file is a few MB, like a photo's PNG), builds a
 checkpoint with random weights for each task (the tests' way: the task's LightningModule, its hyper-parameters and
@@ -36,10 +36,14 @@ import torch
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.tasks import get_task, task_names
 
-# tracking keeps every mask (presence threshold 0): an untrained tracker's masks are what is drawn and exported
+#: The prompt each task with a predictor is run with (every one of them: checked in main). Tracking keeps every mask
+#: (presence threshold 0): an untrained tracker's masks are what is drawn and exported.
 TASK_ARGS = {"detection": ["--vocabulary", "mug,chair"],
-             "tracking": ["--points", "100,100", "--presence-threshold", "0"], "forensics": []}
-MODULE_ARGS = {"tracking": {"config": {"text_encoder": None}}}  # no text encoder to load for a memory figure
+             "tracking": ["--points", "100,100", "--presence-threshold", "0"], "forensics": [],
+             "concept": ["--concept", "mug"]}
+#: LightningModule arguments besides the defaults: no tracker text encoder to load for a memory figure.
+MODULE_ARGS = {"tracking": {"config": {"text_encoder": None}},
+               "concept": {"config": {"tracker": {"text_encoder": None}}}}
 
 
 def write_png(path: Path, width: int, height: int) -> Path:
@@ -92,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", default=list(task_names(predictor=True)),
                         choices=task_names(predictor=True))
     args = parser.parse_args(argv)
+    unprompted = sorted(set(task_names(predictor=True)) ^ set(TASK_ARGS))
+    if unprompted:  # a task added to (or removed from) the registry without its prompt here
+        print(f"error: TASK_ARGS must hold the predictor tasks of vision.tasks exactly; differs in {unprompted}",
+              file=sys.stderr)
+        return 2
     sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes]
     with tempfile.TemporaryDirectory(prefix="bench_input_memory_") as tmp:
         tmp = Path(tmp)

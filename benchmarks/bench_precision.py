@@ -3,11 +3,11 @@ validation / test splits: what a user loses to ``--precision bf16`` (mixed preci
 
     python benchmarks/bench_precision.py [--runs runs] [--data datasets/synthetic] [--clips 8]
 
-Rows: the geometry backbone's depth / point-map / pose-encoding differences relative to each output's largest
-magnitude (the first ``--clips`` 4-view clips of ``geometry_val``); the detector's AP50 and score differences on
-``oov_test``; the tracker's point-prompt J&F (the protocol of :mod:`vision.tracking.inference`) on
-``tracking_val``. Both precisions run in this
-process on the same inputs; every figure is measured here.
+Rows, per task of the registry (:data:`MEASURED`): the geometry backbone's depth / point-map / pose-encoding
+differences relative to each output's largest magnitude (the first ``--clips`` 4-view clips of ``geometry_val``);
+the detector's AP50 and score differences on ``oov_test``; the tracker's point-prompt J&F (the protocol of
+:mod:`vision.tracking.inference`) on ``tracking_val``; a task without a measurement here gets a row saying so. Both
+precisions run in this process on the same inputs; every figure is measured here.
 """
 
 from __future__ import annotations
@@ -17,15 +17,21 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
+
+from vision.tasks import task_names
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def geometry_rows(ckpt: Path, split: Path, clips: int) -> list[tuple[str, str, str]]:
+Row = tuple[str, str, str]  # (what, float32, bf16)
+
+
+def geometry_rows(ckpt: Path, split: Path, clips: int) -> list[Row]:
     from vision.data.coco import load_split
     from vision.data.datasets import MultiViewClipDataset, collate_clips
     from vision.device import autocast
@@ -47,7 +53,7 @@ def geometry_rows(ckpt: Path, split: Path, clips: int) -> list[tuple[str, str, s
             for key, gap in gaps.items()]
 
 
-def detection_rows(ckpt: Path, split: Path) -> list[tuple[str, str, str]]:
+def detection_rows(ckpt: Path, split: Path, clips: int) -> list[Row]:
     from vision.detection.predictor import DetectorPredictor
     from vision.detection.results import UNKNOWN_CATEGORY_ID
     from vision.evaluation.evaluate import evaluate
@@ -69,7 +75,7 @@ def detection_rows(ckpt: Path, split: Path) -> list[tuple[str, str, str]]:
             ("detection: largest difference of the k-th best score of an image, k <= 5", "-", f"{gap:.3g}")]
 
 
-def tracking_rows(ckpt: Path, split: Path) -> list[tuple[str, str, str]]:
+def tracking_rows(ckpt: Path, split: Path, clips: int) -> list[Row]:
     from vision.data.coco import load_split
     from vision.evaluation.evaluate import evaluate
     from vision.tracking.inference import MAX_ANCHORS, WINDOW_SIZE, track_split, tracking_options
@@ -87,6 +93,14 @@ def tracking_rows(ckpt: Path, split: Path) -> list[tuple[str, str, str]]:
              f"{figures['bf16'][key]:.4f}")]
 
 
+#: Per registered task, its rows (``rows(checkpoint, split, clips)``; only geometry reads ``clips``) and the split of
+#: ``--data`` they run on. A registered task missing here is listed as not measured; a name here that is not
+#: registered is an error.
+MEASURED: dict[str, tuple[Callable[[Path, Path, int], list[Row]], str]] = {
+    "geometry": (geometry_rows, "geometry_val.json"), "detection": (detection_rows, "oov_test.json"),
+    "tracking": (tracking_rows, "tracking_val.json")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=Path, default=Path("runs"))
@@ -94,15 +108,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clips", type=int, default=8)
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
-    ckpt = {t: args.runs / t / "tiny" / "checkpoints" / "last.ckpt" for t in ("geometry", "detection", "tracking")}
+    unknown = sorted(set(MEASURED) - set(task_names()))
+    if unknown:
+        print(f"error: MEASURED names tasks that are not registered: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    ckpt = {t: args.runs / t / "tiny" / "checkpoints" / "last.ckpt" for t in MEASURED}
     missing = [str(p) for p in ckpt.values() if not p.is_file()]
     if missing:
         print(f"error: no checkpoint at {', '.join(missing)}: run `make train` first", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    rows = geometry_rows(ckpt["geometry"], args.data / "geometry_val.json", args.clips)
-    rows += detection_rows(ckpt["detection"], args.data / "oov_test.json")
-    rows += tracking_rows(ckpt["tracking"], args.data / "tracking_val.json")
+    rows: list[Row] = []
+    for task in task_names():
+        if task not in MEASURED:
+            rows.append((f"{task}: not measured (no bf16 comparison for it in this benchmark)", "-", "-"))
+            continue
+        measure, split = MEASURED[task]
+        rows += measure(ckpt[task], args.data / split, args.clips)
     print(f"CPU, torch {torch.__version__}, {time.perf_counter() - started:.0f} s\n")
     print("| what | float32 | bf16 |\n|---|---|---|")
     for what, full, half in rows:
