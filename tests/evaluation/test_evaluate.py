@@ -13,6 +13,7 @@ from tests.evaluation.conftest import evaluate_cli, make_detection_case
 from vision.errors import DataError, InputError
 from vision.evaluation.detection import COCO_STAT_KEYS, coco_ap
 from vision.evaluation.evaluate import evaluate, format_table
+from vision.tasks import task_names
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +217,7 @@ def test_the_cli_prints_the_notes_and_writes_them(small_case, tmp_path, capsys):
 
 @pytest.mark.parametrize("hostile", ["dev_zero", "fifo", "urandom", "loop", "folder"])
 @pytest.mark.parametrize("which", ["--split", "--results"])
-@pytest.mark.parametrize("task", ["detection", "tracking"])
+@pytest.mark.parametrize("task", task_names())  # every task reads its files through the one reader
 def test_the_cli_refuses_what_is_not_a_regular_file_in_one_line(small_case, tmp_path, capsys, hostile, which, task):
     """/dev/zero read 6-8 GB before a MemoryError; a FIFO or /dev/urandom never returned."""
     import os
