@@ -221,8 +221,6 @@ def test_what_scoring_does_not_read_is_left_alone():
         evaluate(split, results, "concept")
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="vision/errors.py _short() calls repr(), which refuses an int of more than 4300 digits")
 def test_python_integers_beyond_the_digit_limit_are_a_data_error():
     """A results file reads such a literal as infinite (refused by field, tested above); an API caller's Python int
     of 5000 digits reaches the error message itself."""
