@@ -96,7 +96,7 @@ def test_detect_tab(client, demo_examples):
     assert "1 frame(s)" in summary
     from gradio_client.exceptions import AppError
 
-    with pytest.raises(AppError, match="vocabulary is empty"):
+    with pytest.raises(AppError, match="name 1 of 2 is empty"):
         client.predict(handle_file(str(demo_examples.synthetic_image)), " , ", 0.3, api_name="/detect")
 
 
