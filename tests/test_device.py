@@ -145,7 +145,7 @@ def load_calls(monkeypatch):
         def load(checkpoint, device="cpu", _task=task.name, **options):
             calls.append((_task, checkpoint, device, options))
             raise _Loaded
-        monkeypatch.setattr(f"{task.package}.task.load", load)
+        monkeypatch.setattr(f"{task.module}.load", load)
     return calls
 
 

@@ -171,7 +171,7 @@ def _table_figure(output: str, name: str) -> float:
 def test_the_registered_task_is_seen_by_the_registry(registered: Task) -> None:
     assert get_task("toy") is registered
     assert "toy" in task_names() and "toy" in task_names(predictor=True)
-    assert registered.package == PARTS  # where build_model / load / save are found
+    assert registered.module == f"{PARTS}.task"  # where build_model / load / save are found
     model = registered.build_model({"hidden": 3})
     assert model(torch.rand(2, 3, 5, 7)).shape == (2, 5, 7)
 

@@ -401,7 +401,7 @@ def model_card(folder: ModelFolder) -> str:
     task = get_task(folder.task)
     training = folder.training
     lines = [f"# {folder.task} model", "", f"{task.summary[0].upper()}{task.summary[1:]}.", "",
-             "## Use", "", "```python", f"from {task.package}.task import load", "",
+             "## Use", "", "```python", f"from {task.module} import load", "",
              "model, config = load(\"path/to/this/folder\")  # weights from model.safetensors, never unpickled",
              "```", ""]
     if task.predictor is not None:

@@ -106,15 +106,17 @@ class Task:
             raise InputError(f"task {self.name!r}: evaluate_flags and evaluate_args go together")
 
     @property
-    def package(self) -> str:
-        """The package of its ``task.py`` (the module of its config class)."""
-        return self.config.partition(":")[0].rpartition(".")[0]
+    def module(self) -> str:
+        """The module of its config class, which also defines ``build_model``, ``load`` and ``save`` (a task
+        folder's ``task.py``)."""
+        return self.config.partition(":")[0]
 
     def resolve(self, part: str) -> Any:
         """Import and return the part named ``part`` (a field naming ``"module:attribute"``), or a function of
-        ``task.py`` (``"build_model"``, ``"load"``, ``"save"``); ``KeyError`` when the task has no such part."""
+        the config's module (``"build_model"``, ``"load"``, ``"save"``); ``KeyError`` when the task has no such
+        part."""
         if part in ("build_model", "load", "save"):
-            return getattr(importlib.import_module(f"{self.package}.task"), part)
+            return getattr(importlib.import_module(self.module), part)
         target = getattr(self, part)
         if target is None:
             raise KeyError(f"task {self.name!r} has no {part}")
@@ -122,11 +124,11 @@ class Task:
         return getattr(importlib.import_module(module), attribute)
 
     def build_model(self, config: Any = None) -> Any:
-        """``<package>.task.build_model(config)``."""
+        """``build_model(config)`` of the config's module."""
         return self.resolve("build_model")(config)
 
     def load(self, checkpoint: Any, device: Any = "cpu") -> tuple[Any, Any]:
-        """``<package>.task.load(checkpoint, device)``: ``(model in eval mode, config)``."""
+        """``load(checkpoint, device)`` of the config's module: ``(model in eval mode, config)``."""
         return self.resolve("load")(checkpoint, device=device)
 
 
