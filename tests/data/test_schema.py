@@ -103,6 +103,17 @@ CASES: list[tuple[str, Callable[[dict], Any], str, str]] = [
     ("nul byte", lambda d: d["images"][0].__setitem__("file_name", "a\x00b.png"), "images[0].file_name", "x00"),
     ("iscrowd", lambda d: _ann(d, 0).__setitem__("iscrowd", 2), "annotations[0].iscrowd", "2"),
     ("area negative", lambda d: _ann(d, 0).__setitem__("area", -3), "annotations[0].area", "-3"),
+    # images[0..7] are frames of videos, images[8] a plain image (the fast path of the image checks)
+    ("annotated string", lambda d: d["images"][0].__setitem__("annotated", "false"), "images[0].annotated",
+     "annotated='false': expected true or false"),
+    ("annotated no", lambda d: d["images"][8].__setitem__("annotated", "no"), "images[8].annotated", "'no'"),
+    ("annotated zero", lambda d: d["images"][8].__setitem__("annotated", 0), "images[8].annotated",
+     "annotated=0: expected true or false"),
+    ("annotated null", lambda d: d["images"][5].__setitem__("annotated", None), "images[5].annotated",
+     "annotated=None: expected true or false"),
+    ("annotated one", lambda d: d["images"][1].__setitem__("annotated", 1), "images[1].annotated", "annotated=1"),
+    ("annotated numpy", lambda d: d["images"][8].__setitem__("annotated", np.False_), "images[8].annotated",
+     "NumPy bool"),
 ]
 
 
@@ -324,6 +335,51 @@ def test_huge_image_sizes_are_refused_before_any_mask_is_decoded(tmp_path):
     dataset["images"][0].update(width=MAX_IMAGE_SIDE, height=MAX_IMAGE_SIDE)
     with pytest.raises(DataError, match="exceeds the limit"):
         Split.from_dict(dataset, tmp_path, check_files=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# an image's annotated flag: true or false, nothing else (the scorers of frames leave out exactly the False ones)
+
+#: the tasks whose scorers read ``annotated`` (the others' split checks leave it alone)
+READS_ANNOTATED = {"tracking", "concept"}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(value=json_value | st.sampled_from([np.True_, np.False_, np.int64(0)]), index=st.integers(0, 8))
+def test_annotated_is_true_or_false_in_the_split_and_in_every_scored_part_that_reads_it(split_dict, fixture_dir,
+                                                                                       value, index):
+    dataset = copy.deepcopy(split_dict)  # the fixture is shared by every example
+    dataset["images"][index]["annotated"] = value
+    field = f"images[{index}].annotated"
+    checks = [lambda: validate_split(dataset, fixture_dir, "split.json", check_files=True)]
+    checks += [lambda task=task: validate_scored_parts(dataset, task, "split.json") for task in READS_ANNOTATED]
+    for check in checks:
+        if type(value) is bool:
+            check()
+            continue
+        with pytest.raises(DataError) as info:
+            check()
+        assert info.value.field == field and str(info.value).startswith(f"split.json: {field}=")
+        assert "expected true or false" in str(info.value) and "\n" not in str(info.value)
+    for task in set(SCORED_TASKS) - READS_ANNOTATED:
+        validate_scored_parts(dataset, task, "split.json")
+
+
+@pytest.mark.parametrize("literal", ['"false"', '"no"', "0", "null", "1", "0.0", "[]"])
+def test_the_training_loader_refuses_an_annotated_flag_that_is_not_true_or_false(fixture_dir, split_path, literal):
+    """load_split (what the data modules read splits with) names the split, the field and the value."""
+    dataset = json.loads(split_path.read_text())
+    dataset["images"][2]["annotated"] = "__FLAG__"
+    path = fixture_dir / "annotated_flag.json"
+    path.write_text(json.dumps(dataset).replace('"__FLAG__"', literal))
+    with pytest.raises(DataError) as info:
+        load_split(path)
+    value = json.loads(literal)
+    assert str(info.value) == (f"{path}: images[2].annotated={value!r}: expected true or false, got "
+                               f"{type(value).__name__}")
+    for flag in ("true", "false"):
+        path.write_text(json.dumps(dataset).replace('"__FLAG__"', flag))
+        assert load_split(path).images[dataset["images"][2]["id"]]["annotated"] is (flag == "true")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -312,7 +312,8 @@ tricky_number = st.sampled_from([0, 1, -1, 0.0, -0.0, -1.0, -1.0000001, 2.5, 11,
 tricky_value = tricky_number | st.sampled_from(["", "1 1", "0", "P" * 9 + "0", "?", "1" + chr(48 + 0x20)]) | st.lists(tricky_number, max_size=10) | st.lists(
     st.lists(tricky_number, min_size=5, max_size=9), max_size=2)
 fields = st.sampled_from(["id", "image_id", "category_id", "bbox", "area", "iscrowd", "segmentation", "score",
-                          "bbox[i]", "polygon[i]", "size", "counts", "counts[i]", "file_name", "width", "height"])
+                          "bbox[i]", "polygon[i]", "size", "counts", "counts[i]", "file_name", "width", "height",
+                          "annotated"])
 
 
 @pytest.mark.slow
@@ -327,7 +328,7 @@ def test_fast_paths_agree_with_one_by_one_checks(split_dict, fixture_dir, data):
     for _ in range(data.draw(st.integers(1, 3))):
         field = data.draw(fields)
         value = data.draw(tricky_value)
-        if field in ("file_name", "width", "height"):
+        if field in ("file_name", "width", "height", "annotated"):
             img = data.draw(st.sampled_from(dataset["images"]))
             img[field] = data.draw(st.sampled_from(["images/0100.png", "images/../images/0100.png", "./images/0100.png",
                                                     "images//0100.png", "images/0001.png", "images/nope.png",

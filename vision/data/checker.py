@@ -75,6 +75,10 @@ class Checker:
         return value
 
     def bool_(self, value: Any, field: str) -> bool:
+        """``value`` when it is ``True`` or ``False``. A NumPy bool is refused too: the scorers read a flag such as
+        ``annotated`` with ``is False``, which a NumPy false never is."""
+        if isinstance(value, np.bool_):
+            raise self.fail("expected true or false, got a NumPy bool (use Python's True or False)", field, value)
         if not isinstance(value, bool):
             raise self.fail(f"expected true or false, got {type(value).__name__}", field, value)
         return value

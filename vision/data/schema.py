@@ -7,6 +7,8 @@ A split is one COCO JSON file plus the files it names, relative to the JSON's fo
 - Video / multi-view: ``videos`` ``{id, name, width?, height?, ordered?: bool (default true)}``; an image may carry
   ``video_id`` and ``frame_index`` (both or neither); an annotation may carry ``track_id``;
   ``tracks`` ``{id, video_id, category_id, caption?}``. ``ordered: false`` marks an unordered multi-view image set.
+  An image may carry ``annotated`` (true or false, default true): ``false`` marks a frame without ground truth
+  (e.g. YouTube-VOS's unlabelled frames), which tracking and concept scoring leave out.
 - Geometry: an image may carry ``camera: {K: 3x3, extrinsics: 3x4}`` (OpenCV, camera-from-world) and ``depth_file``
   (metric depth: float16 ``.npz`` with key ``"depth"`` in metres, or a 16-bit PNG in millimetres; 0 = invalid).
 - Vocabulary: a category may carry ``split`` in ``iv | novel | oov``; ``info.vocabulary`` lists the category names a
@@ -234,6 +236,13 @@ def _image_size(c: Checker, img: dict, field: str) -> tuple[int, int]:
     return width, height
 
 
+def _check_annotated(c: Checker, img: dict, field: str) -> None:
+    """An image's ``annotated``, when present, is true or false: the scorers leave out exactly the images whose
+    value is ``False``, so ``"false"``, ``0`` or ``null`` would score an unlabelled frame as labelled."""
+    if "annotated" in img:
+        c.bool_(img["annotated"], f"{field}.annotated")
+
+
 def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path,
                   check_files: bool) -> dict[int, dict]:
     images: dict[int, dict] = {}
@@ -248,7 +257,8 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
             ident, width, height = img.get("id"), img.get("width"), img.get("height")
             if (type(ident) is int and ident not in first and type(width) is int and type(height) is int
                     and 1 <= width <= MAX_IMAGE_SIDE and 1 <= height <= MAX_IMAGE_SIDE
-                    and width * height <= MAX_IMAGE_PIXELS and listings.plain_file(img.get("file_name"))):
+                    and width * height <= MAX_IMAGE_PIXELS and type(img.get("annotated", True)) is bool
+                    and listings.plain_file(img.get("file_name"))):
                 first[ident] = i
                 images[ident] = img
                 continue
@@ -258,6 +268,7 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
         file_name = c.key(img, "file_name", field)
         path = safe_path(root, file_name, file=c.file, field=f"{field}.file_name")
         _image_size(c, img, field)
+        _check_annotated(c, img, field)
         if check_files:
             _check_file(c, path, "image file", f"{field}.file_name", file_name)
         has_video, has_frame = "video_id" in img, "frame_index" in img
@@ -476,12 +487,12 @@ def check_detection_parts(dataset: Any, file: str | Path | None = None) -> None:
 
 
 def check_tracking_parts(dataset: Any, file: str | Path | None = None) -> None:
-    """Tracking: ``images`` (also video_id, frame_index), ``videos`` and ``tracks`` (integer ids),
+    """Tracking: ``images`` (also video_id, frame_index, annotated), ``videos`` and ``tracks`` (integer ids),
     ``annotations`` (image_id, track_id of a track of the image's video, at most one per track and image, RLE
     segmentations)."""
     c = ScalarChecker(None if file is None else str(file))
     c.dict_(dataset, "<top level>")
-    _scored_tracking_annotations(c, dataset, _scored_images(c, dataset))
+    _scored_tracking_annotations(c, dataset, _scored_images(c, dataset, annotated=True))
 
 
 def check_concept_parts(dataset: Any, file: str | Path | None = None) -> None:
@@ -531,11 +542,14 @@ def _entries(c: Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
     return out
 
 
-def _scored_images(c: Checker, dataset: dict) -> dict[int, dict]:
-    """The images by id: unique integer ids, a valid size, an integer video_id (or null) and frame_index >= 0."""
+def _scored_images(c: Checker, dataset: dict, annotated: bool = False) -> dict[int, dict]:
+    """The images by id: unique integer ids, a valid size, an integer video_id (or null) and frame_index >= 0;
+    with ``annotated``, also the ``annotated`` flag (true or false) that the scorers of frames read."""
     images: dict[int, dict] = {}
     for field, img, ident in _entries(c, _top_list(c, dataset, "images"), "images"):
         _image_size(c, img, field)
+        if annotated:
+            _check_annotated(c, img, field)
         if img.get("video_id") is not None:
             c.int_(img["video_id"], f"{field}.video_id")
         if "frame_index" in img:
