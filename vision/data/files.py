@@ -3,8 +3,9 @@
 Inputs (splits, results files, images, depth maps, videos, checkpoints) must be *regular files*: a FIFO, a device
 (``/dev/zero``, ``/dev/urandom``), a folder or a symbolic-link loop is refused from ``stat`` before anything is
 opened, so no reader blocks on a pipe or reads an endless device. Whole-file reads (JSON) are bounded by
-``max_bytes``, checked from the size ``stat`` reports and again while reading, and opened with ``O_NONBLOCK`` so a
-file swapped for a FIFO after the check still cannot block.
+``max_bytes``, checked from the size ``stat`` reports and again while reading (memory is taken for what the file
+holds, not for the bound), and opened with ``O_NONBLOCK`` so a file swapped for a FIFO after the check still cannot
+block.
 
 Outputs: :func:`output_folder` and :func:`output_file` check a tool's ``--out`` before any work is done (not
 empty, not one of the inputs, a folder that can be created and written in); :func:`write_failure` words an
@@ -21,7 +22,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from vision.errors import DataError, InputError, VisionError
 
@@ -100,8 +101,11 @@ def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_JSO
                error: type[VisionError] = DataError) -> bytes:
     """The bytes of the regular file ``path`` (see :func:`regular_file`), at most ``max_bytes`` of them.
 
-    The file is opened without blocking and checked again on the open descriptor, and the read stops past
-    ``max_bytes`` whatever ``stat`` said, so a file swapped or grown after the check is still refused.
+    The file is opened without blocking and checked again on the open descriptor (a regular file of at most
+    ``max_bytes`` bytes by its size). Memory is taken for the size the descriptor reports, never for the bound
+    (asking for ``max_bytes + 1`` bytes would reserve 4 GiB for any split, which fails under an address-space
+    limit). Reading goes one byte past that size, and a file that grew meanwhile is read on in chunks that stop
+    past ``max_bytes``, so a file swapped or grown after the check is still refused.
     """
     path = regular_file(path, what=what, max_bytes=max_bytes, error=error)
     try:
@@ -109,15 +113,40 @@ def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_JSO
     except OSError as exc:
         _raise(error, f"{what} cannot be opened ({_reason(exc)})", path, None, DataError._UNSET, None)
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             _raise(error, f"{what} is not a regular file", path, None, DataError._UNSET, None)
+        if info.st_size > max_bytes:
+            _raise(error, f"{what} is {info.st_size} bytes, over the limit of {max_bytes} bytes", path, None,
+                   DataError._UNSET, None)
         try:
-            data = handle.read(max_bytes + 1)
+            data = _read_bounded(handle, info.st_size, max_bytes)
         except OSError as exc:
             _raise(error, f"{what} cannot be read ({_reason(exc)})", path, None, DataError._UNSET, None)
     if len(data) > max_bytes:
         _raise(error, f"{what} is over the limit of {max_bytes} bytes", path, None, DataError._UNSET, None)
     return data
+
+
+#: Chunk read from a file that holds more than its size said when it was opened.
+_GROWN_CHUNK_BYTES = 1 << 20
+
+
+def _read_bounded(handle: BinaryIO, size: int, max_bytes: int) -> bytes:
+    """The bytes of ``handle`` from its position: ``size + 1`` asked for at once (one allocation of the file's
+    size), then, while the file holds more, chunks of at most :data:`_GROWN_CHUNK_BYTES` until its end or until
+    more than ``max_bytes`` bytes are read."""
+    data = handle.read(size + 1)
+    if len(data) <= size:
+        return data
+    chunks, total = [data], len(data)
+    while total <= max_bytes:
+        chunk = handle.read(min(_GROWN_CHUNK_BYTES, max_bytes + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def _parse_int(text: str) -> int | float:
