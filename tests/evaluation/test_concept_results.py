@@ -208,14 +208,18 @@ def test_any_order_keeping_renumbering_of_ids_keeps_the_figures(seed, offset, ga
 
 
 def test_what_scoring_does_not_read_is_left_alone():
-    """As in tracking results: keys of neither kind are not checked (but for finite numbers), and an instance
-    record with an empty mask is not a detection (the format has none; a writer may)."""
+    """As in tracking results: keys of neither kind are not checked (but for finite numbers). An instance record
+    with an empty mask (the format has none; a writer may) is a detection of IoU 0 for cgF1 and AP, as sam3 counts
+    it, but not for HOTA, which sees non-empty masks only."""
     split, results = small_case()
     expected = evaluate(split, results, "concept")
     results[INSTANCE]["note"] = {"by": "a tool", "version": [1, 2]}
     results[PRESENCE]["source"] = "presence head"
-    results.append({**results[INSTANCE], "track_id": 8, "segmentation": encode_mask(np.zeros((4, 4), bool))})
     assert evaluate(split, results, "concept") == expected
+    results.append({**results[INSTANCE], "track_id": 8, "segmentation": encode_mask(np.zeros((4, 4), bool))})
+    with_empty = evaluate(split, results, "concept")
+    assert {k: v for k, v in with_empty.items() if "HOTA" in k} == {k: v for k, v in expected.items() if "HOTA" in k}
+    assert with_empty["pmF1"] < expected["pmF1"]
     results[PRESENCE]["source"] = math.nan
     with pytest.raises(DataError, match=r"results\[2\]\.source"):
         evaluate(split, results, "concept")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pycocotools import mask as mask_utils
 
-__all__ = ["encode_mask", "decode_rle", "rle_area", "mask_to_bbox"]
+__all__ = ["encode_mask", "decode_rle", "rle_area", "rle_intersections", "mask_to_bbox"]
 
 
 def _fortran_uint8(mask: np.ndarray, caller: str) -> np.ndarray:
@@ -38,6 +38,30 @@ def decode_rle(rle: dict) -> np.ndarray:
 def rle_area(rle: dict) -> int:
     """Number of foreground pixels of an RLE."""
     return int(mask_utils.area(_as_pycoco(rle)))
+
+
+def rle_intersections(a: list[dict], b: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pixel counts of the RLEs ``a`` and ``b`` (all of one size; compressed or uncompressed counts) and the pixel
+    count of each pairwise intersection: ``(area_a [A], area_b [B], intersection [A, B])``, int64.
+
+    Computed on the run-length encodings, never decoding a mask: pycocotools' ``area`` and ``iou`` (``rleIou``
+    counts the intersection ``i`` and union ``u`` of two RLEs exactly and returns ``i / u``), the intersection
+    recovered as ``i = iou (area_a + area_b) / (1 + iou)`` rounded to the nearest integer (exact: the relative
+    error of the division is far below ``1 / (area_a + area_b)`` for any mask of at most 2**28 pixels)."""
+    pa, pb = [_as_pycoco_fast(r) for r in a], [_as_pycoco_fast(r) for r in b]
+    area_a = np.asarray(mask_utils.area(pa), np.int64).reshape(len(pa)) if pa else np.zeros(0, np.int64)
+    area_b = np.asarray(mask_utils.area(pb), np.int64).reshape(len(pb)) if pb else np.zeros(0, np.int64)
+    if not pa or not pb:
+        return area_a, area_b, np.zeros((len(pa), len(pb)), np.int64)
+    iou = np.asarray(mask_utils.iou(pa, pb, [0] * len(pb)), float).reshape(len(pa), len(pb))
+    total = (area_a[:, None] + area_b[None, :]).astype(float)
+    return area_a, area_b, np.rint(iou * total / (1.0 + iou)).astype(np.int64)
+
+
+def _as_pycoco_fast(rle: dict) -> dict:
+    """``rle`` as pycocotools' ``area`` and ``iou`` read it: compressed counts (``str`` or ``bytes``) as they are,
+    uncompressed (list) counts compressed first."""
+    return _as_pycoco(rle) if isinstance(rle["counts"], list) else rle
 
 
 def mask_to_bbox(mask: np.ndarray) -> list[float]:

@@ -8,30 +8,54 @@ annotation has a non-empty mask. Images with ``annotated: false`` carry no groun
 records on them are ignored. Crowd flags are not read (concept splits are instance-exhaustive).
 
 Results (validated by :func:`vision.evaluation.results.validate_concept_results`): instance records
-``{video_id, image_id, track_id, category_id, phrase, segmentation, bbox, score}`` (one per instance and image where
-its mask is non-empty; a record whose mask is empty is not a detection) and presence records
-``{video_id, image_id, category_id, presence}``.
+``{video_id, image_id, track_id, category_id, phrase, segmentation, bbox, score}`` and presence records
+``{video_id, image_id, category_id, presence}``. A *predicted instance* is a (video, track) pair: its records on the
+scored images, one score (the mean of those records' scores). A record whose mask is empty is still a record of its
+instance, as sam3 counts it (a prediction with a high score and an empty mask is a false positive in its
+``CGF1Eval``): it counts for cgF1 / pmF1 / IL_MCC, their video forms and video AP (a detection of IoU 0 on its image,
+its score in its instance's mean), but not for HOTA and phrase-HOTA, which, like sam3's phrase-HOTA evaluator (a
+mask of area 0 set to ``None``), see only non-empty masks.
 
-Figures (0-1 scale; ``-1.0`` where undefined, as in COCO):
+Mask IoU is computed on the run-length encodings (pycocotools' ``rleIou``, exact pixel counts), never on decoded
+masks.
+
+Figures (0-1 scale; ``-1.0`` where undefined, as in COCO). The per-frame figures (``cgF1, pmF1, IL_MCC``) score each
+(image, phrase) pair as sam3's *image* evaluator does; the ``video_`` ones score each (video, phrase) pair as sam3's
+*video* evaluator (SA-Co/VEval) does; ``HOTA`` averages per phrase (trackeval), ``phrase_HOTA`` pools every (video,
+phrase) pair into one class (sam3's phrase-HOTA):
 
 - ``HOTA, DetA, AssA, LocA, DetRe, DetPr, AssRe, AssPr`` and ``IDSW``: trackeval's HOTA and CLEAR
   (:mod:`vision.evaluation.hota`) on mask IoU; sequences are the videos that query a phrase, classes the phrases;
-  each class combines its sequences, then the classes with ground truth are averaged (``cls_comb_cls_av``);
-  ``IDSW`` is the sum of CLEAR's id switches; ``HOTA/<phrase>`` per phrase with ground truth.
+  each class combines its sequences, then every queried phrase is averaged, as trackeval's ``Evaluator`` averages
+  every class (``cls_comb_cls_av``, ``ignore_empty_classes=False``): a queried phrase without ground truth scores 0
+  (its false positives, or nothing at all, give HOTA 0), so false positives on an absent phrase lower ``HOTA``;
+  ``IDSW`` is the sum of CLEAR's id switches; ``HOTA/<phrase>`` per queried phrase (the averaged figures). Every
+  record counts whatever its score (trackeval's HOTA reads no score); ``-1`` when no phrase is queried.
+- ``phrase_HOTA, phrase_DetA, phrase_AssA, phrase_LocA, phrase_DetRe, phrase_DetPr, phrase_AssRe, phrase_AssPr``:
+  facebookresearch/sam3's phrase-HOTA (``saco_veval_evaluators.VideoPhraseHotaEvaluator``): the predicted
+  instances of score > ``score_threshold`` (strictly, as sam3's ``prob_thresh``), every (video, queried phrase)
+  pair one sequence of a single class, the sequences combined by trackeval's ``combine_sequences``; ``-1`` when no
+  pair has a ground-truth or predicted detection.
 - ``AP, AP50, AP75``: YouTube-VIS video mask AP (youtubevos/cocoapi ``ytvoseval.py``): per (video, phrase) a
-  predicted instance is its sequence of masks with one score (the mean of its records' scores); sequence IoU =
-  sum over frames of intersections / sum over frames of unions (0 when the union is empty); COCOeval's greedy
-  matching by score at IoU 0.50:0.05:0.95, 101-point interpolated precision, area all, at most 100 instances per
-  video and phrase; the mean over phrases with ground truth.
+  predicted instance is its sequence of masks with its one score; sequence IoU = sum over frames of intersections /
+  sum over frames of unions (0 when the union is empty); COCOeval's greedy matching by score at IoU
+  0.50:0.05:0.95, 101-point interpolated precision, area all, at most 100 instances per video and phrase; the mean
+  over phrases with ground truth.
 - ``cgF1, pmF1, IL_MCC``: SA-Co's, as facebookresearch/sam3 ``sam3/eval/cgf1_eval.py`` (``CGF1Eval.evaluateImg``
   and ``CGF1Eval.accumulate``) defines them, on each (image, phrase) pair of the images of the videos that query
-  the phrase: predictions with score >= 0.5 are matched one-to-one to the ground truth by the Hungarian algorithm on
-  mask IoU; at each IoU threshold t of 0.50:0.05:0.95 a matched pair with IoU >= t is a TP, other predictions FPs,
-  other ground truth FNs. A pair is image-level TP (ground truth and predictions), FP (predictions only), FN
-  (ground truth only) or TN (neither). ``pmF1`` (positive micro F1) sums TP, FN over the pairs and FP over the
-  pairs with ground truth: P = TP / (TP + FP + 1e-4), R = TP / (TP + FN + 1e-4), F1 = 2PR / (P + R + 1e-4);
-  ``IL_MCC`` = (TP TN - FP FN) / (sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)) + 1e-6) over the pairs (0 when a margin is
-  empty); ``cgF1`` = the mean over t of pmF1(t) x IL_MCC, ``pmF1`` the mean over t of pmF1(t).
+  the phrase: records with score >= ``score_threshold`` are matched one-to-one to the ground truth by the Hungarian
+  algorithm on mask IoU (records and ground truth in track-id order); at each IoU threshold t of 0.50:0.05:0.95 a
+  matched pair with IoU >= t is a TP, other predictions FPs, other ground truth FNs. A pair is image-level TP
+  (ground truth and predictions), FP (predictions only), FN (ground truth only) or TN (neither). ``pmF1``
+  (positive micro F1) sums TP, FN over the pairs and FP over the pairs with ground truth: P = TP / (TP + FP + 1e-4),
+  R = TP / (TP + FN + 1e-4), F1 = 2PR / (P + R + 1e-4); ``IL_MCC`` = (TP TN - FP FN) / (sqrt((TP+FP)(TP+FN)(TN+FP)
+  (TN+FN)) + 1e-6) over the pairs (0 when a margin is empty); ``cgF1`` = the mean over t of pmF1(t) x IL_MCC,
+  ``pmF1`` the mean over t of pmF1(t).
+- ``video_cgF1, video_pmF1, video_IL_MCC``: SA-Co/VEval's, as sam3's ``saco_veval_evaluators.VideoCGF1Evaluator``
+  (``ytvis_eval.VideoDemoF1Eval``: ``CGF1Eval`` on (video, phrase) pairs) defines them: the same counts and
+  formulas on each (video, queried phrase) pair, its ground truth the tracks of the phrase present on a scored
+  image of the video, its predictions the predicted instances of the phrase with score >= ``score_threshold``,
+  matched on sequence IoU (as for AP).
 - ``presence_MCC``: the same MCC over the presence records (of scored images; pairs without a record are not
   counted), a record being positive at presence >= 0.5 and its pair positive when the phrase has a present
   annotation on that image (-1 without presence records).
@@ -51,7 +75,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from vision.data.checker import ScalarChecker
-from vision.data.masks import decode_rle
+from vision.data.masks import rle_intersections
 from vision.data.schema import check_concepts, check_near_categories
 from vision.errors import InputError
 from vision.evaluation import hota
@@ -164,29 +188,33 @@ def _ranked_ids(gt: ConceptSplit, results: list) -> tuple[ConceptSplit, list[dic
 
 
 class _Frame:
-    """One scored image of a video: its present ground-truth tracks (``gt``, ``gt_cat``) and predicted instances
-    (``pred``, ``pred_cat``, ``pred_score``) in track-id order, their pixel counts and intersections ``[G, P]``."""
+    """One scored image of a video: its present ground-truth tracks (``gt``, ``gt_cat``) and its records (``pred``,
+    ``pred_cat``, ``pred_score``; empty masks included) in track-id order, their pixel counts (``gt_area``,
+    ``pred_area``) and intersections ``inter [G, P]``."""
 
-    def __init__(self, gt: list[tuple[int, int, np.ndarray]], pred: list[tuple[int, int, float, np.ndarray]]):
+    def __init__(self, gt: list[tuple[int, int]], pred: list[tuple[int, int, float]], gt_area: np.ndarray,
+                 pred_area: np.ndarray, inter: np.ndarray):
         self.gt = np.array([g[0] for g in gt], np.int64)
         self.gt_cat = np.array([g[1] for g in gt], np.int64)
         self.pred = np.array([p[0] for p in pred], np.int64)
         self.pred_cat = np.array([p[1] for p in pred], np.int64)
         self.pred_score = np.array([p[2] for p in pred], float)
-        g = np.stack([m.ravel() for _, _, m in gt]).astype(float) if gt else np.zeros((0, 1))
-        p = np.stack([m.ravel() for *_, m in pred]).astype(float) if pred else np.zeros((0, 1))
-        self.inter = g @ p.T if gt and pred else np.zeros((len(gt), len(pred)))
-        self.gt_area, self.pred_area = g.sum(axis=1), p.sum(axis=1)
+        self.gt_area, self.pred_area = gt_area.astype(float), pred_area.astype(float)
+        self.inter = inter.astype(float)
+
+        self.instance_score = np.zeros(len(pred))  # each record's instance score, set once all are read
 
     def iou(self, gi: np.ndarray, pi: np.ndarray) -> np.ndarray:
-        """Mask IoU ``[len(gi), len(pi)]`` of ground-truth rows ``gi`` and prediction columns ``pi``."""
-        inter = self.inter[np.ix_(gi, pi)]
+        """Mask IoU ``[len(gi), len(pi)]`` of ground-truth rows ``gi`` and record columns ``pi`` (a ground-truth
+        mask is never empty, so the union is never 0)."""
+        inter = self.inter[gi[:, None], pi[None, :]]
         return inter / (self.gt_area[gi][:, None] + self.pred_area[pi][None, :] - inter)
 
 
 def _frames(gt: ConceptSplit, results: list[dict]) -> tuple[dict[int, list[_Frame]], dict, dict]:
     """Per video its :class:`_Frame` list; (video, track) -> (category, mean record score) of each predicted
-    instance; (image id, category id) -> presence of each presence record on a scored image."""
+    instance (every record on a scored image, empty masks included); (image id, category id) -> presence of each
+    presence record on a scored image."""
     scored = {int(im["id"]): v for v, images in gt.frames.items() for im in images}
     records: dict[int, list[tuple[int, int, float, dict]]] = defaultdict(list)
     presence: dict[tuple[int, int], float] = {}
@@ -209,58 +237,111 @@ def _frames(gt: ConceptSplit, results: list[dict]) -> tuple[dict[int, list[_Fram
         frames[video_id] = []
         for im in images:
             iid = int(im["id"])
-            g = [(t, cat, m) for t, cat, rle in sorted(gt_by_image[iid], key=lambda x: x[0])
-                 if (m := decode_rle(rle)).any()]
-            p = [(t, cat, s, m) for t, cat, s, rle in sorted(records[iid], key=lambda x: x[0])
-                 if (m := decode_rle(rle)).any()]
-            for t, cat, s, _ in p:
-                scores[(video_id, t)].append((cat, s))
-            frames[video_id].append(_Frame(g, p))
+            g = sorted(gt_by_image[iid], key=lambda x: x[0])
+            p = sorted(records[iid], key=lambda x: x[0])
+            gt_area, pred_area, inter = rle_intersections([x[2] for x in g], [x[3] for x in p])
+            present = np.flatnonzero(gt_area > 0)  # a track is present where its mask is not empty
+            for t, cat, sc, _ in p:
+                scores[(video_id, t)].append((cat, sc))
+            frames[video_id].append(_Frame([g[i][:2] for i in present], [x[:3] for x in p], gt_area[present],
+                                           pred_area, inter[present]))
     instances = {key: (vals[0][0], float(np.mean([s for _, s in vals]))) for key, vals in scores.items()}
+    for video_id, video_frames in frames.items():
+        for f in video_frames:
+            f.instance_score = np.array([instances[(video_id, int(t))][1] for t in f.pred], float)
     return frames, instances, presence
 
 
-def _hota(gt: ConceptSplit, frames: dict[int, list[_Frame]]) -> tuple[dict[str, Any], dict[str, float]]:
-    """trackeval's class-averaged HOTA figures and IDSW, and ``HOTA/<phrase>`` for each phrase with ground truth."""
-    classes, per_phrase = [], {}
-    for category in sorted({cat for cats in gt.queried.values() for cat in cats}):
-        sequences = []
-        for video_id in sorted(v for v, cats in gt.queried.items() if category in cats):
-            steps = [(np.flatnonzero(f.gt_cat == category), np.flatnonzero(f.pred_cat == category))
-                     for f in frames[video_id]]
-            data = hota.sequence_data([f.gt[gi] for f, (gi, _) in zip(frames[video_id], steps)],
-                                      [f.pred[pi] for f, (_, pi) in zip(frames[video_id], steps)],
-                                      [f.iou(gi, pi) for f, (gi, pi) in zip(frames[video_id], steps)])
-            sequences.append({**hota.hota_sequence(data), "IDSW": hota.id_switches(data),
-                              "gt_dets": data["num_gt_dets"]})
-        combined = hota.combine_sequences(sequences)
-        if sum(s["gt_dets"] for s in sequences) > 0:
-            classes.append(combined)
-            per_phrase[f"HOTA/{gt.phrases[category]}"] = hota.summary(combined)["HOTA"]
-    if not classes:
-        return {**{k: -1.0 for k in hota.HOTA_FIELDS}, "IDSW": 0}, per_phrase
-    res = hota.combine_classes(classes)
-    return {**hota.summary(res), "IDSW": res["IDSW"]}, per_phrase
+def _queried_categories(gt: ConceptSplit) -> list[int]:
+    """The categories queried on at least one video, sorted."""
+    return sorted({cat for cats in gt.queried.values() for cat in cats})
 
 
-def _sequence_ious(frames: list[_Frame], category: int) -> tuple[list[int], list[int], np.ndarray]:
-    """(ground-truth track ids, predicted track ids, sequence IoU ``[D, G]``) of one phrase on one video:
-    intersections and unions summed over the frames (a track absent on a frame adds only the other's pixels)."""
-    gt_ids = sorted({int(t) for f in frames for t in f.gt[f.gt_cat == category]})
-    pred_ids = sorted({int(t) for f in frames for t in f.pred[f.pred_cat == category]})
-    gt_col = {t: j for j, t in enumerate(gt_ids)}
-    pred_row = {t: j for j, t in enumerate(pred_ids)}
-    inter = np.zeros((len(pred_ids), len(gt_ids)))
-    union = np.zeros((len(pred_ids), len(gt_ids)))
+def _videos_of(gt: ConceptSplit, category: int) -> list[int]:
+    """The videos that query ``category``, sorted."""
+    return sorted(v for v, cats in gt.queried.items() if category in cats)
+
+
+def _sequence(frames: list[_Frame], category: int, above: float | None = None) -> dict[str, Any]:
+    """trackeval's data of one phrase on one video from its present ground truth and non-empty records of
+    ``category`` (of the instances whose score is above ``above`` only, when given)."""
+    gt_ids, tracker_ids, similarity = [], [], []
     for f in frames:
-        gi, pi = np.flatnonzero(f.gt_cat == category), np.flatnonzero(f.pred_cat == category)
-        cols, rows = [gt_col[int(t)] for t in f.gt[gi]], [pred_row[int(t)] for t in f.pred[pi]]
-        g_area, p_area, both = np.zeros(len(gt_ids)), np.zeros(len(pred_ids)), np.zeros(inter.shape)
-        g_area[cols], p_area[rows] = f.gt_area[gi], f.pred_area[pi]
-        both[np.ix_(rows, cols)] = f.inter[np.ix_(gi, pi)].T
-        inter += both
-        union += p_area[:, None] + g_area[None, :] - both
-    return gt_ids, pred_ids, np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+        keep = (f.pred_cat == category) & (f.pred_area > 0)
+        if above is not None:
+            keep &= f.instance_score > above
+        gi, pi = np.nonzero(f.gt_cat == category)[0], np.nonzero(keep)[0]
+        gt_ids.append(f.gt[gi])
+        tracker_ids.append(f.pred[pi])
+        similarity.append(f.iou(gi, pi))
+    return hota.sequence_data(gt_ids, tracker_ids, similarity)
+
+
+def _hota(gt: ConceptSplit, frames: dict[int, list[_Frame]],
+          score_threshold: float) -> tuple[dict[str, Any], dict[str, float]]:
+    """trackeval's HOTA figures averaged over every queried phrase and IDSW, sam3's ``phrase_`` figures, and
+    ``HOTA/<phrase>`` for each queried phrase."""
+    classes, per_phrase, pooled = [], {}, []
+    for category in _queried_categories(gt):
+        sequences = []
+        for video_id in _videos_of(gt, category):
+            video_frames = frames[video_id]
+            data = _sequence(video_frames, category)
+            result = {**hota.hota_sequence(data), "IDSW": hota.id_switches(data)}
+            sequences.append(result)
+            if any(((f.pred_cat == category) & (f.pred_area > 0) & (f.instance_score <= score_threshold)).any()
+                   for f in video_frames):  # phrase-HOTA sees only the instances above the threshold
+                data = _sequence(video_frames, category, score_threshold)
+                result = hota.hota_sequence(data)
+            pooled.append((result, data["num_gt_dets"] + data["num_tracker_dets"]))
+        combined = hota.combine_sequences(sequences)
+        classes.append(combined)
+        per_phrase[f"HOTA/{gt.phrases[category]}"] = hota.summary(combined)["HOTA"]
+    if classes:
+        res = hota.combine_classes(classes)
+        tracking: dict[str, Any] = {**hota.summary(res), "IDSW": res["IDSW"]}
+    else:
+        tracking = {**{k: -1.0 for k in hota.HOTA_FIELDS}, "IDSW": 0}
+    if any(dets for _, dets in pooled):
+        phrase = hota.summary(hota.combine_sequences([r for r, _ in pooled]))
+    else:
+        phrase = {k: -1.0 for k in hota.HOTA_FIELDS}
+    return {**tracking, **{f"phrase_{k}": v for k, v in phrase.items()}}, per_phrase
+
+
+class _VideoPairs:
+    """Sequence IoU of every (video, queried phrase) pair: ``pairs[(video, category)] = (ground-truth track ids,
+    predicted track ids, scores [D], IoU [D, G])``, tracks in id order. Over a video's scored images the
+    intersections of every (record track, ground-truth track) and the pixels of every track are summed; a pair's
+    union is the sum of its two tracks' pixels less its intersection (the sum of the per-image unions)."""
+
+    def __init__(self, gt: ConceptSplit, frames: dict[int, list[_Frame]], instances: dict):
+        self.pairs: dict[tuple[int, int], tuple[list[int], list[int], np.ndarray, np.ndarray]] = {}
+        for video_id, cats in gt.queried.items():
+            video_frames = frames[video_id]
+            gt_ids = sorted({int(t) for f in video_frames for t in f.gt})
+            pred_ids = sorted({int(t) for f in video_frames for t in f.pred})
+            gt_col = {t: j for j, t in enumerate(gt_ids)}
+            pred_row = {t: j for j, t in enumerate(pred_ids)}
+            inter = np.zeros((len(pred_ids), len(gt_ids)))
+            gt_pixels, pred_pixels = np.zeros(len(gt_ids)), np.zeros(len(pred_ids))
+            gt_cat = {int(t): int(c) for f in video_frames for t, c in zip(f.gt, f.gt_cat)}
+            for f in video_frames:
+                cols = np.array([gt_col[int(t)] for t in f.gt], np.int64)
+                rows = np.array([pred_row[int(t)] for t in f.pred], np.int64)
+                gt_pixels[cols] += f.gt_area
+                pred_pixels[rows] += f.pred_area
+                inter[np.ix_(rows, cols)] += f.inter.T
+            for category in cats:
+                gi = np.array([j for j, t in enumerate(gt_ids) if gt_cat[t] == category], np.int64)
+                pi = np.array([j for j, t in enumerate(pred_ids) if instances[(video_id, t)][0] == category],
+                              np.int64)
+                both = inter[np.ix_(pi, gi)]
+                union = pred_pixels[pi][:, None] + gt_pixels[gi][None, :] - both
+                ious = np.where(union > 0, both / np.maximum(union, 1), 0.0)
+                scores = np.array([instances[(video_id, pred_ids[j])][1] for j in pi], float)
+                self.pairs[(video_id, category)] = ([gt_ids[j] for j in gi], [pred_ids[j] for j in pi], scores,
+                                                    ious)
 
 
 def _coco_match(scores: np.ndarray, ious: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -270,6 +351,8 @@ def _coco_match(scores: np.ndarray, ious: np.ndarray) -> tuple[np.ndarray, np.nd
     order = np.argsort(-scores, kind="mergesort")[:_MAX_DETS]
     ious = ious[order]
     matched = np.zeros((len(IOU_THRESHOLDS), len(order)), bool)
+    if not ious.size:
+        return scores[order], matched
     for t, threshold in enumerate(IOU_THRESHOLDS):
         taken = np.zeros(ious.shape[1], bool)
         for d in range(len(order)):
@@ -282,14 +365,13 @@ def _coco_match(scores: np.ndarray, ious: np.ndarray) -> tuple[np.ndarray, np.nd
     return scores[order], matched
 
 
-def _video_ap(gt: ConceptSplit, frames: dict[int, list[_Frame]], instances: dict) -> dict[str, float]:
+def _video_ap(gt: ConceptSplit, pairs: _VideoPairs) -> dict[str, float]:
     """YouTube-VIS AP, AP50, AP75 (COCOeval.accumulate and summarize at area all, 100 detections)."""
     precision = []
-    for category in sorted({cat for cats in gt.queried.values() for cat in cats}):
+    for category in _queried_categories(gt):
         all_scores, all_matched, num_gt = [], [], 0
-        for video_id in sorted(v for v, cats in gt.queried.items() if category in cats):
-            gt_ids, pred_ids, ious = _sequence_ious(frames[video_id], category)
-            scores = np.array([instances[(video_id, t)][1] for t in pred_ids], float)
+        for video_id in _videos_of(gt, category):
+            gt_ids, _, scores, ious = pairs.pairs[(video_id, category)]
             s, m = _coco_match(scores, ious)
             all_scores.append(s)
             all_matched.append(m)
@@ -320,32 +402,64 @@ def mcc(tp: float, tn: float, fp: float, fn: float) -> float:
                                        + 1e-6)
 
 
+class _CGF1Counts:
+    """sam3's ``CGF1Eval`` counts over (image or video, phrase) pairs: per IoU threshold TP, FN and the FPs of the
+    pairs with ground truth, and the image-level TP, TN, FP, FN of the pairs."""
+
+    def __init__(self) -> None:
+        n = len(IOU_THRESHOLDS)
+        self.tps, self.pm_fps, self.fns = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.il = {"TP": 0, "TN": 0, "FP": 0, "FN": 0}
+
+    def add(self, ious: np.ndarray) -> None:
+        """One pair: the IoU ``[D, G]`` of its predictions (above the score threshold) and its ground truth."""
+        num_dt, num_gt = ious.shape
+        self.il[_outcome(num_dt > 0, num_gt > 0)] += 1
+        if not num_gt:  # a pair without ground truth adds no TP, FN or counted FP
+            return
+        if num_dt:
+            rows, cols = linear_sum_assignment(-ious)
+            tp = (ious[rows, cols][None, :] >= IOU_THRESHOLDS[:, None]).sum(axis=1)
+        else:
+            tp = np.zeros(len(IOU_THRESHOLDS), np.int64)
+        self.tps += tp
+        self.pm_fps += num_dt - tp
+        self.fns += num_gt - tp
+
+    def figures(self) -> tuple[float, float, float]:
+        """(cgF1, pmF1, IL_MCC): CGF1Eval.accumulate and summarize over the IoU thresholds."""
+        precision = self.tps / (self.tps + self.pm_fps + 1e-4)
+        recall = self.tps / (self.tps + self.fns + 1e-4)
+        pm_f1 = 2 * precision * recall / (precision + recall + 1e-4)
+        il_mcc = mcc(self.il["TP"], self.il["TN"], self.il["FP"], self.il["FN"])
+        return float(np.mean(pm_f1 * il_mcc)), float(np.mean(pm_f1)), il_mcc
+
+
 def _cgf1(gt: ConceptSplit, frames: dict[int, list[_Frame]], score_threshold: float) -> dict[str, float]:
     """sam3 CGF1Eval over every (image, queried phrase) pair: cgF1, pmF1 and IL_MCC."""
-    n = len(IOU_THRESHOLDS)
-    tps, fps, pm_fps, fns = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    il = {"TP": 0, "TN": 0, "FP": 0, "FN": 0}
+    counts = _CGF1Counts()
     for video_id, cats in gt.queried.items():
-        for category in cats:
-            for f in frames[video_id]:
-                gi = np.flatnonzero(f.gt_cat == category)
-                pi = np.flatnonzero((f.pred_cat == category) & (f.pred_score >= score_threshold))
-                il[_outcome(len(pi) > 0, len(gi) > 0)] += 1
-                if not len(gi) and not len(pi):
+        for f in frames[video_id]:
+            above = f.pred_score >= score_threshold
+            seen = set(f.gt_cat.tolist()) | set(f.pred_cat[above].tolist())
+            for category in cats:
+                if category not in seen:
+                    counts.il["TN"] += 1  # neither ground truth nor prediction: an image-level TN, nothing else
                     continue
-                ious = f.iou(gi, pi).T  # [D, G]
-                rows, cols = linear_sum_assignment(-ious)
-                tp = (ious[rows, cols][None, :] >= IOU_THRESHOLDS[:, None]).sum(axis=1)
-                tps += tp
-                fps += len(pi) - tp
-                fns += len(gi) - tp
-                if len(gi):
-                    pm_fps += len(pi) - tp
-    precision = tps / (tps + pm_fps + 1e-4)
-    recall = tps / (tps + fns + 1e-4)
-    pm_f1 = 2 * precision * recall / (precision + recall + 1e-4)
-    il_mcc = mcc(il["TP"], il["TN"], il["FP"], il["FN"])
-    return {"cgF1": float(np.mean(pm_f1 * il_mcc)), "pmF1": float(np.mean(pm_f1)), "IL_MCC": il_mcc}
+                gi = np.nonzero(f.gt_cat == category)[0]
+                pi = np.nonzero((f.pred_cat == category) & above)[0]
+                counts.add(f.iou(gi, pi).T)
+    cg, pm, il = counts.figures()
+    return {"cgF1": cg, "pmF1": pm, "IL_MCC": il}
+
+
+def _video_cgf1(pairs: _VideoPairs, score_threshold: float) -> dict[str, float]:
+    """sam3 VideoCGF1Evaluator over every (video, queried phrase) pair: video_cgF1, video_pmF1, video_IL_MCC."""
+    counts = _CGF1Counts()
+    for _, _, scores, ious in pairs.pairs.values():
+        counts.add(ious[scores >= score_threshold])
+    cg, pm, il = counts.figures()
+    return {"video_cgF1": cg, "video_pmF1": pm, "video_IL_MCC": il}
 
 
 def _presence_mcc(gt: ConceptSplit, frames: dict[int, list[_Frame]], presence: dict,
@@ -373,8 +487,11 @@ def _accepted(gt: ConceptSplit, frames: dict[int, list[_Frame]], accept_iou: flo
         near_names = set().union(*(gt.near.get(gt.phrases[q], set()) for q in gt.queried[video_id]))
         visible: dict[int, int] = defaultdict(int)
         hits: dict[tuple[int, int], int] = defaultdict(int)
+        queried = gt.queried[video_id]
         for f in video_frames:
-            rows = np.flatnonzero(~np.isin(f.gt_cat, list(gt.queried[video_id])))
+            rows = np.array([i for i, c in enumerate(f.gt_cat.tolist()) if c not in queried], np.int64)
+            if not len(rows):
+                continue
             ious = f.iou(rows, np.arange(len(f.pred)))
             for r, row in zip(rows, ious):
                 visible[int(f.gt[r])] += 1
@@ -395,7 +512,8 @@ def evaluate_concept(split: dict, results: list, *, score_threshold: float = 0.5
     against ``split``: every figure of the module docstring, in its order, then ``HOTA/<phrase>``.
 
     Args:
-        score_threshold: cgF1's score threshold (sam3: 0.5).
+        score_threshold: the score at which a record counts for cgF1 / pmF1 / IL_MCC and an instance for their
+            video forms (>=), and above which an instance counts for phrase-HOTA (>); sam3: 0.5.
         presence_threshold: a presence record at or above it says "present" (0.5).
         accept_iou: the mask IoU at which a predicted instance covers an outside track on a view (0.5).
         gt_file: the split's name for messages.
@@ -411,9 +529,10 @@ def evaluate_concept(split: dict, results: list, *, score_threshold: float = 0.5
                              f"got {value!r}")
     gt, results = _ranked_ids(concept_split(split, gt_file), results)  # ids of any size fit int64 arrays
     frames, instances, presence = _frames(gt, results)
-    tracking, per_phrase = _hota(gt, frames)
-    metrics: dict[str, Any] = {**tracking, **_video_ap(gt, frames, instances),
-                               **_cgf1(gt, frames, score_threshold),
+    tracking, per_phrase = _hota(gt, frames, score_threshold)
+    pairs = _VideoPairs(gt, frames, instances)
+    metrics: dict[str, Any] = {**tracking, **_video_ap(gt, pairs), **_cgf1(gt, frames, score_threshold),
+                               **_video_cgf1(pairs, score_threshold),
                                "presence_MCC": _presence_mcc(gt, frames, presence, presence_threshold),
                                **_accepted(gt, frames, accept_iou)}
     return {**metrics, **per_phrase}

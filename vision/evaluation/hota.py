@@ -52,7 +52,12 @@ def sequence_data(gt_ids: Sequence[Sequence[int]], tracker_ids: Sequence[Sequenc
 
 
 def hota_sequence(data: dict[str, Any]) -> dict[str, Any]:
-    """trackeval ``HOTA.eval_sequence``: per-alpha arrays ``HOTA_TP, HOTA_FN, HOTA_FP`` and :data:`HOTA_FIELDS`."""
+    """trackeval ``HOTA.eval_sequence``: per-alpha arrays ``HOTA_TP, HOTA_FN, HOTA_FP`` and :data:`HOTA_FIELDS`.
+
+    The same matching and counts, with the loop over alphas done once at the end: at each timestep the Hungarian
+    matching does not depend on alpha, and a matched pair of similarity ``s`` counts at every alpha with
+    ``s >= alpha - eps`` (the first ``k(s)`` alphas), so each figure is a sum over the matched pairs of those with
+    ``k(s) > a``. Sums may differ from trackeval's in the last bits (another order of additions)."""
     n = len(ALPHAS)
     res: dict[str, Any] = {k: np.zeros(n) for k in ("HOTA_TP", "HOTA_FN", "HOTA_FP", "AssA", "AssRe", "AssPr",
                                                     "LocA")}
@@ -65,40 +70,41 @@ def hota_sequence(data: dict[str, Any]) -> dict[str, Any]:
         res["LocA"] = np.ones(n)
         return _final_fields(res)
     num_gt, num_tr = data["num_gt_ids"], data["num_tracker_ids"]
+    steps = [(g, t, s) for g, t, s in zip(data["gt_ids"], data["tracker_ids"], data["similarity_scores"])
+             if len(g) and len(t)]  # a timestep without one side adds only its counts
     potential = np.zeros((num_gt, num_tr))
-    gt_count = np.zeros((num_gt, 1))
-    tr_count = np.zeros((1, num_tr))
-    for gt_t, tr_t, sim in zip(data["gt_ids"], data["tracker_ids"], data["similarity_scores"]):
+    for gt_t, tr_t, sim in steps:
         denom = sim.sum(0)[np.newaxis, :] + sim.sum(1)[:, np.newaxis] - sim
         sim_iou = np.zeros_like(sim)
         ok = denom > 0 + _EPS
         sim_iou[ok] = sim[ok] / denom[ok]
         potential[gt_t[:, np.newaxis], tr_t[np.newaxis, :]] += sim_iou
-        gt_count[gt_t] += 1
-        tr_count[0, tr_t] += 1
+    gt_count = np.bincount(np.concatenate(data["gt_ids"]).astype(np.int64), minlength=num_gt)[:, None].astype(float)
+    tr_count = np.bincount(np.concatenate(data["tracker_ids"]).astype(np.int64),
+                           minlength=num_tr)[None, :].astype(float)
     alignment = potential / (gt_count + tr_count - potential)
-    matches = np.zeros((n, num_gt, num_tr))
-    for gt_t, tr_t, sim in zip(data["gt_ids"], data["tracker_ids"], data["similarity_scores"]):
-        if len(gt_t) == 0 or len(tr_t) == 0:
-            res["HOTA_FP"] += len(tr_t)
-            res["HOTA_FN"] += len(gt_t)
-            continue
+    pair_gt, pair_tr, pair_sim = [], [], []  # every matched pair of every timestep
+    for gt_t, tr_t, sim in steps:
         rows, cols = linear_sum_assignment(-(alignment[gt_t[:, np.newaxis], tr_t[np.newaxis, :]] * sim))
-        for a, alpha in enumerate(ALPHAS):
-            keep = sim[rows, cols] >= alpha - _EPS
-            r, c = rows[keep], cols[keep]
-            res["HOTA_TP"][a] += len(r)
-            res["HOTA_FN"][a] += len(gt_t) - len(r)
-            res["HOTA_FP"][a] += len(tr_t) - len(r)
-            if len(r):
-                res["LocA"][a] += sum(sim[r, c])
-                matches[a][gt_t[r], tr_t[c]] += 1
-    for a in range(n):
-        m = matches[a]
-        tp = np.maximum(1, res["HOTA_TP"][a])
-        res["AssA"][a] = np.sum(m * (m / np.maximum(1, gt_count + tr_count - m))) / tp
-        res["AssRe"][a] = np.sum(m * (m / np.maximum(1, gt_count))) / tp
-        res["AssPr"][a] = np.sum(m * (m / np.maximum(1, tr_count))) / tp
+        pair_gt.append(gt_t[rows])
+        pair_tr.append(tr_t[cols])
+        pair_sim.append(sim[rows, cols])
+    g = np.concatenate(pair_gt) if pair_gt else np.zeros(0, int)
+    t = np.concatenate(pair_tr) if pair_tr else np.zeros(0, int)
+    s = np.concatenate(pair_sim) if pair_sim else np.zeros(0)
+    reached = np.searchsorted(ALPHAS - _EPS, s, side="right")  # k(s): the alphas at which the pair is a match
+    at = reached[None, :] > np.arange(n)[:, None]  # [alpha, pair]
+    res["HOTA_TP"] = at.sum(axis=1).astype(float)
+    res["HOTA_FN"] = data["num_gt_dets"] - res["HOTA_TP"]
+    res["HOTA_FP"] = data["num_tracker_dets"] - res["HOTA_TP"]
+    res["LocA"] = np.where(at, s[None, :], 0.0).sum(axis=1)
+    counts = np.zeros((num_gt, num_tr, n + 1))
+    np.add.at(counts, (g, t, reached), 1)
+    matches = np.moveaxis(np.cumsum(counts[:, :, ::-1], axis=2)[:, :, ::-1][:, :, 1:], 2, 0)  # [alpha, gt, tr]
+    tp = np.maximum(1, res["HOTA_TP"])
+    res["AssA"] = np.sum(matches * (matches / np.maximum(1, gt_count + tr_count - matches)), axis=(1, 2)) / tp
+    res["AssRe"] = np.sum(matches * (matches / np.maximum(1, gt_count)), axis=(1, 2)) / tp
+    res["AssPr"] = np.sum(matches * (matches / np.maximum(1, tr_count)), axis=(1, 2)) / tp
     res["LocA"] = np.maximum(1e-10, res["LocA"]) / np.maximum(1e-10, res["HOTA_TP"])
     return _final_fields(res)
 
