@@ -162,7 +162,8 @@ SQUARE = rect(0, 0, 2, 2)
 def test_an_empty_mask_record_with_a_high_score_counts_as_sam3_counts_it():
     # video 1 queries mug and bowl: the mug is found on frame 0 (image-level TP), frame 1 has nothing (TN) and on
     # frame 0 a bowl record with score 0.9 and an empty mask: an image-level FP (dropping it made (frame 0, bowl)
-    # a TN). Pairs: TP 1, FP 1, TN 2, FN 0: IL_MCC = (1 * 2 - 0) / (sqrt(2 * 1 * 3 * 2) + 1e-6) = 2 / sqrt(12).
+    # a TN: TP 1, TN 3, IL_MCC 1.0). Pairs: TP 1, FP 1, TN 2, FN 0: IL_MCC = (1 * 2 - 0) / (sqrt(2 * 1 * 3 * 2) +
+    # 1e-6) = 2 / sqrt(12) = 0.577.
     empty = np.zeros((H, W), bool)
     split, results = build([{"id": 1, "frames": 2, "concepts": [1, 2], "gt": {1: (1, {0: SQUARE})},
                              "pred": {7: (1, {0: (SQUARE, 0.9)}), 8: (2, {0: (empty, 0.9)})}}])
@@ -185,10 +186,15 @@ def test_false_positives_on_a_queried_phrase_without_ground_truth_lower_hota():
     videos = [{"id": 1, "frames": 3, "concepts": [1, 2], "gt": {1: (1, {0: SQUARE, 1: SQUARE, 2: SQUARE})},
                "pred": {7: (1, {0: (SQUARE, 0.9), 1: (SQUARE, 0.9)}), 9: (1, {2: (SQUARE, 0.8)}),
                         8: (2, {0: (other, 0.8), 1: (other, 0.8)})}}]
+    # mug: DetA 1 (IoU 1 everywhere); ground truth on 3 frames matched to track 7 twice (2 frames) and 9 once:
+    # AssA = (2 * 2 / (3 + 2 - 2) + 1 * 1 / (3 + 1 - 1)) / 3 = 5 / 9, HOTA/mug = sqrt(5 / 9) = 0.745 (the HOTA the
+    # scorer gave when it averaged the phrases with ground truth only). Phrase-HOTA: the bowl's 2 detections are
+    # false positives of the one class: DetA = 3 / 5, AssA 5 / 9, HOTA = sqrt(1 / 3) = 0.577.
     split, results = build(videos)
     got = evaluate_concept(split, results)
-    assert got["HOTA/bowl"] == 0.0
-    assert got["HOTA"] == pytest.approx(got["HOTA/mug"] / 2, abs=1e-12)
+    assert got["HOTA/mug"] == pytest.approx((5 / 9) ** 0.5, abs=1e-12) and got["HOTA/bowl"] == 0.0
+    assert got["HOTA"] == pytest.approx((5 / 9) ** 0.5 / 2, abs=1e-12)
+    assert got["phrase_HOTA"] == pytest.approx((1 / 3) ** 0.5, abs=1e-12)
     without_fp = evaluate_concept(*build([{**videos[0], "pred": {k: v for k, v in videos[0]["pred"].items()
                                                                   if k != 8}}]))
     assert got["phrase_HOTA"] < without_fp["phrase_HOTA"] == pytest.approx(got["HOTA/mug"], abs=1e-12)

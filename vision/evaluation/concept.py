@@ -203,6 +203,7 @@ class _Frame:
         self.inter = inter.astype(float)
 
         self.instance_score = np.zeros(len(pred))  # each record's instance score, set once all are read
+        self.categories = set(self.gt_cat.tolist()) | set(self.pred_cat.tolist())
 
     def iou(self, gi: np.ndarray, pi: np.ndarray) -> np.ndarray:
         """Mask IoU ``[len(gi), len(pi)]`` of ground-truth rows ``gi`` and record columns ``pi`` (a ground-truth
@@ -264,9 +265,12 @@ def _videos_of(gt: ConceptSplit, category: int) -> list[int]:
 
 def _sequence(frames: list[_Frame], category: int, above: float | None = None) -> dict[str, Any]:
     """trackeval's data of one phrase on one video from its present ground truth and non-empty records of
-    ``category`` (of the instances whose score is above ``above`` only, when given)."""
+    ``category`` (of the instances whose score is above ``above`` only, when given). Images where the phrase has
+    neither are left out: HOTA and CLEAR's id switches pass over such a timestep without a change."""
     gt_ids, tracker_ids, similarity = [], [], []
     for f in frames:
+        if category not in f.categories:
+            continue
         keep = (f.pred_cat == category) & (f.pred_area > 0)
         if above is not None:
             keep &= f.instance_score > above
