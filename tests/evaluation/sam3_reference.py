@@ -256,8 +256,9 @@ def _uncompressed(rle: dict | None) -> dict | None:
 
 def trackeval_hota(split: dict, results: list[dict], phrase: bool, threshold: float = 0.5) -> dict:
     """HOTA figures and IDSW of trackeval's Evaluator on YouTubeVIS files: ``phrase=False``: classes the queried
-    phrases, every prediction, class-averaged (``cls_comb_cls_av``) and per class; ``phrase=True``: sam3's
-    phrase-HOTA (predictions of score > ``threshold``, every (video, phrase) pair one video, one class)."""
+    phrases, every prediction, the classes with a detection averaged (``combine_classes_class_averaged`` with
+    ``ignore_empty_classes=True``) and each of them; ``phrase=True``: sam3's phrase-HOTA (predictions of score >
+    ``threshold``, every (video, phrase) pair one video, one class: ``cls_comb_cls_av`` of that class)."""
     from trackeval import Evaluator
     from trackeval.datasets import YouTubeVIS
     from trackeval.metrics import CLEAR, HOTA
@@ -305,9 +306,15 @@ def trackeval_hota(split: dict, results: list[dict], phrase: bool, threshold: fl
                                                 [HOTA(), CLEAR({"PRINT_CONFIG": False})])
     combined = out["YouTubeVIS"]["tracker"]["COMBINED_SEQ"]
     hota_keys = ("HOTA", "DetA", "AssA", "LocA", "DetRe", "DetPr", "AssRe", "AssPr")
-    figures = {k: float(np.mean(combined["cls_comb_cls_av"]["HOTA"][k])) for k in hota_keys}
+    # the Evaluator's cls_comb_cls_av passes ignore_empty_classes=False; the scorer averages with True
+    per_class = {c["name"]: combined[c["name"]]["HOTA"] for c in gt["categories"]}
+    if not any((r["HOTA_TP"] + r["HOTA_FN"] + r["HOTA_FP"] > 0).any() for r in per_class.values()):
+        return {"IDSW": int(combined["cls_comb_cls_av"]["CLEAR"]["IDSW"])}  # no class with a detection
+    averaged = HOTA().combine_classes_class_averaged(per_class, ignore_empty_classes=not phrase)
+    figures: dict = {k: float(np.mean(averaged[k])) for k in hota_keys}
     figures["IDSW"] = int(combined["cls_comb_cls_av"]["CLEAR"]["IDSW"])
     if not phrase:
-        for c in queried_cats:
-            figures[f"HOTA/{names[c]}"] = float(np.mean(combined[names[c]]["HOTA"]["HOTA"]))
+        for name, res in per_class.items():
+            if (res["HOTA_TP"] + res["HOTA_FN"] + res["HOTA_FP"] > 0).any():
+                figures[f"HOTA/{name}"] = float(np.mean(res["HOTA"]))
     return figures

@@ -118,9 +118,9 @@ def random_videos(rng: np.random.Generator) -> list[dict]:
 
 
 def trackeval_reference(videos: list[dict]) -> tuple[dict, dict[str, float]]:
-    """HOTA (cls_comb_cls_av over every queried phrase, as trackeval's Evaluator averages every class) and summed
-    IDSW, and per-phrase HOTA, from trackeval's metrics on data built here from the masks with trackeval's own mask
-    IoU."""
+    """HOTA (trackeval's class average over the queried phrases with a detection, ``ignore_empty_classes=True``) and
+    summed IDSW, and per-phrase HOTA, from trackeval's metrics on data built here from the masks with trackeval's own
+    mask IoU."""
     metric, clear = HOTA(), CLEAR({"PRINT_CONFIG": False})
     classes, per_phrase, switches = {}, {}, 0
     for category in sorted({c for v in videos for c in v["concepts"]}):
@@ -146,8 +146,9 @@ def trackeval_reference(videos: list[dict]) -> tuple[dict, dict[str, float]]:
             switches += clear.eval_sequence(data)["IDSW"] if data["num_gt_dets"] else 0
         combined = metric.combine_sequences(sequences)
         classes[category] = combined
-        per_phrase[f"HOTA/{PHRASES[category]}"] = float(np.mean(combined["HOTA"]))
-    res = metric.combine_classes_class_averaged(classes)
+        if combined["HOTA_TP"][0] + combined["HOTA_FN"][0] + combined["HOTA_FP"][0] > 0:
+            per_phrase[f"HOTA/{PHRASES[category]}"] = float(np.mean(combined["HOTA"]))
+    res = metric.combine_classes_class_averaged(classes, ignore_empty_classes=True)
     out = {k: float(np.mean(res[k])) for k in ("HOTA", "DetA", "AssA", "LocA", "DetRe", "DetPr", "AssRe", "AssPr")}
     return {**out, "IDSW": switches}, per_phrase
 
@@ -175,11 +176,10 @@ def test_every_contract_key_is_returned():
                              "phrase_HOTA", "phrase_DetA", "phrase_AssA", "phrase_LocA", "phrase_DetRe",
                              "phrase_DetPr", "phrase_AssRe", "phrase_AssPr", "AP", "AP50", "AP75", "cgF1", "pmF1",
                              "IL_MCC", "video_cgF1", "video_pmF1", "video_IL_MCC", "presence_MCC", "outside_accepted",
-                             "near_accepted", "HOTA/mug", "HOTA/bowl"]
-    # the bowl is queried and absent, and nothing is predicted for it: trackeval scores its class 0 and averages it
-    assert metrics["HOTA/mug"] == metrics["phrase_HOTA"] == 1.0 and metrics["HOTA/bowl"] == 0.0
-    assert metrics["HOTA"] == 0.5
-    assert metrics["phrase_DetA"] == metrics["phrase_AssA"] == metrics["LocA"] == 1.0
+                             "near_accepted", "HOTA/mug"]
+    # the bowl is queried and absent, and nothing is predicted for it: its class is empty and not averaged
+    assert metrics["HOTA"] == metrics["DetA"] == metrics["AssA"] == metrics["LocA"] == 1.0
+    assert metrics["phrase_HOTA"] == metrics["phrase_DetA"] == metrics["phrase_AssA"] == 1.0
     assert isinstance(metrics["IDSW"], int) and metrics["IDSW"] == 0
     assert metrics["outside_accepted"] == metrics["near_accepted"] == -1.0  # no outside tracks: undefined
 
@@ -442,10 +442,9 @@ def test_scorer_through_evaluate(tmp_path):
     validate_concept_results(results, split)
     assert metrics == evaluate_concept(split, results)
     # the mug is found on frame 0 and track 7's record on frame 1 (no mug there) is a false positive: DetA = 1 / 2,
-    # AssA = 1 / (1 + 2 - 1) (the ground-truth track on 1 frame, track 7 on 2, matched once): HOTA/mug = 1 / 2.
-    # The bowl, queried on video 1 and absent, scores 0: HOTA = (1 / 2 + 0) / 2
-    assert metrics["HOTA/mug"] == pytest.approx(0.5, abs=1e-12) and metrics["HOTA/bowl"] == 0.0
-    assert metrics["HOTA"] == pytest.approx(0.25, abs=1e-12)
+    # AssA = 1 / (1 + 2 - 1) (the ground-truth track on 1 frame, track 7 on 2, matched once): HOTA = 1 / 2 (the
+    # bowl, queried and absent, has no record: not averaged)
+    assert metrics["HOTA"] == metrics["HOTA/mug"] == pytest.approx(0.5, abs=1e-12)
     results[0]["score"] = 2.0
     (tmp_path / "results.json").write_text(json.dumps(results))
     with pytest.raises(DataError, match="results.json: results.0..score"):

@@ -1,7 +1,7 @@
 """The concept scorer against sam3's evaluators and trackeval's Evaluator on random cases: per-frame cgF1 / pmF1 /
 IL_MCC (sam3's image ``CGF1Eval``), their video forms (sam3's ``VideoCGF1Evaluator``), phrase-HOTA (sam3's
-``VideoPhraseHotaEvaluator``) and HOTA averaged over every queried phrase with IDSW (trackeval's ``Evaluator`` on
-YouTube-VIS files); the references are rebuilt in :mod:`tests.evaluation.sam3_reference`. Then the two conventions
+``VideoPhraseHotaEvaluator``) and HOTA averaged over the queried phrases with a detection, with IDSW (trackeval's
+``Evaluator`` on YouTube-VIS files); the references are rebuilt in :mod:`tests.evaluation.sam3_reference`. Then the two conventions
 that move figures, on the hand cases of the issue."""
 
 from __future__ import annotations
@@ -134,11 +134,13 @@ def test_score_threshold_is_sam3s_for_both_cgf1_forms():
             assert got[f"video_{key}"] == pytest.approx(video[key], abs=1e-12), (case, key)
 
 
-def test_hota_equals_trackeval_averaging_every_queried_phrase():
+def test_hota_equals_trackeval_averaging_the_queried_phrases_with_a_detection():
     for case, split, results in cases(14, 20):
         got = evaluate_concept(split, results)
         want = ref.trackeval_hota(split, results, phrase=False)
         assert {k for k in got if k.startswith("HOTA/")} == {k for k in want if k.startswith("HOTA/")}
+        if "HOTA" not in want:
+            assert got["HOTA"] == -1.0 and got["IDSW"] == want["IDSW"] == 0, case
         for key, value in want.items():
             assert got[key] == pytest.approx(value, abs=1e-9), (case, key)
 
@@ -173,15 +175,14 @@ def test_an_empty_mask_record_with_a_high_score_counts_as_sam3_counts_it():
     # per video: (video 1, mug) TP, (video 1, bowl) FP (its instance exists): MCC = 0 (no TN), as sam3's video one
     assert got["video_IL_MCC"] == ref.video_cgf1(split, results)["IL_MCC"] == 0.0
     # HOTA sees non-empty masks only (sam3's phrase-HOTA sets area-0 masks to None): the mug perfect, the bowl
-    # (no ground truth, no non-empty record) 0; the mean over both queried phrases is 0.5, phrase-HOTA 1
-    assert got["HOTA/mug"] == 1.0 and got["HOTA/bowl"] == 0.0 and got["HOTA"] == 0.5
-    assert got["phrase_HOTA"] == 1.0
+    # (no ground truth, no non-empty record) an empty class, not averaged
+    assert got["HOTA"] == got["HOTA/mug"] == got["phrase_HOTA"] == 1.0 and "HOTA/bowl" not in got
 
 
 def test_false_positives_on_a_queried_phrase_without_ground_truth_lower_hota():
-    # mug found on both frames with one id switch; bowl (queried, absent) gets a false positive track. trackeval
-    # averages every queried phrase: HOTA = (HOTA/mug + 0) / 2. sam3's phrase-HOTA pools both pairs into one class:
-    # the bowl's detections are false positives of that class.
+    # mug found on the three frames with one id switch; bowl (queried, absent) gets a false positive track. The
+    # bowl's class has detections, so trackeval averages it: HOTA = (HOTA/mug + 0) / 2. sam3's phrase-HOTA pools
+    # both pairs into one class: the bowl's detections are false positives of that class.
     other = rect(2, 2, 4, 4)
     videos = [{"id": 1, "frames": 3, "concepts": [1, 2], "gt": {1: (1, {0: SQUARE, 1: SQUARE, 2: SQUARE})},
                "pred": {7: (1, {0: (SQUARE, 0.9), 1: (SQUARE, 0.9)}), 9: (1, {2: (SQUARE, 0.8)}),

@@ -26,11 +26,14 @@ phrase) pair into one class (sam3's phrase-HOTA):
 
 - ``HOTA, DetA, AssA, LocA, DetRe, DetPr, AssRe, AssPr`` and ``IDSW``: trackeval's HOTA and CLEAR
   (:mod:`vision.evaluation.hota`) on mask IoU; sequences are the videos that query a phrase, classes the phrases;
-  each class combines its sequences, then every queried phrase is averaged, as trackeval's ``Evaluator`` averages
-  every class (``cls_comb_cls_av``, ``ignore_empty_classes=False``): a queried phrase without ground truth scores 0
-  (its false positives, or nothing at all, give HOTA 0), so false positives on an absent phrase lower ``HOTA``;
-  ``IDSW`` is the sum of CLEAR's id switches; ``HOTA/<phrase>`` per queried phrase (the averaged figures). Every
-  record counts whatever its score (trackeval's HOTA reads no score); ``-1`` when no phrase is queried.
+  each class combines its sequences, then the queried phrases with at least one ground-truth or predicted
+  detection are averaged: trackeval's ``HOTA.combine_classes_class_averaged`` with ``ignore_empty_classes=True``.
+  A queried phrase without ground truth but with records scores 0, so false positives on an absent phrase lower
+  ``HOTA``; a queried phrase with neither is left out (trackeval's ``Evaluator`` passes
+  ``ignore_empty_classes=False`` and would average it as 0, so that perfect results on a split that queries
+  absent phrases would score below 1). ``IDSW`` is the sum of CLEAR's id switches; ``HOTA/<phrase>`` per averaged
+  phrase. Every record counts whatever its score (trackeval's HOTA reads no score); ``-1`` when no phrase is
+  averaged.
 - ``phrase_HOTA, phrase_DetA, phrase_AssA, phrase_LocA, phrase_DetRe, phrase_DetPr, phrase_AssRe, phrase_AssPr``:
   facebookresearch/sam3's phrase-HOTA (``saco_veval_evaluators.VideoPhraseHotaEvaluator``): the predicted
   instances of score > ``score_threshold`` (strictly, as sam3's ``prob_thresh``), every (video, queried phrase)
@@ -283,14 +286,15 @@ def _sequence(frames: list[_Frame], category: int, above: float | None = None) -
 
 def _hota(gt: ConceptSplit, frames: dict[int, list[_Frame]],
           score_threshold: float) -> tuple[dict[str, Any], dict[str, float]]:
-    """trackeval's HOTA figures averaged over every queried phrase and IDSW, sam3's ``phrase_`` figures, and
-    ``HOTA/<phrase>`` for each queried phrase."""
-    classes, per_phrase, pooled = [], {}, []
+    """trackeval's HOTA figures averaged over the queried phrases with a detection and IDSW, sam3's ``phrase_``
+    figures, and ``HOTA/<phrase>`` for each averaged phrase."""
+    classes, per_phrase, pooled, switches = [], {}, [], 0
     for category in _queried_categories(gt):
-        sequences = []
+        sequences, detections = [], 0
         for video_id in _videos_of(gt, category):
             video_frames = frames[video_id]
             data = _sequence(video_frames, category)
+            detections += data["num_gt_dets"] + data["num_tracker_dets"]
             result = {**hota.hota_sequence(data), "IDSW": hota.id_switches(data)}
             sequences.append(result)
             if any(((f.pred_cat == category) & (f.pred_area > 0) & (f.instance_score <= score_threshold)).any()
@@ -299,11 +303,12 @@ def _hota(gt: ConceptSplit, frames: dict[int, list[_Frame]],
                 result = hota.hota_sequence(data)
             pooled.append((result, data["num_gt_dets"] + data["num_tracker_dets"]))
         combined = hota.combine_sequences(sequences)
-        classes.append(combined)
-        per_phrase[f"HOTA/{gt.phrases[category]}"] = hota.summary(combined)["HOTA"]
+        switches += combined["IDSW"]
+        if detections:  # trackeval's ignore_empty_classes: a phrase with neither ground truth nor record is left out
+            classes.append(combined)
+            per_phrase[f"HOTA/{gt.phrases[category]}"] = hota.summary(combined)["HOTA"]
     if classes:
-        res = hota.combine_classes(classes)
-        tracking: dict[str, Any] = {**hota.summary(res), "IDSW": res["IDSW"]}
+        tracking: dict[str, Any] = {**hota.summary(hota.combine_classes(classes)), "IDSW": switches}
     else:
         tracking = {**{k: -1.0 for k in hota.HOTA_FIELDS}, "IDSW": 0}
     if any(dets for _, dets in pooled):

@@ -147,8 +147,8 @@ def combine_sequences(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def combine_classes(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """trackeval ``HOTA.combine_classes_class_averaged`` (``ignore_empty_classes=False``) over the classes given:
-    counts summed, per-alpha figures averaged (``IDSW`` summed)."""
+    """trackeval ``HOTA.combine_classes_class_averaged`` over the classes given (the caller leaves out the empty
+    ones for ``ignore_empty_classes=True``): counts summed, per-alpha figures averaged (``IDSW`` summed)."""
     res: dict[str, Any] = {k: sum(r[k] for r in results) for k in ("HOTA_TP", "HOTA_FN", "HOTA_FP")}
     for key in HOTA_FIELDS:
         res[key] = np.mean([r[key] for r in results], axis=0)
