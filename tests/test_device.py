@@ -65,8 +65,11 @@ def test_precisions():
 
 def test_check_precision_runs_a_probe_and_refuses_in_one_line(monkeypatch):
     cpu = torch.device("cpu")
-    for dtype in dev.PRECISIONS.values():
-        dev.check_precision(cpu, dtype)  # this torch's CPU autocast runs bf16 and float16
+    for dtype in (torch.float32, torch.bfloat16):
+        dev.check_precision(cpu, dtype)  # this torch's CPU autocast runs bf16
+    with pytest.raises(InputError, match=r"^precision 16 on cpu: float16 mixed precision runs on a GPU, not on the "
+                                         r"CPU; use --precision bf16"):
+        dev.check_precision(cpu, torch.float16)  # refused as Lightning refuses 16-mixed on the CPU
     monkeypatch.setattr(torch.amp, "is_autocast_available", lambda device_type: False)
     with pytest.raises(InputError, match=r"^precision 16 on cpu: torch has no autocast for cpu; use --precision 32"):
         dev.check_precision(cpu, torch.float16)
@@ -114,7 +117,8 @@ def test_precision_choices_are_the_precision_names():
 def test_placement_resolves_checks_and_defaults_to_the_model(monkeypatch):
     model = torch.nn.Linear(2, 2)
     assert dev.placement(None, "bf16", model) == (torch.device("cpu"), torch.bfloat16)
-    assert dev.placement("cpu", torch.float16) == (torch.device("cpu"), torch.float16)
+    with pytest.raises(InputError, match="precision 16 on cpu: float16 mixed precision runs on a GPU"):
+        dev.placement("cpu", torch.float16)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(InputError, match="CUDA is not available"):
         dev.placement("cuda", "32", model)

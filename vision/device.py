@@ -115,15 +115,20 @@ def precision_name(dtype: torch.dtype) -> str:
 
 
 def check_precision(device: torch.device, dtype: torch.dtype) -> None:
-    """Refuse a precision the device cannot run (:class:`InputError`, one line): autocast must exist for the device
-    type and dtype, and one small matmul must run in it on the device (bf16 on a GPU before Ampere, an MPS without
-    bf16, float16 on a CPU build without it)."""
+    """Refuse a precision the device cannot run (:class:`InputError`, one line naming the device and the
+    precision): autocast must exist for the device type and dtype, float16 is refused on the CPU (as Lightning
+    refuses ``16-mixed`` there: the CPU's mixed precision is bf16, and the networks' constants overflow float16's
+    range of +-65504), and one small matmul must run in it on the device (bf16 on a GPU before Ampere, an MPS
+    without bf16)."""
     if dtype == torch.float32:
         return
     name = precision_name(dtype)
     hint = "use --precision 32" + ("" if device.type != "cpu" else " (or bf16)" if dtype == torch.float16 else "")
     if not torch.amp.is_autocast_available(device.type):
         raise InputError(f"precision {name} on {device}: torch has no autocast for {device.type}; {hint}")
+    if device.type == "cpu" and dtype == torch.float16:
+        raise InputError(f"precision {name} on {device}: float16 mixed precision runs on a GPU, not on the CPU; use "
+                         "--precision bf16 (the CPU's mixed precision) or 32, or a GPU with --device cuda")
     try:
         x = torch.ones(4, 4, device=device)
         with torch.autocast(device.type, dtype=dtype):

@@ -102,6 +102,26 @@ def test_a_device_or_precision_this_machine_lacks_is_one_line(option, message, t
     assert not out.exists()
 
 
+@pytest.mark.parametrize("task, extra", [("tracking", ["--points", "1,1"]), ("detection", ["--vocabulary", "mug"]),
+                                         ("tracking", ["--points", "1,1", "--stream"])])
+@pytest.mark.parametrize("device", ["cpu", "auto"])
+def test_float16_on_the_cpu_is_one_line_before_any_model_loads(task, extra, device, tmp_path, capsys, monkeypatch):
+    """``--precision 16`` on the CPU (asked for, or what ``auto`` found) is refused up front, naming the device and
+    the precision (issue 46 item 5: it was a c10::Half overflow inside the tracker, after the model loaded)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(dev, "_mps_available", lambda: False)
+    out = tmp_path / "out"
+    ckpt = tmp_path / "never_loaded.ckpt"  # not a checkpoint: reading it would be another error
+    ckpt.write_bytes(b"0")
+    assert predict_cli.main([str(_image(tmp_path / "one.png", 1)), "--task", task, "--ckpt", str(ckpt), *extra,
+                             "--out", str(out), "--device", device, "--precision", "16"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == ["error: precision 16 on cpu: float16 mixed precision runs on a GPU, not on "
+                                         "the CPU; use --precision bf16 (the CPU's mixed precision) or 32, or a GPU "
+                                         "with --device cuda"]
+    assert not out.exists() and "device:" not in captured.out
+
+
 def test_a_backend_without_an_operator_is_one_line(tmp_path, capsys, monkeypatch):
     from vision.detection.predictor import DetectorPredictor
 

@@ -18,7 +18,7 @@ video.
       -> DIR/results.jsonl (one line per frame, as it comes) + DIR/annotated.mp4 (vision/cli/stream.py)
 
 --device auto|cpu|cuda[:N]|mps and --precision 32|bf16|16 choose where and how the networks run (vision/device.py);
-a device or precision this machine lacks is one error line, before any model is loaded.
+a device or precision this machine lacks (16 on the CPU: use bf16) is one error line, before any model is loaded.
 
 Coordinates (prompts and results) are pixels of the input. Errors (missing files, unreadable or truncated videos,
 malformed prompts, frames over the pixel limit) print one line and exit with status 2.
@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto",
                         help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--precision", default="32", choices=PRECISION_CHOICES,
-                        help="the networks' compute precision (mixed: weights stay float32)")
+                        help="the networks' compute precision (mixed: weights stay float32); 16 runs on a GPU, "
+                             "the CPU's mixed precision is bf16")
     parser.add_argument("--stream", action="store_true",
                         help="track frames as they arrive from the input (a video, a URL, a device) and write "
                              "results.jsonl as it goes (the tasks that stream: see vision/cli/stream.py)")
