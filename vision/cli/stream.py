@@ -1,8 +1,8 @@
 """``vision-predict --task tracking --stream SOURCE``: track a live source as its frames arrive.
 
 SOURCE is anything :func:`vision.data.stream.open_stream` opens: a video file, a URL (``rtsp://``, ``http://``,
-``udp://``), a capture device (``/dev/video0 --stream-format v4l2``), or with ``--follow`` a file still being
-written (MPEG-TS, Matroska, fragmented MP4). The prompts are those of ``vision-predict --task tracking`` (on frames
+``udp://``), a capture device (``/dev/video0 --stream-format v4l2``), a FIFO another program writes a stream into,
+or with ``--follow`` a file still being written (MPEG-TS, Matroska, fragmented MP4). The prompts are those of ``vision-predict --task tracking`` (on frames
 counted from the stream's first). Frames are tracked causally in windows (:class:`vision.tracking.stream.
 TrackerStream`, bounded memory) and written as they come:
 
@@ -12,7 +12,9 @@ TrackerStream`, bounded memory) and written as they come:
   drawn, encoded as they come.
 
 ``--max-frames`` stops after that many frames. The run ends when the source ends (for ``--follow``, when the file
-has not grown for 5 seconds).
+has not grown for 5 seconds; for a FIFO, when its writer closes it or sends nothing for 5 seconds). A source that
+ends before its first frame (a followed file that stops growing, a FIFO nobody writes to) is one ``error:`` line
+naming it and the cause, and nothing is left in ``--out``.
 """
 
 from __future__ import annotations

@@ -471,7 +471,7 @@ def write_video(path: str | Path, frames: np.ndarray | Iterable[np.ndarray], fps
     try:
         count = _encode(tmp, path, frames, rate, int(crf), preset)
         if count == 0:
-            raise InputError("write_video got no frames")
+            raise InputError(f"write_video got no frames to write to {path}")
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
