@@ -183,3 +183,28 @@ def test_environment_errors_are_one_line_naming_the_file_and_others_are_not_hidd
         assert str(environment_error(wrapped)) == f"/run/last.ckpt: {os.strerror(errno.ENOSPC)}"
     assert environment_error(OSError(errno.EAGAIN, "try again")) is None
     assert environment_error(ValueError("a bug")) is None
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_an_output_file_that_is_not_a_regular_file_is_refused_in_one_line(tmp_path, kind):
+    """``--out`` naming a FIFO, a device, a folder or a link loop is refused before any work (an atomic write
+    would replace the FIFO, the device node or the link itself); a missing file is created, and a link to a
+    missing file creates its target (the link stays)."""
+    path = hostile_path(tmp_path, kind)
+    expected = {"fifo": "is a FIFO (named pipe), not a regular file", "device": "is a character device, not a regular "
+                "file", "folder": "is a folder; give a file name", "loop": "unusable path (a symbolic-link loop)"}
+    if kind in expected:
+        with pytest.raises(InputError) as info:
+            output_file(path)
+        assert str(info.value).startswith(f"--out {path}") and expected[kind] in str(info.value)
+        assert "\n" not in str(info.value)
+    else:
+        assert output_file(path) == (tmp_path / "nowhere" if kind == "dangling" else path)
+
+
+def test_an_output_file_through_a_link_writes_the_target(tmp_path):
+    target = tmp_path / "metrics.json"
+    target.write_text("{}")
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+    assert output_file(link) == target

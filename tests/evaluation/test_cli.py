@@ -85,3 +85,27 @@ def test_cli_processes_give_the_same_metrics_and_bad_values_are_refused(files, t
     proc = run_cli("--split", str(files / "split.json"), "--results", str(files / "res.json"),
                    "--task", "forensics", "--processes", "2")
     assert proc.returncode == 2 and "does not apply" in proc.stderr
+
+
+def test_cli_out_that_is_a_link_loop_or_a_fifo_is_refused_and_kept(files, tmp_path, capsys):
+    """``--out`` on a self-looping link was replaced by the metrics file (issue 46 item 5); a FIFO would have been
+    too. Both are one line, exit 2, and stay as they were; a link to a file is written through (the link stays)."""
+    from vision.cli import evaluate as evaluate_cli
+
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    fifo = tmp_path / "metrics.fifo"
+    os.mkfifo(fifo)
+    base = ["--split", str(files / "split.json"), "--results", str(files / "res.json"), "--task", "detection"]
+    for out, message in [(loop, f"error: --out {loop}: unusable path (a symbolic-link loop); give a file name"),
+                         (fifo, f"error: --out {fifo} is a FIFO (named pipe), not a regular file; give a file name")]:
+        assert evaluate_cli.main([*base, "--out", str(out)]) == 2
+        assert capsys.readouterr().err.splitlines() == [message]
+    assert os.readlink(loop) == str(loop) and fifo.is_fifo()
+    target = tmp_path / "metrics.json"
+    target.write_text("{}")
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+    assert evaluate_cli.main([*base, "--out", str(link)]) == 0
+    assert link.is_symlink() and "AP" in json.loads(target.read_text())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.json", "loop.json", "metrics.fifo", "metrics.json"]

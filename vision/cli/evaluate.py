@@ -4,7 +4,8 @@
                     [--out METRICS.json]
 
 Prints a table of metrics (then a ``note:`` line for anything not scored, e.g. mask AP skipped on a box-only split)
-and, with ``--out``, writes them as JSON (atomically; ``--out`` may not name the split or the results). Bad input
+and, with ``--out``, writes them as JSON (atomically; ``--out`` may not name the split or the results, a folder, a
+FIFO, a device or a symbolic-link loop; a link to a file is written through, and stays a link). Bad input
 exits with status 2 and one line on stderr naming the file, the field and the problem; nothing is written then.
 ``--split`` and ``--results`` must be regular files (not a FIFO or a device) of at most
 :data:`vision.data.files.MAX_JSON_BYTES` bytes.

@@ -299,22 +299,43 @@ def _remove_empty(folders: list[Path]) -> None:
 
 
 def output_file(out: str | Path, *, inputs: Sequence[str | Path] = (), flag: str = "--out") -> Path:
-    """Check the output file ``out`` of a tool before any work: not empty, not a folder, not one of ``inputs``
-    (``vision-evaluate --out`` naming its own ``--results`` would overwrite it), and its folder either exists and is
+    """Check the output file ``out`` of a tool before any work: not empty, not one of ``inputs``
+    (``vision-evaluate --out`` naming its own ``--results`` would overwrite it), not an existing folder, FIFO,
+    device or socket (an atomic write would replace ``/dev/null`` itself), and its folder either exists and is
     writable or can be created. Nothing is created here.
+
+    A symbolic link is followed: the file to write is its target (returned), so the link stays a link; a link loop
+    or a link that cannot be followed is refused.
+
+    Returns:
+        The file to write: ``out``, or the target of the link ``out``.
 
     Raises:
         InputError: naming ``flag``, the path and the reason.
     """
     path = output_path(out, flag)
+    try:
+        if path.is_symlink():
+            path = Path(os.path.realpath(path, strict=False))
+            os.stat(path)  # a loop fails here (a link to a missing file is fine: the file is created)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        reason = "a symbolic-link loop" if exc.errno == errno.ELOOP else _reason(exc)
+        raise InputError(f"{flag} {out}: unusable path ({reason}); give a file name") from None
     for item in inputs:
         if same_file(path, item) or _same_name(path, item):
-            raise InputError(f"{flag} {path} is one of the inputs ({item}); writing there would overwrite it")
+            raise InputError(f"{flag} {out} is one of the inputs ({item}); writing there would overwrite it")
     try:
-        if path.is_dir():
-            raise InputError(f"{flag} {path} is a folder; give a file name")
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):  # a missing folder above it: said below
+        info = None
     except OSError as exc:
-        raise InputError(f"{flag} {path}: unusable path ({_reason(exc)})") from None
+        raise InputError(f"{flag} {out}: unusable path ({_reason(exc)})") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{flag} {out} is a folder; give a file name")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{flag} {out} is {_kind(info.st_mode)}, not a regular file; give a file name")
     folder = path.parent
     existing = folder
     while True:
