@@ -3,8 +3,11 @@
 A vocabulary is a non-empty list of distinct, non-empty class names (``str``; the rule and its check are
 :mod:`vision.text.vocabulary`'s, imported here for the detector's modules). Each name is written into a prompt
 (``template.format(name)``, default ``"a {}"``) and encoded by the text encoder into a unit row of the text space.
-Encoders are shared per name (:func:`shared_text_encoder`) and the table of each (encoder, template, vocabulary)
-is cached here (the MiniLM encoder also caches per string), so a vocabulary is encoded once per process.
+Encoders are shared per name (:func:`shared_text_encoder`) and the table of each (encoder, template, vocabulary,
+torch thread count) is cached here (the MiniLM encoder also caches per string and thread count), so a vocabulary is
+encoded once per process and thread count. The thread count is part of the key because the encoder's CPU matrix
+products give other last bits at another count: a table cached earlier at another count would make training differ
+from the same run in a fresh process.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def encode_vocabulary(vocabulary: Sequence[str], template: str = DEFAULT_TEMPLAT
     if "{}" not in template:
         raise InputError(f"prompt template must contain '{{}}', got {template!r}")
     encoder = encoder if encoder is not None else shared_text_encoder()
-    key = (id(encoder), template, tuple(names))
+    key = (id(encoder), template, tuple(names), torch.get_num_threads())
     cached = _TABLES.get(key)
     if cached is not None and cached[0] is encoder:
         return cached[1].clone()

@@ -89,16 +89,18 @@ def minilm_model_dir() -> Path:
 class MiniLMTextEncoder:
     """all-MiniLM-L6-v2 sentence embeddings (384-d, mean pooling, L2-normalised), loaded offline.
 
-    The model loads on the first call. Embeddings are cached in memory per exact string (least recently used
-    entries are evicted beyond ``max_cache_size``); a call encodes only the strings it has not seen and
-    returns rows in input order.
+    The model loads on the first call. Embeddings are cached in memory per exact string and torch thread count
+    (least recently used entries are evicted beyond ``max_cache_size``); a call encodes only the strings it has
+    not seen at the current thread count and returns rows in input order.
 
     Args:
         device: where the model runs and where results are returned (default: CPU).
         batch_size: strings encoded per forward pass. The default, 1, makes every embedding a function of its
-            string alone: the same bits whatever else is encoded with it or was cached before (training is then
-            reproducible). Larger batches are faster on big vocabularies, but a row changes in its last bits with
-            the other strings of its batch (padding changes the shapes the matrix products run at).
+            string and of ``torch.get_num_threads()`` alone: the same bits whatever else is encoded with it or was
+            cached before (at this or another thread count), so the same seed and thread count give the same model
+            in a fresh process and in one that encoded the same strings before. Larger batches are faster on big
+            vocabularies, but a row changes in its last bits with the other strings of its batch (padding changes
+            the shapes the matrix products run at).
         max_cache_size: most strings kept in the cache.
 
     Call:
@@ -118,7 +120,9 @@ class MiniLMTextEncoder:
         self.max_cache_size = max_cache_size
         self._model: Any = None
         self._load_lock = threading.Lock()
-        self._cache: OrderedDict[str, torch.Tensor] = OrderedDict()
+        #: (text, torch thread count) -> row: the CPU matrix products split their work by thread count, so a
+        #: row encoded at another count differs in its last bits
+        self._cache: OrderedDict[tuple[str, int], torch.Tensor] = OrderedDict()
         self.num_encoded = 0  # strings actually run through the model (cache misses), for monitoring
 
     def _load(self) -> Any:
@@ -151,15 +155,16 @@ class MiniLMTextEncoder:
 
     def __call__(self, texts: list[str]) -> torch.Tensor:
         texts = check_texts(texts)
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        threads = torch.get_num_threads()
+        missing = list(dict.fromkeys(t for t in texts if (t, threads) not in self._cache))
         if missing:
             embeddings = self._encode_uncached(missing)
             for text, row in zip(missing, embeddings):
-                self._cache[text] = row.clone()  # own storage: evicting a row frees it
+                self._cache[text, threads] = row.clone()  # own storage: evicting a row frees it
         rows = []
         for text in texts:
-            self._cache.move_to_end(text)
-            rows.append(self._cache[text])
+            self._cache.move_to_end((text, threads))
+            rows.append(self._cache[text, threads])
         out = torch.stack(rows, dim=0)
         while len(self._cache) > self.max_cache_size:
             self._cache.popitem(last=False)
