@@ -31,10 +31,12 @@ Tasks:
   clip, ``{image_id, clip, extrinsics, depth, world_points[, match_extrinsics]}``
   (:func:`vision.evaluation.results.validate_geometry_results`). The split's depth files are read from
   ``split_root`` (default: the split file's folder). Options: ``split_root``, ``max_points``, ``seed``.
-- ``"concept"``: every instance of a phrase (issue 29): trackeval's HOTA, DetA, AssA, LocA, DetRe, DetPr, AssRe,
-  AssPr and IDSW on mask IoU (videos as sequences, phrases as classes), YouTube-VIS video mask AP / AP50 / AP75,
-  SA-Co's cgF1, pmF1 and IL_MCC (sam3's definition), presence_MCC, outside_accepted, near_accepted and
-  ``HOTA/<phrase>`` (see :mod:`vision.evaluation.concept`). Results: instance and presence records
+- ``"concept"``: every instance of a phrase: trackeval's HOTA, DetA, AssA, LocA, DetRe, DetPr, AssRe, AssPr and
+  IDSW on mask IoU (videos as sequences, phrases as classes, averaged over the queried phrases with a detection),
+  sam3's phrase-HOTA (``phrase_HOTA``, ...: every (video, phrase) pair one sequence of one class), YouTube-VIS video
+  mask AP / AP50 / AP75, SA-Co's cgF1, pmF1 and IL_MCC per (frame, phrase) (sam3's image evaluator) and
+  ``video_cgF1``, ``video_pmF1``, ``video_IL_MCC`` per (video, phrase) on sequence IoU (sam3's video evaluator),
+  presence_MCC, outside_accepted, near_accepted and ``HOTA/<phrase>`` (see :mod:`vision.evaluation.concept`). Results: instance and presence records
   (:func:`vision.evaluation.results.validate_concept_results`). Options: ``score_threshold`` (cgF1's, 0.5),
   ``presence_threshold`` (0.5), ``accept_iou`` (0.5).
 
