@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import errno
 import json
 import math
 import os
 import re
 import shutil
+import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +50,8 @@ from vision.errors import DataError, InputError
 from vision.tasks import TASKS, get_task, task_names
 
 __all__ = ["FOLDER_FORMAT", "FORMAT_VERSION", "CONFIG_FILE", "CARD_FILE", "ModelFolder", "is_model_folder",
-           "read_model_folder", "write_model_folder", "folder_of_checkpoint", "task_of_checkpoint",
-           "task_of_class_path", "model_card",
-           "run_validation_metrics"]
+           "read_model_folder", "write_model_folder", "check_model_folder_out", "folder_of_checkpoint",
+           "task_of_checkpoint", "task_of_class_path", "model_card", "run_validation_metrics"]
 
 FOLDER_FORMAT = "vision-model-folder"
 FORMAT_VERSION = 1
@@ -169,28 +170,138 @@ def _read_safetensors(file: Path, device: torch.device) -> dict[str, torch.Tenso
 
 
 # ---------------------------------------------------------------------------------------------------- writing
-def write_model_folder(folder: ModelFolder, out: str | Path, overwrite: bool = False) -> Path:
-    """Write ``folder`` to the directory ``out`` (created; its parent must exist): the weights files, config.json
-    and the model card. Written to a temporary sibling first and renamed into place, so a failure leaves nothing.
+#: the ONNX graphs' folder inside a model folder (``vision-export --onnx``): ``onnx/<graph>.onnx``
+ONNX_FOLDER = "onnx"
 
-    ``out`` must not exist, or be an empty folder, or (``overwrite``) a model folder, which is replaced.
+
+def _folder_entry_is_own(folder: Path, name: str) -> bool:
+    """Whether the entry ``name`` of the model folder ``folder`` is one a model folder is made of (config.json,
+    the card, weights files, the ``onnx`` folder of ``*.onnx`` graphs): what ``--overwrite`` may delete."""
+    entry = folder / name
+    if entry.is_symlink():
+        return False
+    if name in (CONFIG_FILE, CARD_FILE) or _WEIGHTS_NAME.match(name):
+        return entry.is_file()
+    if name == ONNX_FOLDER and entry.is_dir():
+        return all(not graph.is_symlink() and graph.is_file() and graph.suffix == ".onnx"
+                   for graph in entry.iterdir())
+    return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_model_folder_out(out: str | Path, overwrite: bool = False, inputs: Sequence[str | Path] = (),
+                           flag: str = "--out") -> Path:
+    """Check the folder a model folder is to be written to, before any work; return the folder that will be
+    written (a symbolic link's target: the link stays).
+
+    ``out`` must not exist, or be an empty folder, or (``overwrite``) a model folder holding nothing but a model
+    folder's own files (config.json, README.md, ``*.safetensors``, ``onnx/*.onnx``), which is replaced; no input
+    (``inputs``: the checkpoint, the metrics) may lie inside it; its parent folder must exist and be writable (a
+    temporary folder is created and removed there to be sure: a read-only mount fails here).
 
     Raises:
-        InputError: ``out`` exists and is a file, a non-empty folder that is not a model folder, or a model folder
-            without ``overwrite``; its parent folder does not exist; a hyper-parameter is not plain data.
+        InputError: one line naming ``flag``, the path and the reason.
     """
-    out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise InputError(f"--out {out} is a file; give a folder to write the model into")
-        if any(out.iterdir()):
-            if not is_model_folder(out):
-                raise InputError(f"--out {out} is a folder that is not empty and not a model folder; give a new or "
-                                 "empty folder")
+    given = Path(out)
+    if not str(out).strip():
+        raise InputError(f"{flag} is empty; give a folder to write the model into")
+    try:
+        path = Path(os.path.realpath(given, strict=False)) if given.is_symlink() else Path(os.path.abspath(given))
+        if given.is_symlink() and not os.path.lexists(path):
+            raise InputError(f"{flag} {given} is a symbolic link to {path}, which does not exist; give a folder")
+        info = os.stat(path) if os.path.lexists(path) else None
+    except OSError as exc:
+        reason = "a symbolic-link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
+        raise InputError(f"{flag} {given}: unusable path ({reason})") from None
+    except ValueError as exc:  # a NUL byte
+        raise InputError(f"{flag} {given!r}: unusable path ({exc})") from None
+    for item in inputs:
+        try:
+            source = Path(os.path.realpath(item))
+        except (OSError, ValueError):
+            continue
+        if source == path:
+            what = "the model folder" if source.is_dir() else "the file"
+            raise InputError(f"{flag} {given} is {what} being read; give another folder")
+        if info is not None and _inside(source, path):
+            raise InputError(f"{flag} {given} holds the input {item}, which replacing the folder would delete; give "
+                             "another folder")
+    if info is not None:
+        if not stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{flag} {given} is a file, not a folder; give a folder to write the model into"
+                             if stat.S_ISREG(info.st_mode) else
+                             f"{flag} {given} is not a folder (a FIFO, a device or a socket); give a folder")
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as exc:
+            raise InputError(f"{flag} {given}: cannot list the folder ({exc.strerror or exc})") from None
+        if names:
+            if not is_model_folder(path):
+                raise InputError(f"{flag} {given} is a folder that is not empty and not a model folder; give a new "
+                                 "or empty folder")
             if not overwrite:
-                raise InputError(f"--out {out} already holds a model folder; pass --overwrite to replace it")
-    if not out.parent.is_dir():
-        raise InputError(f"the folder {out.parent} (the parent of --out) does not exist")
+                raise InputError(f"{flag} {given} already holds a model folder; pass --overwrite to replace it")
+            foreign = [name for name in names if not _folder_entry_is_own(path, name)]
+            if foreign:
+                raise InputError(f"{flag} {given} holds {foreign[0]!r}, which is not part of a model folder; "
+                                 "--overwrite replaces a model folder and nothing else: move it away or give "
+                                 "another folder")
+    parent = path.parent
+    shown = parent if given.is_symlink() else given.parent  # the user's spelling where it names the same folder
+    if not parent.is_dir():
+        if parent.exists():
+            raise InputError(f"{flag} {given}: {shown} (its parent) is not a folder")
+        raise InputError(f"the folder {shown} (the parent of {flag}) does not exist")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{path.name}.write-check.", dir=parent))
+    except OSError as exc:
+        raise InputError(f"{flag} {given}: cannot write in {shown} ({exc.strerror or type(exc).__name__})") \
+            from None
+    return path
+
+
+def _write_error(exc: BaseException, out: Path, staging: Path | None, current: Path | None,
+                 flag: str) -> InputError:
+    """One line for a failure while writing the model folder ``out`` (a full disk, a read-only mount), naming the
+    file being written (``current`` when the error does not say) by its place in ``out``, not the temporary folder
+    it was written in."""
+    if isinstance(exc, OSError):
+        reason = exc.strerror or type(exc).__name__
+        name = current if exc.filename is None else Path(os.fsdecode(exc.filename))
+    else:  # safetensors words its I/O errors as "Error while serializing: I/O error: <reason> (os error N) ..."
+        text = " ".join(str(exc).split())
+        found = re.search(r"I/O error: (.*?)(?: \(os error \d+\))?(?: at path .*)?$", text)
+        reason, name = (found.group(1) if found else text), current
+    if name is not None and staging is not None and _inside(name, staging) and name != staging:
+        name = out / name.relative_to(staging)
+    what = f"{name} in " if name is not None and name != out else ""
+    return InputError(f"cannot write {what}{flag} {out}: {reason}; nothing was written")
+
+
+def write_model_folder(folder: ModelFolder, out: str | Path, overwrite: bool = False, *,
+                       inputs: Sequence[str | Path] = (), add: Callable[[Path], Any] | None = None,
+                       flag: str = "--out") -> Path:
+    """Write ``folder`` to the directory ``out`` (created; its parent must exist): the weights files, config.json
+    and the model card. Written to a temporary sibling first and renamed into place, so a failure leaves nothing
+    (and a replaced folder stays as it was).
+
+    ``out`` is checked by :func:`check_model_folder_out` (``overwrite``, ``inputs``: not empty unless a model
+    folder with nothing else in it, no input inside it, a writable parent). ``add(staging)`` may add files (the
+    ONNX graphs) to the folder before it is renamed into place; what it raises leaves nothing written.
+
+    Returns:
+        The folder written (``out``, or the target of ``out`` when it is a symbolic link).
+
+    Raises:
+        InputError: ``out`` fails its checks; a hyper-parameter is not plain data; writing failed (a full disk, a
+            read-only mount: one line naming the folder, nothing left).
+    """
+    given = Path(out)
+    written = given if not given.is_symlink() else None
+    path = check_model_folder_out(out, overwrite=overwrite, inputs=inputs, flag=flag)
     content = {"format": FOLDER_FORMAT, "version": FORMAT_VERSION, "task": folder.task,
                "config": _plain(folder.config, "config"),
                "weights": {prefix: ("model.safetensors" if prefix == "model" else f"{prefix}.safetensors")
@@ -200,30 +311,56 @@ def write_model_folder(folder: ModelFolder, out: str | Path, overwrite: bool = F
     for prefix in folder.weights:
         if not _PREFIX.match(prefix):
             raise InputError(f"weights prefix {prefix!r} is not a plain name")
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     umask = os.umask(0)
     os.umask(umask)
+    staging: Path | None = None
+    current: Path | None = None  # the file being written, for the message should writing fail
     try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
         for prefix, tensors in folder.weights.items():
+            current = staging / content["weights"][prefix]
             # safetensors refuses views that share memory (tied weights); a contiguous copy of each is exact
-            save_file({k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()},
-                      str(staging / content["weights"][prefix]), metadata={"format": "pt"})
-        (staging / CONFIG_FILE).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
-        (staging / CARD_FILE).write_text(model_card(folder), encoding="utf-8")
+            save_file({k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()}, str(current),
+                      metadata={"format": "pt"})
+        current = staging / CONFIG_FILE
+        current.write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
+        current = staging / CARD_FILE
+        current.write_text(model_card(folder), encoding="utf-8")
+        current = None
+        if add is not None:
+            add(staging)
         for file in staging.iterdir():  # mkdtemp's and safetensors' owner-only modes: the user's umask instead
-            file.chmod(0o666 & ~umask)
+            file.chmod((0o777 if file.is_dir() else 0o666) & ~umask)
         staging.chmod(0o777 & ~umask)
-        if out.exists():
-            backup = out.with_name(f".{out.name}.replaced")
-            shutil.rmtree(backup, ignore_errors=True)
-            os.replace(out, backup)
-            os.replace(staging, out)
-            shutil.rmtree(backup, ignore_errors=True)
-        else:
-            os.replace(staging, out)
+        _move_into_place(staging, path)
+    except (OSError, SafetensorError) as exc:
+        raise _write_error(exc, given, staging, current, flag) from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return out
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    return written if written is not None else path
+
+
+def _move_into_place(staging: Path, out: Path) -> None:
+    """Rename ``staging`` to ``out``. An existing ``out`` is first moved aside (into a fresh temporary folder, never
+    a name a user may hold), put back if the rename fails, and deleted once the new folder is in place."""
+    if not os.path.lexists(out):
+        os.replace(staging, out)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced.", dir=out.parent))
+    old = aside / "folder"
+    try:
+        os.replace(out, old)
+    except OSError:
+        os.rmdir(aside)
+        raise
+    try:
+        os.replace(staging, out)
+    except OSError:
+        os.replace(old, out)  # should this fail too, the old folder stays in ``aside``: never deleted here
+        os.rmdir(aside)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _plain(value: Any, field: str) -> Any:
@@ -353,6 +490,23 @@ def _training_record(checkpoint: Mapping[str, Any], hparams: Mapping[str, Any], 
     return record
 
 
+def _metrics_files(root: Path) -> list[Path]:
+    """The regular files named ``metrics.csv`` under the folder ``root`` (a FIFO of that name would block the
+    read); a folder that cannot be listed, or vanishes while it is searched, is skipped."""
+    found = []
+    for folder, _, names in os.walk(root):
+        if "metrics.csv" in names and os.path.isfile(os.path.join(folder, "metrics.csv")):
+            found.append(Path(folder) / "metrics.csv")
+    return sorted(found)
+
+
+def _modified(file: Path) -> float:
+    try:
+        return file.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def run_validation_metrics(checkpoint: Path, epoch: int | None, metrics: str | Path | None = None
                            ) -> tuple[dict[str, float], str] | None:
     """The ``val/*`` figures a run logged at ``epoch`` (its last such row) and the file they came from.
@@ -366,12 +520,12 @@ def run_validation_metrics(checkpoint: Path, epoch: int | None, metrics: str | P
         root = Path(metrics)
         if not root.exists():
             raise InputError(f"--metrics {root} does not exist")
-        files = [root] if root.is_file() else sorted(root.rglob("metrics.csv"))
+        files = [root] if root.is_file() else _metrics_files(root)
     elif checkpoint.parent.name == "checkpoints":
-        files = sorted(checkpoint.parent.parent.rglob("metrics.csv"))
+        files = _metrics_files(checkpoint.parent.parent)
     else:
         return None
-    files.sort(key=lambda f: f.stat().st_mtime, reverse=True)
+    files.sort(key=_modified, reverse=True)
     for file in files:
         try:
             with file.open(newline="", encoding="utf-8") as handle:
