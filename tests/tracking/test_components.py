@@ -264,3 +264,21 @@ def test_a_mask_prompt_outlines_its_object_in_the_proximity_maps():
         inside = torch.nn.functional.adaptive_avg_pool2d(p.masks[0, 0][None, None], (16, 16))[0, 0] > 0.5
         covered[count] = float((near[inside] > 0.5).float().mean())
     assert covered[64] > 0.9 and covered[2] < 0.5
+
+
+def test_proximity_maps_in_float16_mark_objects_without_anchors():
+    """In float16 (``--precision 16`` on a GPU) "no anchor" is float16's largest value, not an overflow: the maps
+    equal float32's where they are defined and are 0 where an object has no anchor."""
+    g = torch.Generator().manual_seed(1)
+    enc = SpatialEncoder(16)
+    wp = torch.randn(1, 2, 4, 4, 3, generator=g)
+    anchors = torch.randn(1, 3, 5, 3, generator=g) * 0.3
+    positive = torch.rand(1, 3, 5, generator=g) < 0.6
+    positive[0, 1] = False  # object 1: no positive anchor
+    negative = torch.zeros(1, 3, 5, dtype=torch.bool)
+    scale = torch.ones(1)
+    full = enc.proximity_maps(wp, anchors, positive, negative, scale, (4, 4))
+    half = enc.proximity_maps(wp.half(), anchors.half(), positive, negative, scale.half(), (4, 4))
+    assert half.dtype == torch.float16 and torch.isfinite(half).all()
+    torch.testing.assert_close(half.float(), full, atol=2e-2, rtol=0)
+    assert half[0, :, 1, :3].abs().sum() == 0 and half[0, :, :, 3].abs().sum() == 0

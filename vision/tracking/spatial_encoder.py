@@ -174,8 +174,8 @@ class SpatialEncoder(nn.Module):
 
     def _nearest_squared(self, pts: torch.Tensor, anchors: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         """Squared distance from each point ``pts [B, S, P, 3]`` to the nearest kept anchor of each object
-        (``anchors [B, N, A, 3]``, ``keep [B, N, A]`` bool) -> ``[B, S, N, P]``, at most ``NO_ANCHOR``
-        (the value where an object has no kept anchor).
+        (``anchors [B, N, A, 3]``, ``keep [B, N, A]`` bool) -> ``[B, S, N, P]``, at most ``NO_ANCHOR`` (the value
+        where an object has no kept anchor; the dtype's largest value if smaller, as in float16).
 
         The kept anchors are moved to the front and the rest cut off (a point prompt has one anchor among a hundred
         slots); ``|p - a|^2 = |p|^2 + (|a|^2 - 2 p.a)`` with the bracket from one batched matmul per chunk of
@@ -183,7 +183,8 @@ class SpatialEncoder(nn.Module):
         time)."""
         b, s, p = pts.shape[:3]
         n = anchors.shape[1]
-        best = pts.new_full((b * s, p, n), float(self.NO_ANCHOR))
+        far = min(self.NO_ANCHOR, torch.finfo(pts.dtype).max)  # float16 holds at most 65504: still "no anchor"
+        best = pts.new_full((b * s, p, n), far)
         count = int(keep.sum(-1).max()) if keep.numel() else 0
         if count:
             order = torch.sort(keep.to(torch.uint8), dim=-1, descending=True, stable=True).indices[..., :count]
@@ -205,7 +206,7 @@ class SpatialEncoder(nn.Module):
                     partial = torch.baddbmm(offset.reshape(b * s, 1, g * c), flat, weight.transpose(1, 2))
                     part = best[:, :, first:first + g]
                     best[:, :, first:first + g] = torch.minimum(part, partial.view(b * s, p, g, c).amin(-1) + norm2)
-        return best.clamp(0, self.NO_ANCHOR).view(b, s, p, n).permute(0, 1, 3, 2)
+        return best.clamp(0, far).view(b, s, p, n).permute(0, 1, 3, 2)
 
     def code3d(self, points: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         """3D positional code of world points ``[B, ..., 3]`` with per-clip ``scale [B]`` -> ``[B, ..., dim]``."""
