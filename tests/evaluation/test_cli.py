@@ -109,3 +109,21 @@ def test_cli_out_that_is_a_link_loop_or_a_fifo_is_refused_and_kept(files, tmp_pa
     assert evaluate_cli.main([*base, "--out", str(link)]) == 0
     assert link.is_symlink() and "AP" in json.loads(target.read_text())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.json", "loop.json", "metrics.fifo", "metrics.json"]
+
+
+def test_running_out_of_memory_is_one_line(tmp_path, monkeypatch, capsys):
+    """A MemoryError while scoring (a file larger than the process may hold) is one error line, exit 2, no --out."""
+    import vision.evaluation.evaluate as evaluate_module
+    from vision.cli.evaluate import main
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(evaluate_module, "evaluate", exhausted)
+    (tmp_path / "split.json").write_text("{}")
+    (tmp_path / "results.json").write_text("[]")
+    code = main(["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "results.json"),
+                 "--task", "forensics", "--out", str(tmp_path / "metrics.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: out of memory") and err.count("\n") == 1
+    assert not (tmp_path / "metrics.json").exists()

@@ -80,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a file the scorers read failed below the checks (an I/O error): one line
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    except MemoryError:  # a split or results file larger than this process may hold: one line, nothing written
+        print(f"error: out of memory scoring {args.results} against {args.split}", file=sys.stderr)
+        return 2
     print(format_table(metrics))
     for note in metrics.get("notes", []):
         print(f"note: {note}")
