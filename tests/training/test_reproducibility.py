@@ -2,7 +2,8 @@
 
 - the same seed gives the same model: for each config that trains on a CPU as it ships, two uninterrupted runs in
   separate processes (different ``PYTHONHASHSEED`` and number of DataLoader workers) end with identical weights and
-  optimizer state;
+  optimizer state; for the configs that encode text with the process-wide shared encoder, so does a run in a process
+  that did other work before (its caches filled at another thread count, its global generators moved);
 - resume is exact however the run is stopped and wherever the checkpoint lies: one run is stopped four times (a
   SIGTERM mid-epoch, a SIGKILL after an epoch, a SIGKILL mid-epoch, a SIGTERM in an epoch's last batch) and
   resumed each time, and another resumes from the checkpoint written at an epoch's last batch; each ends with the
@@ -222,8 +223,10 @@ def _stopped(result: subprocess.CompletedProcess, sig: signal.Signals, step: int
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory) -> dict[str, dict]:
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the subprocesses (OMP_NUM_THREADS=1)
-    return _data(tmp_path_factory.mktemp("repro_data"))
+    yield _data(tmp_path_factory.mktemp("repro_data"))
+    torch.set_num_threads(threads)  # the later test files run at the thread count they found
 
 
 def _shipped(config: Path) -> dict:
@@ -266,16 +269,72 @@ def _ids(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 
 
+@pytest.fixture(scope="module")
+def fresh_process(fixtures, tmp_path_factory):
+    """One uninterrupted run per config in a new ``tools/train.py`` process (another ``PYTHONHASHSEED``, no
+    DataLoader workers): the model nothing earlier in a process can have changed. Run lazily, shared by the tests."""
+    root = tmp_path_factory.mktemp("repro_fresh")
+    done: dict[Path, dict] = {}
+
+    def run(config: Path) -> dict:
+        if config not in done:
+            out = root / config.parent.name / config.stem
+            _ok(_train(_write(out, reduce(compose(config), fixtures, out, [])), hash_seed=2, workers=0))
+            done[config] = load_checkpoint(_last(out))
+        return done[config]
+
+    return run
+
+
 #: one config per task for the two-process test (the others of a task share its code and data path)
 SAME_SEED = [path for path in CONFIGS if path.name == "tiny.yaml"]
+#: the configs whose training encodes text with the process-wide shared encoder and its caches
+#: (:func:`vision.detection.vocabulary.shared_text_encoder`)
+SHARED_TEXT = [path for path in SAME_SEED if _task(compose(path)) in ("detection", "concept")]
 
 
 @pytest.mark.parametrize("config", SAME_SEED, ids=_ids)
-def test_same_seed_gives_the_same_model(config, fixtures, uninterrupted, tmp_path):
+def test_same_seed_gives_the_same_model(config, fixtures, uninterrupted, fresh_process):
     """This process's run against a subprocess with another ``PYTHONHASHSEED`` and another number of workers."""
-    shipped = compose(config)
-    _ok(_train(_write(tmp_path, reduce(shipped, fixtures, tmp_path, [])), hash_seed=2, workers=0))
-    _assert_identical(uninterrupted(config), load_checkpoint(_last(tmp_path)))
+    _assert_identical(uninterrupted(config), fresh_process(config))
+
+
+def _pollute(splits: list[str]) -> None:
+    """What an earlier test may leave in this process: the shared text encoder's caches filled at another thread
+    count (an in-process ``validate`` at the default count encodes the split's vocabulary so), and the global
+    random generators moved. The thread count is restored."""
+    import random
+
+    import numpy as np
+
+    from vision.data.coco import load_split
+    from vision.detection.vocabulary import DEFAULT_TEMPLATE, encode_vocabulary, shared_text_encoder
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(4)  # not the run's count (1), whatever the machine's cores
+    try:
+        for path in splits:
+            split = load_split(path)
+            names = [c["name"] for _, c in sorted(split.categories.items())]
+            shared_text_encoder()([DEFAULT_TEMPLATE.format(name) for name in names])
+            encode_vocabulary(split.given_vocabulary())
+    finally:
+        torch.set_num_threads(threads)
+    torch.rand(7)  # the run seeds every generator itself
+    np.random.rand(7)
+    random.random()
+
+
+@pytest.mark.parametrize("config", SHARED_TEXT, ids=_ids)
+def test_same_seed_gives_the_same_model_in_a_used_process(config, fixtures, fresh_process, tmp_path):
+    """A run in this process after :func:`_pollute` (other work at another thread count) ends with the model of a
+    new process, bit for bit: training depends on its seed and thread count only, not on what ran before."""
+    data = fixtures[_task(compose(config))]["data"]
+    splits = [*(data["train_split"] if isinstance(data["train_split"], list) else [data["train_split"]]),
+              data["val_split"]]
+    _pollute(splits)
+    assert _fit_here(_write(tmp_path, reduce(compose(config), fixtures, tmp_path, []))) == 0
+    _assert_identical(fresh_process(config), load_checkpoint(_last(tmp_path)))
 
 
 def _raise(step: int, sig: signal.Signals = signal.SIGKILL) -> dict:
