@@ -171,7 +171,7 @@ def test_a_backbone_of_another_size_is_refused_by_name(geometry_checkpoints, tmp
     assert str(geometry_checkpoints[0]) in str(info.value)
     with pytest.raises(InputError, match="needs ForensicsConfig.geometry"):
         ForensicsModule(config=_config(geometry=None), geometry_checkpoint=str(geometry_checkpoints[0]))
-    with pytest.raises(InputError, match="must be None or one of"):
+    with pytest.raises(InputError, match="geometry='huge': must be one of"):
         _config(geometry="huge")
     with pytest.raises(InputError, match="not a multiple of the tiny backbone's patch size 8"):
         _config(geometry_image_size=36)

@@ -74,7 +74,7 @@ def test_config_errors_are_named(tmp_path):
         GeometryModule(config={"image_size": 32}, match_weight=1.0)
     with pytest.raises(InputError, match="patch size"):
         build_model(GeometryConfig(image_size=36))
-    with pytest.raises(InputError, match="size must be one of"):
+    with pytest.raises(InputError, match="size='huge': must be one of"):
         GeometryConfig(size="huge")
     other = tmp_path / "other.ckpt"
     torch.save({"state_dict": {"model.w": torch.ones(1)}, "hyper_parameters": {"config": {"size": "tiny"}}}, other)

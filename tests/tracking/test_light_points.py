@@ -91,7 +91,7 @@ def test_tracking_encoding_reads_the_light_points_and_nothing_else_changes():
 
 
 def test_config_and_training_refuse_what_cannot_work():
-    with pytest.raises(InputError, match="tracking_points must be one of"):
+    with pytest.raises(InputError, match="tracking_points='fast': must be one of"):
         TrackingConfig(tracking_points="fast")
     with pytest.raises(InputError, match="needs architecture 'g2tam'"):
         TrackingConfig(architecture="memory_bank", tracking_points="light")

@@ -17,12 +17,12 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
+from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
 from vision.concept.heads import AssociationHead, PresenceHead
 from vision.detection.model import OOVDetector
 from vision.detection.task import DetectionConfig
 from vision.detection.task import build_model as build_detector
-from vision.errors import InputError
+from vision.geometry.task import MAX_IMAGE_SIZE
 from vision.model_folder import ModelFolder, write_model_folder
 from vision.tracking.model import G2TAM
 from vision.tracking.task import TrackingConfig
@@ -48,48 +48,43 @@ class ConceptConfig(TaskConfig):
         learned_presence / learned_association: use the learned heads (False: their fixed rules).
         score_threshold: proposals at or under this score are dropped. nms_iou: per-phrase NMS.
         max_per_view: proposals kept per view. association_threshold: see :class:`~vision.concept.association.
-            Associator`. rule_distance: the association rule's 3D distance.
+            Associator`. rule_distance: the association rule's 3D distance (in the normalised scene frame).
         presence_threshold: a phrase's instances are dropped on views whose presence is under it.
         max_phrases: phrases (and exemplar-only concepts) per call.
     """
 
     task: ClassVar[str] = "concept"  # the registry name its checkpoints and model folders record
 
-    image_size: int = 64
+    image_size: int = checked(64, low=8, high=MAX_IMAGE_SIZE)
     detector: dict = dataclasses.field(default_factory=dict)
     tracker: dict = dataclasses.field(default_factory=dict)
-    competitors: list[str] = dataclasses.field(default_factory=list)
-    hidden: int = 32
+    competitors: list[str] = checked(factory=list, items=(0, 10_000), max_chars=1000)
+    hidden: int = checked(32, low=1, high=4096)
     rejection: bool = True
     learned_presence: bool = True
     learned_association: bool = True
-    score_threshold: float = 0.3
-    nms_iou: float = 0.5
-    max_per_view: int = 16
-    association_threshold: float = 0.5
-    rule_distance: float = 0.15
-    presence_threshold: float = 0.5
-    max_phrases: int = 16
+    score_threshold: float = checked(0.3, low=0.0, high=1.0)
+    nms_iou: float = checked(0.5, low=0.0, high=1.0)
+    max_per_view: int = checked(16, low=1, high=1000)
+    association_threshold: float = checked(0.5, low=0.0, high=1.0)
+    rule_distance: float = checked(0.15, low=0.0, high=10.0, open_low=True)
+    presence_threshold: float = checked(0.5, low=0.0, high=1.0)
+    max_phrases: int = checked(16, low=1, high=1024)
 
     def __post_init__(self) -> None:
-        self.detector = DetectionConfig.from_value(self.detector).to_dict()
-        self.tracker = TrackingConfig.from_value(self.tracker).to_dict()
+        super().__post_init__()
+        self.detector = self.nested("detector", DetectionConfig).to_dict()
+        self.tracker = self.nested("tracker", TrackingConfig).to_dict()
         if self.tracker["architecture"] != "g2tam":
-            raise InputError(f"ConceptConfig.tracker must be a G2TAM (architecture 'g2tam'), got "
-                             f"{self.tracker['architecture']!r}")
-        sizes = (self.image_size, self.detector["image_size"], self.tracker["image_size"])
-        if len(set(sizes)) != 1:
-            raise InputError(f"ConceptConfig: image_size ({sizes[0]}), the detector's ({sizes[1]}) and the "
-                             f"tracker's ({sizes[2]}) must be equal")
-        self.competitors = [str(c) for c in self.competitors]
-        for name in ("image_size", "hidden", "max_per_view", "max_phrases"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"ConceptConfig.{name} must be an integer >= 1, got {value!r}")
-        for name in ("score_threshold", "association_threshold", "presence_threshold"):
-            value = getattr(self, name)
-            if not 0.0 <= float(value) <= 1.0:
-                raise InputError(f"ConceptConfig.{name} must be in [0, 1], got {value!r}")
+            raise self.field_error("tracker.architecture", "must be 'g2tam': the concept tracker is a G2TAM",
+                                   self.tracker["architecture"])
+        for name, part in (("detector", self.detector), ("tracker", self.tracker)):
+            if part["image_size"] != self.image_size:
+                raise self.field_error(f"{name}.image_size", f"must be the concept image_size {self.image_size}",
+                                       part["image_size"])
+        for index, name in enumerate(self.competitors):
+            if not name.strip():
+                raise self.field_error(f"competitors[{index}]", "must be a name, not empty or blank", name)
 
 
 class ConceptModel(nn.Module):

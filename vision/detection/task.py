@@ -17,15 +17,18 @@ This module is inference code: it never imports :mod:`vision.training`.
 from __future__ import annotations
 
 import dataclasses
+import string
 from pathlib import Path
 from typing import ClassVar, Literal, NamedTuple, overload
 
 import torch
 
-from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
+from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
 from vision.detection.model import OOVDetector
 from vision.detection.vocabulary import DEFAULT_TEMPLATE
 from vision.errors import DataError
+from vision.geometry.model import BACKBONE_CONFIGS
+from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
 from vision.model_folder import ModelFolder, write_model_folder
 from vision.text import TEXT_DIM
 
@@ -37,44 +40,75 @@ class DetectionConfig(TaskConfig):
     """What defines an OOV detector.
 
     Args:
-        size: backbone size (:func:`vision.geometry.model.create_backbone`: ``tiny``, ``small``, ``base``).
+        size: backbone size (a key of :data:`vision.geometry.model.BACKBONE_CONFIGS`: ``tiny``, ``base``,
+            ``vggt_1b``).
         image_size: the square model input side in pixels (a multiple of the patch size); the data's
             ``image_size`` is linked to it by the CLI.
-        feature_layers: aggregator layers whose patch maps feed the pyramid (negative = from the end).
-        channels: pyramid / head width.
+        feature_layers: aggregator layers whose patch maps feed the pyramid (negative = from the end), each within
+            the backbone's depth.
+        channels: pyramid / head width (a multiple of 8: its group norms take 8 groups; with ``pixel_stem`` 8 or
+            a multiple of 16, as the stem's width is half of it, at least 8).
         embed_dim: region embedding dimension ``D``, the text encoder's (:data:`vision.text.TEXT_DIM`).
         temperature: cosine-classifier temperature ``tau``.
         num_oov_prompts: learnable OOV prompt vectors ``M`` (used when ``oov_class``).
         oov_class: False builds the closed-vocabulary baseline (no OOV column, no prompts).
         score_threshold: detections at or under this score are dropped before NMS.
         nms_iou: class-aware NMS IoU. max_detections: per image, after NMS. pre_nms_topk: boxes kept before NMS.
-        prompt_template: text prompt per class name (``template.format(name)``), for the text table.
+        prompt_template: text prompt per class name (``template.format(name)``), for the text table: one ``{}``
+            and no other replacement field (a literal brace is written ``{{`` or ``}}``).
         pixel_stem: a small conv stem on the pixels added to the feature pyramid
-            (:class:`~vision.detection.head.PixelStem`); False: the backbone's patch maps alone.
+            (:class:`~vision.detection.head.PixelStem`; a backbone whose patch size is a power of two); False: the
+            backbone's patch maps alone.
         text_projection: learn a linear map (identity at start) of the text rows, applied to every vocabulary
             including zero-shot names; False: the frozen text embeddings.
     """
 
     task: ClassVar[str] = "detection"  # the registry name its checkpoints and model folders record
 
-    size: str = "tiny"
-    image_size: int = 64
-    feature_layers: list[int] = dataclasses.field(default_factory=lambda: [1, -1])
-    channels: int = 96
-    embed_dim: int = TEXT_DIM
-    temperature: float = 0.05
-    num_oov_prompts: int = 1
+    size: str = checked("tiny", choices=BACKBONE_CONFIGS)
+    image_size: int = checked(64, low=8, high=MAX_IMAGE_SIZE)
+    feature_layers: list[int] = checked(factory=lambda: [1, -1], low=-64, high=63, items=(1, 8))
+    channels: int = checked(96, low=8, high=1024, multiple_of=8)
+    embed_dim: int = checked(TEXT_DIM, low=1, high=4096)
+    temperature: float = checked(0.05, low=0.001, high=10.0)
+    num_oov_prompts: int = checked(1, low=1, high=64)
     oov_class: bool = True
-    score_threshold: float = 0.05
-    nms_iou: float = 0.5
-    max_detections: int = 100
-    pre_nms_topk: int = 1000
-    prompt_template: str = DEFAULT_TEMPLATE
+    score_threshold: float = checked(0.05, low=0.0, high=1.0)
+    nms_iou: float = checked(0.5, low=0.0, high=1.0)
+    max_detections: int = checked(100, low=1, high=10_000)
+    pre_nms_topk: int = checked(1000, low=1, high=100_000)
+    prompt_template: str = checked(DEFAULT_TEMPLATE, max_chars=1000)
     pixel_stem: bool = False
     text_projection: bool = False
 
     def __post_init__(self) -> None:
-        self.feature_layers = [int(i) for i in self.feature_layers]
+        super().__post_init__()
+        check_image_size(self, self.size)
+        depth = int(BACKBONE_CONFIGS[self.size]["depth"])
+        for index, layer in enumerate(self.feature_layers):
+            if not -depth <= layer < depth:
+                raise self.field_error(f"feature_layers[{index}]", f"must be in [-{depth}, {depth - 1}], the layers "
+                                                                   f"of the {self.size} backbone", layer)
+        patch = int(BACKBONE_CONFIGS[self.size]["patch_size"])
+        if self.pixel_stem and (patch < 4 or patch & (patch - 1)):
+            raise self.field_error("pixel_stem", f"needs a power-of-two patch size; the {self.size} backbone's is "
+                                                 f"{patch}")
+        if self.pixel_stem and self.channels % 16 and self.channels != 8:
+            raise self.field_error("channels", "must be 8 or a multiple of 16 with pixel_stem (the stem's width is "
+                                               "half of it)")
+        if not _one_name_field(self.prompt_template):
+            raise self.field_error("prompt_template", "must hold one '{}' (the class name) and no other replacement "
+                                                      "field; write a literal brace as '{{' or '}}'")
+
+
+def _one_name_field(template: str) -> bool:
+    """Whether ``template.format(name)`` puts the name in its one ``{}`` (no other field, no attribute or index)."""
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+        template.format("name")
+    except (ValueError, IndexError, KeyError):
+        return False
+    return fields == [""]
 
 
 def build_model(config: DetectionConfig | dict | None = None) -> OOVDetector:
@@ -132,10 +166,14 @@ def _training_vocabulary(hparams: dict, checkpoint: str | Path) -> TrainingVocab
     names, ids = hparams.get("class_names"), hparams.get("category_ids")
     if names is None:
         return None
-    if not isinstance(names, list) or not isinstance(ids, list) or len(ids) != len(names):
-        raise DataError("the training vocabulary must be a list of names with one category id each", file=checkpoint,
-                        field="hyper_parameters.category_ids", value=ids)
-    return TrainingVocabulary([str(n) for n in names], [int(i) for i in ids])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise DataError("the training vocabulary must be a list of names", file=checkpoint,
+                        field="hyper_parameters.class_names")
+    if not isinstance(ids, list) or len(ids) != len(names) or \
+            not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise DataError("the training vocabulary must have one integer category id per name", file=checkpoint,
+                        field="hyper_parameters.category_ids")
+    return TrainingVocabulary(list(names), list(ids))
 
 
 def save(model: OOVDetector, config: DetectionConfig | dict | None, folder: str | Path,

@@ -24,12 +24,13 @@ from typing import Any, ClassVar, Literal, overload
 
 import torch
 
-from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
+from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
 from vision.errors import DataError, InputError
 from vision.forensics.model import ForensicDetector
 from vision.forensics.statistics import VERDICT_ALPHA, VERDICT_REAL_P
 from vision.forensics.tools import TOOL_NAMES, build_tools, feature_names
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone
+from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
 from vision.model_folder import ModelFolder, write_model_folder
 
 __all__ = ["ForensicsConfig", "DEFAULT_TOOLS", "BACKBONE_PREFIX", "build_model", "build_backbone",
@@ -65,43 +66,21 @@ class ForensicsConfig(TaskConfig):
 
     task: ClassVar[str] = "forensics"  # the registry name its checkpoints and model folders record
 
-    tools: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_TOOLS))
-    hidden: int = 32
-    dropout: float = 0.1
-    image_size: int = 64
-    max_frames: int = 16
-    geometry: str | None = None
-    geometry_image_size: int = 64
-    verdict_alpha: float = VERDICT_ALPHA
+    tools: list[str] = checked(factory=lambda: list(DEFAULT_TOOLS), choices=TOOL_NAMES, items=(1, len(TOOL_NAMES)))
+    hidden: int = checked(32, low=1, high=4096)
+    dropout: float = checked(0.1, low=0.0, high=1.0, open_high=True)
+    image_size: int = checked(64, low=16, high=1024)
+    max_frames: int = checked(16, low=1, high=512)
+    geometry: str | None = checked(None, choices=BACKBONE_CONFIGS)
+    geometry_image_size: int = checked(64, low=8, high=MAX_IMAGE_SIZE)
+    verdict_alpha: float = checked(VERDICT_ALPHA, low=0.0, high=VERDICT_REAL_P, open_low=True, open_high=True)
 
     def __post_init__(self) -> None:
-        self.tools = list(self.tools)
-        if not self.tools:
-            raise InputError("ForensicsConfig.tools must name at least one tool")
-        unknown = [t for t in self.tools if t not in TOOL_NAMES]
-        if unknown:
-            raise InputError(f"ForensicsConfig.tools: unknown tool(s) {unknown}; choose from {list(TOOL_NAMES)}")
+        super().__post_init__()
         if len(set(self.tools)) != len(self.tools):
-            raise InputError(f"ForensicsConfig.tools names a tool twice: {self.tools}")
-        for name in ("hidden", "image_size", "max_frames", "geometry_image_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"ForensicsConfig.{name} must be an integer >= 1, got {value!r}")
-        if isinstance(self.verdict_alpha, bool) or not isinstance(self.verdict_alpha, (int, float)) or \
-                not 0.0 < float(self.verdict_alpha) < VERDICT_REAL_P:
-            raise InputError(f"ForensicsConfig.verdict_alpha must be in (0, {VERDICT_REAL_P}), got "
-                             f"{self.verdict_alpha!r}")
-        self.verdict_alpha = float(self.verdict_alpha)
-        if not 0.0 <= float(self.dropout) < 1.0:
-            raise InputError(f"ForensicsConfig.dropout must be in [0, 1), got {self.dropout!r}")
+            raise self.field_error("tools", "names a tool twice")
         if self.geometry is not None:
-            if self.geometry not in BACKBONE_CONFIGS:
-                raise InputError(f"ForensicsConfig.geometry must be None or one of {sorted(BACKBONE_CONFIGS)}, "
-                                 f"got {self.geometry!r}")
-            patch = int(BACKBONE_CONFIGS[self.geometry]["patch_size"])
-            if self.geometry_image_size % patch:
-                raise InputError(f"ForensicsConfig.geometry_image_size={self.geometry_image_size} is not a multiple "
-                                 f"of the {self.geometry} backbone's patch size {patch}")
+            check_image_size(self, self.geometry, "geometry_image_size")
 
     @property
     def feature_names(self) -> list[str]:

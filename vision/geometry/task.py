@@ -19,20 +19,36 @@ Inference code imports this module; it does not import :mod:`vision.training`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from vision.checkpoint import TaskConfig, load_weights, read_model, read_task_checkpoint, task_checkpoint_parts
+from vision.checkpoint import (TaskConfig, checked, load_weights, read_model, read_task_checkpoint,
+                               task_checkpoint_parts)
 from vision.errors import DataError, InputError
 from vision.geometry.matching import MatchProjection
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_backbone
+from vision.geometry.patch_embed import build_patch_embed
 from vision.model_folder import ModelFolder, write_model_folder
 
-__all__ = ["GeometryConfig", "GeometryModel", "backbone_of_checkpoint", "build_model", "load", "save",
-           "read_backbone_checkpoint"]
+__all__ = ["GeometryConfig", "GeometryModel", "MAX_IMAGE_SIZE", "check_image_size", "backbone_of_checkpoint",
+           "build_model", "load", "save", "read_backbone_checkpoint"]
+
+#: The largest square input side a task config takes: the backbone's position grid, its feature maps and the
+#: memory of one view grow with its square (2048 keeps the largest backbone buildable on a 24 GB machine).
+MAX_IMAGE_SIZE = 2048
+
+
+def check_image_size(config: TaskConfig, size: str, field: str = "image_size") -> None:
+    """Refuse ``config.<field>`` (:meth:`~vision.checkpoint.TaskConfig.field_error`) unless it is a multiple of the
+    patch size of the backbone size ``size`` (a key of :data:`BACKBONE_CONFIGS`): the one rule every task's input
+    size follows."""
+    patch = int(BACKBONE_CONFIGS[size]["patch_size"])
+    if getattr(config, field) % patch:
+        raise config.field_error(field, f"not a multiple of the {size} backbone's patch size {patch}")
 
 
 @dataclasses.dataclass
@@ -43,10 +59,12 @@ class GeometryConfig(TaskConfig):
         size: backbone size, a key of :data:`vision.geometry.model.BACKBONE_CONFIGS` (``tiny``, ``base``,
             ``vggt_1b``).
         image_size: side of the square input (training and evaluation resolution, linked to the datamodule's
-            ``image_size``); a multiple of the patch size.
-        patch_embed: patch embedding (``conv``, ``convstem`` or a timm ViT name); None: the size's own.
+            ``image_size``); a multiple of the patch size, at most :data:`MAX_IMAGE_SIZE`.
+        patch_embed: patch embedding (``conv``, ``convstem`` or a timm ViT name whose patch size and width are the
+            size's); None: the size's own.
         patch_embed_weights: optional local file of patch-embed weights (timm / DINOv2) used when the model is
-            first built; never downloaded, and not read again by :func:`load` (the checkpoint holds the weights).
+            first built, for a timm ViT patch embedding only; never downloaded, and not read again by :func:`load`
+            (the checkpoint holds the weights).
         use_checkpoint: gradient checkpointing of the aggregator's blocks while training.
         match_dim: width of the matching projection of the aggregator's last patch tokens (trained by the
             correspondence loss; the evaluation registers cameras from its matches, the ``match_pose`` row);
@@ -58,24 +76,39 @@ class GeometryConfig(TaskConfig):
 
     task: ClassVar[str] = "geometry"  # the registry name its checkpoints and model folders record
 
-    size: str = "tiny"
-    image_size: int = 64
-    patch_embed: str | None = None
+    size: str = checked("tiny", choices=BACKBONE_CONFIGS)
+    image_size: int = checked(64, low=8, high=MAX_IMAGE_SIZE)
+    patch_embed: str | None = checked(None, max_chars=200)
     patch_embed_weights: str | None = None
     use_checkpoint: bool = False
-    match_dim: int | None = None
+    match_dim: int | None = checked(None, low=1, high=4096)
     ray_head: bool = False
 
     def __post_init__(self) -> None:
-        if self.size not in BACKBONE_CONFIGS:
-            raise InputError(f"GeometryConfig.size must be one of {sorted(BACKBONE_CONFIGS)}, got {self.size!r}")
-        if isinstance(self.image_size, bool) or not isinstance(self.image_size, int) or self.image_size < 1:
-            raise InputError(f"GeometryConfig.image_size must be a positive integer, got {self.image_size!r}")
-        if self.match_dim is not None and (isinstance(self.match_dim, bool) or not isinstance(self.match_dim, int)
-                                           or self.match_dim < 1):
-            raise InputError(f"GeometryConfig.match_dim must be a positive integer or None, got {self.match_dim!r}")
-        if not isinstance(self.ray_head, bool):
-            raise InputError(f"GeometryConfig.ray_head must be true or false, got {self.ray_head!r}")
+        super().__post_init__()
+        check_image_size(self, self.size)
+        if self.patch_embed is not None:
+            problem = _patch_embed_problem(self.patch_embed, self.size)
+            if problem is not None:
+                raise self.field_error("patch_embed", problem)
+        kind = self.patch_embed or BACKBONE_CONFIGS[self.size]["patch_embed"]
+        if self.patch_embed_weights is not None and kind in ("conv", "convstem"):
+            raise self.field_error("patch_embed_weights", f"is for a timm ViT patch embedding; this one is {kind!r}")
+
+
+@functools.lru_cache(maxsize=32)
+def _patch_embed_problem(kind: str, size: str) -> str | None:
+    """Why the patch embedding ``kind`` does not fit the backbone ``size`` (None when it does). It is built on the
+    meta device, which takes no memory: a name of a huge timm model costs nothing before it is refused."""
+    backbone = BACKBONE_CONFIGS[size]
+    try:
+        with torch.device("meta"):
+            build_patch_embed(kind, int(backbone["img_size"]), int(backbone["patch_size"]), int(backbone["embed_dim"]))
+    except InputError as exc:
+        return str(exc)
+    except Exception as exc:  # timm raises many types for a model that is not a ViT (an argument it does not take)
+        return f"timm cannot build {kind!r} as a ViT patch embedding ({type(exc).__name__})"
+    return None
 
 
 class GeometryModel(nn.Module):
@@ -115,9 +148,6 @@ def build_model(config: GeometryConfig | dict | None = None) -> GeometryModel:
     if config.patch_embed is not None:
         overrides["patch_embed"] = config.patch_embed
     backbone = create_backbone(config.size, **overrides)
-    if config.image_size % backbone.patch_size:
-        raise InputError(f"GeometryConfig.image_size={config.image_size} is not a multiple of the "
-                         f"{config.size} backbone's patch size {backbone.patch_size}")
     match = MatchProjection(2 * backbone.embed_dim, config.match_dim) if config.match_dim is not None else None
     return GeometryModel(backbone, match)
 

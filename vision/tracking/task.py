@@ -17,10 +17,11 @@ from pathlib import Path
 
 import torch
 
-from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
-from vision.errors import InputError
+from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
+from vision.geometry.model import BACKBONE_CONFIGS
+from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
 from vision.model_folder import ModelFolder, write_model_folder
-from vision.text import TEXT_DIM
+from vision.text import TEXT_DIM, TEXT_ENCODERS
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import DECODER_STYLES, G2TAM, TRACKING_POINTS
 
@@ -41,8 +42,10 @@ class TrackingConfig(TaskConfig):
         backbone: geometry backbone size name (:func:`vision.geometry.model.create_backbone`).
         image_size: square input size in pixels (a multiple of the backbone's patch size); the data is resized to it
             (the CLI links it to the datamodule's ``image_size``).
-        dim: width of view features, prompt tokens and the decoder. num_masks: mask hypotheses per object.
-        decoder_depth / num_heads: the two-way mask decoder.
+        dim: width of view features, prompt tokens and the decoder (a multiple of 8: the decoder upsamples to
+            ``dim / 8`` channels). num_masks: mask hypotheses per object.
+        decoder_depth / num_heads: the two-way mask decoder; ``num_heads`` divides ``dim / 2``, the width of its
+            cross-attention.
         memory_size: frames in the control's memory bank (plus the prompted frame); G2TAM has no bank.
         click_maps: dense click / box maps on the prompted view. proximity_maps: dense 3D proximity maps on every
             view (G2TAM only). hires_maps: the decoder also fuses the maps at its upsampled resolution.
@@ -57,37 +60,32 @@ class TrackingConfig(TaskConfig):
 
     task: ClassVar[str] = "tracking"  # the registry name its checkpoints and model folders record
 
-    architecture: str = "g2tam"
-    backbone: str = "tiny"
-    image_size: int = 64
-    dim: int = 64
-    num_masks: int = 3
-    decoder_depth: int = 2
-    num_heads: int = 4
-    memory_size: int = 4
+    architecture: str = checked("g2tam", choices=ARCHITECTURES)
+    backbone: str = checked("tiny", choices=BACKBONE_CONFIGS)
+    image_size: int = checked(64, low=8, high=MAX_IMAGE_SIZE)
+    dim: int = checked(64, low=8, high=512, multiple_of=8)
+    num_masks: int = checked(3, low=1, high=16)
+    decoder_depth: int = checked(2, low=1, high=8)
+    num_heads: int = checked(4, low=1, high=32)
+    memory_size: int = checked(4, low=1, high=64)
     click_maps: bool = True
     proximity_maps: bool = True
     hires_maps: bool = True
-    text_encoder: str | None = "minilm"
-    text_dim: int = TEXT_DIM
-    decoder_style: str = "g2tam"
-    tracking_points: str = "dpt"
+    text_encoder: str | None = checked("minilm", choices=TEXT_ENCODERS)
+    text_dim: int = checked(TEXT_DIM, low=1, high=4096)
+    decoder_style: str = checked("g2tam", choices=DECODER_STYLES)
+    tracking_points: str = checked("dpt", choices=TRACKING_POINTS)
 
     def __post_init__(self) -> None:
-        if self.architecture not in ARCHITECTURES:
-            raise InputError(f"TrackingConfig.architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
-        # G2TAM's options: a value of their choices, other than the first only for G2TAM
+        super().__post_init__()
+        check_image_size(self, self.backbone)
+        if (self.dim // 2) % self.num_heads:
+            raise self.field_error("num_heads", f"must divide dim / 2 = {self.dim // 2} (the width of the decoder's "
+                                                "cross-attention)")
+        # G2TAM's options: other than the first of their choices only for G2TAM
         for name, choices in (("decoder_style", DECODER_STYLES), ("tracking_points", TRACKING_POINTS)):
-            value = getattr(self, name)
-            if value not in choices:
-                raise InputError(f"TrackingConfig.{name} must be one of {choices}, got {value!r}")
-            if value != choices[0] and self.architecture != "g2tam":
-                raise InputError(f"TrackingConfig.{name}={value!r} needs architecture 'g2tam', "
-                                 f"got {self.architecture!r}")
-        for name in ("image_size", "dim", "num_masks", "decoder_depth", "num_heads", "memory_size", "text_dim"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"TrackingConfig.{name} must be an integer >= 1, got {value!r}")
+            if getattr(self, name) != choices[0] and self.architecture != "g2tam":
+                raise self.field_error(name, f"needs architecture 'g2tam', got {self.architecture!r}")
 
 
 def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBankTracker:
