@@ -211,7 +211,7 @@ def test_a_folder_that_is_not_a_model_folder_is_one_clear_error(tmp_path):
     with pytest.raises(DataError, match="not a vision model folder's config.json"):
         load(tmp_path)
     (tmp_path / CONFIG_FILE).write_text("{not json")
-    with pytest.raises(DataError, match="not valid JSON"):
+    with pytest.raises(DataError, match="invalid JSON at line 1"):
         load(tmp_path)
 
 
@@ -283,3 +283,118 @@ def test_writing_never_clobbers_other_files(geometry_folder, tmp_path):
     assert write_model_folder(folder, geometry_folder, overwrite=True) == geometry_folder
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["geometry", "notes"]  # no staging folder left
+
+
+# ---------------------------------------------------------------------------------------------------- hostile config.json
+# A model folder's config.json is untrusted input: each way it can be wrong is one DataError naming config.json,
+# the field and the value, before any weights are read or any model is built (the schema: tests/test_checkpoint.py).
+
+DIGITS = "9" * 5000  # past Python's limit for int(); read_json reads it as an infinite float
+
+
+@pytest.fixture(scope="module")
+def saved_folders(tmp_path_factory):
+    """An untrained tracking and concept model folder, as ``save`` writes them."""
+    root = tmp_path_factory.mktemp("folders")
+    folders = {}
+    for name in ("tracking", "concept"):
+        task = get_task(name)
+        config = task.resolve("config")()
+        folders[name] = task.resolve("save")(task.build_model(config), config, root / name)
+    return folders
+
+
+def _edited(folders, tmp_path, task, edit):
+    """A copy of the task's folder whose config.json text went through ``edit``."""
+    import shutil
+
+    folder = shutil.copytree(folders[task], tmp_path / task)
+    (folder / CONFIG_FILE).write_text(edit((folder / CONFIG_FILE).read_text()))
+    return folder
+
+
+def _set(path, value):
+    """An edit setting ``config.<path>`` (dotted) to ``value``."""
+    def edit(text):
+        content = json.loads(text)
+        *parents, last = ["config", *path.split(".")]
+        target = content
+        for part in parents:
+            target = target[part]
+        target[last] = value
+        return json.dumps(content)
+    return edit
+
+
+def _deep(levels):
+    return "[" * levels + "]" * levels
+
+
+HOSTILE_FOLDERS = {
+    "version 5000 digits": ("tracking", lambda t: t.replace('"version": 1', f'"version": {DIGITS}'), "version=inf"),
+    "dim 5000 digits": ("tracking", lambda t: t.replace('"dim": 64', f'"dim": {DIGITS}'),
+                        "config.dim=inf: must be an integer"),
+    "100000-deep nesting": ("tracking", lambda t: t.replace('"training": {}', f'"training": {_deep(100_000)}'),
+                            "JSON nested too deeply"),
+    "600-deep nesting": ("tracking", lambda t: t.replace('"hyper_parameters": {}', f'"hyper_parameters": {_deep(600)}'),
+                         "hyper_parameters[0][0]"),
+    "image_size 10^6": ("tracking", _set("image_size", 10 ** 6), "config.image_size=1000000: must be an integer"),
+    "image_size 10^30": ("tracking", _set("image_size", 10 ** 30), f"config.image_size={10 ** 30}"),
+    "dim 100000": ("tracking", _set("dim", 100_000), "config.dim=100000"),
+    "concept hidden 10^6": ("concept", _set("hidden", 10 ** 6), "config.hidden=1000000"),
+    "num_heads 3 of inner dim 32": ("tracking", _set("num_heads", 3), "config.num_heads=3: must divide dim / 2 = 32"),
+    "score_threshold '0.5'": ("concept", _set("score_threshold", "0.5"), "config.score_threshold='0.5'"),
+    "decoder_depth 10^6": ("tracking", _set("decoder_depth", 10 ** 6), "config.decoder_depth=1000000"),
+    "click_maps 'false'": ("tracking", _set("click_maps", "false"), "config.click_maps='false': must be true or false"),
+    "competitors 'abc'": ("concept", _set("competitors", "abc"), "config.competitors='abc': must be a list"),
+    "nms_iou 2.0": ("concept", _set("nms_iou", 2.0), "config.nms_iou=2.0: must be a number in [0, 1]"),
+    "rule_distance -1": ("concept", _set("rule_distance", -1), "config.rule_distance=-1: must be a number in (0, 10]"),
+    "concept tracker dim": ("concept", _set("tracker.dim", 100_000), "config.tracker.dim=100000"),
+    "concept detector feature layer": ("concept", _set("detector.feature_layers", [1, 7]),
+                                       "config.detector.feature_layers[1]=7: must be in [-4, 3]"),
+    "unknown field": ("tracking", _set("depth", 3), "config: unknown TrackingConfig field(s) ['depth']"),
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("case", HOSTILE_FOLDERS)
+def test_a_hostile_config_json_is_one_error_naming_file_field_and_value(saved_folders, tmp_path, case):
+    task, edit, named = HOSTILE_FOLDERS[case]
+    folder = _edited(saved_folders, tmp_path, task, edit)
+    for read in (read_model_folder, get_task(task).load):
+        with pytest.raises(DataError) as info:
+            read(folder)
+        text = str(info.value)
+        assert text.startswith(f"{folder / CONFIG_FILE}: ") and named in text and "\n" not in text, text[:300]
+
+
+def test_a_huge_integer_where_nothing_reads_it_is_harmless(saved_folders, tmp_path):
+    folder = _edited(saved_folders, tmp_path, "tracking",
+                     lambda t: t.replace('"training": {}', f'"training": {{"epoch": {DIGITS}}}'))
+    model, config = get_task("tracking").load(folder)
+    assert config == get_task("tracking").resolve("config")()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("case", ["version 5000 digits", "100000-deep nesting", "num_heads 3 of inner dim 32"])
+def test_predict_and_export_refuse_a_hostile_folder_in_one_line(saved_folders, tmp_path, capsys, case):
+    """vision-predict and vision-export: one ``error:`` line naming config.json, exit 2, nothing written."""
+    import numpy as np
+    from PIL import Image
+
+    from vision.cli import export, predict
+
+    _, edit, named = HOSTILE_FOLDERS[case]
+    folder = _edited(saved_folders, tmp_path, "tracking", edit)
+    image = tmp_path / "view.png"
+    Image.fromarray(np.zeros((32, 32, 3), dtype=np.uint8)).save(image)
+    capsys.readouterr()
+    runs = {"predict": lambda: predict.main(["--task", "tracking", "--ckpt", str(folder), "--points", "10,10",
+                                             "--device", "cpu", "--out", str(tmp_path / "out"), str(image)]),
+            "export": lambda: export.main(["--ckpt", str(folder), "--out", str(tmp_path / "exported")])}
+    for tool, run in runs.items():
+        assert run() == 2, tool
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {folder / CONFIG_FILE}: ") and named in lines[0], \
+            (tool, lines)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "exported").exists()

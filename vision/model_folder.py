@@ -45,7 +45,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from vision.data.files import regular_file
+from vision.data.files import read_json, regular_file
 from vision.errors import DataError, InputError
 from vision.tasks import TASKS, get_task, task_names
 
@@ -59,6 +59,8 @@ CONFIG_FILE = "config.json"
 CARD_FILE = "README.md"
 #: the largest config.json read (it holds configs and hyper-parameters, never weights)
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
+#: the deepest nesting of lists and objects config.json may hold (one written by vision-export holds a few levels)
+MAX_CONFIG_DEPTH = 32
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WEIGHTS_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.safetensors$")
 
@@ -107,8 +109,10 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolde
 
     Raises:
         DataError: ``path`` is not a folder, has no ``config.json`` (not a model folder), the file is not valid
-            JSON or not this format, names an unknown task or an unsafe / missing weights file, or a weights file
-            is not a readable safetensors file (naming the file and the field).
+            JSON (:func:`vision.data.files.read_json`: an integer too long for a float is read as infinite) or
+            nested more than :data:`MAX_CONFIG_DEPTH` levels, is not this format, names an unknown task, a config
+            its task's :class:`~vision.checkpoint.TaskConfig` refuses (``config.<field>``), or an unsafe / missing
+            weights file, or a weights file is not a readable safetensors file (naming the file and the field).
     """
     path = Path(path)
     if not path.is_dir():
@@ -117,13 +121,10 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolde
     if not config_path.exists() and not config_path.is_symlink():
         raise DataError(f"not a model folder (no {CONFIG_FILE}); a model folder holds {CONFIG_FILE}, "
                         "model.safetensors and README.md, as vision-export writes it", file=path)
-    regular_file(config_path, what="model folder config", max_bytes=MAX_CONFIG_BYTES)
-    try:
-        content = json.loads(config_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"not valid JSON ({exc})", file=config_path) from None
-    except OSError as exc:
-        raise DataError(f"cannot be read ({exc.strerror or exc})", file=config_path) from None
+    content = read_json(config_path, what="model folder config", max_bytes=MAX_CONFIG_BYTES)
+    deep = _nested_too_deeply(content)
+    if deep is not None:
+        raise DataError(f"nested more than {MAX_CONFIG_DEPTH} levels deep", file=config_path, field=deep)
     if not isinstance(content, dict) or content.get("format") != FOLDER_FORMAT:
         found = content.get("format") if isinstance(content, dict) else type(content).__name__
         raise DataError(f"not a vision model folder's {CONFIG_FILE} (expected format {FOLDER_FORMAT!r}; export one "
@@ -141,6 +142,8 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolde
             raise DataError("must be a JSON object", file=config_path, field=field, value=content.get(field))
     if not isinstance(content.get("config"), dict):
         raise DataError("missing: the task's model config", file=config_path, field="config")
+    # the config's fields are checked (types, ranges) before any weights are read or any model is built
+    get_task(task).resolve("config").from_value(content["config"], file=config_path, field="config")
     files = content.get("weights") or {}
     if "model" not in files:
         raise DataError("must name the model's weights file (\"model\": \"model.safetensors\")", file=config_path,
@@ -158,6 +161,25 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolde
     return ModelFolder(task=task, config=content["config"], weights=weights,
                        hyper_parameters=content.get("hyper_parameters") or {}, extras=content.get("extras") or {},
                        training=content.get("training") or {})
+
+
+def _nested_too_deeply(content: Any) -> str | None:
+    """The path (``training.data.splits[0]``) of the first value of ``content`` nested more than
+    :data:`MAX_CONFIG_DEPTH` levels deep, or None. Walked without recursion: what is read from the file is later
+    copied and written by recursive code (``json.dumps``, the card), which must not meet Python's recursion limit."""
+    stack: list[tuple[Any, str, int]] = [(content, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, dict):
+            children = [(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()]
+        elif isinstance(value, list):
+            children = [(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        else:
+            continue
+        if depth >= MAX_CONFIG_DEPTH:
+            return where or "(top level)"
+        stack.extend((child, path, depth + 1) for child, path in children)
+    return None
 
 
 def _read_safetensors(file: Path, device: torch.device) -> dict[str, torch.Tensor]:
