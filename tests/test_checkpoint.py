@@ -358,3 +358,19 @@ def test_several_fields_mutated_at_once_give_a_buildable_config_or_one_error(nam
     if config is not None:
         with torch.device("meta"):
             get_task(name).build_model(config)
+
+
+@pytest.mark.parametrize("config, named", [
+    ({"num_heads": 3}, "hyper_parameters.config.num_heads=3: must divide dim / 2 = 32"),
+    ({"click_maps": "false"}, "hyper_parameters.config.click_maps='false': must be true or false"),
+    ({"dim": 10 ** 30}, f"hyper_parameters.config.dim={10 ** 30}: must be an integer in [8, 512]"),
+    ({"detector": {"image_size": 64}}, "hyper_parameters.config: unknown TrackingConfig field(s) ['detector']"),
+])
+def test_a_checkpoints_config_is_checked_by_the_same_schema(tmp_path, config, named):
+    from vision.tracking.task import load
+
+    path = tmp_path / "tracker.ckpt"
+    torch.save({"state_dict": {"model.w": torch.ones(1)}, "hyper_parameters": {"config": config}}, path)
+    with pytest.raises(DataError) as info:
+        load(path)
+    assert str(info.value).startswith(f"{path}: {named}") and "\n" not in str(info.value), str(info.value)

@@ -353,6 +353,11 @@ HOSTILE_FOLDERS = {
     "concept detector feature layer": ("concept", _set("detector.feature_layers", [1, 7]),
                                        "config.detector.feature_layers[1]=7: must be in [-4, 3]"),
     "unknown field": ("tracking", _set("depth", 3), "config: unknown TrackingConfig field(s) ['depth']"),
+    "card's score a text": ("tracking", lambda t: t.replace('"training": {}', '"training": {"validation": '
+                                                           '{"monitor": "val/x", "score": "high"}}'),
+                            "training.validation.score='high': must be a number"),
+    "card's data a list": ("tracking", lambda t: t.replace('"training": {}', '"training": {"data": [1]}'),
+                           "training.data: must be a JSON object"),
 }
 
 

@@ -144,6 +144,7 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolde
         raise DataError("missing: the task's model config", file=config_path, field="config")
     # the config's fields are checked (types, ranges) before any weights are read or any model is built
     get_task(task).resolve("config").from_value(content["config"], file=config_path, field="config")
+    _check_training(content.get("training") or {}, config_path)
     files = content.get("weights") or {}
     if "model" not in files:
         raise DataError("must name the model's weights file (\"model\": \"model.safetensors\")", file=config_path,
@@ -161,6 +162,28 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolde
     return ModelFolder(task=task, config=content["config"], weights=weights,
                        hyper_parameters=content.get("hyper_parameters") or {}, extras=content.get("extras") or {},
                        training=content.get("training") or {})
+
+
+def _check_training(training: dict[str, Any], file: Path) -> None:
+    """Refuse (a :class:`DataError` naming ``file`` and the field) a ``training`` record that the model card cannot
+    read: ``data`` and ``light_points`` objects, ``validation`` an object whose ``score`` (with its ``monitor``) is a
+    number and whose ``metrics`` map names to numbers."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    for name in ("data", "light_points", "validation"):
+        if not isinstance(training.get(name) or {}, dict):
+            raise DataError("must be a JSON object", file=file, field=f"training.{name}")
+    validation = training.get("validation") or {}
+    if "score" in validation and not (number(validation["score"]) and isinstance(validation.get("monitor"), str)):
+        raise DataError("must be a number, with the monitored figure's name in training.validation.monitor",
+                        file=file, field="training.validation.score", value=validation["score"])
+    metrics = validation.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise DataError("must be a JSON object of figures", file=file, field="training.validation.metrics")
+    for name, value in metrics.items():
+        if not number(value):
+            raise DataError("must be a number", file=file, field=f"training.validation.metrics.{name}", value=value)
 
 
 def _nested_too_deeply(content: Any) -> str | None:
