@@ -312,3 +312,13 @@ def test_a_checkpoint_without_its_task_is_told_by_its_training_module(run: Run, 
     with pytest.raises(DataError, match="holds a toy model, not a forensics model"):
         read_task_checkpoint(legacy, ForensicsConfig)
     assert read_task_checkpoint(legacy, ToyConfig)[0] == ToyConfig(hidden=4)
+
+
+def test_the_toy_config_is_checked_by_the_one_schema(registered: Task) -> None:
+    """A registered task's config fields get the package's checks with no code of its own."""
+    from vision.checkpoint import ConfigError
+
+    config = registered.resolve("config")
+    for bad in (0, 10**6, True, "4", 2.5):
+        with pytest.raises(ConfigError, match="ToyConfig.hidden"):
+            config(hidden=bad)

@@ -19,8 +19,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from vision.checkpoint import TaskConfig, load_weights, read_task_checkpoint
-from vision.errors import InputError
+from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
 from vision.model_folder import ModelFolder, write_model_folder
 
 __all__ = ["ToyConfig", "ToyModel", "brightness", "build_model", "load", "save"]
@@ -36,11 +35,7 @@ class ToyConfig(TaskConfig):
 
     task: ClassVar[str] = "toy"  # the registry name its checkpoints and model folders record
 
-    hidden: int = 4
-
-    def __post_init__(self) -> None:
-        if isinstance(self.hidden, bool) or not isinstance(self.hidden, int) or self.hidden < 1:
-            raise InputError(f"ToyConfig.hidden must be an integer >= 1, got {self.hidden!r}")
+    hidden: int = checked(4, low=1, high=64)  # checked by TaskConfig's one schema, as every task's fields
 
 
 class ToyModel(nn.Module):
