@@ -198,7 +198,12 @@ class DetectorPredictor:
             raise InputError(f"category id {self.unknown_category_id} is reserved for unknown objects")
         self.vocabulary = names
         self.category_ids = ids
-        self.text = encode_vocabulary(names, self.prompt_template, self.encoder).to(self.device)
+        text = encode_vocabulary(names, self.prompt_template, self.encoder)
+        width = self.model.classifier.oov_prompts.shape[-1]
+        if text.shape[-1] != width:  # a config whose embed_dim is not the text encoder's width
+            raise InputError(f"the text encoder gives {text.shape[-1]}-d embeddings but this detector's embed_dim "
+                             f"is {width}: its checkpoint was trained with another text encoder")
+        self.text = text.to(self.device)
 
     @torch.no_grad()
     def _run(self, frames: list[np.ndarray]) -> list[dict[str, Any]]:
