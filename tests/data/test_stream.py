@@ -19,16 +19,21 @@ from vision.data.stream import open_stream
 from vision.errors import VideoError
 
 
-def mpegts_bytes(frames: np.ndarray) -> bytes:
-    """``frames`` encoded as an MPEG-TS byte string (H.264, a container written front to back)."""
+def encoded_bytes(frames: np.ndarray, container_format: str) -> bytes:
+    """``frames`` (uint8 [T, H, W, 3] RGB) encoded with H.264 into a byte string of ``container_format``."""
     buffer = io.BytesIO()
-    with av.open(buffer, mode="w", format="mpegts") as container:
+    with av.open(buffer, mode="w", format=container_format) as container:
         stream = container.add_stream("libx264", rate=10)
         stream.width, stream.height, stream.pix_fmt = frames.shape[2], frames.shape[1], "yuv420p"
         for frame in frames:
             container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
         container.mux(stream.encode(None))
     return buffer.getvalue()
+
+
+def mpegts_bytes(frames: np.ndarray) -> bytes:
+    """``frames`` encoded as an MPEG-TS byte string (H.264, a container written front to back)."""
+    return encoded_bytes(frames, "mpegts")
 
 
 def _clip(count: int = 12) -> np.ndarray:
@@ -81,14 +86,7 @@ def test_sources_that_cannot_be_opened_are_one_line_errors(tmp_path):
 
 def matroska_bytes(frames: np.ndarray) -> bytes:
     """``frames`` encoded as Matroska (H.264): its header gives the frame size before any frame."""
-    buffer = io.BytesIO()
-    with av.open(buffer, mode="w", format="matroska") as container:
-        stream = container.add_stream("libx264", rate=10)
-        stream.width, stream.height, stream.pix_fmt = frames.shape[2], frames.shape[1], "yuv420p"
-        for frame in frames:
-            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
-        container.mux(stream.encode(None))
-    return buffer.getvalue()
+    return encoded_bytes(frames, "matroska")
 
 
 def _write_fifo(path, data: bytes, chunk: int = 1000) -> threading.Thread:
