@@ -19,6 +19,8 @@ pipeline's: each split is tracked and scored with the protocol the training loop
 scored by ``vision.evaluation.evaluate`` as ``tools/evaluate.py --task tracking`` scores them), so a trained
 checkpoint's row here is what ``tools/train.py test`` prints on the same split. ``--no-refine`` scores G2TAM
 without the predictor's second pass (the control has none). Figures are printed as a table; nothing is typed in.
+After the table, one plain line per split says whether G2TAM beats the control in point J&F by the split's target
+margin (:data:`vision.evaluation.claims.TRACKING_MARGINS`), as ``make train-tracking`` ends.
 Peak memory is the peak RSS of a fresh subprocess running the predictor.
 """
 
@@ -343,6 +345,15 @@ def main() -> None:
                 for name in lights:
                     row += f"{tables[name][split][kind].get(key, float('nan')):>17.3f}"
                 print(row)
+    if "point" in types and "g2tam" in tables:
+        # the claim G2TAM exists for, in one plain line per split (vision/evaluation/claims.py)
+        from vision.evaluation.claims import TRACKING_MARGINS, margin_verdicts
+
+        figure = {arch: {split: cells["point"].get("J&F", float("nan")) for split, cells in tables[arch].items()}
+                  for arch in ("g2tam", "memory_bank")}
+        print()
+        for verdict in margin_verdicts(figure["g2tam"], figure["memory_bank"], TRACKING_MARGINS):
+            print(verdict.line("G2TAM", "the memory-bank control", "point J&F"))
     if speeds:
         print(f"speed: views/s of propagate, one {args.views}-view window at {args.size} px, one thread; "
               f"min / median over the repetitions (cache_views=0: every propagate encodes)")
