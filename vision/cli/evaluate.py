@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vision.errors import VisionError
-from vision.tasks import TASKS, Task, task_names
+from vision.cli.task_flags import add_task_flags, foreign_flags
+from vision.tasks import Task, task_names
 
 __all__ = ["main", "build_parser"]
 
@@ -32,13 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", required=True, type=Path, help="the results JSON (a list)")
     parser.add_argument("--task", required=True, choices=task_names())
     parser.add_argument("--out", help="write the metrics here as JSON (not the split or the results file)")
-    flags: dict[str, list[str]] = {}
-    for task in TASKS:
-        if task.evaluate_flags is not None:
-            group = parser.add_argument_group(f"{task.name} (--task {task.name})")
-            task.resolve("evaluate_flags")(group)
-            flags[task.name] = [action.dest for action in group._group_actions]
-    parser.set_defaults(_task_flags=flags)  # what main checks: which task each flag belongs to
+    add_task_flags(parser, "evaluate_flags")
     return parser
 
 
@@ -52,12 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     when a file or option is bad."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    flags = args._task_flags
-    foreign = [dest for name, dests in flags.items() if name != args.task for dest in dests
-               if getattr(args, dest) not in (None, False)]
+    foreign = [action for actions in foreign_flags(parser, args, (args.task,)).values() for action in actions]
     if foreign:
         parser.error(f"an option given does not apply to --task {args.task}: "
-                     + ", ".join("--" + dest.replace("_", "-") for dest in foreign))
+                     + ", ".join(action.option_strings[0] for action in foreign))
     from vision.tasks import get_task
 
     options = _options(get_task(args.task), args, args.split)

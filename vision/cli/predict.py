@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vision.cli.batch import device_options, expand_inputs, run_inputs
+from vision.cli.task_flags import add_task_flags, foreign_flags
 from vision.data.files import output_folder, output_path
 from vision.data.io import MAX_INPUT_FRAMES, MAX_INPUT_PIXELS
 from vision.device import PRECISION_CHOICES
@@ -62,13 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "(vision-export)")
     parser.add_argument("--out", default="outputs",
                         help="output folder (created; not one of the inputs; nothing is left in it on an error)")
-    flags: dict[str, list[argparse.Action]] = {}
-    for task in TASKS:
-        if task.predict_flags is not None:
-            alias = f" or {task.alias_of[0]}" if task.alias_of else ""
-            group = parser.add_argument_group(f"{task.name} (--task {task.name}{alias})")
-            task.resolve("predict_flags")(group)
-            flags[task.name] = list(group._group_actions)
+    add_task_flags(parser, "predict_flags", "{name} (--task {name}{alias})")
     parser.add_argument("--device", default="auto",
                         help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--precision", default="32", choices=PRECISION_CHOICES,
@@ -84,7 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="frames used (the first ones) of a video or a folder of images")
     parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS,
                         help="frames with more pixels are refused before decoding (default 4096x4096)")
-    parser.set_defaults(_task_flags=flags)  # what main checks: which task each flag belongs to
     return parser
 
 
@@ -97,20 +91,15 @@ def resolve_task(args: argparse.Namespace) -> Task:
     return get_task(args.task)
 
 
-def _check_flags(parser: argparse.ArgumentParser, flags: dict[str, list[argparse.Action]], args: argparse.Namespace,
-                 task: Task) -> None:
-    """Refuse the flags of another task given on the command line (a value other than its default); the flags of
-    the ``--task`` a task is an alias of are its own check's (``--concept`` with ``--points``)."""
-    for name, actions in flags.items():
-        if name in (task.name, args.task):
-            continue
-        given = [a for a in actions if getattr(args, a.dest, None) != parser.get_default(a.dest)]
-        if given:
-            owner = get_task(name)
-            shown = " / ".join(dict.fromkeys(a.option_strings[0] for a in given))
-            alias = f" or {owner.alias_of[0]}" if owner.alias_of else ""
-            raise InputError(f"{shown} {'is an option' if len(given) == 1 else 'are options'} of --task "
-                             f"{name}{alias}, not --task {args.task}")
+def _check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, task: Task) -> None:
+    """Refuse the flags of another task given on the command line; the flags of the ``--task`` a task is an alias
+    of are its own check's (``--concept`` with ``--points``)."""
+    for name, given in foreign_flags(parser, args, (task.name, args.task)).items():
+        owner = get_task(name)
+        shown = " / ".join(dict.fromkeys(a.option_strings[0] for a in given))
+        alias = f" or {owner.alias_of[0]}" if owner.alias_of else ""
+        raise InputError(f"{shown} {'is an option' if len(given) == 1 else 'are options'} of --task "
+                         f"{name}{alias}, not --task {args.task}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,7 +109,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
-    flags = args._task_flags
     try:
         if args.max_frames < 1 or args.max_pixels < 1:
             raise InputError(f"--max-frames and --max-pixels must be >= 1, got {args.max_frames} and "
@@ -132,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         streaming = ", ".join(t.name for t in TASKS if t.stream is not None)
         if args.stream and (get_task(args.task).stream is None or len(args.input) != 1):
             raise InputError(f"--stream tracks one source with --task {streaming}")
-        _check_flags(parser, flags, args, task)
+        _check_flags(parser, args, task)
         if task.predict_check is not None:
             task.resolve("predict_check")(args)
         if args.stream and task.stream is None:  # an alias that does not stream (its check may say why first)
