@@ -134,6 +134,13 @@ def test_analyze_to_report_writes_json_and_html(trained_checkpoint: Path, tiny_s
     assert report["statistics"]["verdict"] == "insufficient evidence" and report["statistics"]["tests"] == []
     assert "fewer than two camera videos" in report["statistics"]["sentences"][0]
     assert "What drove it" in html and "fewer than two camera videos" in html
+    # where the time went: decoding, each tool (ran or not), the whole pass against the clip's duration
+    timing = report["timing"]
+    assert set(timing["tools"]) == set(report["tools"]) and min(timing["tools"].values()) >= 0.0
+    assert timing["total"] >= timing["decode"] + sum(timing["tools"].values()) - 1e-6
+    assert timing["real_time"] == pytest.approx(timing["total"] / timing["clip_seconds"])
+    assert all(report["tools"][name]["seconds"] == pytest.approx(s) for name, s in timing["tools"].items())
+    assert "<h2>Timing</h2>" in html
 
 
 def test_self_tests_name_the_statistics_that_drove_the_verdict() -> None:

@@ -18,6 +18,7 @@ A detector whose config names a geometry backbone (``ForensicsConfig.geometry``)
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from vision.forensics.task import ForensicsConfig
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
 
-__all__ = ["ForensicsPredictor", "MIN_TEST_FOOTAGE", "analyze_to_report", "public_report", "self_tests"]
+__all__ = ["ForensicsPredictor", "MIN_TEST_FOOTAGE", "analyze_to_report", "public_report", "self_tests", "timing_of"]
 
 
 #: Camera videos a checkpoint's real nulls must span before the tests' verdict becomes the headline verdict (with
@@ -168,7 +169,9 @@ class ForensicsPredictor:
         """Analyse one video (see the module docstring); returns the JSON-ready report with ``extras`` (arrays
         for plots, not JSON) under the private key ``_extras`` and the clip under ``_clip``. ``max_pixels``: a
         video file with larger frames is refused before decoding (None: no limit)."""
+        start = time.perf_counter()
         clip = self.make_clip(video, fps=fps, max_pixels=max_pixels)
+        decoded = time.perf_counter() - start
         props = clip_properties(clip)
         plan = plan_tools(props, self.tool_names, self.reliability)
         reference = self.detector.reference()
@@ -201,6 +204,7 @@ class ForensicsPredictor:
         report["verdict"] = (_tests_decide(report["verdict"], tests, self.config.verdict_alpha)
                              if scored and tests["footage"] >= MIN_TEST_FOOTAGE
                              else dict(report["verdict"], decided_by="detector"))
+        report["timing"] = timing_of(clip, decoded, results, time.perf_counter() - start)
         report["_extras"] = {name: r.extras for name, r in results.items()}
         report["_clip"] = clip
         return report
@@ -231,6 +235,14 @@ class _Autocast(torch.nn.Module):
     def forward(self, images: torch.Tensor) -> Any:
         with autocast(self.device, self.dtype):
             return self.inner(images)
+
+
+def timing_of(clip: Clip, decode: float, results: dict[str, Any], total: float) -> dict[str, Any]:
+    """Where an analysis spent its time: ``{"decode", "tools": {tool: seconds}, "total", "clip_seconds" (the
+    analysed frames' duration), "real_time" (total / clip_seconds: under 1 is faster than real time)}``."""
+    clip_seconds = clip.num_frames / clip.fps
+    return {"decode": decode, "tools": {name: float(r.seconds) for name, r in results.items()}, "total": total,
+            "clip_seconds": clip_seconds, "real_time": total / clip_seconds}
 
 
 def public_report(report: dict[str, Any]) -> dict[str, Any]:

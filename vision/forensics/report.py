@@ -165,6 +165,14 @@ def render_html(report: dict[str, Any], clip: Clip, extras: dict[str, dict[str, 
     for p in report["plan"]:
         parts.append(f"<tr><td>{esc(p['tool'])}</td><td>{p['run']}</td><td>{p['weigh']}</td>"
                      f"<td>{esc(p['reason'])}</td></tr>")
+    timing = report.get("timing")
+    if timing:
+        parts.append("</table><h2>Timing</h2><p>Seconds of wall-clock time: decoding "
+                     f"{timing['decode']:.3f}, the whole analysis {timing['total']:.3f} for "
+                     f"{timing['clip_seconds']:.2f} s of video ({timing['real_time']:.2f}x real time).</p>"
+                     "<table><tr><th>tool</th><th>seconds</th></tr>")
+        for name, seconds in sorted(timing["tools"].items(), key=lambda kv: -kv[1]):
+            parts.append(f"<tr><td>{esc(name)}</td><td>{seconds:.3f}</td></tr>")
     parts.append("</table><h2>Frames</h2>")
     for t in thumbnails(clip, v["ranked_evidence"]):
         parts.append(f"<figure style='display:inline-block'><img src='data:image/png;base64,{t['png']}'>"

@@ -3,6 +3,7 @@ interface. :func:`build_tools` builds them by name, :func:`run_tools` runs them 
 
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 import torch
@@ -49,5 +50,12 @@ def feature_names(tools: Sequence[ForensicTool]) -> list[str]:
 
 def run_tools(clip: Clip, tools: Sequence[ForensicTool],
               reference: dict[str, dict[str, float]] | None = None) -> dict[str, ToolResult]:
-    """Run every tool on ``clip``: ``{tool name: ToolResult}`` (not-applicable results included)."""
-    return {tool.name: tool(clip, reference) for tool in tools}
+    """Run every tool on ``clip``: ``{tool name: ToolResult}`` (not-applicable results included), each with the
+    wall-clock ``seconds`` it took."""
+    results: dict[str, ToolResult] = {}
+    for tool in tools:
+        start = time.perf_counter()
+        result = tool(clip, reference)
+        result.seconds = time.perf_counter() - start
+        results[tool.name] = result
+    return results

@@ -139,9 +139,10 @@ class ToolResult:
     features: dict[str, float] = field(default_factory=dict)
     evidence: list[Evidence] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)  # arrays for plots (per-frame curves, profiles)
+    seconds: float = 0.0  # wall-clock time the tool took on the clip (set by run_tools)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "applicable": self.applicable, "reason": self.reason,
+        return {"tool": self.tool, "applicable": self.applicable, "reason": self.reason, "seconds": self.seconds,
                 "features": {k: (float(v) if math.isfinite(float(v)) else None) for k, v in self.features.items()},
                 "evidence": [e.to_dict() for e in self.evidence]}
 
