@@ -13,9 +13,16 @@ RUNS   := runs
 	light-points \
 	data-aigv-footage \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
-	train-concept bench-concept
+	train-concept bench-concept weights
 
 setup: $(STAMP)
+
+# The pretrained weight files (docs/weights.md) into the weights folder ($$VISION_WEIGHTS_DIR, else
+# ~/.cache/vision/weights), each checked by sha256: copied from WEIGHTS_FROM when that folder exists (an offline
+# machine's copy), else downloaded from its upstream URL. Files already there and correct are kept.
+WEIGHTS_FROM ?= ../shared/weights
+weights: setup
+	$(BIN)/vision-fetch-weights all $(if $(wildcard $(WEIGHTS_FROM)/*),--from $(WEIGHTS_FROM))
 
 # open3d needs libusb-1.0 at import time; it is the one Debian package we need.
 sysdeps:
