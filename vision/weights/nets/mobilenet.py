@@ -22,8 +22,8 @@ from torch import nn
 from vision.errors import InputError
 from vision.weights.store import weights_path
 
-__all__ = ["MobileNetV2Embedding", "upstream_key_map", "load_mobilenetv2", "embed_images", "IMAGENET_MEAN",
-           "IMAGENET_STD"]
+__all__ = ["EMBEDDING_DIM", "IMAGENET_MEAN", "IMAGENET_STD", "MobileNetV2Embedding", "embed_images",
+           "load_mobilenetv2", "upstream_key_map"]
 
 #: ImageNet RGB mean and standard deviation of images scaled to [0, 1] (the upstream embedder's ``Normalize``)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

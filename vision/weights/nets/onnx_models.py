@@ -16,8 +16,8 @@ Upstream (the pre- and post-processing follows these, written anew here):
 - YuNet: Kazuhito00/Image-Processing-Node-Editor ``node/deep_learning_node/face_detection/YuNet/yunet.py``.
 - XFeat: Kazuhito00/XFeat-Image-Matching-ONNX-Sample ``xfeat_onnx.py`` and verlab/accelerated_features
   ``modules/xfeat.py`` (``detectAndCompute``).
-- YOLOX-nano: Kazuhito00/YOLOX-ONNX-TFLite-Sample (``yolox/yolox_onnx.py``) and Megvii YOLOX ``yolox/utils/demo_utils.py``
-  (grid decoding, NMS).
+- YOLOX-nano: Kazuhito00/YOLOX-ONNX-TFLite-Sample (``sample_onnx.py``, ``yolox/yolox_onnx.py``) and Megvii YOLOX
+  ``yolox/utils/demo_utils.py`` (grid decoding, NMS).
 - DeepLabV3: Kazuhito00/Image-Processing-Node-Editor ``node/deep_learning_node/semantic_segmentation/deeplab_v3/``.
 """
 
@@ -34,7 +34,7 @@ from scipy.ndimage import maximum_filter
 from vision.errors import InputError
 from vision.weights.store import weights_path
 
-__all__ = ["YuNet", "XFeat", "YOLOXNano", "DeepLabV3VOC", "COCO_CLASSES", "VOC_CLASSES", "nms_xyxy"]
+__all__ = ["COCO_CLASSES", "VOC_CLASSES", "DeepLabV3VOC", "XFeat", "YOLOXNano", "YuNet", "nms_xyxy"]
 
 #: the 80 COCO class names in YOLOX's (contiguous) index order
 COCO_CLASSES = (
