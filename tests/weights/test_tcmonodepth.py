@@ -22,8 +22,13 @@ from skimage import data
 
 from vision.errors import InputError
 from vision.weights.nets import tcmonodepth
-from vision.weights.nets.tcmonodepth import (TCSmallNet, convert_tcmonodepth_state_dict, load_tcmonodepth,
-                                             network_size, predict_depth)
+from vision.weights.nets.tcmonodepth import (
+    TCSmallNet,
+    convert_tcmonodepth_state_dict,
+    load_tcmonodepth,
+    network_size,
+    predict_depth,
+)
 from vision.weights.store import WeightsError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tcmonodepth_motorcycle.npz"

@@ -42,7 +42,7 @@ from torch import nn
 from vision.errors import InputError
 from vision.weights.store import WeightsError, weights_path
 
-__all__ = ["TCSmallNet", "load_tcmonodepth", "predict_depth", "convert_tcmonodepth_state_dict", "network_size"]
+__all__ = ["TCSmallNet", "convert_tcmonodepth_state_dict", "load_tcmonodepth", "network_size", "predict_depth"]
 
 #: ShuffleNetV2 0.5x output channels of first_conv and of the three stages used
 STAGE_CHANNELS = (24, 48, 96, 192)
@@ -254,7 +254,7 @@ def convert_tcmonodepth_state_dict(state: dict[str, torch.Tensor]) -> dict[str, 
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):
         raise WeightsError("tcmonodepth-small: the checkpoint is not a state dict of tensors (a dict name -> tensor)")
-    state = {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state.items()}
+    state = {k.removeprefix("module."): v for k, v in state.items()}
     for prefix in ALIAS_PREFIXES + TRAINING_PREFIXES:
         if not any(k.startswith(prefix) for k in state):
             raise WeightsError(f"tcmonodepth-small: the checkpoint has no {prefix}* keys; it is not upstream's "
