@@ -9,7 +9,8 @@ Detection: YuNet (:class:`vision.weights.nets.onnx_models.YuNet`, 160x120 networ
 spread over the clip. Each frame is first padded (right / bottom, black) to the network's 4:3 aspect so that faces
 are not stretched; the detector's own resize then scales it (up for small clips, down for large ones). The
 best-scoring face of a frame counts when its score is at least ``score_threshold`` and its box is at least
-``min_face`` pixels on its shorter side. A clip with no such face is not applicable ("no face found in N sampled frames").
+``min_face`` pixels on its shorter side. A clip with no such face is not applicable ("no face found in N sampled
+frames").
 
 Regions (per frame with a face, luma in 0-255 units): the face is the detected box shrunk by 10% on each side (skin
 rather than hair or background); the background is the ring between the box enlarged 1.3x and 2.5x about its centre,
@@ -42,7 +43,7 @@ import numpy as np
 
 from vision.forensics.tools.base import Clip, ForensicTool, sample_indices
 
-__all__ = ["FaceTool", "face_regions", "laplacian_variance", "noise_level", "blockiness"]
+__all__ = ["FaceTool", "blockiness", "face_regions", "laplacian_variance", "noise_level"]
 
 # the shrink of the face box and the enlargements bounding the background ring (factors of the box size)
 FACE_SHRINK = 0.10
@@ -67,8 +68,8 @@ def face_regions(box: np.ndarray, height: int, width: int) -> tuple[np.ndarray, 
     cx, cy = x0 + w / 2, y0 + h / 2
 
     def rect(scale: float) -> tuple[int, int, int, int]:
-        return (max(0, int(round(cx - scale * w / 2))), max(0, int(round(cy - scale * h / 2))),
-                min(width, int(round(cx + scale * w / 2))), min(height, int(round(cy + scale * h / 2))))
+        return (max(0, round(cx - scale * w / 2)), max(0, round(cy - scale * h / 2)),
+                min(width, round(cx + scale * w / 2)), min(height, round(cy + scale * h / 2)))
 
     def mask(r: tuple[int, int, int, int], window: tuple[int, int, int, int]) -> np.ndarray:
         m = np.zeros((window[3] - window[1], window[2] - window[0]), bool)
@@ -193,7 +194,7 @@ class FaceTool(ForensicTool):
         h, w = frame.shape[:2]
         net_h, net_w = self._detector.height, self._detector.width
         # pad to the network's aspect (right / bottom) so the detector's resize scales both axes alike
-        ph, pw = max(h, int(math.ceil(w * net_h / net_w))), max(w, int(math.ceil(h * net_w / net_h)))
+        ph, pw = max(h, math.ceil(w * net_h / net_w)), max(w, math.ceil(h * net_w / net_h))
         padded = frame if (ph, pw) == (h, w) else cv2.copyMakeBorder(frame, 0, ph - h, 0, pw - w,
                                                                       cv2.BORDER_CONSTANT, value=0)
         faces = self._detector.detect(np.ascontiguousarray(padded), score_threshold=self.score_threshold)
@@ -226,13 +227,13 @@ class FaceTool(ForensicTool):
         size = math.sqrt(max(w * h, 1.0))
         cx, cy = x0 + w / 2, y0 + h / 2
         X0, Y0 = max(0, int(cx - w)), max(0, int(cy - h))
-        X1, Y1 = min(clip.width, int(math.ceil(cx + w))), min(clip.height, int(math.ceil(cy + h)))
+        X1, Y1 = min(clip.width, math.ceil(cx + w)), min(clip.height, math.ceil(cy + h))
         ga, gb = clip.gray(t)[Y0:Y1, X0:X1], clip.gray(t + 1)[Y0:Y1, X0:X1]
         if ga.shape[0] < 8 or ga.shape[1] < 8:
             return float("nan"), float("nan")
         scale = min(1.0, FLOW_SIDE / max(ga.shape))
         if scale < 1.0:
-            dsize = (max(8, int(round(ga.shape[1] * scale))), max(8, int(round(ga.shape[0] * scale))))
+            dsize = (max(8, round(ga.shape[1] * scale)), max(8, round(ga.shape[0] * scale)))
             ga, gb = (cv2.resize(x, dsize, interpolation=cv2.INTER_AREA) for x in (ga, gb))
         sx, sy = ga.shape[1] / (X1 - X0), ga.shape[0] / (Y1 - Y0)
         dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
@@ -248,7 +249,8 @@ class FaceTool(ForensicTool):
         jitter = float(np.mean([np.linalg.norm((lb[k] - la[k]) - flow_at(*la[k])) for k in range(5)])) / size
         # median flow over the face box (shrunk) inside the crop
         fx0, fy0 = int((x0 + FACE_SHRINK * w - X0) * sx), int((y0 + FACE_SHRINK * h - Y0) * sy)
-        fx1, fy1 = int(math.ceil((x0 + (1 - FACE_SHRINK) * w - X0) * sx)), int(math.ceil((y0 + (1 - FACE_SHRINK) * h - Y0) * sy))
+        fx1 = math.ceil((x0 + (1 - FACE_SHRINK) * w - X0) * sx)
+        fy1 = math.ceil((y0 + (1 - FACE_SHRINK) * h - Y0) * sy)
         inside = flow[max(0, fy0):max(fy0 + 1, fy1), max(0, fx0):max(fx0 + 1, fx1)].reshape(-1, 2)
         centre_move = (b[0:2] + b[2:4] / 2) - (a[0:2] + a[2:4] / 2)
         box = float(np.linalg.norm(centre_move - np.median(inside, axis=0))) / size if inside.size else float("nan")

@@ -42,7 +42,7 @@ import numpy as np
 from vision.data.resize import resize_image
 from vision.forensics.tools.base import Clip, ForensicTool
 
-__all__ = ["SemanticTool", "strided_indices", "grid_boxes"]
+__all__ = ["SemanticTool", "grid_boxes", "strided_indices"]
 
 # side of the luma thumbnail the pixel change is measured on
 PIXEL_GRID = 32
