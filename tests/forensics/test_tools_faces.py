@@ -36,7 +36,7 @@ def edit_face(frames: np.ndarray, tool: FaceTool, kind: str) -> np.ndarray:
             noise = np.random.default_rng(t).normal(0, 8, region.shape)
             new = np.clip(region + noise, 0, 255).round().astype(np.uint8)
         else:
-            ok, buf = cv2.imencode(".jpg", region, [cv2.IMWRITE_JPEG_QUALITY, 15])
+            _, buf = cv2.imencode(".jpg", region, [cv2.IMWRITE_JPEG_QUALITY, 15])
             new = cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)
         mask = np.zeros((h, w), np.float32)
         cv2.ellipse(mask, (w // 2, h // 2), (int(w * 0.45), int(h * 0.5)), 0, 0, 360, 1.0, -1)
