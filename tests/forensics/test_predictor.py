@@ -16,8 +16,7 @@ from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModul
 from vision.forensics.model import ForensicDetector
 from vision.forensics.predictor import ForensicsPredictor, analyze_to_report, self_tests
 from vision.forensics.statistics import VERDICT_ALPHA, detector_p_value, verdict_of
-from vision.forensics.task import ForensicsConfig, load
-from vision.forensics.tools import TOOL_NAMES
+from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, load
 from vision.training.checkpoint_io import load_checkpoint
 
 VERDICTS = {"generated", "real", "insufficient evidence"}
@@ -56,7 +55,7 @@ def test_checkpoint_holds_calibration_and_reliability(trained_checkpoint: Path) 
     ckpt = load_checkpoint(trained_checkpoint)
     state = ckpt["state_dict"]
     assert float(state["model.platt_a"]) > 0 and 0 < float(state["model.threshold"]) <= 1.0 + 1e-6
-    assert state["model.reliability"].shape == (len(TOOL_NAMES),) and float(state["model.reliability"].min()) >= 0.5
+    assert state["model.reliability"].shape == (len(DEFAULT_TOOLS),) and float(state["model.reliability"].min()) >= 0.5
     assert float(state["model.pass_rate"]) == pytest.approx(0.95)
     known = torch.isfinite(state["model.gen_mean"])  # the generated side's reference, for the evidence rows
     assert known.any() and bool((state["model.gen_std"][known] > 0).all())

@@ -12,7 +12,7 @@ import pytest
 
 from vision.data.video import read_video, write_video
 from vision.errors import InputError
-from vision.forensics.tools import TOOL_NAMES, Clip, build_tools, feature_names, fit_reference, run_tools
+from vision.forensics.tools import CLASSICAL_TOOLS, Clip, build_tools, feature_names, fit_reference, run_tools
 from vision.forensics.tools.codec import CodecTool
 from vision.forensics.tools.geometry import GeometryTool, sampson_distance
 from vision.forensics.tools.motion import MotionTool
@@ -36,7 +36,7 @@ def test_every_tool_gives_named_features_and_evidence(real_frames: np.ndarray, t
     clip = Clip(read_video(path), fps=25.0, path=path)
     tools = build_tools()
     results = run_tools(clip, tools)
-    assert set(results) == set(TOOL_NAMES)
+    assert set(results) == set(CLASSICAL_TOOLS)
     for tool in tools:
         result = results[tool.name]
         if tool.name == "geometry" and not result.applicable:  # 64 px crops of bikes may lack parallax
@@ -158,3 +158,35 @@ def test_reference_gives_z_scores_and_directions() -> None:
     item = next(e for e in result.evidence if e.statistic == "spectrum.hf_ratio")
     assert item.z == pytest.approx(result.features["spectrum.hf_ratio"] + 5.0)
     assert item.direction == "generated"
+
+
+def test_pretrained_tools_need_their_fetched_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pretrained tool without its weight file is refused when it is built, naming the command that fetches it."""
+    from vision.forensics.tools import PRETRAINED_TOOLS, TOOL_WEIGHTS
+    from vision.weights import ENV, WeightsError, weight_names
+
+    monkeypatch.setenv(ENV, str(tmp_path))
+    assert set(TOOL_WEIGHTS) == set(PRETRAINED_TOOLS)
+    for name in PRETRAINED_TOOLS:
+        assert set(TOOL_WEIGHTS[name]) <= set(weight_names())
+        with pytest.raises(WeightsError, match=f"vision-fetch-weights {TOOL_WEIGHTS[name][0]}"):
+            build_tools([name])
+
+
+def test_pretrained_tools_give_named_features_and_evidence(real_frames: np.ndarray, pretrained_weights: Path) -> None:
+    from vision.forensics.tools import PRETRAINED_TOOLS
+
+    clip = Clip(real_frames, fps=25.0)
+    tools = build_tools(PRETRAINED_TOOLS)
+    results = run_tools(clip, tools)
+    assert list(results) == list(PRETRAINED_TOOLS)
+    for tool in tools:
+        result = results[tool.name]
+        if tool.name == "faces":  # bikes has no face: not applicable, and it says why
+            assert not result.applicable and "no face" in result.reason and not result.features
+            continue
+        assert result.applicable, (tool.name, result.reason)
+        assert list(result.features) == [f"{tool.name}.{f}" for f in tool.feature_names]
+        assert [e.statistic for e in result.evidence] == list(result.features)
+        assert all(0 <= f < clip.num_frames for e in result.evidence for f in e.frames)
+        assert result.seconds > 0.0

@@ -19,7 +19,7 @@ range (``|z| < 1``, "neutral") stay neutral either way. Every node carries the s
 ("below both; nearer real (2.88 sd from the real mean, 4.34 sd from the generated mean)").
 
 Deliberation (:func:`deliberate`): four agents (appearance = spectrum/residual/npr, temporal = temporal/motion,
-codec, geometry; a tool none of them lists is an agent of its own) each score their evidence in [-1, 1]
+codec, geometry = geometry/depth/twoview; a tool none of them lists is an agent of its own) each score their evidence in [-1, 1]
 (> 0 = generated); the detector gives the calibrated probability and the real-calibrated threshold (the
 calibrated probability that ``pass_rate``, 95%, of the *real* validation clips score below:
 :func:`vision.forensics.model.calibrate`). The verdict is ``insufficient
@@ -46,8 +46,8 @@ __all__ = ["clip_properties", "plan_tools", "EvidenceGraph", "deliberate", "Verd
            "agent_of", "STRONG_Z", "RELIABLE"]
 
 AGENTS = {"appearance": ("spectrum", "residual", "npr"), "temporal": ("temporal", "motion"), "codec": ("codec",),
-          "geometry": ("geometry",)}
-TOOL_MIN_FRAMES = {"temporal": 4, "motion": 2, "codec": 2, "geometry": 2}
+          "geometry": ("geometry", "depth", "twoview")}
+TOOL_MIN_FRAMES = {"temporal": 4, "motion": 2, "codec": 2, "geometry": 2, "depth": 2, "twoview": 3, "semantic": 4}
 STRONG_Z = 4.0  # |z| against the real reference from which one item counts as strong evidence
 RELIABLE = 0.8  # a tool's reliability (validation AUC) from which its strong evidence can override the detector
 

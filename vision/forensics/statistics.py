@@ -72,6 +72,21 @@ STATISTICS: tuple[Statistic, ...] = (
     Statistic("temporal.d3", "two-sided", "the size of second-order changes between consecutive frames"),
     Statistic("codec.mv_roughness", "two-sided", "how irregular the encoder's motion vectors are"),
     Statistic("codec.bits_per_pixel", "two-sided", "how many bits the encoder spends per pixel"),
+    Statistic("depth.flicker", "greater",
+              "how much the predicted depth changes between frames compared with the picture"),
+    Statistic("depth.warp_error", "greater", "how much the predicted depth changes in ways the motion does not explain"),
+    Statistic("twoview.h_inliers", "two-sided", "the share of matched features that one plane (a homography) explains"),
+    Statistic("twoview.epi_median", "two-sided",
+              "how far matched features lie from the epipolar geometry of a moving camera"),
+    Statistic("twoview.dropout", "greater",
+              "how often features matched across two frames vanish in the frame between them"),
+    Statistic("twoview.ghost", "greater", "whether every other frame looks like a blend of its neighbours"),
+    Statistic("semantic.step_rel", "two-sided", "how much what the picture shows changes per unit of pixel change"),
+    Statistic("semantic.smooth_rel", "greater",
+              "how much more jerky the changes of the picture's content are than those of its pixels"),
+    Statistic("faces.sharpness_ratio", "two-sided", "how much sharper or blurrier the face is than its surroundings"),
+    Statistic("faces.noise_ratio", "two-sided", "how much the face's noise level differs from its surroundings'"),
+    Statistic("faces.block_ratio", "greater", "how much stronger the face's compression blocks are than its surroundings'"),
 )
 _ALTERNATIVES = ("greater", "less", "two-sided")
 

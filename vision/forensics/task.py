@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from pathlib import Path
-from typing import Any, ClassVar, Literal, overload
+from typing import ClassVar, Literal, overload
 
 import torch
 
@@ -28,7 +28,7 @@ from vision.checkpoint import TaskConfig, checked, load_weights, read_task_check
 from vision.errors import DataError, InputError
 from vision.forensics.model import ForensicDetector
 from vision.forensics.statistics import VERDICT_ALPHA, VERDICT_REAL_P
-from vision.forensics.tools import TOOL_NAMES, build_tools, feature_names
+from vision.forensics.tools import CLASSICAL_TOOLS, TOOL_NAMES, build_tools, feature_names
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone
 from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
 from vision.model_folder import ModelFolder, write_model_folder
@@ -39,8 +39,9 @@ __all__ = ["ForensicsConfig", "DEFAULT_TOOLS", "BACKBONE_PREFIX", "build_model",
 #: where a forensic checkpoint keeps the frozen geometry backbone's weights (``ForensicsModule.backbone``)
 BACKBONE_PREFIX = "backbone."
 
-#: The tools a detector uses unless its config names others: every tool of the library.
-DEFAULT_TOOLS: tuple[str, ...] = TOOL_NAMES
+#: The tools a detector uses unless its config names others: every tool that needs no pretrained file (the
+#: shipped configs add the pretrained ones, :data:`vision.forensics.tools.PRETRAINED_TOOLS`).
+DEFAULT_TOOLS: tuple[str, ...] = CLASSICAL_TOOLS
 
 
 @dataclasses.dataclass

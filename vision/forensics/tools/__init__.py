@@ -1,5 +1,10 @@
 """The forensic tool library: one module per tool, all with the :class:`~vision.forensics.tools.base.ForensicTool`
-interface. :func:`build_tools` builds them by name, :func:`run_tools` runs them on a clip."""
+interface. :func:`build_tools` builds them by name, :func:`run_tools` runs them on a clip.
+
+Two kinds: :data:`CLASSICAL_TOOLS` need no pretrained file (hand-made statistics, and the shared geometry backbone
+where one is given); :data:`PRETRAINED_TOOLS` measure with small real pretrained networks (:mod:`vision.weights`:
+TCMonoDepth depth, ALIKE matches, MobileNetV2 ImageNet features, YuNet faces), whose files ``vision-fetch-weights``
+brings (:data:`TOOL_WEIGHTS` names them); a tool without its file raises the error that names that command."""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ import torch
 from vision.errors import InputError
 from vision.forensics.tools.base import Clip, Evidence, ForensicTool, ToolResult, fit_reference, not_applicable
 from vision.forensics.tools.codec import CodecTool
+from vision.forensics.tools.depth import DepthTool
+from vision.forensics.tools.faces import FaceTool
 from vision.forensics.tools.geometry import GeometryTool
 from vision.forensics.tools.motion import MotionTool
 from vision.forensics.tools.noise import NoiseTool
@@ -18,27 +25,42 @@ from vision.forensics.tools.npr import NPRTool
 from vision.forensics.tools.periodicity import PeriodicityTool
 from vision.forensics.tools.planar import PlanarTool
 from vision.forensics.tools.residual import ResidualTool
+from vision.forensics.tools.semantic import SemanticTool
 from vision.forensics.tools.spectrum import SpectrumTool
 from vision.forensics.tools.temporal import TemporalTool
+from vision.forensics.tools.twoview import TwoViewTool
 
 __all__ = ["Clip", "Evidence", "ForensicTool", "ToolResult", "fit_reference", "not_applicable", "TOOL_NAMES",
-           "build_tools", "run_tools", "feature_names"]
+           "CLASSICAL_TOOLS", "PRETRAINED_TOOLS", "TOOL_WEIGHTS", "build_tools", "run_tools", "feature_names"]
 
-TOOL_NAMES = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry", "periodicity", "planar",
-              "noise")
+CLASSICAL_TOOLS = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry", "periodicity", "planar",
+                   "noise")
+PRETRAINED_TOOLS = ("depth", "twoview", "semantic", "faces")
+TOOL_NAMES = CLASSICAL_TOOLS + PRETRAINED_TOOLS
+#: the registered weight files (:mod:`vision.weights.registry`) each pretrained tool reads
+TOOL_WEIGHTS: dict[str, tuple[str, ...]] = {"depth": ("tcmonodepth-small",),
+                                            "twoview": ("alike-t", "tcmonodepth-small"),
+                                            "semantic": ("mobilenetv2-imagenet",), "faces": ("yunet-120x160",)}
 _CLASSES = {"spectrum": SpectrumTool, "residual": ResidualTool, "npr": NPRTool, "temporal": TemporalTool,
             "motion": MotionTool, "codec": CodecTool, "geometry": GeometryTool, "periodicity": PeriodicityTool,
-            "planar": PlanarTool, "noise": NoiseTool}
+            "planar": PlanarTool, "noise": NoiseTool, "depth": DepthTool, "twoview": TwoViewTool,
+            "semantic": SemanticTool, "faces": FaceTool}
 _BACKBONE_TOOLS = {"geometry", "planar"}  # tools that take the optional geometry backbone
 
 
-def build_tools(names: Sequence[str] = TOOL_NAMES, backbone: torch.nn.Module | None = None) -> list[ForensicTool]:
+def build_tools(names: Sequence[str] = CLASSICAL_TOOLS,
+                backbone: torch.nn.Module | None = None) -> list[ForensicTool]:
     """Instantiate tools by name (``backbone`` goes to the geometry and planar tools); unknown names raise
-    ``InputError``."""
+    ``InputError``; a pretrained tool whose weight file is missing or corrupt raises
+    :class:`vision.weights.WeightsError` naming the ``vision-fetch-weights`` command, here rather than mid-analysis."""
+    from vision.weights import weights_path
+
     tools: list[ForensicTool] = []
     for name in names:
         if name not in _CLASSES:
             raise InputError(f"unknown forensic tool {name!r}; choose from {', '.join(TOOL_NAMES)}")
+        for weights in TOOL_WEIGHTS.get(name, ()):
+            weights_path(weights)
         tools.append(_CLASSES[name](backbone=backbone) if name in _BACKBONE_TOOLS else _CLASSES[name]())
     return tools
 
