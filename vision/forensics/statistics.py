@@ -75,6 +75,8 @@ STATISTICS: tuple[Statistic, ...] = (
     Statistic("depth.flicker", "greater",
               "how much the predicted depth changes between frames compared with the picture"),
     Statistic("depth.warp_error", "greater", "how much the predicted depth changes in ways the motion does not explain"),
+    Statistic("depth.parallax_rank", "less",
+              "how much more the nearer parts of the picture move than the farther ones (parallax that agrees with depth)"),
     Statistic("twoview.h_inliers", "two-sided", "the share of matched features that one plane (a homography) explains"),
     Statistic("twoview.epi_median", "two-sided",
               "how far matched features lie from the epipolar geometry of a moving camera"),
