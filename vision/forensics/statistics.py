@@ -74,9 +74,11 @@ STATISTICS: tuple[Statistic, ...] = (
     Statistic("codec.bits_per_pixel", "two-sided", "how many bits the encoder spends per pixel"),
     Statistic("depth.flicker", "greater",
               "how much the predicted depth changes between frames compared with the picture"),
-    Statistic("depth.warp_error", "greater", "how much the predicted depth changes in ways the motion does not explain"),
+    Statistic("depth.warp_error", "greater",
+              "how much the predicted depth changes in ways the motion does not explain"),
     Statistic("depth.parallax_rank", "less",
-              "how much more the nearer parts of the picture move than the farther ones (parallax that agrees with depth)"),
+              "how much more the nearer parts of the picture move than the farther ones (parallax that agrees "
+              "with depth)"),
     Statistic("twoview.h_inliers", "two-sided", "the share of matched features that one plane (a homography) explains"),
     Statistic("twoview.epi_median", "two-sided",
               "how far matched features lie from the epipolar geometry of a moving camera"),
@@ -88,7 +90,8 @@ STATISTICS: tuple[Statistic, ...] = (
               "how much more jerky the changes of the picture's content are than those of its pixels"),
     Statistic("faces.sharpness_ratio", "two-sided", "how much sharper or blurrier the face is than its surroundings"),
     Statistic("faces.noise_ratio", "two-sided", "how much the face's noise level differs from its surroundings'"),
-    Statistic("faces.block_ratio", "greater", "how much stronger the face's compression blocks are than its surroundings'"),
+    Statistic("faces.block_ratio", "greater",
+              "how much stronger the face's compression blocks are than its surroundings'"),
 )
 _ALTERNATIVES = ("greater", "less", "two-sided")
 
