@@ -6,7 +6,8 @@ frame resized so that its shorter side is ``size`` px (pixel thresholds below ar
 units of the clip's own pixels when it is smaller). Per run:
 
 * **two-view geometry** on the pair ``(f0, f0 + gap)`` (a wider baseline than consecutive frames): mutual
-  nearest-neighbour descriptor matches; a homography ``H`` and a fundamental matrix ``F``, each fitted by OpenCV's USAC (MAGSAC++)
+  nearest-neighbour descriptor matches; a homography ``H`` and a fundamental matrix ``F``, each fitted by OpenCV's
+  USAC (MAGSAC++)
   with a ``threshold`` px inlier threshold. ``h_inliers`` / ``f_inliers`` = the share of matches each explains;
   ``f_gain = f_inliers - h_inliers`` is the parallax only a 3-D scene seen from a moving camera gives (one plane,
   a still animated by 2-D warps or a static camera: F explains nothing H does not). ``epi_median`` = median
@@ -113,7 +114,8 @@ class TwoViewTool(ForensicTool):
             checks). gap: frames between the two frames of the F / H pair that starts each run (at least the run's
             span, at most the clip's).
         top_k: keypoints per frame. score_threshold: keypoint score threshold. min_similarity: descriptor cosine
-            similarity under which a mutual match is dropped. threshold: USAC inlier threshold (px). min_motion: median match displacement (px) under which
+            similarity under which a mutual match is dropped. threshold: USAC inlier threshold (px). min_motion:
+            median match displacement (px) under which
             a pair counts as not moving. min_matches: matches under which a pair is not measured.
         use_depth: add ``depth_parallax`` (needs the TCMonoDepth weights as well). depth_size: its input size.
     """
@@ -134,7 +136,8 @@ class TwoViewTool(ForensicTool):
     min_frames = 3
 
     def __init__(self, size: int = 128, blocks: int = 2, block_len: int = 4, gap: int = 6, top_k: int = 256,
-                 score_threshold: float = 0.05, min_similarity: float = 0.7, threshold: float = 1.0, min_motion: float = 0.3,
+                 score_threshold: float = 0.05, min_similarity: float = 0.7, threshold: float = 1.0,
+                 min_motion: float = 0.3,
                  min_matches: int = 16, use_depth: bool = True, depth_size: int = 64) -> None:
         self.size, self.blocks, self.block_len, self.gap, self.top_k = size, blocks, max(3, block_len), gap, top_k
         self.min_similarity, self.threshold, self.min_motion = min_similarity, threshold, min_motion
