@@ -7,7 +7,8 @@ units of the clip's own pixels when it is smaller). Per run:
 
 * **two-view geometry** on the pair ``(f0, f0 + gap)`` (a wider baseline than consecutive frames): mutual
   nearest-neighbour descriptor matches; a homography ``H`` and a fundamental matrix ``F``, each fitted by OpenCV's
-  USAC (MAGSAC++) with a ``threshold`` px inlier threshold. ``h_inliers`` / ``f_inliers`` = the share of matches each explains;
+  USAC (MAGSAC++) with a ``threshold`` px inlier threshold. ``h_inliers`` / ``f_inliers`` = the share of matches
+  each explains;
   ``f_gain = f_inliers - h_inliers`` is the parallax only a 3-D scene seen from a moving camera gives (one plane,
   a still animated by 2-D warps or a static camera: F explains nothing H does not). ``epi_median`` = median
   Sampson distance of all matches to F (px); ``epi_tail`` = share of matches with a Sampson distance between
@@ -114,7 +115,8 @@ class TwoViewTool(ForensicTool):
             span, at most the clip's).
         top_k: keypoints per frame. score_threshold: keypoint score threshold. min_similarity: descriptor cosine
             similarity under which a mutual match is dropped. threshold: USAC inlier threshold (px). min_motion:
-            median match displacement (px) under which a pair counts as not moving. min_matches: matches under which a pair is not measured.
+            median match displacement (px) under which a pair counts as not moving. min_matches: matches under
+            which a pair is not measured.
         use_depth: add ``depth_parallax`` (needs the TCMonoDepth weights as well). depth_size: its input size.
     """
 
