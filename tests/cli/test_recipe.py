@@ -96,3 +96,27 @@ def test_run_starts_the_training_only_when_everything_is_present(tmp_path, monke
         _split(tmp_path / f"datasets/genvideo/{side}.json", [])
     assert recipe.main(["forensics", "--run", "--trainer.max_epochs", "3"]) == 0
     assert calls == [["fit", "--config", str(ROOT / recipe.RECIPES["forensics"]), "--trainer.max_epochs", "3"]]
+
+
+def test_registered_weights_of_forensic_tools_are_checked(tmp_path, monkeypatch):
+    """A forensic config whose tools read registered pretrained files lists each one in the weights folder: missing
+    (or not the registered file) with the ``vision-fetch-weights`` command, present once fetched."""
+    from vision.weights import ENV
+
+    monkeypatch.setenv(ENV, str(tmp_path / "weights"))
+    config = {"model": {"init_args": {"config": {"tools": ["spectrum", "depth", "twoview"]}}}}
+    items = {Path(i.path).name: i for i in recipe.check(config)}
+    assert set(items) == {"tcmonodepth_small_ckpt.pt.tar", "alike-t.pth"}  # each file once
+    depth = items["tcmonodepth_small_ckpt.pt.tar"]
+    assert not depth.present and depth.problem == "weight file not found"
+    assert depth.remedy.startswith("vision-fetch-weights tcmonodepth-small")
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "alike-t.pth").write_bytes(b"not the file")
+    alike = {Path(i.path).name: i for i in recipe.check(config)}["alike-t.pth"]
+    assert not alike.present and "sha256" in alike.problem
+
+
+def test_registered_weights_present_once_fetched(pretrained_weights):
+    config = {"model": {"init_args": {"config": {"tools": ["semantic", "faces"]}}}}
+    items = recipe.check(config)
+    assert len(items) == 2 and all(i.present for i in items)

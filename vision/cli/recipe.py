@@ -9,7 +9,8 @@ overrides ``vision-train`` takes) and lists every file it expects:
   ``predict_split``) and, in each split that exists, every file it names (``images[].file_name``,
   ``images[].depth_file``, ``videos[].file_name``, relative to the split's folder);
 - each weight file of ``model.init_args`` (``vggt_weights``, ``sam2_weights``, ``geometry_checkpoint``,
-  ``config.patch_embed_weights``).
+  ``config.patch_embed_weights``), and the registered pretrained files its forensic tools read
+  (:data:`vision.forensics.tools.TOOL_WEIGHTS`, fetched by ``vision-fetch-weights``).
 
 For a missing split it prints the command that prepares it (:data:`PREPARE`: one rule per converted dataset) and
 the raw download that command reads, if that is missing too; for a missing weight file, where to get it
@@ -251,15 +252,38 @@ def _weight_item(field: str, path: str) -> Item:
     return Item(path, field, False, "weight file not found", source)
 
 
+def _registered_items(config: dict) -> list[Item]:
+    """The registered pretrained files (:mod:`vision.weights`) the config's forensic tools read, each checked in the
+    weights folder by sha256; the remedy is the ``vision-fetch-weights`` command."""
+    from vision.forensics.tools import TOOL_WEIGHTS
+    from vision.weights import WeightsError, weights_dir, weights_path
+    from vision.weights.registry import entry
+
+    tools = _get(config, "model.init_args.config.tools")
+    names = dict.fromkeys(w for tool in (tools if isinstance(tools, list) else []) for w in TOOL_WEIGHTS.get(tool, ()))
+    items = []
+    for name in names:
+        path = str(weights_dir() / entry(name).file)
+        try:
+            weights_path(name)
+            items.append(Item(path, "model.init_args.config.tools", True))
+        except WeightsError as exc:
+            problem = "weight file not found" if "not found" in str(exc) else "not the registered file (sha256)"
+            items.append(Item(path, "model.init_args.config.tools", False, problem,
+                              f"vision-fetch-weights {name} (make weights)"))
+    return items
+
+
 def check(config: dict) -> list[Item]:
     """Every split, file the splits name, and weight file the parsed ``config`` reads (paths relative to the
-    working folder), each an :class:`Item`: present or what is missing and how to make it."""
+    working folder; the registered pretrained files of its forensic tools in the weights folder), each an
+    :class:`Item`: present or what is missing and how to make it."""
     items = [_split_item(field, path) for field, path in _split_paths(config)]
     for field in _WEIGHT_FIELDS:
         path = _get(config, f"model.init_args.{field}")
         if isinstance(path, str) and path:
             items.append(_weight_item(f"model.init_args.{field}", path))
-    return items
+    return items + _registered_items(config)
 
 
 def train_command(config: str | Path, overrides: Sequence[str] = ()) -> list[str]:
