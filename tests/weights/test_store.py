@@ -116,3 +116,20 @@ def test_real_file(tmp_path):
         f.truncate(os.path.getsize(tmp_path / item.file) // 2)
     with pytest.raises(WeightsError, match="alike-t"):
         weights_path("alike-t", tmp_path)
+
+
+def test_loading_a_network_leaves_the_global_generator_alone(pretrained_weights):
+    """A network built to receive pretrained weights draws no random numbers from the global generator, so a
+    training run that loads one (a forensic tool's first feature pass) is the same as one that found it loaded."""
+    import torch
+
+    from vision.weights.nets.alike import load_alike
+    from vision.weights.nets.mobilenet import load_mobilenetv2
+    from vision.weights.nets.tcmonodepth import load_tcmonodepth
+
+    torch.manual_seed(3)
+    expected = torch.rand(4)
+    for load in (load_tcmonodepth, load_alike, load_mobilenetv2):
+        torch.manual_seed(3)
+        load()
+        assert torch.equal(torch.rand(4), expected), load.__name__

@@ -255,7 +255,10 @@ def load_alike(name: str = "alike-t", device: str | torch.device = "cpu") -> ALi
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):
         raise WeightsError(f"{name} at {path}: the checkpoint is not a state dict of tensors (a dict name -> tensor)")
-    net = ALike(**ALIKE_CONFIGS[name])  # type: ignore[arg-type]
+    # the random initialisation (overwritten below) must not move the global generator: a run that loads the
+    # network stays reproducible
+    with torch.random.fork_rng(devices=[]):
+        net = ALike(**ALIKE_CONFIGS[name])  # type: ignore[arg-type]
     expected = net.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))

@@ -96,7 +96,10 @@ def load_mobilenetv2(device: str | torch.device = "cpu") -> nn.Module:
     """
     path = weights_path("mobilenetv2-imagenet")
     upstream = torch.load(path, map_location="cpu", weights_only=True)
-    net = MobileNetV2Embedding()
+    # the random initialisation (overwritten below) must not move the global generator: a run that loads the
+    # network stays reproducible
+    with torch.random.fork_rng(devices=[]):
+        net = MobileNetV2Embedding()
     mapping = upstream_key_map(list(net.state_dict()))
     unused = set(upstream) - set(mapping.values())
     missing = [key for key, source in mapping.items() if source not in upstream]

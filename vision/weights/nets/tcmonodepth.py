@@ -285,7 +285,10 @@ def load_tcmonodepth(device: str | torch.device = "cpu") -> TCSmallNet:
     path = weights_path("tcmonodepth-small")
     state = torch.load(path, map_location="cpu", weights_only=True)
     converted = convert_tcmonodepth_state_dict(state)
-    net = TCSmallNet()
+    # the random initialisation (overwritten below) must not move the global generator: a run that loads the
+    # network stays reproducible
+    with torch.random.fork_rng(devices=[]):
+        net = TCSmallNet()
     expected = net.state_dict()
     missing = sorted(set(expected) - set(converted))
     unexpected = sorted(set(converted) - set(expected))
