@@ -205,7 +205,7 @@ train-long-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_
 # datasets/aigv).
 FOOTAGE ?= ../shared/footage
 AIGV := datasets/aigv_tiny
-train-forensics: setup
+train-forensics: setup weights
 	test -f $(AIGV)/test_chain.json || $(BIN)/python datasets/prepare_aigv.py --out $(AIGV) --steps 200 \
 	  --max-source-frames 120 --render-scenes 4 --fakes-per-generator 16 --footage $(FOOTAGE) --if-present
 	$(BIN)/python tools/train.py --config configs/forensics/tiny.yaml $(call resume,forensics/tiny) \
@@ -253,7 +253,7 @@ $(DEMO_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[demo]'
 	@touch $@
 
-demo: $(DEMO_STAMP)
+demo: $(DEMO_STAMP) weights
 	@test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-tracking
 	@test -f $(RUNS)/detection/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-detection
 	@test -f $(RUNS)/forensics/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-forensics

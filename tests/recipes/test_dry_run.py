@@ -109,6 +109,7 @@ def _raw_data(name: str, request: pytest.FixtureRequest) -> None:
             _youtube(Path("datasets/youtube-vos"), split="train")
             _youtube(Path("datasets/MOSE"), split="train")
     elif name == "forensics":
+        request.getfixturevalue("pretrained_weights")  # the config's pretrained tools read registered files
         root = request.getfixturevalue("layout")
         clip = np.random.default_rng(1).integers(0, 255, (3, 16, 16, 3), dtype=np.uint8)
         for i in (8, 11):  # two more real videos, which the path hash puts on the val side beside two generated
