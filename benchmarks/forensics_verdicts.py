@@ -2,7 +2,10 @@
 clip's label, beside what the detector alone at its threshold would say.
 
 ``python benchmarks/forensics_verdicts.py --ckpt runs/forensics/tiny/checkpoints/last.ckpt --split
-datasets/aigv_footage/test.json [--threads 1]``
+datasets/aigv_footage/test.json [--footage NAME ...] [--threads 1]``
+
+``--footage``: only the clips whose pixels come from these camera videos (:func:`vision.forensics.protocol.
+footages_of`; e.g. the footage a checkpoint never saw); the CGI clips, which draw on no camera video, stay.
 
 Rows: label (``real`` / ``generated`` / ``cgi``) x headline verdict, with who decided it (``decided_by``: the tests
 once the checkpoint's nulls span three camera videos, else the detector and the evidence graph), as counts and as
@@ -19,6 +22,7 @@ import torch
 
 from vision.data.coco import read_json
 from vision.forensics.predictor import ForensicsPredictor
+from vision.forensics.protocol import footages_of
 
 VERDICTS = ("generated", "insufficient evidence", "real")
 
@@ -28,6 +32,7 @@ def main() -> None:
     parser.add_argument("--ckpt", required=True, type=Path)
     parser.add_argument("--split", required=True, type=Path)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--footage", nargs="+", default=None, help="only clips of these camera videos (and CGI)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     predictor = ForensicsPredictor.from_checkpoint(args.ckpt)
@@ -40,6 +45,8 @@ def main() -> None:
     deciders: collections.Counter = collections.Counter()
     labels: collections.Counter = collections.Counter()
     for video in read_json(args.split)["videos"]:
+        if args.footage and video["label"] != "cgi" and not footages_of(video) & set(args.footage):
+            continue
         verdict = predictor.analyze(args.split.parent / video["file_name"])["verdict"]
         label = video["label"]
         labels[label] += 1
