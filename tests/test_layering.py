@@ -6,7 +6,8 @@ layer allows. A lower layer never imports a higher one:
     registry     vision.tasks (the task list; parts imported    base; no torch (nothing heavy)
                  by name only when asked for)
     core         vision.data, vision.text, vision.alignment,    base + registry + core
-                 vision.checkpoint, vision.device, vision.model_folder
+                 vision.checkpoint, vision.device, vision.model_folder,
+                 vision.weights (the pretrained files and their networks)
     evaluation   vision.evaluation                              base + registry + data + alignment; no torch
     synthetic    vision.synthetic                               base + registry + data
     geometry     vision.geometry (the shared backbone)          base + registry + core + evaluation
@@ -55,7 +56,7 @@ COMBINES: dict[str, tuple[str, ...]] = {"vision.concept": ("vision.detection", "
 
 BASE = ("vision.errors", "vision.rng")
 CORE = ("vision.data", "vision.text", "vision.alignment", "vision.checkpoint", "vision.device",
-        "vision.model_folder")
+        "vision.model_folder", "vision.weights")
 EVALUATION = ("vision.evaluation",)
 GEOMETRY = (BACKBONE,)
 TASKS = tuple(p for p in TASK_PACKAGES if p != BACKBONE and p not in COMBINES)
