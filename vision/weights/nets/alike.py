@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vision.errors import InputError
+from vision.weights.nets import load_state_strict
 from vision.weights.store import WeightsError, weights_path
 
 __all__ = ["ALIKE_CONFIGS", "ALike", "load_alike", "mutual_matches"]
@@ -259,18 +260,7 @@ def load_alike(name: str = "alike-t", device: str | torch.device = "cpu") -> ALi
     # network stays reproducible
     with torch.random.fork_rng(devices=[]):
         net = ALike(**ALIKE_CONFIGS[name])  # type: ignore[arg-type]
-    expected = net.state_dict()
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise WeightsError(f"{name} at {path}: keys do not match ALike {ALIKE_CONFIGS[name]}: missing {missing[:5]}, "
-                           f"unexpected {unexpected[:5]}")
-    wrong = [f"{k} {tuple(state[k].shape)} (expected {tuple(v.shape)})" for k, v in expected.items()
-             if state[k].shape != v.shape]
-    if wrong:
-        raise WeightsError(f"{name} at {path}: tensor shapes do not match ALike {ALIKE_CONFIGS[name]}: {wrong[:5]}")
-    net.load_state_dict(state, strict=True)
-    return net.to(device).eval()
+    return load_state_strict(net, state, name, path).to(device).eval()
 
 
 def mutual_matches(desc_a: np.ndarray, desc_b: np.ndarray, min_similarity: float = 0.0) -> np.ndarray:

@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vision.errors import InputError
+from vision.weights.nets import load_state_strict
 from vision.weights.store import WeightsError, weights_path
 
 __all__ = ["TCSmallNet", "convert_tcmonodepth_state_dict", "load_tcmonodepth", "network_size", "predict_depth"]
@@ -289,19 +290,7 @@ def load_tcmonodepth(device: str | torch.device = "cpu") -> TCSmallNet:
     # network stays reproducible
     with torch.random.fork_rng(devices=[]):
         net = TCSmallNet()
-    expected = net.state_dict()
-    missing = sorted(set(expected) - set(converted))
-    unexpected = sorted(set(converted) - set(expected))
-    if missing or unexpected:
-        raise WeightsError(f"tcmonodepth-small at {path}: keys do not match TCSmallNet: missing {missing[:5]}"
-                           f"{' ...' if len(missing) > 5 else ''}, unexpected {unexpected[:5]}"
-                           f"{' ...' if len(unexpected) > 5 else ''}")
-    wrong = [f"{k} {tuple(converted[k].shape)} (expected {tuple(v.shape)})" for k, v in expected.items()
-             if converted[k].shape != v.shape]
-    if wrong:
-        raise WeightsError(f"tcmonodepth-small at {path}: tensor shapes do not match TCSmallNet: {wrong[:5]}")
-    net.load_state_dict(converted, strict=True)
-    return net.to(device).eval()
+    return load_state_strict(net, converted, "tcmonodepth-small", path).to(device).eval()
 
 
 def network_size(height: int, width: int, size: int = 128) -> tuple[int, int]:
