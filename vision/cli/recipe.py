@@ -267,8 +267,8 @@ def _registered_items(config: dict) -> list[Item]:
         try:
             weights_path(name)
             items.append(Item(path, "model.init_args.config.tools", True))
-        except WeightsError as exc:
-            problem = "weight file not found" if "not found" in str(exc) else "not the registered file (sha256)"
+        except WeightsError:
+            problem = "weight file not found" if not Path(path).is_file() else "not the registered file (sha256)"
             items.append(Item(path, "model.init_args.config.tools", False, problem,
                               f"vision-fetch-weights {name} (make weights)"))
     return items
