@@ -72,7 +72,7 @@ def test_conv_stem_patch_embed_grid_and_receptive_field():
     assert model(torch.rand(1, 2, 3, 64, 64))["depth"].shape == (1, 2, 64, 64, 1)
     with pytest.raises(InputError, match="power-of-two"):
         build_patch_embed("convstem", img_size=56, patch_size=14, embed_dim=32)
-    with pytest.raises(InputError, match="only supported for timm"):
+    with pytest.raises(InputError, match="only read by the .mobilenetv2. and timm ViT"):
         build_patch_embed("convstem", img_size=64, patch_size=8, embed_dim=32, weights="w.safetensors")
 
 

@@ -120,7 +120,9 @@ def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[Co
     checkpoint or a concept model folder (:func:`save`); a file that is not one, or whose weights do not fit its
     config, is a :class:`~vision.errors.DataError` naming it."""
     config, weights, _ = read_task_checkpoint(checkpoint, ConceptConfig, prefix="model.", map_location=device)
-    model = build_model(config)
+    # the checkpoint holds the backbones' weights: their patch-embed weights files are not read again
+    unweighted = {part: {**getattr(config, part), "patch_embed_weights": None} for part in ("detector", "tracker")}
+    model = build_model(config.replace(**unweighted))
     load_weights(model, weights, checkpoint, hint=RETRAIN_HINT)
     return model.to(device).eval(), config
 

@@ -15,6 +15,7 @@ go through class-aware NMS (torchvision). A box is "unknown" (label ``-1``) when
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -119,15 +120,17 @@ class OOVDetector(nn.Module):
         text_projection: learn a linear map of the text rows (:class:`OpenVocabClassifier`).
         pixel_stem: add a :class:`~vision.detection.head.PixelStem` (image detail below the patch size) to the
             pyramid.
+        patch_embed_weights: the backbone's patch-embed weights (:func:`vision.geometry.model.create_backbone`),
+            None for none.
     """
 
     def __init__(self, *, size: str, image_size: int, feature_layers: Sequence[int], channels: int, embed_dim: int,
                  num_oov_prompts: int, temperature: float, score_threshold: float, nms_iou: float,
                  max_detections: int, pre_nms_topk: int, pixel_stem: bool,
-                 text_projection: bool) -> None:
+                 text_projection: bool, patch_embed_weights: str | Path | None = None) -> None:
         super().__init__()
         self.backbone = create_backbone(size, img_size=image_size, enable_camera=False, enable_depth=False,
-                                        enable_points=False)
+                                        enable_points=False, patch_embed_weights=patch_embed_weights)
         depth = int(self.backbone.aggregator.depth)
         self.feature_layers = [int(i) for i in feature_layers]
         if not self.feature_layers or any(not -depth <= i < depth for i in self.feature_layers):

@@ -28,7 +28,7 @@ from vision.detection.model import OOVDetector
 from vision.detection.vocabulary import DEFAULT_TEMPLATE
 from vision.errors import DataError
 from vision.geometry.model import BACKBONE_CONFIGS
-from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
+from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size, check_patch_embed_weights
 from vision.model_folder import ModelFolder, write_model_folder
 from vision.text import TEXT_DIM
 
@@ -40,8 +40,8 @@ class DetectionConfig(TaskConfig):
     """What defines an OOV detector.
 
     Args:
-        size: backbone size (a key of :data:`vision.geometry.model.BACKBONE_CONFIGS`: ``tiny``, ``base``,
-            ``vggt_1b``).
+        size: backbone size (a key of :data:`vision.geometry.model.BACKBONE_CONFIGS`: ``tiny``, ``tiny_mobilenet``,
+            ``base``, ``vggt_1b``).
         image_size: the square model input side in pixels (a multiple of the patch size); the data's
             ``image_size`` is linked to it by the CLI.
         feature_layers: aggregator layers whose patch maps feed the pyramid (negative = from the end), each within
@@ -61,6 +61,11 @@ class DetectionConfig(TaskConfig):
             backbone's patch maps alone.
         text_projection: learn a linear map (identity at start) of the text rows, applied to every vocabulary
             including zero-shot names; False: the frozen text embeddings.
+        patch_embed_weights: weights of the backbone's patch embedding, read when the detector is first built
+            (:attr:`vision.geometry.task.GeometryConfig.patch_embed_weights`): for ``tiny_mobilenet``
+            ``mobilenetv2-imagenet`` (the registered ImageNet MobileNetV2) or a local file; None: a random stem
+            (for tests). Not read again by :func:`load` (the checkpoint holds the weights); refused for a size
+            whose patch embedding reads none (``tiny``, ``base``).
     """
 
     task: ClassVar[str] = "detection"  # the registry name its checkpoints and model folders record
@@ -80,10 +85,12 @@ class DetectionConfig(TaskConfig):
     prompt_template: str = checked(DEFAULT_TEMPLATE, max_chars=1000)
     pixel_stem: bool = False
     text_projection: bool = False
+    patch_embed_weights: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_image_size(self, self.size)
+        check_patch_embed_weights(self, BACKBONE_CONFIGS[self.size]["patch_embed"])
         depth = int(BACKBONE_CONFIGS[self.size]["depth"])
         for index, layer in enumerate(self.feature_layers):
             if not -depth <= layer < depth:
@@ -113,7 +120,7 @@ def _one_name_field(template: str) -> bool:
 
 def build_model(config: DetectionConfig | dict | None = None) -> OOVDetector:
     """A freshly initialised :class:`OOVDetector` for ``config`` (a config, a mapping of its fields, or None for
-    the defaults)."""
+    the defaults). ``config.patch_embed_weights`` is read here."""
     config = DetectionConfig.from_value(config)
     return OOVDetector(
         size=config.size, image_size=config.image_size, feature_layers=config.feature_layers,
@@ -121,7 +128,7 @@ def build_model(config: DetectionConfig | dict | None = None) -> OOVDetector:
         num_oov_prompts=config.num_oov_prompts if config.oov_class else 0, temperature=config.temperature,
         score_threshold=config.score_threshold, nms_iou=config.nms_iou, max_detections=config.max_detections,
         pre_nms_topk=config.pre_nms_topk, pixel_stem=config.pixel_stem,
-        text_projection=config.text_projection)
+        text_projection=config.text_projection, patch_embed_weights=config.patch_embed_weights)
 
 
 class TrainingVocabulary(NamedTuple):
@@ -145,8 +152,9 @@ def load(checkpoint: str | Path, device: str | torch.device = "cpu", *, with_voc
          ) -> tuple[OOVDetector, DetectionConfig] | tuple[OOVDetector, DetectionConfig, TrainingVocabulary | None]:
     """The detector of an :class:`~vision.detection.lightning.OOVDetModule` checkpoint (read with
     ``weights_only=True``) or of a detection model folder (:func:`save`, ``vision-export``), in eval mode, on
-    ``device``, and its config: ``(model, config)``. With ``with_vocabulary``, also the training vocabulary stored
-    beside the config (None when it holds none, e.g. a module saved before it saw its training data):
+    ``device``, and its config: ``(model, config)``. The detector is built without ``patch_embed_weights`` (the
+    file is not needed: the checkpoint holds the weights). With ``with_vocabulary``, also the training vocabulary
+    stored beside the config (None when it holds none, e.g. a module saved before it saw its training data):
     ``(model, config, vocabulary)``, from the same one read of the file.
 
     Raises:
@@ -154,7 +162,7 @@ def load(checkpoint: str | Path, device: str | torch.device = "cpu", *, with_voc
             or its training vocabulary is not a list of names with one category id each (names the file).
     """
     config, weights, ckpt = read_task_checkpoint(checkpoint, DetectionConfig, prefix="model.", map_location=device)
-    model = build_model(config)
+    model = build_model(config.replace(patch_embed_weights=None))  # the checkpoint's weights replace them
     load_weights(model, weights, checkpoint)
     model = model.to(device).eval()
     vocabulary = _training_vocabulary(ckpt["hyper_parameters"], checkpoint)

@@ -28,7 +28,7 @@ Camera keys are present only with ``enable_camera``, depth keys with ``enable_de
 only the heads it names. Each head can also be run on its own from ``aggregate(images)`` via ``predict_cameras``,
 ``predict_depth``, ``predict_points`` and ``predict_rays``; ``frame_features(images)`` gives
 ``[B, S, 2C, H/p, W/p]`` patch-grid features for dense task heads. Sizes come from :func:`create_backbone`
-(``"tiny"``, ``"base"``, ``"vggt_1b"``).
+(``"tiny"``, ``"tiny_mobilenet"``: the tiny trunk on a pretrained MobileNetV2 stem, ``"base"``, ``"vggt_1b"``).
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ BACKBONE_CONFIGS: dict[str, dict[str, Any]] = {
     "tiny": dict(img_size=112, patch_size=8, embed_dim=128, depth=4, num_heads=4, num_register_tokens=4,
                  patch_embed="conv", dpt_features=32, dpt_out_channels=(32, 64, 128, 128), dpt_layers=(0, 1, 2, 3),
                  camera_trunk_depth=1, camera_num_heads=4),
+    # "tiny" on ImageNet MobileNetV2 stride-16 features (frozen; patch_embed_weights="mobilenetv2-imagenet")
+    "tiny_mobilenet": dict(img_size=160, patch_size=16, embed_dim=128, depth=4, num_heads=4, num_register_tokens=4,
+                           patch_embed="mobilenetv2", dpt_features=32, dpt_out_channels=(32, 64, 128, 128),
+                           dpt_layers=(0, 1, 2, 3), camera_trunk_depth=1, camera_num_heads=4),
     "base": dict(img_size=224, patch_size=14, embed_dim=384, depth=12, num_heads=6, num_register_tokens=4,
                  patch_embed="conv", dpt_features=128, dpt_out_channels=(96, 192, 384, 384),
                  dpt_layers=(2, 5, 8, 11), camera_trunk_depth=2, camera_num_heads=6),

@@ -1,8 +1,11 @@
-"""Patch embeddings: a plain convolutional one, a convolutional stem, or any timm ViT by name (DINOv2 included).
+"""Patch embeddings: a plain convolutional one, a convolutional stem, a pretrained MobileNetV2 stem, or any timm
+ViT by name (DINOv2 included).
 
-Both turn normalised images ``[N, 3, H, W]`` into patch tokens ``[N, (H/p)*(W/p), C]`` (row-major grid).
+Each turns normalised images ``[N, 3, H, W]`` into patch tokens ``[N, (H/p)*(W/p), C]`` (row-major grid).
 A timm ViT is always created with ``pretrained=False`` (nothing is ever downloaded); real weights come from a local
-file via :func:`load_patch_embed_weights`, which accepts timm-format and original DINOv2-format state dicts.
+file via :func:`load_patch_embed_weights`, which accepts timm-format and original DINOv2-format state dicts. The
+MobileNetV2 stem (:class:`MobileNetV2PatchEmbed`) reads the registered ImageNet file ``mobilenetv2-imagenet``
+(:mod:`vision.weights.nets.mobilenet`) or a local copy.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from torch import nn
 from vision.checkpoint import load_failure
 from vision.errors import DataError, InputError
 
-__all__ = ["ConvPatchEmbed", "ConvStemPatchEmbed", "build_patch_embed", "embed_patches", "patch_size_of",
+__all__ = ["ConvPatchEmbed", "ConvStemPatchEmbed", "MobileNetV2PatchEmbed", "MOBILENETV2_WEIGHTS",
+           "build_patch_embed", "embed_patches", "patch_size_of",
            "read_state_dict", "state_dict_of", "dinov2_to_timm", "load_patch_embed_weights"]
 
 
@@ -62,26 +66,117 @@ class ConvStemPatchEmbed(nn.Module):
         return self.proj(self.stem(images)).flatten(2).transpose(1, 2)
 
 
+#: the registry name :class:`MobileNetV2PatchEmbed` accepts as its weights (besides a local file)
+MOBILENETV2_WEIGHTS = "mobilenetv2-imagenet"
+
+
+class MobileNetV2PatchEmbed(nn.Module):
+    """ImageNet MobileNetV2 1.0, truncated at the patch stride and frozen, then a trainable 1x1 projection and a
+    LayerNorm: ``[N, 3, H, W]`` -> ``[N, (H/p)*(W/p), embed_dim]``.
+
+    ``features`` is torchvision's ``mobilenet_v2().features`` cut where its stride reaches the patch size: patch 16
+    keeps blocks 0..13 (``features[:14]``, 96 channels), patch 8 blocks 0..6 (``features[:7]``, 32 channels); no
+    other patch size. It is frozen: ``requires_grad`` False, and its BatchNorms stay in eval mode (running
+    statistics) whatever :meth:`train` is given; only ``proj`` and ``norm`` train. Its tensors (BatchNorm statistics
+    included) are part of the state dict, so a checkpoint holds them.
+
+    Input: the aggregator's, ``(x - ImageNet mean) / ImageNet std`` of RGB in [0, 1]
+    (:mod:`vision.geometry.aggregator`): exactly what the network saw in ImageNet training (the same mean and std as
+    :data:`vision.weights.nets.mobilenet.IMAGENET_MEAN` / ``IMAGENET_STD``). It was trained at 224 px; H and W are
+    multiples of the patch size (for patch 16 at least 128 px gives an 8x8 grid).
+
+    Args:
+        patch_size: 16 or 8 (an :class:`InputError` naming any other value).
+        embed_dim: the token width.
+        weights: ``"mobilenetv2-imagenet"`` (the registered file, through :func:`vision.weights.store.weights_path`:
+            a :class:`~vision.weights.store.WeightsError` naming ``vision-fetch-weights mobilenetv2-imagenet`` when
+            it is absent), a local file (the registered file's upstream keys, or torchvision's ``mobilenet_v2``
+            state dict; a ``classifier.*`` is ignored), or None: a randomly initialised MobileNetV2, frozen all the
+            same (for tests and for a model whose weights come from its own checkpoint afterwards).
+
+    The MobileNetV2 is built under :func:`torch.random.fork_rng` with or without weights, so the global generator
+    moves only for ``proj`` and ``norm``: a build with the weights draws exactly what one without them draws.
+    """
+
+    #: patch size -> (blocks of ``mobilenet_v2().features`` kept, their output channels)
+    STAGES: dict[int, tuple[int, int]] = {16: (14, 96), 8: (7, 32)}
+
+    def __init__(self, patch_size: int, embed_dim: int, weights: str | Path | None = None) -> None:
+        super().__init__()
+        if patch_size not in self.STAGES:
+            raise InputError(f"patch_embed='mobilenetv2' takes patch size 16 or 8 (MobileNetV2's stride-16 or "
+                             f"stride-8 features), got {patch_size}")
+        blocks, channels = self.STAGES[patch_size]
+        self.patch_size = patch_size
+        self.features = _mobilenetv2_features(weights)[:blocks]
+        self.features.requires_grad_(False)
+        self.features.eval()
+        self.proj = nn.Conv2d(channels, embed_dim, kernel_size=1)
+        self.norm = nn.LayerNorm(embed_dim)
+
+    def train(self, mode: bool = True) -> "MobileNetV2PatchEmbed":
+        """Set ``proj`` and ``norm`` to ``mode``; ``features`` stays in eval mode (frozen BatchNorm statistics)."""
+        super().train(mode)
+        self.features.eval()
+        return self
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """``[N, 3, H, W]`` ImageNet-normalised RGB -> ``[N, P, C]``."""
+        return self.norm(self.proj(self.features(images)).flatten(2).transpose(1, 2))
+
+
+def _mobilenetv2_features(weights: str | Path | None) -> nn.Sequential:
+    """The 19 blocks of torchvision's ``mobilenet_v2().features``, with ``weights`` (see
+    :class:`MobileNetV2PatchEmbed`) or randomly initialised (None); the global generator does not move."""
+    from vision.weights.nets import load_state_strict
+    from vision.weights.nets.mobilenet import MobileNetV2Embedding, load_mobilenetv2, upstream_key_map
+
+    if weights is not None and str(weights) == MOBILENETV2_WEIGHTS:
+        return load_mobilenetv2().features  # builds under fork_rng itself
+    if weights is not None and not Path(weights).is_file():
+        raise InputError(f"patch_embed_weights={str(weights)!r} for the 'mobilenetv2' patch embed is neither the "
+                         f"registered {MOBILENETV2_WEIGHTS!r} nor an existing file")
+    with torch.random.fork_rng(devices=[]):
+        net = MobileNetV2Embedding()
+    if weights is None:
+        return net.features
+    state = {k: v for k, v in read_state_dict(weights).items() if not k.startswith("classifier.")}
+    names = list(net.state_dict())
+    if not set(names) <= set(state):  # not torchvision's names: the upstream file's (the registered one's)
+        mapping = upstream_key_map(names)
+        sources = set(mapping.values())
+        if sources <= set(state):  # renamed; a left-over tensor stays, and the strict load names it
+            state = {key: state[source] for key, source in mapping.items()} | {
+                k: v for k, v in state.items() if k not in sources}
+    return load_state_strict(net, state, "mobilenetv2 patch-embed weights", weights).features
+
+
 def build_patch_embed(kind: str, img_size: int, patch_size: int, embed_dim: int,
                       weights: str | Path | None = None) -> nn.Module:
     """Create the patch embedding.
 
     Args:
-        kind: ``"conv"``, ``"convstem"`` (:class:`ConvStemPatchEmbed`) or the name of a timm ViT (e.g. ``vit_small_patch14_dinov2``,
+        kind: ``"conv"``, ``"convstem"`` (:class:`ConvStemPatchEmbed`), ``"mobilenetv2"``
+            (:class:`MobileNetV2PatchEmbed`) or the name of a timm ViT (e.g. ``vit_small_patch14_dinov2``,
             ``vit_large_patch14_reg4_dinov2``), created with ``pretrained=False`` and ``dynamic_img_size=True``.
         img_size: nominal square image size (sets the timm absolute position-embedding grid).
         patch_size, embed_dim: must agree with the timm model's own values.
-        weights: optional local weights file (safetensors or torch) loaded with :func:`load_patch_embed_weights`.
+        weights: for a timm ViT, an optional local weights file (safetensors or torch) loaded with
+            :func:`load_patch_embed_weights`; for ``"mobilenetv2"``, ``"mobilenetv2-imagenet"`` or a local file
+            (:class:`MobileNetV2PatchEmbed`); none for ``"conv"`` / ``"convstem"``.
     """
     if kind in ("conv", "convstem"):
         if weights is not None:
             raise InputError(f"patch_embed_weights={str(weights)!r} given for the {kind!r} patch embed; "
-                             "local weights are only supported for timm ViT patch embeds")
+                             "weights are only read by the 'mobilenetv2' and timm ViT patch embeds")
         return (ConvPatchEmbed if kind == "conv" else ConvStemPatchEmbed)(patch_size, embed_dim)
+    if kind == "mobilenetv2":
+        return MobileNetV2PatchEmbed(patch_size, embed_dim, weights)
     import timm
 
     if not timm.is_model(kind):
-        raise InputError(f"patch_embed={kind!r} is neither 'conv', 'convstem' nor a known timm model name")
+        raise InputError(f"patch_embed={kind!r} is neither 'conv', 'convstem', 'mobilenetv2' nor a known timm model "
+                         "name")
     vit = timm.create_model(kind, pretrained=False, img_size=img_size, dynamic_img_size=True, num_classes=0)
     if patch_size_of(vit) != patch_size:
         raise InputError(f"patch_size={patch_size} does not match timm model {kind!r} (patch {patch_size_of(vit)})")
@@ -92,9 +187,13 @@ def build_patch_embed(kind: str, img_size: int, patch_size: int, embed_dim: int,
     return vit
 
 
+#: the patch embeddings written here (the others are timm ViTs)
+_OWN_EMBEDS = (ConvPatchEmbed, ConvStemPatchEmbed, MobileNetV2PatchEmbed)
+
+
 def patch_size_of(module: nn.Module) -> int:
-    """Patch size of a :class:`ConvPatchEmbed` or a timm ViT."""
-    if isinstance(module, (ConvPatchEmbed, ConvStemPatchEmbed)):
+    """Patch size of a patch embedding of this module or a timm ViT."""
+    if isinstance(module, _OWN_EMBEDS):
         return module.patch_size
     size = module.patch_embed.patch_size
     return int(size[0] if isinstance(size, (tuple, list)) else size)
@@ -103,7 +202,7 @@ def patch_size_of(module: nn.Module) -> int:
 def embed_patches(module: nn.Module, images: torch.Tensor) -> torch.Tensor:
     """Patch tokens ``[N, P, C]`` of normalised images ``[N, 3, H, W]``; for a timm ViT these are the final-norm
     patch tokens (class/register tokens dropped), as VGGT uses DINOv2's ``x_norm_patchtokens``."""
-    if isinstance(module, (ConvPatchEmbed, ConvStemPatchEmbed)):
+    if isinstance(module, _OWN_EMBEDS):
         return module(images)
     tokens = module.forward_features(images)
     return tokens[:, module.num_prefix_tokens:]

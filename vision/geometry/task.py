@@ -34,8 +34,8 @@ from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_bac
 from vision.geometry.patch_embed import build_patch_embed
 from vision.model_folder import ModelFolder, write_model_folder
 
-__all__ = ["GeometryConfig", "GeometryModel", "MAX_IMAGE_SIZE", "check_image_size", "backbone_of_checkpoint",
-           "build_model", "load", "save", "read_backbone_checkpoint"]
+__all__ = ["GeometryConfig", "GeometryModel", "MAX_IMAGE_SIZE", "check_image_size", "check_patch_embed_weights",
+           "backbone_of_checkpoint", "build_model", "load", "save", "read_backbone_checkpoint"]
 
 #: The largest square input side a task config takes: the backbone's position grid, its feature maps and the
 #: memory of one view grow with its square (2048 keeps the largest backbone buildable on a 24 GB machine).
@@ -51,20 +51,32 @@ def check_image_size(config: TaskConfig, size: str, field: str = "image_size") -
         raise config.field_error(field, f"not a multiple of the {size} backbone's patch size {patch}")
 
 
+def check_patch_embed_weights(config: TaskConfig, kind: str, field: str = "patch_embed_weights") -> None:
+    """Refuse ``config.<field>`` when it is set and the patch embedding ``kind`` reads no weights (``conv``,
+    ``convstem``): only ``mobilenetv2`` (``"mobilenetv2-imagenet"`` or a local file) and a timm ViT (a local file)
+    do. Whether the file is there is checked when the model is first built, not here: a config read back from a
+    checkpoint names weights that its loader does not read again."""
+    if getattr(config, field) is not None and kind in ("conv", "convstem"):
+        raise config.field_error(field, f"is for a 'mobilenetv2' or timm ViT patch embedding; this one is {kind!r}")
+
+
 @dataclasses.dataclass
 class GeometryConfig(TaskConfig):
     """What defines a geometry model.
 
     Args:
-        size: backbone size, a key of :data:`vision.geometry.model.BACKBONE_CONFIGS` (``tiny``, ``base``,
-            ``vggt_1b``).
+        size: backbone size, a key of :data:`vision.geometry.model.BACKBONE_CONFIGS` (``tiny``, ``tiny_mobilenet``,
+            ``base``, ``vggt_1b``).
         image_size: side of the square input (training and evaluation resolution, linked to the datamodule's
             ``image_size``); a multiple of the patch size, at most :data:`MAX_IMAGE_SIZE`.
-        patch_embed: patch embedding (``conv``, ``convstem`` or a timm ViT name whose patch size and width are the
-            size's); None: the size's own.
-        patch_embed_weights: optional local file of patch-embed weights (timm / DINOv2) used when the model is
-            first built, for a timm ViT patch embedding only; never downloaded, and not read again by :func:`load`
-            (the checkpoint holds the weights).
+        patch_embed: patch embedding (``conv``, ``convstem``, ``mobilenetv2`` or a timm ViT name whose patch size
+            and width are the size's); None: the size's own.
+        patch_embed_weights: patch-embed weights used when the model is first built; never downloaded, and not
+            read again by :func:`load` (the checkpoint holds the weights). For a timm ViT a local file (timm /
+            DINOv2); for ``mobilenetv2`` the registry name ``mobilenetv2-imagenet`` (the file
+            ``vision-fetch-weights mobilenetv2-imagenet`` fetches) or a local file; None leaves a ``mobilenetv2``
+            stem randomly initialised (frozen all the same: for tests, not for training). Refused for ``conv`` /
+            ``convstem``.
         use_checkpoint: gradient checkpointing of the aggregator's blocks while training.
         match_dim: width of the matching projection of the aggregator's last patch tokens (trained by the
             correspondence loss; the evaluation registers cameras from its matches, the ``match_pose`` row);
@@ -91,9 +103,7 @@ class GeometryConfig(TaskConfig):
             problem = _patch_embed_problem(self.patch_embed, self.size)
             if problem is not None:
                 raise self.field_error("patch_embed", problem)
-        kind = self.patch_embed or BACKBONE_CONFIGS[self.size]["patch_embed"]
-        if self.patch_embed_weights is not None and kind in ("conv", "convstem"):
-            raise self.field_error("patch_embed_weights", f"is for a timm ViT patch embedding; this one is {kind!r}")
+        check_patch_embed_weights(self, self.patch_embed or BACKBONE_CONFIGS[self.size]["patch_embed"])
 
 
 @functools.lru_cache(maxsize=32)

@@ -19,7 +19,7 @@ import torch
 
 from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
 from vision.geometry.model import BACKBONE_CONFIGS
-from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
+from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size, check_patch_embed_weights
 from vision.model_folder import ModelFolder, write_model_folder
 from vision.text import TEXT_DIM, TEXT_ENCODERS
 from vision.tracking.baseline import MemoryBankTracker
@@ -56,6 +56,11 @@ class TrackingConfig(TaskConfig):
             (``TrackingConfig(**SAM2_1_HEADS)`` gives SAM 2.1's widths).
         tracking_points: ``dpt`` or ``light`` (G2TAM only): where tracking reads its point maps
             (:class:`G2TAM`); a ``light`` model comes from ``vision-fit-light-points``, not from training.
+        patch_embed_weights: weights of the backbone's patch embedding, read when the tracker is first built
+            (:attr:`vision.geometry.task.GeometryConfig.patch_embed_weights`: for ``tiny_mobilenet``
+            ``mobilenetv2-imagenet`` or a local file), for a tracker that does not start from a geometry checkpoint
+            (one that does takes the checkpoint's stem). Not read again by :func:`load`; refused for a backbone
+            whose patch embedding reads none.
     """
 
     task: ClassVar[str] = "tracking"  # the registry name its checkpoints and model folders record
@@ -75,10 +80,12 @@ class TrackingConfig(TaskConfig):
     text_dim: int = checked(TEXT_DIM, low=1, high=4096)
     decoder_style: str = checked("g2tam", choices=DECODER_STYLES)
     tracking_points: str = checked("dpt", choices=TRACKING_POINTS)
+    patch_embed_weights: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_image_size(self, self.backbone)
+        check_patch_embed_weights(self, BACKBONE_CONFIGS[self.backbone]["patch_embed"])
         if (self.dim // 2) % self.num_heads:
             raise self.field_error("num_heads", f"must divide dim / 2 = {self.dim // 2} (the width of the decoder's "
                                                 "cross-attention)")
@@ -89,11 +96,13 @@ class TrackingConfig(TaskConfig):
 
 
 def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBankTracker:
-    """The tracker ``config`` describes (untrained weights)."""
+    """The tracker ``config`` describes (untrained weights; ``config.patch_embed_weights`` is read here)."""
     config = TrackingConfig.from_value(config)
     common = dict(backbone=config.backbone, image_size=config.image_size, dim=config.dim, num_masks=config.num_masks,
                   decoder_depth=config.decoder_depth, num_heads=config.num_heads, text_dim=config.text_dim,
                   click_maps=config.click_maps, hires_maps=config.hires_maps)
+    if config.patch_embed_weights is not None:
+        common["backbone_overrides"] = {"patch_embed_weights": config.patch_embed_weights}
     if config.architecture == "g2tam":
         return G2TAM(proximity_maps=config.proximity_maps, decoder_style=config.decoder_style,
                      tracking_points=config.tracking_points, **common)
@@ -105,14 +114,14 @@ def load(checkpoint: str | Path, device: str | torch.device = "cpu",
     """``(model, config)`` of a :class:`~vision.tracking.lightning.TrackingModule` checkpoint or a tracking model
     folder (:func:`save`, ``vision-export``), in eval mode on ``device``.
 
-    ``image_size`` rebuilds the model for another input size (the weights do not depend on it). A checkpoint
-    without a tracking config, or whose weights do not fit it, is a :class:`~vision.errors.DataError` naming the
-    file.
+    ``image_size`` rebuilds the model for another input size (the weights do not depend on it). The model is built
+    without ``patch_embed_weights`` (the checkpoint holds the weights). A checkpoint without a tracking config, or
+    whose weights do not fit it, is a :class:`~vision.errors.DataError` naming the file.
     """
     config, weights, _ = read_task_checkpoint(checkpoint, TrackingConfig, prefix="model.", map_location=device)
     if image_size is not None:
         config = config.replace(image_size=int(image_size))
-    model = build_model(config)
+    model = build_model(config.replace(patch_embed_weights=None))
     load_weights(model, weights, checkpoint, hint=RETRAIN_HINT)
     return model.to(device).eval(), config
 
