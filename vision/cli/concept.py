@@ -1,5 +1,5 @@
-"""``vision-predict --concept`` / ``--exemplar``: every instance of noun phrases and/or exemplar boxes, found,
-segmented and tracked with persistent ids (the concept tracker, :class:`vision.concept.predictor.ConceptPredictor`).
+"""``vision-predict --concept`` / ``--exemplar`` (and ``vision-concept``): every instance of noun phrases and/or
+exemplar boxes, found, segmented and tracked with persistent ids.
 
   vision-predict --task tracking --ckpt CONCEPT_CKPT INPUT --concept "mug" [--concept "chair"]
                  [--exemplar VIEW,x0,y0,x1,y1[,neg]] [--out DIR]
@@ -9,12 +9,23 @@ segmented and tracked with persistent ids (the concept tracker, :class:`vision.c
            colour of its id, labelled with its id and phrase)
          + DIR/instance_<id>.ply (each instance's 3D points) + DIR/scene.ply / scene.glb (the reconstruction with
            the instances coloured)
+  vision-predict --task concept --ckpt DETECTION_CKPT INPUT --concept "cup"
+  vision-concept --detector DETECTION_CKPT INPUT --concept "cup"      (python -m vision.cli.concept; the same)
+      -> DIR/results.json + the drawn views, answered by the detector alone
+         (:class:`vision.concept.detector_only.DetectorConceptPredictor`): the masks are the detector's boxes, and
+         there are no 3D points
+
+Which model answers is read from the checkpoint's task: a concept checkpoint runs the concept model
+(:class:`vision.concept.predictor.ConceptPredictor`: detector + G2TAM tracker, trained on synthetic renders), a
+detection checkpoint (e.g. ``runs/detection/real_coco/checkpoints/last.ckpt``, trained on real frames) the detector
+alone with online 2D association. The output says which model answered, what it was trained on
+(:mod:`vision.data.provenance`) and what the masks are.
 
 Prompts: each ``--concept`` is one phrase with its own set of ids; an ``--exemplar`` box (view, XYXY pixels of the
 input; ``neg`` at the end: "not this") belongs to the ``--concept`` given before it on the command line; exemplars
 given before any ``--concept`` form one concept of their own, found by its boxes alone (it needs a positive one).
-A folder of images is a view set (any order); a video's frames are its views. The checkpoint must be a concept
-checkpoint or model folder.
+A folder of images is a view set (any order); a video's frames are its views. The checkpoint must be a concept or a
+detection checkpoint or model folder.
 
 Bad prompts (an empty phrase, a malformed exemplar, a view the input lacks, a box off the image, more concepts than
 the checkpoint takes) are one ``error:`` line and exit status 2, checked before any model runs.
@@ -26,6 +37,8 @@ The prompts are read by :mod:`vision.concept.exemplars` and the files written by
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,14 +47,16 @@ from vision.errors import DataError, InputError
 
 if TYPE_CHECKING:
     from vision.cli.inputs import Input
+    from vision.concept.detector_only import DetectorConceptPredictor
     from vision.concept.predictor import ConceptPredictor
 
-__all__ = ["concept_flags", "check_concept", "concept_prompts", "load_concept_predictor", "run_concept",
-           "CONCEPT_HINT"]
+__all__ = ["concept_flags", "check_concept", "concept_prompts", "load_concept_predictor", "describe_answer",
+           "run_concept", "main", "CONCEPT_HINT"]
 
 #: what to give when a checkpoint is not a concept one
 CONCEPT_HINT = ("a concept checkpoint or model folder (vision-train --config configs/concept/tiny.yaml writes "
-                "runs/concept/tiny/checkpoints/last.ckpt)")
+                "runs/concept/tiny/checkpoints/last.ckpt), or a detection checkpoint, which answers with its boxes "
+                "(runs/detection/real_coco/checkpoints/last.ckpt, trained on real frames)")
 
 #: the flags of the point / box / text prompts, which --concept / --exemplar replace
 _OBJECT_FLAGS = ("points", "labels", "box", "text", "prompt")
@@ -110,9 +125,12 @@ def check_concept(args: argparse.Namespace) -> None:
     concept_prompts(args)
 
 
-def load_concept_predictor(checkpoint: Path, device: Any, precision: str) -> "ConceptPredictor":
-    """The concept predictor of ``checkpoint``; a checkpoint of another task is one :class:`InputError` saying
-    which checkpoint is needed."""
+def load_concept_predictor(checkpoint: Path, device: Any, precision: str
+                           ) -> "ConceptPredictor | DetectorConceptPredictor":
+    """The predictor that answers concept prompts with ``checkpoint``: the concept model of a concept checkpoint,
+    the detector alone (:class:`~vision.concept.detector_only.DetectorConceptPredictor`) of a detection one; a
+    checkpoint of another task is one :class:`InputError` saying which checkpoint is needed."""
+    from vision.concept.detector_only import DetectorConceptPredictor
     from vision.concept.predictor import ConceptPredictor
 
     try:
@@ -120,8 +138,22 @@ def load_concept_predictor(checkpoint: Path, device: Any, precision: str) -> "Co
     except DataError as exc:
         if exc.field != "task":
             raise
+        if exc.value == "detection":
+            return DetectorConceptPredictor.from_checkpoint(checkpoint, device=device, precision=precision)
         raise InputError(f"{checkpoint} holds a {exc.value} model; concept prompts (--concept / --exemplar) need "
                          f"{CONCEPT_HINT}") from None
+
+
+def describe_answer(predictor: "ConceptPredictor | DetectorConceptPredictor", checkpoint: Path) -> list[str]:
+    """Two lines for the user: which model answered (the checkpoint and what it was trained on,
+    :func:`vision.data.provenance.read_provenance`) and what its masks are."""
+    from vision.concept.detector_only import DetectorConceptPredictor
+    from vision.data.provenance import read_provenance
+
+    if isinstance(predictor, DetectorConceptPredictor):
+        return [f"model: {predictor.describe()}", f"masks: boxes from the detector ({predictor.mask_note})"]
+    return [f"model: the concept model (detector + G2TAM tracker): {read_provenance(checkpoint)}",
+            "masks: the concept model's tracker, decoded from each proposal's box"]
 
 
 # ---------------------------------------------------------------------------------------------------- the runner
@@ -131,6 +163,7 @@ def run_concept(args: argparse.Namespace, out: Path) -> None:
     """``vision-predict`` with --concept / --exemplar (``--task tracking`` or ``concept``) on ``args.input``."""
     from vision.cli.batch import loaded
     from vision.cli.inputs import load_input, progress_bar
+    from vision.concept.detector_only import DetectorConceptPredictor, export_box_concepts
     from vision.concept.export import export_concepts
 
     prompts = concept_prompts(args)
@@ -146,11 +179,14 @@ def run_concept(args: argparse.Namespace, out: Path) -> None:
     for prompt in prompts:
         predictor.add_concept(state, prompt.phrase, exemplars=prompt.exemplars)
     image_names = None if source.video is not None else [p.name for p in source.images]
+    write = export_box_concepts if isinstance(predictor, DetectorConceptPredictor) else export_concepts
     with progress_bar(state.num_views, "concepts", unit="view") as bar:
-        export = export_concepts(predictor, state, source.working_frames(), out, fps=source.fps,
-                                 image_names=image_names, progress=lambda done, total: bar.update(done - bar.n))
+        export = write(predictor, state, source.working_frames(), out, fps=source.fps, image_names=image_names,
+                       progress=lambda done, total: bar.update(done - bar.n))
     if source.note:
         print(f"note: {source.note}")
+    for line in loaded(args, "concept answer", lambda: describe_answer(predictor, args.ckpt)):
+        print(line)
     for line in export.summary(state.num_views):
         print(line)
     drawn = [export.video] if export.video is not None else [export.folder / "annotated"]
@@ -159,3 +195,31 @@ def run_concept(args: argparse.Namespace, out: Path) -> None:
     print("wrote " + ", ".join(str(p) for p in written))
     for obj_id in export.empty:
         print(f"instance {obj_id} has no 3D point: no .ply written for it")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``vision-concept`` (``python -m vision.cli.concept``): ``vision-predict --task concept`` (every flag of it),
+    with ``--detector PATH`` as the checkpoint: a detection checkpoint answers with its boxes (see the module
+    docstring). Returns ``vision-predict``'s exit status."""
+    from vision.cli.predict import main as predict
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="vision-concept", add_help=False)
+    parser.add_argument("--detector", type=Path)
+    known, rest = parser.parse_known_args(argv)
+
+    def given(flag: str) -> bool:
+        return any(a == flag or a.startswith(flag + "=") for a in rest)
+
+    if given("--task"):
+        print("error: vision-concept runs --task concept; other tasks run with vision-predict", file=sys.stderr)
+        return 2
+    if known.detector is not None:
+        if given("--ckpt"):
+            print("error: give --detector or --ckpt, not both (--detector is the checkpoint)", file=sys.stderr)
+            return 2
+        rest = ["--ckpt", str(known.detector), *rest]
+    return predict(["--task", "concept", *rest])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,7 +2,7 @@
 
     vision-demo [--host 127.0.0.1] [--port 7860] [--tab track|detect|forensics] [--share]
                 [--tracking-ckpt P] [--detection-ckpt P] [--forensics-ckpt P] [--concept-ckpt P]
-                [--max-upload-mb 200]
+                [--real-detection-ckpt P] [--max-upload-mb 200]
                 [--max-frames 64] [--max-pixels 16777216]
 
 (``python demo/app.py`` and ``make demo`` run the same.)
@@ -10,7 +10,14 @@
 It binds 127.0.0.1 (this machine only) unless ``--host`` says otherwise, and makes no public link unless
 ``--share`` is given. Paths are relative to the working directory (``make demo`` runs in the repository): the
 checkpoints default to the ``make train`` runs under ``runs/``, and the example inputs are prepared on first
-launch into ``demo/examples/`` (``--examples-dir``). The page opens on
+launch into ``demo/examples/`` (``--examples-dir``).
+
+Real footage: the synthetic checkpoints have learned 64-px renders. When the detector trained on real frames exists
+(``--real-detection-ckpt``, default ``runs/detection/real_coco/checkpoints/last.ckpt``: real frames labelled by a
+teacher, the 80 COCO classes known; used only when the file is there), the Detect tab runs it, and the Track tab
+answers phrases ("every instance of") with it alone, its boxes for masks
+(:class:`vision.concept.detector_only.DetectorConceptPredictor`); point and box prompts stay with the tracker. Every
+answer ends with the model that gave it and what that model was trained on. The page opens on
 the tab named by ``--tab`` or by the URL query ``?tab=detect``; ``?tab=detect&example=1`` also runs that tab's
 first example as the page opens. Named API endpoints (for ``gradio_client``):
 ``/track`` (files, prompts), ``/track_concept`` (files, phrases, exemplar boxes), ``/detect`` (file, vocabulary,
@@ -129,13 +136,20 @@ def track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Calla
             with gr.Row():
                 clear = gr.Button("Clear prompts")
                 run = gr.Button("Track", variant="primary")
-            concept_ready = Path(config.checkpoint('concept')).exists()
+            real = config.real_detector()
+            concept_ready = real is not None or Path(config.checkpoint('concept')).exists()
+            if real is not None:
+                concept_info = (f"answered by the detector trained on real frames ({real}) alone: the masks are its "
+                                f"boxes (the tracker has not learned real images)")
+            elif concept_ready:
+                concept_info = None
+            else:
+                concept_info = (f"no concept checkpoint at {config.checkpoint('concept')}: train one with `vision-train "
+                                f"--config configs/concept/tiny.yaml` (after make train), or start the demo with "
+                                f"--concept-ckpt PATH")
             phrases = gr.Textbox(
                 label="Every instance of (phrases, comma-separated)", placeholder="mug, chair",
-                elem_id="track-phrases",
-                info=None if concept_ready else (
-                    f"no concept checkpoint at {config.checkpoint('concept')}: train one with `vision-train --config "
-                    f"configs/concept/tiny.yaml` (after make train), or start the demo with --concept-ckpt PATH"))
+                elem_id="track-phrases", info=concept_info)
             exemplars = gr.Textbox(label="Exemplar boxes (frame,x0,y0,x1,y1 or ...,neg per line; editable)", lines=2,
                                    placeholder="0,12,20,40,52", elem_id="track-exemplars")
             run_concept = gr.Button("Track all instances", variant="primary", interactive=concept_ready)
@@ -220,6 +234,10 @@ def track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Calla
             labels.append("real street clip: the taxi and the cyclist")
         gr.Examples(rows, [files, prompts], [video, scene, downloads, status], fn=track, run_on_click=True,
                     cache_examples=False, example_labels=labels, api_visibility="private")
+        if examples.cup_video is not None and concept_ready:
+            gr.Examples([[[str(examples.cup_video)], examples.cup_phrases, ""]], [files, phrases, exemplars],
+                        [video, scene, downloads, status], fn=track_concept, run_on_click=True, cache_examples=False,
+                        example_labels=[f"real clip: every {examples.cup_phrases}"], api_visibility="private")
 
     def preload(progress: gr.Progress = gr.Progress()) -> tuple:
         first, lines = rows[0]
@@ -229,13 +247,17 @@ def track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Calla
 
 
 def detect_tab(models: handlers.Models, examples: Examples | None) -> tuple[Callable[..., tuple] | None, list]:
+    # the detector trained on real frames, when there is one, is shown real footage first
+    real_first = models.config.real_detector() is not None and examples is not None and \
+        examples.street_video is not None
     gr.Markdown(DETECT_HELP)
     with gr.Row():
         with gr.Column():
             file = gr.File(label="Video or image", file_count="single",
                            file_types=list(VIDEO_SUFFIXES + IMAGE_SUFFIXES))
             vocabulary = gr.Textbox(label="Vocabulary (class names, comma-separated)",
-                                    value=examples.synthetic_vocabulary if examples else "",
+                                    value=(examples.street_vocabulary if real_first else
+                                           examples.synthetic_vocabulary) if examples else "",
                                     placeholder="mug, chair, lamp")
             min_score = gr.Slider(0.05, 0.95, value=0.3, step=0.05, label="Show detections with score at least")
             run = gr.Button("Detect", variant="primary")
@@ -260,11 +282,14 @@ def detect_tab(models: handlers.Models, examples: Examples | None) -> tuple[Call
         if examples.street_video is not None:
             rows.append([str(examples.street_video), examples.street_vocabulary, 0.3])
             labels.append("real street clip")
+        if examples.cup_video is not None:
+            rows.append([str(examples.cup_video), examples.cup_vocabulary, 0.3])
+            labels.append("real clip: a cup")
         gr.Examples(rows, [file, vocabulary, min_score], [video, preview, table, results, status], fn=detect,
                     run_on_click=True, cache_examples=False, example_labels=labels, api_visibility="private")
 
     def preload(progress: gr.Progress = gr.Progress()) -> tuple:
-        row = rows[0]  # the synthetic scene: the detector's training domain
+        row = rows[2] if real_first else rows[0]  # the detector's training domain: real footage or the renders
         return (*row, *detect(*row, progress))
 
     return (preload if examples is not None else None), [file, vocabulary, min_score, video, preview, table,
@@ -329,6 +354,13 @@ def build_app(config: handlers.DemoConfig, examples: Examples | None, tab: str =
         notes = list(examples.notes if examples else [])
         notes += [f"no {t} checkpoint at `{config.checkpoint(t)}`: run `make train-{t}` or `make demo`"
                   for t in missing]
+        if config.real_detection is not None and config.real_detector() is None:
+            notes.append(f"no detector trained on real frames at `{config.real_detection}` (python tools/train.py "
+                         f"--config configs/detection/real_coco.yaml): Detect and the phrases of Track use the "
+                         f"models of synthetic renders")
+        elif config.real_detector() is not None:
+            notes.append(f"Detect and the phrases of Track run the detector trained on real frames "
+                         f"(`{config.real_detection}`); the phrases' masks are its boxes")
         if notes:
             gr.Markdown("\n".join(f"> {n}" for n in notes))
         preloads = {}
@@ -381,6 +413,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             parser.add_argument(f"--{task.name}-ckpt", type=Path, default=defaults.checkpoint(task.name),
                                 help=f"the {task.name} checkpoint or model folder (vision-export) the "
                                      f"{task.demo_tab.capitalize()} tab runs{optional}")
+    parser.add_argument("--real-detection-ckpt", type=Path, default=handlers.REAL_DETECTION_CKPT,
+                        help="a detection checkpoint trained on real frames: when the file exists, the Detect tab "
+                             "runs it and the Track tab answers phrases with it alone (boxes for masks); default "
+                             "%(default)s")
     parser.add_argument("--examples-dir", type=Path, default=defaults.examples_dir,
                         help="cache folder of the example inputs (made on first launch)")
     parser.add_argument("--no-examples", action="store_true", help="do not prepare or show the examples")
@@ -407,7 +443,7 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
                                  max_track_frames=args.max_frames, max_pixels=args.max_pixels,
                                  presence_threshold=args.presence_threshold,
                                  work_dir=work_dir, examples_dir=args.examples_dir, device=args.device,
-                                 precision=args.precision)
+                                 precision=args.precision, real_detection=args.real_detection_ckpt)
     examples = None
     if not args.no_examples:
         print(f"preparing the example inputs in {args.examples_dir} (first launch only) ...", flush=True)

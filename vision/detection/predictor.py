@@ -205,13 +205,26 @@ class DetectorPredictor:
                              f"is {width}: its checkpoint was trained with another text encoder")
         self.text = text.to(self.device)
 
+    def model_input(self, frames: Sequence[np.ndarray]) -> torch.Tensor:
+        """The model's input batch ``[B, 3, s, s]`` float in [0, 1] on its device: each uint8 ``[H, W, 3]`` RGB frame
+        resized to the square input size (:func:`vision.data.resize.resize_image`; a frame of that size as is)."""
+        size = self.image_size
+        batch = np.stack([resize_image(f, (size, size)) if f.shape[:2] != (size, size) else f for f in frames])
+        return torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
+
+    @torch.no_grad()
+    def outputs(self, frames: Sequence[np.ndarray]) -> dict[str, torch.Tensor]:
+        """The detector's raw outputs on ``frames`` (:meth:`model_input`; in the predictor's precision): what
+        :meth:`OOVDetector.postprocess` takes, and the concept proposals of
+        :class:`vision.concept.detector_only.DetectorConceptPredictor`. Boxes in model pixels."""
+        with autocast(self.device, self.dtype):
+            return self.model(self.model_input(frames))
+
     @torch.no_grad()
     def _run(self, frames: list[np.ndarray]) -> list[dict[str, Any]]:
         size = self.image_size
-        batch = np.stack([resize_image(f, (size, size)) if f.shape[:2] != (size, size) else f for f in frames])
-        images = torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
+        outputs = self.outputs(frames)
         with autocast(self.device, self.dtype):
-            outputs = self.model(images)
             dets = self.model.postprocess(outputs, self.text, [(size, size)] * len(frames))
         dets = [{k: v.float() if v.is_floating_point() else v for k, v in det.items()} for det in dets]
         return [label_detections(det, self.vocabulary, self.category_ids, self.unknown_category_id,
