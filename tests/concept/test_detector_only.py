@@ -261,5 +261,5 @@ def test_from_a_checkpoint_it_says_which_model_answers(tmp_path):
     assert predictor.competitors == VOCABULARY and predictor.provenance.real is True
     assert predictor.describe() == ("the detector alone: last.ckpt (trained on real frames, teacher-labelled "
                                     "(yolox-nano), 3 known classes)")
-    state, out = answers(predictor, frames_with([[(RED, (4, 4, 30, 30))]] * 2), "cup")
+    _, out = answers(predictor, frames_with([[(RED, (4, 4, 30, 30))]] * 2), "cup")
     assert len(out) == 2 and all(m.shape[1:] == (80, 96) for _, _, _, m, _ in out)

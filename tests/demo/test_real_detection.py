@@ -85,7 +85,7 @@ def test_the_real_cup_clip_is_an_example_when_opencv_samples_are_there(tmp_path)
     if not (samples / "cup.mp4").is_file():
         pytest.skip("OpenCV's samples are not fetched (vision-fetch-opencv-samples)")
     made = examples.prepare_examples(tmp_path / "ex", opencv_samples=samples)
-    assert made.cup_video == tmp_path / "ex" / "cup.mp4" and made.cup_phrases == "cup"
+    assert made.cup_video == tmp_path / "ex" / "cup.mp4" and made.cup_phrases == "cup, person"
     assert read_video(made.cup_video).shape == (examples.CUP_FRAMES, 240, 320, 3)
     without = examples.prepare_examples(tmp_path / "none", opencv_samples=tmp_path / "absent")
     assert without.cup_video is None

@@ -144,9 +144,9 @@ def track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Calla
             elif concept_ready:
                 concept_info = None
             else:
-                concept_info = (f"no concept checkpoint at {config.checkpoint('concept')}: train one with `vision-train "
-                                f"--config configs/concept/tiny.yaml` (after make train), or start the demo with "
-                                f"--concept-ckpt PATH")
+                concept_info = (f"no concept checkpoint at {config.checkpoint('concept')}: train one with "
+                                f"`vision-train --config configs/concept/tiny.yaml` (after make train), or start the "
+                                f"demo with --concept-ckpt PATH")
             phrases = gr.Textbox(
                 label="Every instance of (phrases, comma-separated)", placeholder="mug, chair",
                 elem_id="track-phrases", info=concept_info)
@@ -237,7 +237,8 @@ def track_tab(models: handlers.Models, examples: Examples | None) -> tuple[Calla
         if examples.cup_video is not None and concept_ready:
             gr.Examples([[[str(examples.cup_video)], examples.cup_phrases, ""]], [files, phrases, exemplars],
                         [video, scene, downloads, status], fn=track_concept, run_on_click=True, cache_examples=False,
-                        example_labels=[f"real clip: every {examples.cup_phrases}"], api_visibility="private")
+                        example_labels=[f"real clip, never trained on: {examples.cup_phrases}"],
+                        api_visibility="private")
 
     def preload(progress: gr.Progress = gr.Progress()) -> tuple:
         first, lines = rows[0]

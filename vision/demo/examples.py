@@ -41,8 +41,8 @@ STREET_PROMPTS = "object 1 frame 0 positive 70,80\nobject 2 frame 0 positive 212
 STREET_VOCABULARY = "car, person, bicycle"
 #: The real cup clip: frames used, stride over the source, output size (W, H), its phrase and vocabulary.
 CUP_FRAMES, CUP_STRIDE, CUP_SIZE = 32, 3, (320, 240)
-CUP_PHRASES = "cup"
-CUP_VOCABULARY = "cup, bottle, person"
+CUP_PHRASES = "cup, person"
+CUP_VOCABULARY = "cup, bottle, cell phone, person"
 #: Where ``vision-fetch-opencv-samples`` puts OpenCV's sample videos (relative to the working directory).
 OPENCV_SAMPLES = Path("datasets/opencv_samples")
 
