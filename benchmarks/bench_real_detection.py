@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                    and path == "yolox-nano" else detector_results(path, args.split, args.threads))
         seconds = time.perf_counter() - start
         atomic_write_json(out / f"{name}_results.json", results)
-        metrics = evaluate(args.split, results, "detection")
+        metrics = evaluate(args.split, results, "detection", unknown_category_id=UNKNOWN_CATEGORY_ID,
+                            category_ids="vocabulary")
         row = {key: float(metrics[key]) for key in COLUMNS}
         row["unknown_boxes"] = sum(r["category_id"] == UNKNOWN_CATEGORY_ID for r in results)
         row["per_class_AP50"] = per_class_ap50(args.split, results)

@@ -102,17 +102,19 @@ def test_loading_the_weights_draws_nothing_from_the_global_generator(pretrained_
     torch.testing.assert_close(draws[0][0], draws[1][0], rtol=0, atol=0)
     torch.testing.assert_close(draws[0][1], draws[1][1], rtol=0, atol=0)
     torch.manual_seed(7)
-    torch.nn.Conv2d(96, 128, 1)  # the projection alone: LayerNorm draws nothing
+    torch.nn.Conv2d(96, 128, 1)  # the two projections alone: LayerNorm draws nothing
+    torch.nn.Conv2d(1280, 128, 1)
     assert torch.equal(torch.rand(4), draws[0][1])
 
 
 def test_the_stem_stays_frozen_and_in_eval_mode_while_the_projection_trains():
     torch.manual_seed(0)
     stem = build_patch_embed("mobilenetv2", 160, 16, 128).train()
-    assert stem.training and stem.proj.training and not stem.features.training
-    assert not any(m.training for m in stem.features.modules())
-    assert not any(p.requires_grad for p in stem.features.parameters())
-    assert all(p.requires_grad for p in (*stem.proj.parameters(), *stem.norm.parameters()))
+    assert stem.training and stem.proj.training and not stem.features.training and not stem.context.training
+    assert not any(m.training for m in (*stem.features.modules(), *stem.context.modules()))
+    assert not any(p.requires_grad for p in (*stem.features.parameters(), *stem.context.parameters()))
+    assert all(p.requires_grad for p in (*stem.proj.parameters(), *stem.context_proj.parameters(),
+                                         *stem.norm.parameters()))
     before = {k: v.clone() for k, v in stem.state_dict().items()}
     optimiser = torch.optim.AdamW(stem.parameters(), lr=1e-2)
     for _ in range(2):
@@ -121,8 +123,9 @@ def test_the_stem_stays_frozen_and_in_eval_mode_while_the_projection_trains():
         optimiser.zero_grad()
     after = stem.state_dict()
     # weights, BatchNorm running statistics and num_batches_tracked of the MobileNetV2 are untouched
-    assert all(torch.equal(before[k], after[k]) for k in before if k.startswith("features."))
+    assert all(torch.equal(before[k], after[k]) for k in before if k.startswith(("features.", "context.")))
     assert not torch.equal(before["proj.weight"], after["proj.weight"])
+    assert not torch.equal(before["context_proj.weight"], after["context_proj.weight"])
     assert not stem.train().features.training and stem.eval().training is False
 
 

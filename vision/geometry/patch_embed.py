@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from vision.checkpoint import load_failure
@@ -71,14 +72,18 @@ MOBILENETV2_WEIGHTS = "mobilenetv2-imagenet"
 
 
 class MobileNetV2PatchEmbed(nn.Module):
-    """ImageNet MobileNetV2 1.0, truncated at the patch stride and frozen, then a trainable 1x1 projection and a
-    LayerNorm: ``[N, 3, H, W]`` -> ``[N, (H/p)*(W/p), embed_dim]``.
+    """ImageNet MobileNetV2 1.0, frozen, read at the patch stride and at its last layer, then trainable 1x1
+    projections and a LayerNorm: ``[N, 3, H, W]`` -> ``[N, (H/p)*(W/p), embed_dim]``.
 
     ``features`` is torchvision's ``mobilenet_v2().features`` cut where its stride reaches the patch size: patch 16
     keeps blocks 0..13 (``features[:14]``, 96 channels), patch 8 blocks 0..6 (``features[:7]``, 32 channels); no
-    other patch size. It is frozen: ``requires_grad`` False, and its BatchNorms stay in eval mode (running
-    statistics) whatever :meth:`train` is given; only ``proj`` and ``norm`` train. Its tensors (BatchNorm statistics
-    included) are part of the state dict, so a checkpoint holds them.
+    other patch size. ``context`` is the rest of the network (to its 1280-channel last layer, stride 32): the
+    ImageNet-level semantics of each 32-px cell, which the mid-level patch features alone do not carry. A token is
+    ``norm(proj(patch features) + context_proj(context features))``, the context upsampled (nearest) to the patch
+    grid, as a feature pyramid's top-down path adds its coarse level. Both parts are frozen: ``requires_grad``
+    False, and their BatchNorms stay in eval mode (running statistics) whatever :meth:`train` is given; only
+    ``proj``, ``context_proj`` and ``norm`` train. Their tensors (BatchNorm statistics included) are part of the
+    state dict, so a checkpoint holds them.
 
     Input: the aggregator's, ``(x - ImageNet mean) / ImageNet std`` of RGB in [0, 1]
     (:mod:`vision.geometry.aggregator`): exactly what the network saw in ImageNet training (the same mean and std as
@@ -108,21 +113,31 @@ class MobileNetV2PatchEmbed(nn.Module):
                              f"stride-8 features), got {patch_size}")
         blocks, channels = self.STAGES[patch_size]
         self.patch_size = patch_size
-        self.features = _mobilenetv2_features(weights)[:blocks]
-        self.features.requires_grad_(False)
-        self.features.eval()
+        network = _mobilenetv2_features(weights)
+        self.features, self.context = network[:blocks], network[blocks:]
+        for frozen in (self.features, self.context):
+            frozen.requires_grad_(False)
+            frozen.eval()
         self.proj = nn.Conv2d(channels, embed_dim, kernel_size=1)
+        self.context_proj = nn.Conv2d(self.CONTEXT_CHANNELS, embed_dim, kernel_size=1)
         self.norm = nn.LayerNorm(embed_dim)
 
+    #: channels of MobileNetV2 1.0's last layer (``features[18]``)
+    CONTEXT_CHANNELS = 1280
+
     def train(self, mode: bool = True) -> "MobileNetV2PatchEmbed":
-        """Set ``proj`` and ``norm`` to ``mode``; ``features`` stays in eval mode (frozen BatchNorm statistics)."""
+        """Set the projections and ``norm`` to ``mode``; ``features`` and ``context`` stay in eval mode (frozen
+        BatchNorm statistics)."""
         super().train(mode)
         self.features.eval()
+        self.context.eval()
         return self
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``[N, 3, H, W]`` ImageNet-normalised RGB -> ``[N, P, C]``."""
-        return self.norm(self.proj(self.features(images)).flatten(2).transpose(1, 2))
+        patches = self.features(images)
+        context = F.interpolate(self.context_proj(self.context(patches)), size=patches.shape[-2:], mode="nearest")
+        return self.norm((self.proj(patches) + context).flatten(2).transpose(1, 2))
 
 
 def _mobilenetv2_features(weights: str | Path | None) -> nn.Sequential:
