@@ -328,6 +328,8 @@ class DetectionDataModule(SplitDataModule):
         train_category_splits: training keeps only annotations of categories whose ``split`` is listed (a category
             without ``split`` counts as ``"iv"``); None keeps all. Validation always keeps all annotations.
         test_split / predict_split: the splits of ``test`` and ``predict`` (default: ``val_split``).
+        mosaic: probability that a training sample is a mosaic of four images (:func:`vision.data.mosaic.mosaic`;
+            0 never); validation never.
     """
 
     collate = staticmethod(collate_detection)
@@ -335,7 +337,7 @@ class DetectionDataModule(SplitDataModule):
     def __init__(self, train_split: str, val_split: str, batch_size: int = 2, num_workers: int = 0,
                  image_size: int | None = None, augment: bool = True,
                  train_category_splits: list[str] | None = None, test_split: str | None = None,
-                 predict_split: str | None = None) -> None:
+                 predict_split: str | None = None, mosaic: float = 0.0) -> None:
         super().__init__()
         _positive("batch_size", batch_size)
         _positive("num_workers", num_workers, minimum=0)
@@ -346,6 +348,7 @@ class DetectionDataModule(SplitDataModule):
         self.test_split, self.predict_split = test_split, predict_split
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment = image_size, augment
+        self.mosaic = float(mosaic)
         self.train_category_splits = list(train_category_splits) if train_category_splits is not None else None
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
@@ -363,5 +366,6 @@ class DetectionDataModule(SplitDataModule):
             categories = None
             if self.train_category_splits is not None:
                 categories = split.category_ids(self.train_category_splits)
-            self.train_dataset = DetectionImageDataset(split, transform=train_tf, categories=categories)
+            self.train_dataset = DetectionImageDataset(split, transform=train_tf, categories=categories,
+                                                       mosaic=self.mosaic)
         self._setup_eval(stage, lambda path: DetectionImageDataset(load_split(path), transform=val_tf))

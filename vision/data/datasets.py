@@ -316,10 +316,16 @@ class DetectionImageDataset(Dataset):
         split: the split.
         transform: callable sample -> sample applied last.
         categories: keep only annotations of these category ids (e.g. the ``iv`` ones for training); None keeps all.
+        mosaic: probability that a sample is a mosaic of itself and three other images drawn at random
+            (:func:`vision.data.mosaic.mosaic`), before ``transform``; 0 never (the sample is the image alone). The
+            draws come from the sample's seed when the key carries one.
     """
 
     def __init__(self, split: Split, transform: Transform | None = None,
-                 categories: Sequence[int] | None = None) -> None:
+                 categories: Sequence[int] | None = None, mosaic: float = 0.0) -> None:
+        if not 0.0 <= mosaic <= 1.0:
+            raise InputError(f"mosaic is a probability in [0, 1], got {mosaic!r}")
+        self.mosaic = float(mosaic)
         if categories is not None:
             unknown = [c for c in categories if c not in split.categories]
             if unknown:
@@ -335,6 +341,19 @@ class DetectionImageDataset(Dataset):
 
     def __getitem__(self, key: int | SampleKey) -> dict[str, Any]:
         index, seed = split_key(key)
+        transform_seed, mosaic_seed = _sub_seeds(seed, 2)  # the first equals _sub_seeds(seed, 1)[0]
+        sample = self._sample(index)
+        if self.mosaic > 0:
+            rng = np.random.default_rng(mosaic_seed)
+            if rng.random() < self.mosaic:
+                from vision.data.mosaic import mosaic
+
+                others = rng.integers(0, len(self), size=3)
+                sample = mosaic([sample, *(self._sample(int(i)) for i in others)])
+        return _apply(self.transform, sample, transform_seed)
+
+    def _sample(self, index: int) -> dict[str, Any]:
+        """The image at ``index`` with its annotations, untransformed."""
         split = self.split
         img = split.images[self.image_ids[index]]
         image = split.load_image(img)
@@ -355,7 +374,7 @@ class DetectionImageDataset(Dataset):
             "iscrowd": np.asarray([bool(a.get("iscrowd", 0)) for a in anns], bool).reshape(-1),
             "image_id": int(img["id"]),
         }
-        return _apply(self.transform, sample, _sub_seeds(seed, 1)[0])
+        return sample
 
 
 #: Integer codes of the forensic labels (``cgi`` is neither class: scored and reported apart, never trained on).
