@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from vision.concept.predictor import Concept, ConceptPredictor, check_exemplar
+from vision.concept.predictor import Concept, ConceptPredictor, check_exemplar, new_phrase
 from vision.concept.proposals import ViewProposals, exemplar_embedding, phrase_rows, propose
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.errors import InputError
@@ -332,16 +332,7 @@ class DetectorConceptPredictor:
                     exemplars: Sequence[tuple[int, Any, bool]] = ()) -> int:
         """Add a concept: a noun ``phrase`` and/or ``exemplars`` ``(view, box XYXY input pixels, positive)``, as
         :meth:`ConceptPredictor.add_concept` takes them. Returns its index (the ``concepts`` of :meth:`propagate`)."""
-        if phrase is not None:
-            if not isinstance(phrase, str) or not phrase.strip():
-                raise InputError(f"a concept phrase must be a non-empty string, got {phrase!r}")
-            phrase = " ".join(phrase.split())
-            if any(c.phrase is not None and c.phrase.lower() == phrase.lower() for c in state.concepts):
-                raise InputError(f"phrase {phrase!r} is already a concept of this state")
-        if len(state.concepts) >= self.config.max_phrases:
-            raise InputError(f"at most {self.config.max_phrases} concepts per state (max_phrases); got one more: "
-                             f"{phrase!r}")
-        concept = Concept(phrase)
+        concept = Concept(new_phrase(phrase, state.concepts, self.config.max_phrases))
         s = state.size
         scale = np.array([s / state.width, s / state.height] * 2)
         for i, exemplar in enumerate(exemplars):
@@ -463,19 +454,14 @@ def export_box_concepts(predictor: DetectorConceptPredictor, state: DetectorConc
     with its phrase: ``annotated.mp4`` at ``fps``, or ``annotated/<name>.png`` per view with ``image_names``) on
     ``frames`` uint8 ``[T, h, w, 3]`` (the input's or downscaled). No 3D points: this predictor has no geometry.
     ``progress(done, total)`` is called after each view."""
-    from vision.concept.export import ConceptExport, label_instances
+    from vision.concept.export import ConceptExport, export_folder, label_instances
     from vision.concept.inference import concept_records
     from vision.data.io import atomic_write_json
     from vision.data.video import write_video
     from vision.errors import DataError
 
     total = state.num_views
-    if len(frames) != total or (image_names is not None and len(image_names) != total):
-        raise InputError(f"export_box_concepts: {len(frames)} frames and "
-                         f"{'no' if image_names is None else len(image_names)} image names for a state of "
-                         f"{total} views")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = export_folder("export_box_concepts", frames, image_names, total, out_dir)
 
     def counted(outputs: Iterator[tuple]) -> Iterator[tuple]:
         for item in outputs:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from vision.errors import DataError, InputError
 if TYPE_CHECKING:
     from vision.concept.predictor import ConceptPredictor, ConceptState
 
-__all__ = ["ConceptExport", "label_instances", "export_concepts"]
+__all__ = ["ConceptExport", "label_instances", "export_concepts", "export_folder"]
 
 
 @dataclass
@@ -58,6 +58,18 @@ def label_instances(frame: np.ndarray, masks: Sequence[np.ndarray], obj_ids: Seq
     return overlay_masks(frame, list(masks), list(obj_ids), labels=list(labels))
 
 
+def export_folder(what: str, frames: Sequence[Any], image_names: Sequence[str] | None, total: int,
+                  out_dir: str | Path) -> Path:
+    """``out_dir``, created, once ``frames`` (and ``image_names``, when given) have one entry per view of a state of
+    ``total`` views; an :class:`InputError` naming ``what`` otherwise."""
+    if len(frames) != total or (image_names is not None and len(image_names) != total):
+        raise InputError(f"{what}: {len(frames)} frames and {'no' if image_names is None else len(image_names)} "
+                         f"image names for a state of {total} views")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def export_concepts(predictor: "ConceptPredictor", state: "ConceptState", frames: np.ndarray, out_dir: str | Path,
                     fps: float = 10.0, image_names: Sequence[str] | None = None,
                     progress: Callable[[int, int], None] | None = None) -> ConceptExport:
@@ -74,12 +86,7 @@ def export_concepts(predictor: "ConceptPredictor", state: "ConceptState", frames
     from vision.tracking.export import _write_scene_ply, scene_points
 
     total = state.num_views
-    if len(frames) != total or (image_names is not None and len(image_names) != total):
-        raise InputError(f"export_concepts: {len(frames)} frames and "
-                         f"{'no' if image_names is None else len(image_names)} image names for a state of "
-                         f"{total} views")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = export_folder("export_concepts", frames, image_names, total, out_dir)
     size = state.tracker.size
     names = [c.name for c in state.concepts]
     small: dict[int, np.ndarray] = {}  # instance id -> bool [T, s, s] masks at the model size

@@ -58,7 +58,7 @@ from vision.tracking.prompts import Prompts, box_to_points
 from vision.tracking.propagation import WindowDecoder, set_visual_prompt, windows
 from vision.tracking.session import ObjectPrompt, TrackerState, as_int
 
-__all__ = ["Concept", "ConceptState", "ConceptPredictor", "check_exemplar"]
+__all__ = ["Concept", "ConceptState", "ConceptPredictor", "check_exemplar", "new_phrase"]
 
 
 def check_exemplar(view: Any, box: Any, width: int, height: int, views: int | None,
@@ -78,6 +78,21 @@ def check_exemplar(view: Any, box: Any, width: int, height: int, views: int | No
         raise InputError(f"{what} box {b.tolist()} is off the image or empty: it must satisfy 0 <= x0 < x1 <= "
                          f"{width} and 0 <= y0 < y1 <= {height}")
     return view, b
+
+
+def new_phrase(phrase: Any, concepts: Sequence["Concept"], max_phrases: int) -> str | None:
+    """A new concept's phrase checked against a state's ``concepts``: None stays None (exemplars only); a phrase is
+    a non-empty string, its whitespace collapsed, not already a phrase of the state (case-insensitive), and the
+    state has fewer than ``max_phrases`` concepts; one :class:`InputError` otherwise."""
+    if phrase is not None:
+        if not isinstance(phrase, str) or not phrase.strip():
+            raise InputError(f"a concept phrase must be a non-empty string, got {phrase!r}")
+        phrase = " ".join(phrase.split())
+        if any(c.phrase is not None and c.phrase.lower() == phrase.lower() for c in concepts):
+            raise InputError(f"phrase {phrase!r} is already a concept of this state")
+    if len(concepts) >= max_phrases:
+        raise InputError(f"at most {max_phrases} concepts per state (max_phrases); got one more: {phrase!r}")
+    return phrase
 
 
 @dataclass
@@ -175,16 +190,7 @@ class ConceptPredictor:
                     exemplars: Sequence[tuple[int, Any, bool]] = ()) -> int:
         """Add a concept: a noun ``phrase`` and/or ``exemplars`` ``(view, box XYXY input pixels, positive)``; at
         least one positive exemplar without a phrase. Returns its index (the ``concepts`` of :meth:`propagate`)."""
-        if phrase is not None:
-            if not isinstance(phrase, str) or not phrase.strip():
-                raise InputError(f"a concept phrase must be a non-empty string, got {phrase!r}")
-            phrase = " ".join(phrase.split())
-            if any(c.phrase is not None and c.phrase.lower() == phrase.lower() for c in state.concepts):
-                raise InputError(f"phrase {phrase!r} is already a concept of this state")
-        if len(state.concepts) >= self.config.max_phrases:
-            raise InputError(f"at most {self.config.max_phrases} concepts per state (max_phrases); got one more: "
-                             f"{phrase!r}")
-        concept = Concept(phrase)
+        concept = Concept(new_phrase(phrase, state.concepts, self.config.max_phrases))
         for i, exemplar in enumerate(exemplars):
             if not isinstance(exemplar, (tuple, list)) or len(exemplar) not in (2, 3):
                 raise InputError(f"exemplar {i} must be (view, box) or (view, box, positive), got {exemplar!r}")
