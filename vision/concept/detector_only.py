@@ -454,11 +454,9 @@ def export_box_concepts(predictor: DetectorConceptPredictor, state: DetectorConc
     with its phrase: ``annotated.mp4`` at ``fps``, or ``annotated/<name>.png`` per view with ``image_names``) on
     ``frames`` uint8 ``[T, h, w, 3]`` (the input's or downscaled). No 3D points: this predictor has no geometry.
     ``progress(done, total)`` is called after each view."""
-    from vision.concept.export import ConceptExport, export_folder, label_instances
+    from vision.concept.export import ConceptExport, export_folder, label_instances, write_drawn
     from vision.concept.inference import concept_records
     from vision.data.io import atomic_write_json
-    from vision.data.video import write_video
-    from vision.errors import DataError
 
     total = state.num_views
     out = export_folder("export_box_concepts", frames, image_names, total, out_dir)
@@ -489,18 +487,5 @@ def export_box_concepts(predictor: DetectorConceptPredictor, state: DetectorConc
             masks = result.masks(h, w, (w / state.width, h / state.height))
             yield label_instances(frame, list(masks), result.obj_ids, [names[k] for k in result.concepts])
 
-    if image_names is None:
-        export.video = write_video(out / "annotated.mp4", drawn(), fps=fps, crf=20, preset="veryfast")
-    else:
-        import cv2
-
-        (out / "annotated").mkdir(exist_ok=True)
-        taken: set[str] = set()
-        for name, image in zip(image_names, drawn()):
-            stem = Path(name).stem if Path(name).stem not in taken else Path(name).name  # a.png next to a.jpg
-            taken.add(stem)
-            path = out / "annotated" / f"{stem}.png"
-            if not cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
-                raise DataError("OpenCV could not write the image", file=path)
-            export.images.append(path)
+    write_drawn(export, drawn(), out, fps, image_names)
     return export

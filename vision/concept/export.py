@@ -15,7 +15,7 @@ from vision.errors import DataError, InputError
 if TYPE_CHECKING:
     from vision.concept.predictor import ConceptPredictor, ConceptState
 
-__all__ = ["ConceptExport", "label_instances", "export_concepts", "export_folder"]
+__all__ = ["ConceptExport", "label_instances", "export_concepts", "export_folder", "write_drawn"]
 
 
 @dataclass
@@ -70,6 +70,29 @@ def export_folder(what: str, frames: Sequence[Any], image_names: Sequence[str] |
     return out
 
 
+def write_drawn(export: ConceptExport, drawn: Iterator[np.ndarray], out: Path, fps: float,
+                image_names: Sequence[str] | None) -> None:
+    """Write the drawn views into ``out``: ``annotated.mp4`` at ``fps`` (``export.video``), or, with
+    ``image_names``, ``annotated/<name>.png`` per view (``export.images``; a second name with the same stem keeps its
+    extension)."""
+    from vision.data.video import write_video
+
+    if image_names is None:
+        export.video = write_video(out / "annotated.mp4", drawn, fps=fps, crf=20, preset="veryfast")
+        return
+    import cv2
+
+    (out / "annotated").mkdir(exist_ok=True)
+    taken: set[str] = set()
+    for name, image in zip(image_names, drawn):
+        stem = Path(name).stem if Path(name).stem not in taken else Path(name).name  # a.png next to a.jpg
+        taken.add(stem)
+        path = out / "annotated" / f"{stem}.png"
+        if not cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
+            raise DataError("OpenCV could not write the image", file=path)
+        export.images.append(path)
+
+
 def export_concepts(predictor: "ConceptPredictor", state: "ConceptState", frames: np.ndarray, out_dir: str | Path,
                     fps: float = 10.0, image_names: Sequence[str] | None = None,
                     progress: Callable[[int, int], None] | None = None) -> ConceptExport:
@@ -82,7 +105,6 @@ def export_concepts(predictor: "ConceptPredictor", state: "ConceptState", frames
     from vision.concept.inference import concept_records
     from vision.data.io import atomic_write_json
     from vision.data.resize import resize_nearest
-    from vision.data.video import write_video
     from vision.tracking.export import _write_scene_ply, scene_points
 
     total = state.num_views
@@ -112,20 +134,7 @@ def export_concepts(predictor: "ConceptPredictor", state: "ConceptState", frames
     export.present = {name: int((state.presence[:, k] >= threshold).sum()) for k, name in enumerate(names)}
     labels = [export.phrases[o] for o in ids]
     drawn = (label_instances(frame, [small[o][view] for o in ids], ids, labels) for view, frame in enumerate(frames))
-    if image_names is None:
-        export.video = write_video(out / "annotated.mp4", drawn, fps=fps, crf=20, preset="veryfast")
-    else:
-        import cv2
-
-        (out / "annotated").mkdir(exist_ok=True)
-        taken: set[str] = set()
-        for name, image in zip(image_names, drawn):
-            stem = Path(name).stem if Path(name).stem not in taken else Path(name).name  # a.png next to a.jpg
-            taken.add(stem)
-            path = out / "annotated" / f"{stem}.png"
-            if not cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
-                raise DataError("OpenCV could not write the image", file=path)
-            export.images.append(path)
+    write_drawn(export, drawn, out, fps, image_names)
     tracker = state.tracker
     for obj_id in ids:
         if len(tracker.clouds.get(obj_id, ())) == 0:
