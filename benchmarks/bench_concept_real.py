@@ -113,6 +113,9 @@ def run(args: argparse.Namespace) -> dict:
     if unknown:
         raise SystemExit(f"error: --phrases names categories the split lacks: {unknown}")
     predictor = load_predictor(args.ckpt, args.device, args.precision, dict(args.set or []))
+    from vision.detection.vocabulary import shared_text_encoder
+
+    shared_text_encoder()  # loaded before the clock starts: the seconds per frame are the model's
     rows, seconds, frames_run = [], 0.0, 0
     for clip, images in clips(split).items():
         if args.clips and clip not in args.clips:
