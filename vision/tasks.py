@@ -70,6 +70,8 @@ class Task:
         demo: ``demo(models, examples) -> (preload, outputs)``: builds that tab inside ``gr.Tab`` (None: the task
             only lends its model to another task's tab).
         demo_options: the predictor's options the demo sets from its configuration (``DemoConfig`` field names).
+        real_frames_predictor: the predictor class that answers the task from the detector trained on real frames
+            (the demo's ``--real-detection-ckpt``) when that checkpoint exists; None: the task's own model always.
         export_graphs: ``export_graphs(model, config, folder, seed) -> [Graph]``: its ONNX graphs
             (:mod:`vision.export.graphs`; None: nothing exports).
         folder_extras: top-level checkpoint keys (plain data) its model folder keeps besides the config and weights.
@@ -96,6 +98,7 @@ class Task:
     demo_tab: str | None = None
     demo: str | None = None
     demo_options: tuple[str, ...] = ()
+    real_frames_predictor: str | None = None
     export_graphs: str | None = None
     folder_extras: tuple[str, ...] = ()
 
@@ -169,6 +172,7 @@ BUILTIN: tuple[Task, ...] = (
          predict_flags="vision.cli.detection:detection_flags", predict_check="vision.cli.detection:check_detection",
          predict_usage="--vocabulary 'name,name'",
          demo_tab="detect", demo="vision.demo.app:detect_tab",
+         real_frames_predictor="vision.detection.predictor:DetectorPredictor",
          export_graphs="vision.export.graphs:detection_graphs"),
     Task(name="forensics", summary="AI-generated video forensics with an evidence graph",
          config="vision.forensics.task:ForensicsConfig", lightning="vision.forensics.lightning:ForensicsModule",
@@ -188,7 +192,8 @@ BUILTIN: tuple[Task, ...] = (
          evaluate_flags=f"{_EVAL}.flags:concept_flags", evaluate_args=f"{_EVAL}.flags:concept_options",
          predictor="vision.concept.predictor:ConceptPredictor", predict="vision.cli.concept:run_concept",
          predict_flags="vision.cli.concept:concept_flags", predict_check="vision.cli.concept:check_concept",
-         predict_usage="--concept 'phrase'", alias_of=("tracking", "concept_prompts"), demo_tab="track"),
+         predict_usage="--concept 'phrase'", alias_of=("tracking", "concept_prompts"), demo_tab="track",
+         real_frames_predictor="vision.concept.detector_only:DetectorConceptPredictor"),
 )
 
 _REGISTRY: dict[str, Task] = {task.name: task for task in BUILTIN}

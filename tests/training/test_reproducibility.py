@@ -80,7 +80,7 @@ def _data(root: Path) -> dict[str, dict]:
                                "warmup_steps": 2, "eval_prompt_types": ["point", "text"]},
                      "data": multiview},
         "detection": {"model": {"config": {"size": "tiny", "image_size": 64, "feature_layers": [1, -1],
-                                           "channels": 32}, "queue_size": 64, "samples_per_class": 64,
+                                           "channels": 32, "patch_embed_weights": None}, "queue_size": 64, "samples_per_class": 64,
                                 "synthesis_start": 0.0, "mining_start": 0.0, "mining_min_objectness": 0.0,
                                 "kde_reference": 64, "warmup_steps": 2},
                       "data": {"train_split": str(oov["train"]), "val_split": str(oov["val"]),

@@ -138,7 +138,7 @@ class Models:
         """The checkpoint that answers ``task``: the real-frame detector for ``detection`` and ``concept`` when
         there is one, else the task's own (a missing one is an :class:`InputError` naming how to make it)."""
         real = self.config.real_detector()
-        if real is not None and task in ("detection", "concept"):
+        if real is not None and get_task(task).real_frames_predictor is not None:
             return real
         path = self.config.checkpoint(task)
         if not path.exists():  # a checkpoint file or a model folder
@@ -152,12 +152,9 @@ class Models:
             if task not in self._loaded:
                 path = self.checkpoint(task)
                 options = {name: getattr(self.config, name) for name in get_task(task).demo_options}
-                if task == "concept" and path == self.config.real_detector():
-                    from vision.concept.detector_only import DetectorConceptPredictor
-
-                    predictor = DetectorConceptPredictor
-                else:
-                    predictor = get_task(task).resolve("predictor")
+                entry = get_task(task)
+                real = entry.real_frames_predictor is not None and path == self.config.real_detector()
+                predictor = entry.resolve("real_frames_predictor" if real else "predictor")
                 self._loaded[task] = predictor.from_checkpoint(path, device=self.config.device,
                                                                precision=self.config.precision, **options)
             return self._loaded[task]
