@@ -13,7 +13,7 @@ RUNS   := runs
 	light-points \
 	data-aigv-footage data-aigv-quick \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
-	train-concept bench-concept weights data-real train-real-detection
+	train-concept bench-concept weights data-real data-real-depth train-real-detection
 
 setup: $(STAMP)
 
@@ -253,6 +253,16 @@ data-real: setup weights
 	  echo "note: OpenCV's sample videos could not be fetched into $(OPENCV_SAMPLES); the splits go without them"
 	$(BIN)/vision-prepare-real-detection --out $(REAL) --opencv-samples $(OPENCV_SAMPLES) --footage $(FOOTAGE) \
 	  --if-present
+
+# Real frames with a monocular teacher's relative disparity, for the geometry backbone's optional real-depth term
+# (docs/geometry.md, "Real depth from a teacher (optional)"): the training-role sources of data-real (never the
+# held-out videos, never the Middlebury Motorcycle photograph bench_geometry_real.py scores on), 64 px square crops,
+# TCMonoDepth on 128 px crops, one .npz and its JSON manifest. Not part of `make train-geometry`.
+data-real-depth: setup weights
+	$(BIN)/python datasets/fetch_opencv_samples.py --out $(OPENCV_SAMPLES) || \
+	  echo "note: OpenCV's sample videos could not be fetched into $(OPENCV_SAMPLES); the frames go without them"
+	$(BIN)/vision-prepare-real-depth --out $(REAL)/real_depth_train.npz --opencv-samples $(OPENCV_SAMPLES) \
+	  --footage $(FOOTAGE) --if-present
 
 train-real-detection: data-real
 	$(BIN)/python tools/train.py --config configs/detection/real_voc.yaml $(call resume,detection/real_voc)
