@@ -15,6 +15,9 @@
   pixel of the views with a known camera.
 - :func:`normalize_scene`: moves cameras, depth and points into camera 0's frame and divides all lengths by the
   mean norm of the valid 3D points; returns the scale.
+- :func:`disparity_ssi_loss` (our addition, the optional real-depth term of
+  :class:`vision.geometry.lightning.GeometryModule`): MiDaS's scale-and-shift-invariant loss in disparity space
+  against a monocular teacher's relative inverse depth.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
     from vision.geometry.model import GeometryBackbone
 
 __all__ = ["geometry_losses", "camera_loss", "confidence_regression_loss", "depth_loss", "point_loss", "ray_loss",
-           "gradient_loss", "normalize_scene", "NormalizedScene", "direction_loss"]
+           "gradient_loss", "normalize_scene", "NormalizedScene", "direction_loss", "disparity_ssi_loss"]
 
 
 def _check_finite(name: str, tensor: torch.Tensor, mask: torch.Tensor | None = None) -> None:
@@ -193,6 +196,97 @@ def direction_loss(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor | N
         return pred.sum() * 0.0
     cos = F.cosine_similarity(pred[keep], gt[keep], dim=-1, eps=eps)
     return (1.0 - cos).mean()
+
+
+def disparity_ssi_loss(depth: torch.Tensor, teacher: torch.Tensor, valid: torch.Tensor | None = None,
+                       trim: float = 0.2, eps: float = 1e-6, flat: float = 1e-10) -> torch.Tensor:
+    """Scale-and-shift-invariant loss of a depth map against a teacher's relative disparity (MiDaS, Ranftl et al.
+    2020), per image, averaged over the images that count.
+
+    Args:
+        depth: ``[B, H, W]`` the student's z-depth (> 0 at valid pixels; any scale).
+        teacher: ``[B, H, W]`` the teacher's relative inverse depth (larger = nearer) up to an unknown positive
+            scale and shift, e.g. :func:`vision.weights.nets.tcmonodepth.predict_depth`'s; no gradient.
+        valid: ``[B, H, W]`` bool, the pixels that count (None: all); a non-finite teacher value also drops its
+            pixel.
+        trim: fraction of each image's largest residuals left out (MiDaS's trimmed L1: 0.2).
+        eps: the teacher's least spread, relative to its mean magnitude (a flatter teacher image does not count).
+        flat: a student image whose disparity variance is at most ``flat`` times its squared mean is flat (fitted
+            by ``s = 0``); far above float32's rounding of the variance, far below any real variation.
+
+    Returns: a scalar, 0 (with gradients) when no image counts.
+
+    Per image, over its valid pixels, with ``x = 1 / depth`` and ``y`` the teacher:
+
+    1. the student is aligned to the teacher: ``s, t = argmin sum (s x + t - y)^2`` subject to ``s >= 0``, i.e.
+       ``s = max(cov(x, y), 0) / var(x)``, ``t = mean(y) - s mean(x)`` (differentiable: the gradient reaches
+       ``depth`` through ``s`` and ``t`` too);
+    2. the residual ``|s x + t - y|`` is divided by the teacher's spread ``mean |y - median(y)|``;
+    3. the mean of the smallest ``1 - trim`` of these residuals is the image's loss.
+
+    Why the student is aligned to the teacher and not the teacher to the student: the residual is then measured
+    in the teacher's units, which step 2 removes, so the loss depends neither on the teacher's arbitrary scale and
+    shift nor on the student's, and it is bounded by what a constant student gets (``s = 0``, ``t = mean(y)``: of
+    the order of 1). Aligned the other way round the residual is in the student's units, and the student could
+    lower it by flattening its own disparity unless divided by its own spread, which vanishes for a flat prediction.
+    ``s >= 0`` keeps the ordering: a student whose disparity falls where the teacher's rises is fitted by the
+    constant (the constant's loss), not by a negative scale (which would give it 0). The price: on such an image
+    the loss is flat in ``depth`` (no gradient) until the synthetic terms turn its ordering round.
+    Degenerate images: a flat student (see ``flat``) gets ``s = 0``, no division by zero and a finite gradient (as
+    for any scale-invariant loss the gradient grows as the student's disparity flattens: ``1 / std(x)``); an image
+    whose teacher is flat (spread at most ``eps`` times its mean magnitude) or with fewer than 2 valid pixels does
+    not count.
+
+    Raises:
+        InputError: shapes that differ or are not ``[B, H, W]``; a non-finite or non-positive ``depth`` at a valid
+            pixel (a diverging model is reported, not hidden).
+    """
+    if depth.ndim != 3 or teacher.shape != depth.shape or (valid is not None and valid.shape != depth.shape):
+        raise InputError(f"disparity_ssi_loss needs depth, teacher (and valid) of one shape [B, H, W]; got depth "
+                         f"{tuple(depth.shape)}, teacher {tuple(teacher.shape)}"
+                         + (f", valid {tuple(valid.shape)}" if valid is not None else ""))
+    if not 0.0 <= trim < 1.0:
+        raise InputError(f"trim must be in [0, 1); got {trim}")
+    depth = depth.float()
+    teacher = teacher.detach().to(device=depth.device, dtype=torch.float32)
+    mask = torch.isfinite(teacher) if valid is None else valid.bool() & torch.isfinite(teacher)
+    _check_finite("depth", depth, mask)
+    if (depth[mask] <= 0).any():
+        raise InputError(f"depth has {int((depth[mask] <= 0).sum())} value(s) <= 0 where the loss is computed")
+    weight = mask.float()
+    n = weight.sum((1, 2))  # [B]
+    count = n.clamp(min=1.0)
+    x = torch.where(mask, 1.0 / torch.where(mask, depth, torch.ones_like(depth)), torch.zeros_like(depth))
+    y = torch.where(mask, teacher, torch.zeros_like(teacher))
+
+    # the teacher's centre and spread (median and mean absolute deviation from it): constants of the loss
+    median = torch.nanmedian(torch.where(mask, y, torch.full_like(y, float("nan"))).flatten(1), dim=1).values
+    median = torch.nan_to_num(median)
+    spread = ((y - median[:, None, None]).abs() * weight).sum((1, 2)) / count
+    magnitude = (y.abs() * weight).sum((1, 2)) / count
+    counts = (n >= 2) & (spread > eps * magnitude) & (spread > 0)
+    spread = torch.where(counts, spread, torch.ones_like(spread))
+
+    # least squares of s x + t onto y with s >= 0
+    x_mean = (x * weight).sum((1, 2)) / count
+    y_mean = (y * weight).sum((1, 2)) / count
+    dx = (x - x_mean[:, None, None]) * weight
+    dy = (y - y_mean[:, None, None]) * weight
+    cov = (dx * dy).sum((1, 2)) / count
+    var = (dx * dx).sum((1, 2)) / count
+    varies = var > flat * x_mean.detach() ** 2  # a flat student (within float32's rounding): s = 0
+    scale = torch.where(varies, cov.clamp(min=0.0) / torch.where(varies, var, torch.ones_like(var)),
+                        torch.zeros_like(var))
+    shift = y_mean - scale * x_mean
+    residual = (scale[:, None, None] * x + shift[:, None, None] - y).abs() / spread[:, None, None]
+
+    # trimmed L1: the smallest ceil((1 - trim) n) residuals of each image
+    ranked = torch.where(mask, residual, torch.full_like(residual, float("inf"))).flatten(1).sort(dim=1).values
+    keep = torch.ceil((1.0 - trim) * n).clamp(min=1.0)
+    kept = torch.arange(ranked.shape[1], device=ranked.device)[None, :] < keep[:, None]
+    per_image = torch.where(kept, ranked, torch.zeros_like(ranked)).sum(1) / keep
+    per_image = torch.where(counts, per_image, torch.zeros_like(per_image))
+    return per_image.sum() / counts.sum().clamp(min=1)
 
 
 class NormalizedScene(NamedTuple):
