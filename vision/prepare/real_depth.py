@@ -37,7 +37,6 @@ import argparse
 import hashlib
 import io
 import json
-import math
 import sys
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -49,7 +48,7 @@ import torch
 from vision.data.files import output_file
 from vision.data.io import atomic_write_bytes, atomic_write_json, read_image, resize_frame
 from vision.errors import InputError, VisionError
-from vision.prepare.teacher import DUPLICATE_THRESHOLD, Source, default_sources, sample_video
+from vision.prepare.teacher import DUPLICATE_THRESHOLD, Source, check_options, default_sources, sample_video
 
 __all__ = ["DEFAULT_OUT", "HELD_OUT", "TEACHER", "held_out", "training_sources", "square_crop", "prepare", "main"]
 
@@ -102,9 +101,7 @@ def _check_arguments(size: int, teacher_size: int, max_frames: int, duplicate_th
               ("--max-frames", max_frames, max_frames >= 1, "a positive integer"),
               ("--duplicate-threshold", duplicate_threshold, 0.0 <= duplicate_threshold < 255.0, "in [0, 255)"),
               ("--threads", threads, threads >= 1, "a positive integer")]
-    for name, value, ok, what in checks:
-        if not ok or (isinstance(value, float) and not math.isfinite(value)):
-            raise InputError(f"{name} must be {what}; got {value}")
+    check_options(checks)
 
 
 def _check_sources(sources: Sequence[Source]) -> dict[str, object]:

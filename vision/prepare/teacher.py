@@ -284,6 +284,12 @@ def _check_arguments(max_frames: int, max_side: int, score_threshold: float, nms
               ("--nms-threshold", nms_threshold, 0.0 < nms_threshold <= 1.0, "in (0, 1]"),
               ("--duplicate-threshold", duplicate_threshold, 0.0 <= duplicate_threshold < 255.0, "in [0, 255)"),
               ("--threads", threads, threads >= 1, "a positive integer")]
+    check_options(checks)
+
+
+def check_options(checks: Sequence[tuple[str, object, bool, str]]) -> None:
+    """One :class:`InputError` for the first ``(option, value, ok, what it must be)`` that is not ok or is a
+    non-finite float; shared by the real-data converters."""
     for name, value, ok, what in checks:
         if not ok or (isinstance(value, float) and not math.isfinite(value)):
             raise InputError(f"{name} must be {what}; got {value}")
