@@ -6,6 +6,8 @@
         (TrackingModule checkpoints, e.g. from `make train-tracking`; only the validation splits are rendered)
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-light FOLDER
         (also the model folder vision-fit-light-points wrote from A.ckpt: a third column and speed rows)
+    python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-multiplex C.ckpt
+        (also G2TAM with the multiplexed decoder, configs/tracking/multiplex_tiny.yaml: a column and speed rows)
 
 Both models train as ``make train-tracking`` trains them: the training CLI (:class:`vision.training.cli.VisionCLI`,
 the parser of ``tools/train.py``) builds :class:`~vision.tracking.lightning.TrackingModule`, its data module and the
@@ -18,7 +20,8 @@ pipeline's: each split is tracked and scored with the protocol the training loop
 (:mod:`vision.tracking.inference`: every track prompted once on its first visible view, whole videos, results
 scored by ``vision.evaluation.evaluate`` as ``tools/evaluate.py --task tracking`` scores them), so a trained
 checkpoint's row here is what ``tools/train.py test`` prints on the same split. ``--no-refine`` scores G2TAM
-without the predictor's second pass (the control has none). Figures are printed as a table; nothing is typed in.
+without the predictor's second pass (the control has none; by default each model decodes as its ``second_pass``
+says: the multiplexed decoder once). Figures are printed as a table; nothing is typed in.
 After the table, one plain line per split says whether G2TAM beats the control in point J&F by the split's target
 margin (:data:`vision.evaluation.claims.TRACKING_MARGINS`), as ``make train-tracking`` ends.
 Peak memory is the peak RSS of a fresh subprocess running the predictor.
@@ -100,7 +103,7 @@ def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, 
     return cli.model.model.eval(), time.time() - start
 
 
-def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool = True,
+def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool | None = None,
              known_geometry: bool = False, memory_points: int | None = None) -> dict[str, dict]:
     """``{split: {prompt type: metrics}}``: each validation split tracked and scored with the pipeline's protocol
     (``known_geometry``: G2TAM on the ground-truth point maps, the oracle; ``memory_points``: the predictor's
@@ -120,17 +123,17 @@ def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refi
     return table
 
 
-def speed(models: dict, size: int, views: int = 8, repeats: int = 5,
-          refine: bool = True) -> dict[str, dict[int, list[float]]]:
-    """Seconds of ``propagate`` over one window of ``views`` random frames, for 1, 4 and 16 point-prompted
-    objects: ``{arch: {objects: [seconds of each of the repeats]}}`` after a warm-up, the models timed in turn
+def speed(models: dict, size: int, views: int = 8, repeats: int = 5, refine: bool | None = None,
+          objects: tuple[int, ...] = (1, 4, 16)) -> dict[str, dict[int, list[float]]]:
+    """Seconds of ``propagate`` over one window of ``views`` random frames, for each count of point-prompted
+    ``objects``: ``{arch: {objects: [seconds of each of the repeats]}}`` after a warm-up, the models timed in turn
     within each repetition (so a change of load on the machine reaches both alike). ``models``: name -> model, or
     name -> (model, extra ``TrackerPredictor`` arguments)."""
     from vision.tracking.predictor import TrackerPredictor
 
     frames = (np.random.default_rng(0).random((views, size, size, 3)) * 255).astype(np.uint8)
     out: dict[str, dict[int, list[float]]] = {arch: {} for arch in models}
-    for n in (1, 4, 16):
+    for n in objects:
         runs = {}
         for arch, entry in models.items():
             model, extra = entry if isinstance(entry, tuple) else (entry, {})
@@ -256,7 +259,8 @@ def main() -> None:
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-accuracy", action="store_true",
                     help="with --g2tam-ckpt / --baseline-ckpt: only the speed and correction-click rows")
-    ap.add_argument("--no-refine", action="store_true", help="G2TAM without the predictor's second pass")
+    ap.add_argument("--no-refine", action="store_true",
+                    help="G2TAM without the predictor's second pass (default: each model's own choice)")
     ap.add_argument("--memory-points", type=int, default=None,
                     help="G2TAM's carried 3D points per object in the accuracy rows (default the protocol's)")
     ap.add_argument("--g2tam-light", default=None,
@@ -264,12 +268,18 @@ def main() -> None:
     ap.add_argument("--light-memory-points", type=int, nargs="+", default=None,
                     help="the --g2tam-light rows with these carried 3D points per object (one row each; default the "
                          "protocol's)")
+    ap.add_argument("--g2tam-multiplex", default=None,
+                    help="also score and time this G2TAM with the multiplexed decoder (TrackingModule checkpoint)")
+    ap.add_argument("--speed-objects", type=int, nargs="+", default=[1, 4, 16],
+                    help="object counts of the speed rows (views/s and the ratio to the control; also the ratio "
+                         "to each model's own first count)")
     ap.add_argument("--breakdown", action="store_true",
                     help="with the speed rows: where one object's propagate goes, per model, without a profiler")
     ap.add_argument("--oracle", action="store_true",
                     help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    refine = False if args.no_refine else None  # None: each model's own choice (G2TAM.second_pass)
     if args.memory_child is not None:
         peak_memory_child(args.memory_child, args.size, args.g2tam_ckpt)
         return
@@ -298,10 +308,10 @@ def main() -> None:
             model, times[arch] = train(arch, paths, args.steps, args.size, "text" in types, run_dir, args.geometry_ckpt)
         with torch.no_grad():
             if paths is not None:
-                tables[arch] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine,
+                tables[arch] = evaluate(model, paths, types, text_encoder, refine=refine,
                                         memory_points=args.memory_points if arch == "g2tam" else None)
             if args.oracle and arch == "g2tam" and paths is not None:
-                tables["oracle"] = evaluate(model, paths, types, text_encoder, refine=not args.no_refine,
+                tables["oracle"] = evaluate(model, paths, types, text_encoder, refine=refine,
                                             known_geometry=True)
             if not args.skip_speed:
                 clicks[arch] = correction_click(model, args.size)
@@ -314,22 +324,34 @@ def main() -> None:
             name = "light" if points is None else f"light@{points}"
             with torch.no_grad():
                 if paths is not None:
-                    tables[name] = evaluate(light, paths, types, text_encoder, refine=not args.no_refine,
+                    tables[name] = evaluate(light, paths, types, text_encoder, refine=refine,
                                             memory_points=points)
             if not args.skip_speed:
                 models[name] = (light, {} if points is None else {"memory_points": points})
-    speeds = speed(models, args.size, refine=not args.no_refine) if models else {}
+    if args.g2tam_multiplex:
+        from vision.tracking.task import load
+
+        multiplex = load(args.g2tam_multiplex)[0]
+        with torch.no_grad():
+            if paths is not None:
+                tables["multiplex"] = evaluate(multiplex, paths, types, text_encoder, refine=refine,
+                                               memory_points=args.memory_points)
+        if not args.skip_speed:
+            models["multiplex"] = multiplex
+    speeds = speed(models, args.size, refine=refine, objects=tuple(args.speed_objects)) if models else {}
     parts = breakdown(models, args.size) if models and args.breakdown else {}
-    print(f"\nG2TAM second pass: {'off' if args.no_refine else 'on'}"
+    print(f"\nG2TAM second pass: {'off' if args.no_refine else 'each model chooses (the multiplexed decoder: off)'}"
           + (f"; G2TAM memory points: {args.memory_points}" if args.memory_points is not None else ""))
     if trained:
         print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
     oracle = "oracle" in tables
-    lights = [name for name in tables if name.startswith("light")]
+    lights = [name for name in tables if name.startswith("light") or name == "multiplex"]
     if args.g2tam_light:
         print(f"G2TAM light: light point maps, {args.g2tam_light}; @N: N carried 3D points per object")
+    if args.g2tam_multiplex:
+        print(f"G2TAM multiplex: the multiplexed decoder, {args.g2tam_multiplex}")
     if tables:
         print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}"
               + (f"{'G2TAM, GT points':>18}" if oracle else "")
@@ -354,20 +376,28 @@ def main() -> None:
         print()
         for verdict in margin_verdicts(figure["g2tam"], figure["memory_bank"], TRACKING_MARGINS):
             print(verdict.line("G2TAM", "the memory-bank control", "point J&F"))
+        if "multiplex" in tables:
+            mux = {split: cells["point"].get("J&F", float("nan")) for split, cells in tables["multiplex"].items()}
+            for verdict in margin_verdicts(mux, figure["memory_bank"], TRACKING_MARGINS):
+                print(verdict.line("G2TAM multiplex", "the memory-bank control", "point J&F"))
     if speeds:
         print(f"speed: views/s of propagate, one {args.views}-view window at {args.size} px, one thread; "
               f"min / median over the repetitions (cache_views=0: every propagate encodes)")
-    for n in (1, 4, 16) if speeds else ():
+    first_n = args.speed_objects[0]
+    for n in args.speed_objects if speeds else ():
         g, c = speeds["g2tam"][n], speeds["memory_bank"][n]
         a, b = args.views / min(g), args.views / min(c)
         am, bm = args.views / np.median(g), args.views / np.median(c)
-        print(f"{'speed views/s':<27}{n:>2} obj  G2TAM {a:>6.1f} / {am:>6.1f}  control {b:>6.1f} / {bm:>6.1f}  "
-              f"ratio {a / b:.2f} / {am / bm:.2f} (target >= 1.0)")
-        for name in (k for k in speeds if k.startswith("light")):
+        own = (f"  own {first_n}-object rate x{a * min(speeds['g2tam'][first_n]) / args.views:.3f} / control "
+               f"x{b * min(speeds['memory_bank'][first_n]) / args.views:.3f}")
+        print(f"{'speed views/s':<27}{n:>3} obj  G2TAM {a:>6.1f} / {am:>6.1f}  control {b:>6.1f} / {bm:>6.1f}  "
+              f"ratio {a / b:.2f} / {am / bm:.2f} (target >= 1.0){own}")
+        for name in (k for k in speeds if k.startswith("light") or k == "multiplex"):
             lt = speeds[name][n]
             la, lm = args.views / min(lt), args.views / np.median(lt)
-            print(f"{'speed views/s':<27}{n:>2} obj  G2TAM {name:<9} {la:>6.1f} / {lm:>6.1f}  "
-                  f"ratio to the control {la / b:.2f} / {lm / bm:.2f} (target >= 1.0)")
+            print(f"{'speed views/s':<27}{n:>3} obj  G2TAM {name:<9} {la:>6.1f} / {lm:>6.1f}  "
+                  f"ratio to the control {la / b:.2f} / {lm / bm:.2f} (target >= 1.0)  own {first_n}-object rate "
+                  f"x{la * min(speeds[name][first_n]) / args.views:.3f}")
     if parts:
         print("one object, ms (best of 7, no profiler; decoding and the rest = propagate - encoding):")
         for name, row in parts.items():

@@ -1,12 +1,16 @@
-"""G2TAM at many objects: views/s of ``propagate`` at 1 / 4 / 16 / 64 / 128 point-prompted objects, decoded one
+"""Trackers at many objects: views/s of ``propagate`` at 1 / 4 / 16 / 64 / 128 point-prompted objects, decoded one
 object per decoder call (the per-object loop, the baseline row), in buckets, or all in one call; peak memory per
 object; and whether every mode gives the per-object loop's masks.
 
     python benchmarks/bench_tracking_objects.py --ckpt runs/tracking/tiny/checkpoints/last.ckpt
+    python benchmarks/bench_tracking_objects.py --ckpt g2tam=runs/tracking/tiny/checkpoints/last.ckpt \
+        multiplex=runs/tracking/multiplex_tiny/checkpoints/last.ckpt control=runs/tracking/baseline_tiny/checkpoints/last.ckpt
     python benchmarks/bench_tracking_objects.py --ckpt ... --objects 64 --profile   # cProfile's top lines
     python benchmarks/bench_tracking_objects.py --ckpt ... --flops    # what the decoder computes, and how fast
 
-Every mode tracks the same random 8-frame window (one window, ``cache_views=0``: every ``propagate`` runs the
+Several trackers (``NAME=CHECKPOINT``; G2TAM with either decoder, the memory-bank control) run side by side: each
+(model, mode) is a row of one table, timed in turn within each repetition, and its ``x 1 obj`` ratio is to its own
+one-object row. Every mode tracks the same random 8-frame window (one window, ``cache_views=0``: every ``propagate`` runs the
 backbone once, shared by all objects) with the same prompts through one :class:`TrackerPredictor`, one thread; the
 modes differ only in ``object_bucket`` (objects per call of the model's decoder: ``loop`` = 1, ``all`` = every
 object). Within each repetition the modes run in turn, so a change of load on the machine reaches them alike.
@@ -89,8 +93,8 @@ def memory_child(args) -> None:
     from vision.tracking.task import load
 
     torch.set_num_threads(1)
-    model = load(args.ckpt)[0]
-    mode, objects = args.memory_child.split(":")
+    mode, objects, ckpt = args.memory_child.split(":", 2)
+    model = load(ckpt)[0]
     predictor = predictor_for(model, mode, int(objects), args)
     state = make_state(predictor, int(objects), args.views, args.size)
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
@@ -101,9 +105,9 @@ def memory_child(args) -> None:
     print(json.dumps({"before": before, "peak": _status("VmHWM")}))
 
 
-def peak_growth(mode: str, objects: int, args) -> float:
-    """MiB of peak RSS growth during one ``propagate``, in a fresh process."""
-    cmd = [sys.executable, __file__, "--ckpt", args.ckpt, "--memory-child", f"{mode}:{objects}",
+def peak_growth(ckpt: str, mode: str, objects: int, args) -> float:
+    """MiB of peak RSS growth during one ``propagate`` of the tracker in ``ckpt``, in a fresh process."""
+    cmd = [sys.executable, __file__, "--ckpt", ckpt, "--memory-child", f"{mode}:{objects}:{ckpt}",
            "--views", str(args.views), "--size", str(args.size), "--bucket", str(args.bucket),
            "--memory-points", str(args.memory_points)]
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
@@ -147,9 +151,24 @@ def decoder_flops(predictor, state) -> tuple[float, float, int]:
     return flops, seconds, pairs
 
 
+def parse_models(values: list[str]) -> dict[str, str]:
+    """``NAME=CHECKPOINT`` (or a bare path, named ``model``) -> ``{name: checkpoint}`` in the given order."""
+    models = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        name, path = (name, path) if sep else ("model", value)
+        if not name or not path or name in models:
+            raise SystemExit(f"--ckpt: expected distinct NAME=CHECKPOINT entries, got {value!r}")
+        if not Path(path).is_file():
+            raise SystemExit(f"--ckpt {name}: no checkpoint file at {path}")
+        models[name] = path
+    return models
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ckpt", required=True, help="a trained G2TAM (TrackingModule checkpoint)")
+    ap.add_argument("--ckpt", required=True, nargs="+",
+                    help="trained trackers (TrackingModule checkpoints), each NAME=CHECKPOINT or one bare path")
     ap.add_argument("--objects", type=int, nargs="+", default=[1, 4, 16, 64, 128])
     ap.add_argument("--modes", nargs="+", default=list(MODES), help="loop / bucket / all, optionally @POINTS")
     ap.add_argument("--bucket", type=int, default=16, help="objects per decoder call of the 'bucket' mode")
@@ -168,70 +187,79 @@ def main() -> None:
     from vision.tracking.task import load
 
     torch.set_num_threads(1)
-    model = load(args.ckpt)[0]
+    ckpts = parse_models(args.ckpt)
+    models = {name: load(path)[0] for name, path in ckpts.items()}
     rows = {}
+    keys = [(name, mode) for name in models for mode in args.modes]
     for n in args.objects:
-        runs = {mode: (p := predictor_for(model, mode, n, args), make_state(p, n, args.views, args.size))
-                for mode in args.modes}
-        reference: dict[int, np.ndarray] = {}
+        runs = {(name, mode): (p := predictor_for(models[name], mode, n, args), make_state(p, n, args.views, args.size))
+                for name, mode in keys}
+        reference: dict[tuple[str, int], np.ndarray] = {}
         diffs = {}
-        for mode, (predictor, state) in runs.items():  # warm-up, and the masks of each mode
+        for key, (predictor, state) in runs.items():  # warm-up, and the masks of each mode
             masks = masks_of(predictor, state)
-            reference.setdefault(predictor.memory_points, masks)
-            diffs[mode] = float((masks != reference[predictor.memory_points]).mean())
-        times = {mode: [] for mode in runs}
+            reference.setdefault((key[0], predictor.memory_points), masks)
+            diffs[key] = float((masks != reference[(key[0], predictor.memory_points)]).mean())
+        times = {key: [] for key in runs}
         for _ in range(args.reps):
-            for mode, (predictor, state) in runs.items():
+            for key, (predictor, state) in runs.items():
                 t = time.perf_counter()
                 for _ in predictor.propagate(state):
                     pass
-                times[mode].append(time.perf_counter() - t)
-        for mode in runs:
-            rows[(mode, n)] = {"min": args.views / min(times[mode]), "median": args.views / np.median(times[mode]),
-                               "diff": diffs[mode], "seconds": min(times[mode]),
-                               "mem": None if args.skip_memory else peak_growth(mode, n, args),
-                               "flops": decoder_flops(*runs[mode]) if args.flops else None}
+                times[key].append(time.perf_counter() - t)
+        for key in runs:
+            rows[key + (n,)] = {"min": args.views / min(times[key]), "median": args.views / np.median(times[key]),
+                                "diff": diffs[key], "seconds": min(times[key]),
+                                "mem": None if args.skip_memory else peak_growth(ckpts[key[0]], key[1], n, args),
+                                "flops": decoder_flops(*runs[key]) if args.flops else None}
         if args.profile:
-            for mode, (predictor, state) in runs.items():
+            for key, (predictor, state) in runs.items():
                 prof = cProfile.Profile()
                 prof.enable()
                 for _ in predictor.propagate(state):
                     pass
                 prof.disable()
-                print(f"\n--- cProfile, {mode}, {n} objects (own time)")
+                print(f"\n--- cProfile, {key[0]} {key[1]}, {n} objects (own time)")
                 pstats.Stats(prof).sort_stats("tottime").print_stats(12)
-    first = args.modes[0]
+    first = keys[0]
+    label = "x " + " ".join(first) if len(models) > 1 else "x " + first[1]
     print(f"\nviews/s of propagate, one {args.views}-view window at {args.size} px, one thread, min / median over "
           f"{args.reps} repetitions; 'bucket' = {args.bucket} objects per decoder call; memory points "
-          f"{args.memory_points} unless the mode says (@); masks compared with the first mode of the same points "
-          f"(fraction of differing pixels)")
-    print(f"{'objects':>7} {'mode':<10}{'views/s min':>12}{'median':>8}{'x ' + first:>10}{'x 1 obj':>9}"
-          f"{'peak MiB':>9}{'MiB/obj':>8}{'mask diff':>11}")
+          f"{args.memory_points} unless the mode says (@); masks compared with the model's first mode of the same "
+          f"points (fraction of differing pixels)")
+    for name, path in ckpts.items():
+        print(f"  {name}: {path} ({type(models[name]).__name__}"
+              f"{', decoder ' + models[name].decoder_style if hasattr(models[name], 'decoder_style') else ''})")
+    width = max(10, max(len(name) for name in models) + max(len(mode) for mode in args.modes) + 2)
+    print(f"{'objects':>7} {'model mode':<{width}}{'views/s min':>12}{'median':>8}{label:>{max(10, len(label) + 1)}}"
+          f"{'x 1 obj':>9}{'peak MiB':>9}{'MiB/obj':>8}{'mask diff':>11}")
     for n in args.objects:
-        for mode in args.modes:
-            r = rows[(mode, n)]
-            one = rows.get((mode, args.objects[0]))
+        for name, mode in keys:
+            r = rows[(name, mode, n)]
+            one = rows[(name, mode, args.objects[0])]
             mem = "" if r["mem"] is None else f"{r['mem']:>9.1f}"
             extra = n - args.objects[0]
             per = "" if r["mem"] is None or extra <= 0 else f"{(r['mem'] - one['mem']) / extra:>8.2f}"
-            print(f"{n:>7} {mode:<10}{r['min']:>12.1f}{r['median']:>8.1f}{r['min'] / rows[(first, n)]['min']:>10.2f}"
-                  f"{r['min'] / one['min']:>9.3f}{mem:>9}{per:>8}{r['diff']:>11.2e}")
-    print(f"(x 1 obj: min views/s over the {args.objects[0]}-object row's min of the same mode, target at 64 and "
-          f"128 objects >= 0.25; peak MiB: peak RSS growth during one propagate, fresh process; MiB/obj: its growth "
-          f"over the {args.objects[0]}-object row's, per added object)")
+            ratio = r["min"] / rows[first + (n,)]["min"]
+            print(f"{n:>7} {name + ' ' + mode:<{width}}{r['min']:>12.1f}{r['median']:>8.1f}"
+                  f"{ratio:>{max(10, len(label) + 1)}.2f}{r['min'] / one['min']:>9.3f}{mem:>9}{per:>8}"
+                  f"{r['diff']:>11.2e}")
+    print(f"(x 1 obj: min views/s over the {args.objects[0]}-object row's min of the same model and mode, target at "
+          f"64 objects >= 0.35 and at 128 >= 0.25; peak MiB: peak RSS growth during one propagate, fresh process; "
+          f"MiB/obj: its growth over the {args.objects[0]}-object row's, per added object, target <= 0.5 at 128)")
     if args.flops:
         print(f"\nthe decoder in one propagate (matrix products, convolutions, attention), replayed call by call; "
               f"'needed': its rate for views/s at 0.25 of the {args.objects[0]}-object row, the rest of propagate "
               f"as measured")
-        print(f"{'objects':>7} {'mode':<10}{'pairs':>7}{'MFLOP/pair':>11}{'decoder s':>10}{'GFLOP/s':>9}"
+        print(f"{'objects':>7} {'model mode':<{width}}{'pairs':>7}{'MFLOP/pair':>11}{'decoder s':>10}{'GFLOP/s':>9}"
               f"{'propagate s':>12}{'needed GFLOP/s':>15}")
         for n in args.objects:
-            for mode in args.modes:
-                r, one = rows[(mode, n)], rows[(mode, args.objects[0])]
+            for name, mode in keys:
+                r, one = rows[(name, mode, n)], rows[(name, mode, args.objects[0])]
                 flops, seconds, pairs = r["flops"]
                 budget = args.views / (0.25 * one["min"]) - (r["seconds"] - seconds)
                 needed = f"{flops / budget / 1e9:>15.1f}" if budget > 0 else f"{'none left':>15}"
-                print(f"{n:>7} {mode:<10}{pairs:>7}{flops / pairs / 1e6:>11.2f}{seconds:>10.3f}"
+                print(f"{n:>7} {name + ' ' + mode:<{width}}{pairs:>7}{flops / pairs / 1e6:>11.2f}{seconds:>10.3f}"
                       f"{flops / seconds / 1e9:>9.1f}{r['seconds']:>12.3f}{needed}")
 
 

@@ -83,6 +83,25 @@ def test_tracker_encoder_and_mask_decoder_export(tmp_path):
     check_graph(decoder, path, (image, pe, sparse, pad, hires, *maps))
 
 
+@pytest.mark.slow
+def test_multiplexed_mask_decoder_exports_with_dynamic_views_objects_and_tokens(tmp_path):
+    from vision.tracking.task import TrackingConfig, build_model
+
+    torch.manual_seed(0)
+    config = TrackingConfig(decoder_style="multiplex")
+    model = build_model(config).eval()
+    _, decoder = graphs_of("tracking", model, config)
+    path = export_graph(decoder, tmp_path / "decoder.onnx")
+    assert _dims(path)["sparse"][:3] == [1, "objects", "tokens"] and _dims(path)["maps"][:2] == ["views", "objects"]
+    check_graph(decoder, path)  # 2 views, 2 objects
+    image, pe, sparse, pad, hires, maps = _decoder_graph(model, example_views(64, 3, seed=5)[None]).inputs
+    check_graph(decoder, path, (image, pe, sparse, pad, hires, maps))  # 3 views
+    # 5 objects and 2 more prompt tokens (padding: PyTorch drops them, the graph attends past them alike)
+    sparse = torch.cat([sparse.repeat(1, 3, 1, 1)[:, :5], torch.randn(1, 5, 2, sparse.shape[-1])], dim=2)
+    pad = torch.cat([pad.repeat(1, 3, 1)[:, :5], torch.ones(1, 5, 2, dtype=torch.bool)], dim=2)
+    check_graph(decoder, path, (image, pe, sparse, pad, hires, maps.repeat(1, 3, 1, 1, 1)[:, :5]))
+
+
 def test_forensics_and_the_control_export_nothing():
     assert {t.name for t in TASKS if t.export_graphs is not None} == {"detection", "geometry", "tracking"}
     with pytest.raises(InputError, match="forensics task has no ONNX export"):

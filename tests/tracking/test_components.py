@@ -282,3 +282,18 @@ def test_proximity_maps_in_float16_mark_objects_without_anchors():
     assert half.dtype == torch.float16 and torch.isfinite(half).all()
     torch.testing.assert_close(half.float(), full, atol=2e-2, rtol=0)
     assert half[0, :, 1, :3].abs().sum() == 0 and half[0, :, :, 3].abs().sum() == 0
+
+
+def test_gaussian_falloff_is_exp_then_exactly_zero_without_subnormals():
+    from vision.tracking.layers import MAX_FALLOFF_EXPONENT, gaussian_falloff
+
+    sigma = 0.05
+    d2 = torch.linspace(0, 1, 2001) ** 2  # exponents 0 .. 200
+    out = gaussian_falloff(d2, sigma)
+    exponent = d2 / (2 * sigma ** 2)
+    kept = exponent <= MAX_FALLOFF_EXPONENT
+    torch.testing.assert_close(out[kept], torch.exp(-exponent[kept]), rtol=1e-6, atol=0)
+    assert (out[~kept] == 0).all() and kept.any() and (~kept).any()
+    tiny = torch.finfo(torch.float32).tiny  # the smallest normal float32: nothing between it and 0
+    assert ((out == 0) | (out >= tiny)).all()
+    assert gaussian_falloff(torch.tensor([float("inf")]), sigma).item() == 0.0

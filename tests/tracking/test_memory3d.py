@@ -60,3 +60,22 @@ def test_update_memory_grows_capped_clouds_from_the_yielded_views_only():
     assert len(state.clouds[1]) == 20 and set(state.clouds[1][:, 2]) == {1.0}  # view 1's points, evenly capped
     np.testing.assert_array_equal(state.cloud_colors[1], np.ones((20, 3), np.float32))
     assert len(memory[1][0]) == 5 and set(memory[1][0][:, 2]) <= {0.0, 1.0, 2.0}  # memory from every view
+
+
+def test_mean_features_of_all_objects_equal_each_object_pooled_alone():
+    """One product for every object gives each object's mask-weighted mean feature (masks pooled to their coverage
+    of each cell), and says which objects' masks cover nothing."""
+    import torch.nn.functional as F
+
+    from vision.tracking.memory3d import mean_features
+
+    gen = np.random.default_rng(0)
+    masks = gen.random((3, 4, 16, 16)) < 0.2
+    masks[:, 2] = False  # an object found nowhere
+    feats = torch.from_numpy(gen.standard_normal((3, 8, 4, 4)).astype(np.float32))
+    feat, covered = mean_features(masks, feats)
+    assert feat.shape == (4, 8) and covered.tolist() == [True, True, False, True]
+    for j in (0, 1, 3):
+        grid = F.adaptive_avg_pool2d(torch.from_numpy(masks[:, j]).float()[:, None], (4, 4))
+        expected = ((feats * grid).sum(dim=(0, 2, 3)) / grid.sum()).numpy()
+        np.testing.assert_allclose(feat[j], expected, rtol=1e-5, atol=1e-6)

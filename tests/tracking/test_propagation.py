@@ -163,9 +163,9 @@ def test_predictor_buckets_bound_the_objects_per_decoder_call(monkeypatch, archi
     for bucket in (1, 2, None):
         sizes = []
 
-        def spy(self, encoded, prompts, views=None, sizes=sizes):
+        def spy(self, encoded, prompts, views=None, sizes=sizes, **kwargs):
             sizes.append(prompts.num_objects)
-            return original(self, encoded, prompts, views)
+            return original(self, encoded, prompts, views, **kwargs)
 
         monkeypatch.setattr(architecture, "decode", spy)
         pred = TrackerPredictor(model, text_encoder=None, window_size=3, presence_threshold=0.0, object_bucket=bucket)

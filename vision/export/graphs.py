@@ -17,7 +17,9 @@ output names, the axes that stay dynamic, and the tolerance its onnxruntime chec
   ``extrinsics``, ``intrinsics``, ``depth``. Dynamic: ``S``.
 - ``mask_decoder`` (:class:`MaskDecoderGraph`): the tracker's :class:`~vision.tracking.decoder.MaskDecoder` on
   ``L`` (view, object) pairs -> ``masks [L, M, 4gh, 4gw]``, ``iou [L, M]``, ``presence [L]``. Dynamic: ``L`` and
-  the prompt tokens ``T``. The prompt and spatial encoders that build its inputs (clicks, boxes, text, 3D memory:
+  the prompt tokens ``T``; with the multiplexed decoder (:class:`~vision.tracking.multiplex.MultiplexDecoder`) one
+  window's views ``[V, ...]``, the objects' maps ``[V, N, ...]`` and prompt tokens ``[1, N, T, D]`` -> ``masks [V,
+  N, M, 4gh, 4gw]``, ``iou [V, N, M]``, ``presence [V, N]``, dynamic ``V``, ``N``, ``T``. The prompt and spatial encoders that build its inputs (clicks, boxes, text, 3D memory:
   Python structures of varying size per object) stay in PyTorch.
 
 The geometry backbone's input range check reads the data, so it runs in eager mode only
@@ -194,6 +196,7 @@ def tracking_graphs(model: nn.Module, config: Any, folder: Any = None, seed: int
 def _decoder_graph(model: nn.Module, views: torch.Tensor) -> Graph:
     """The mask decoder's graph, its example inputs those :meth:`G2TAM.decode` builds for a click on each view's
     centre (so they are the decoder's real inputs)."""
+    from vision.tracking.multiplex import MultiplexDecoder
     from vision.tracking.prompts import BOX_BR, BOX_TL, POSITIVE, Prompts
 
     captured: dict[str, tuple] = {}
@@ -217,7 +220,13 @@ def _decoder_graph(model: nn.Module, views: torch.Tensor) -> Graph:
         handle.remove()
     args = captured["args"]
     names = ("image", "image_pe", "sparse", "sparse_pad", "hires", "maps")[:len(args)]
-    dynamic = {name: {0: "pairs"} for name in names}
-    dynamic["sparse"] = {0: "pairs", 1: "tokens"}
-    dynamic["sparse_pad"] = {0: "pairs", 1: "tokens"}
+    if isinstance(model.decoder, MultiplexDecoder):  # one window: [V, ...] views, [V, N, ...] maps, [1, N, T] tokens
+        dynamic = {name: {0: "views"} for name in names}
+        for name in ("sparse", "sparse_pad"):
+            dynamic[name] = {1: "objects", 2: "tokens"}
+        dynamic["maps"] = {0: "views", 1: "objects"}
+    else:  # one row per (view, object) pair
+        dynamic = {name: {0: "pairs"} for name in names}
+        dynamic["sparse"] = {0: "pairs", 1: "tokens"}
+        dynamic["sparse_pad"] = {0: "pairs", 1: "tokens"}
     return Graph("mask_decoder", MaskDecoderGraph(model.decoder), args, names, ("masks", "iou", "presence"), dynamic)

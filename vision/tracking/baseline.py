@@ -134,20 +134,21 @@ class MemoryBankTracker(nn.Module):
         return mem.flatten(2).transpose(1, 2)
 
     def decode(self, encoded: dict[str, Any], prompts: Prompts,
-               views: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
+               views: Sequence[int] | None = None, full_size: bool = True) -> dict[str, torch.Tensor]:
         """Track every object slot through the frames (see the module docstring).
 
-        Returns ``masks [B, V, N, M, H, W]`` logits, ``iou [B, V, N, M]``, ``presence [B, V, N]`` logits: every
-        frame (V = S), or the ``views`` listed only (indices into the S frames), taken from tracking every frame
-        (a frame's outputs depend on the frames tracked before it).
+        Returns ``masks [B, V, N, M, H, W]`` logits (``full_size=False``: at the decoder's resolution, half the
+        input's, for a caller that upsamples only the hypotheses it keeps), ``iou [B, V, N, M]``, ``presence
+        [B, V, N]`` logits: every frame (V = S), or the ``views`` listed only (indices into the S frames), taken
+        from tracking every frame (a frame's outputs depend on the frames tracked before it).
         """
-        out = self._track(encoded, prompts)
+        out = self._track(encoded, prompts, full_size)
         if views is None:
             return out
         index = torch.as_tensor(list(views), dtype=torch.long, device=out["masks"].device)
         return {key: value[:, index] for key, value in out.items()}
 
-    def _track(self, encoded: dict[str, Any], prompts: Prompts) -> dict[str, torch.Tensor]:
+    def _track(self, encoded: dict[str, Any], prompts: Prompts, full_size: bool = True) -> dict[str, torch.Tensor]:
         """:meth:`decode` over every frame."""
         feats, hires, images = encoded["feats"], encoded["hires"], encoded["images"]
         b, s, d, gh, gw = feats.shape
@@ -241,8 +242,10 @@ class MemoryBankTracker(nn.Module):
             mask_out = mask_out.index_put((rows, frame_list[t]), mask_list[t])
             iou_out = iou_out.index_put((rows, frame_list[t]), iou_list[t])
             pres_out = pres_out.index_put((rows, frame_list[t]), pres_list[t])
-        masks = F.interpolate(mask_out.flatten(0, 1), size=(h, w), mode="bilinear", align_corners=False)
-        masks = masks.view(b, n, s, nm, h, w).transpose(1, 2)
+        masks = mask_out.flatten(0, 1)
+        if full_size:
+            masks = F.interpolate(masks, size=(h, w), mode="bilinear", align_corners=False)
+        masks = masks.view(b, n, s, nm, *masks.shape[-2:]).transpose(1, 2)
         return {"masks": masks, "iou": iou_out.view(b, n, s, nm).transpose(1, 2),
                 "presence": pres_out.view(b, n, s).transpose(1, 2)}
 

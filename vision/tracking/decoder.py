@@ -11,10 +11,9 @@ token is mapped by a hypernetwork MLP to weights dotted with them: mask logits a
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from vision.tracking.layers import Attention, LayerNorm2d, Mlp
+from vision.tracking.layers import Attention, LayerNorm2d, Mlp, encode_hires, hires_stem
 
 __all__ = ["TwoWayBlock", "TwoWayTransformer", "MaskDecoder"]
 
@@ -106,8 +105,7 @@ class MaskDecoder(nn.Module):
         c4, c8 = dim // 4, dim // 8
         self.upscale = nn.Sequential(nn.ConvTranspose2d(dim, c4, 2, stride=2), LayerNorm2d(c4), nn.GELU(),
                                      nn.ConvTranspose2d(c4, c8, 2, stride=2), nn.GELU())
-        self.hires = nn.Sequential(nn.Conv2d(3, c4, 3, stride=2, padding=1), LayerNorm2d(c4), nn.GELU(),
-                                   nn.Conv2d(c4, c8, 3, padding=1))
+        self.hires = hires_stem(c4, c8)
         self.map_channels = map_channels
         self.map_proj = (nn.Sequential(nn.Conv2d(map_channels, c8, 3, padding=1), nn.GELU(),
                                        nn.Conv2d(c8, c8, 3, padding=1)) if map_channels > 0 else None)
@@ -118,10 +116,7 @@ class MaskDecoder(nn.Module):
     def encode_hires(self, rgb: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
         """Stride-2 features of images ``[V, 3, H, W]`` in [0, 1] -> ``[V, D // 8, 4gh, 4gw]`` (resized to
         ``8 * grid`` first when H is not 8x the grid)."""
-        gh, gw = grid_hw
-        if rgb.shape[-2:] != (8 * gh, 8 * gw):
-            rgb = F.interpolate(rgb, size=(8 * gh, 8 * gw), mode="bilinear", align_corners=False)
-        return self.hires(rgb)
+        return encode_hires(self.hires, rgb, grid_hw)
 
     def forward(self, image: torch.Tensor, image_pe: torch.Tensor, sparse: torch.Tensor, sparse_pad: torch.Tensor,
                 hires: torch.Tensor, maps: torch.Tensor | None = None) -> dict[str, torch.Tensor]:

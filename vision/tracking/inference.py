@@ -48,9 +48,10 @@ def central_point(mask: np.ndarray) -> tuple[float, float]:
     return float(xs[i]), float(ys[i])
 
 
-def protocol_predictor(model: Any, text_encoder: Callable | str | None, refine: bool = True,
+def protocol_predictor(model: Any, text_encoder: Callable | str | None, refine: bool | None = None,
                        presence_threshold: float = 0.5, device: Any = None) -> TrackerPredictor:
-    """The predictor of the protocol over ``model`` (a G2TAM or the control; ``refine``: G2TAM's second pass)."""
+    """The predictor of the protocol over ``model`` (a G2TAM or the control; ``refine``: G2TAM's second pass, None:
+    the model's choice, :class:`TrackerPredictor`)."""
     return TrackerPredictor(model, text_encoder=text_encoder, window_size=WINDOW_SIZE, max_anchors=MAX_ANCHORS,
                             refine=refine, presence_threshold=presence_threshold, device=device)
 

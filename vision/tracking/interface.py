@@ -45,10 +45,11 @@ class TrackingModel(Protocol):
         ...
 
     def decode(self, encoded: dict[str, Any], prompts: Prompts,
-               views: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
+               views: Sequence[int] | None = None, full_size: bool = True) -> dict[str, torch.Tensor]:
         """``masks [B, V, N, M, s, s]`` logits, ``iou [B, V, N, M]`` and ``presence [B, V, N]`` logits on the
         encoded views (V = S), or on the ``views`` listed only (indices into them), each listed view's outputs
-        being those of decoding every view."""
+        being those of decoding every view. ``full_size=False``: the masks at the decoder's resolution (``s / 2``),
+        which bilinear upsampling takes to ``s`` exactly as with ``full_size``."""
         ...
 
     def eval(self) -> Any:

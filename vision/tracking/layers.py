@@ -8,7 +8,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["Mlp", "LayerNorm2d", "FourierFeatures", "Attention"]
+__all__ = ["Mlp", "LayerNorm2d", "FourierFeatures", "Attention", "gaussian_falloff", "hires_stem", "encode_hires"]
+
+#: exponent beyond which :func:`gaussian_falloff` is 0: exp(-80) = 1.8e-35 is still a normal float32, while larger
+#: exponents underflow into subnormals or zero, which the CPU's exp computes about 30x slower
+MAX_FALLOFF_EXPONENT = 80.0
+
+
+def gaussian_falloff(d2: torch.Tensor, sigma: float) -> torch.Tensor:
+    """``exp(-d2 / (2 sigma^2))`` of squared distances ``d2`` (any shape), exactly 0 where the exponent exceeds
+    :data:`MAX_FALLOFF_EXPONENT` (a value under 1.8e-35 there; the exponent is bounded for speed)."""
+    far = d2 > MAX_FALLOFF_EXPONENT * (2 * sigma ** 2)
+    return torch.div(d2, 2 * sigma ** 2).neg_().clamp_(min=-MAX_FALLOFF_EXPONENT).exp_().masked_fill_(far, 0.0)
 
 
 class Mlp(nn.Module):
@@ -61,7 +72,8 @@ class FourierFeatures(nn.Module):
 class Attention(nn.Module):
     """Multi-head attention with an optional internal down-projection (SAM's ``downsample_rate``).
 
-    ``q [N, Lq, D]``, ``k, v [N, Lk, D]`` -> ``[N, Lq, D]``; ``key_padding_mask [N, Lk]`` bool, True = ignore.
+    ``q [N, Lq, D]``, ``k, v [N, Lk, D]`` -> ``[N, Lq, D]``; ``key_padding_mask [N, Lk]`` bool, True = ignore;
+    ``attn_bias [N, heads, Lq, Lk]`` (or broadcastable to it) is added to the attention logits.
     """
 
     def __init__(self, dim: int, num_heads: int, downsample_rate: int = 1) -> None:
@@ -74,7 +86,7 @@ class Attention(nn.Module):
         self.out_proj = nn.Linear(inner, dim)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+                key_padding_mask: torch.Tensor | None = None, attn_bias: torch.Tensor | None = None) -> torch.Tensor:
         n, lq, _ = q.shape
         lk = k.shape[1]
         h = self.num_heads
@@ -87,5 +99,24 @@ class Attention(nn.Module):
             pad = key_padding_mask.clone()
             pad[pad.all(dim=1), 0] = False
             mask = ~pad[:, None, None, :]
+        if attn_bias is not None:
+            bias = attn_bias.to(q.dtype)
+            mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.out_proj(out.transpose(1, 2).reshape(n, lq, -1))
+
+
+def hires_stem(mid: int, out: int) -> nn.Sequential:
+    """The mask decoders' stride-2 RGB features: ``[V, 3, H, W] -> [V, out, H / 2, W / 2]`` (SAM 2.1's high-res
+    branch shape: 3x3 stride-2 conv to ``mid``, LayerNorm2d, GELU, 3x3 conv to ``out``)."""
+    return nn.Sequential(nn.Conv2d(3, mid, 3, stride=2, padding=1), LayerNorm2d(mid), nn.GELU(),
+                         nn.Conv2d(mid, out, 3, padding=1))
+
+
+def encode_hires(stem: nn.Module, rgb: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
+    """:func:`hires_stem` features of images ``[V, 3, H, W]`` in [0, 1] at ``4 * grid`` (the images are resized to
+    ``8 * grid`` first when H is not 8x the grid)."""
+    gh, gw = grid_hw
+    if rgb.shape[-2:] != (8 * gh, 8 * gw):
+        rgb = F.interpolate(rgb, size=(8 * gh, 8 * gw), mode="bilinear", align_corners=False)
+    return stem(rgb)

@@ -91,7 +91,8 @@ class TrackingModule(L.LightningModule):
         memory_prob / memory_points: chance that an object slot carries a simulated 3D memory of that many points
             (G2TAM only; 0 disables it).
         eval_prompt_types: the prompt types validation / test / predict track every video with (``text`` is
-            dropped without a text encoder). refine: the predictor's second pass (G2TAM) in evaluation.
+            dropped without a text encoder). refine: the predictor's second pass (G2TAM) in evaluation (None: the
+            model's ``second_pass``).
     """
 
     def __init__(self, config: TrackingConfig = TrackingConfig(), geometry_checkpoint: str | None = None,
@@ -101,7 +102,7 @@ class TrackingModule(L.LightningModule):
                  geometry_weight: float = 1.0, focal_weight: float = 20.0, dice_weight: float = 1.0,
                  iou_weight: float = 1.0, presence_weight: float = 1.0, memory_prob: float = 0.0,
                  memory_points: int = 64, eval_prompt_types: Sequence[str] = EVAL_PROMPT_TYPES,
-                 refine: bool = True, vggt_weights: str | None = None, sam2_weights: str | None = None,
+                 refine: bool | None = None, vggt_weights: str | None = None, sam2_weights: str | None = None,
                  freeze_backbone: bool = False, negative_names: Sequence[str] | None = None,
                  oracle_geometry: bool = False) -> None:
         super().__init__()

@@ -19,13 +19,15 @@ from vision.text import TEXT_DIM
 from vision.tracking.decoder import MaskDecoder
 from vision.tracking.layers import LayerNorm2d
 from vision.tracking.light_points import LightPointHead
+from vision.tracking.multiplex import MultiplexDecoder
 from vision.tracking.prompts import PromptEncoder, Prompts
 from vision.tracking.spatial_encoder import SpatialEncoder
 
 __all__ = ["DECODER_STYLES", "G2TAM", "TRACKING_POINTS", "select_best_mask"]
 
-#: ``g2tam``: our two-way decoder; ``sam2``: the same modules with SAM 2.1's computation (see :class:`G2TAM`)
-DECODER_STYLES: tuple[str, ...] = ("g2tam", "sam2")
+#: ``g2tam``: our two-way decoder; ``sam2``: the same modules with SAM 2.1's computation; ``multiplex``: objects
+#: share one decoding of each view (:class:`~vision.tracking.multiplex.MultiplexDecoder`); see :class:`G2TAM`
+DECODER_STYLES: tuple[str, ...] = ("g2tam", "sam2", "multiplex")
 
 #: where tracking's point maps come from: ``dpt``, the backbone's point head; ``light``, its coarse stages and a fitted
 #: linear map (:mod:`vision.tracking.light_points`)
@@ -59,7 +61,13 @@ class G2TAM(nn.Module):
             positional code or residual, token MLP ``8 * dim`` wide, sigmoid IoU head); with ``dim=256,
             num_masks=4, num_heads=8, decoder_depth=2, click_maps=False``
             (:data:`vision.tracking.sam2_keys.SAM2_1_HEADS`) the prompt encoder and the mask decoder take a SAM 2.1
-            checkpoint's weights (:func:`vision.tracking.sam2_keys.load_sam2_heads`).
+            checkpoint's weights (:func:`vision.tracking.sam2_keys.load_sam2_heads`). ``multiplex``: every object
+            reads one shared decoding of each view (:class:`~vision.tracking.multiplex.MultiplexDecoder`): the
+            per-object cost is a few tokens and a dynamic 1x1 mask head instead of a whole two-way decoding; no
+            dense prompt embedding is computed (the decoder reads the prompt and proximity maps itself; needs
+            ``hires_maps``), and each object's prompt tokens are built and read once per window, not per view.
+        map_attention: with the ``multiplex`` decoder, each object's maps bias its tokens' attention to the view
+            (:class:`~vision.tracking.multiplex.MultiplexDecoder`); ignored by the other decoders.
         tracking_points: ``dpt`` (the point head) or ``light``: :meth:`tracking_encoding` reads the point maps from
             :class:`~vision.tracking.light_points.LightPointHead` (``light_points``), fitted after training by
             :func:`~vision.tracking.light_points.fit_light_points`; :meth:`encode` (training, geometry) still runs
@@ -72,32 +80,50 @@ class G2TAM(nn.Module):
     #: predicts point maps and cameras and takes 3D memory prompts (:class:`~vision.tracking.interface.TrackingModel`)
     uses_geometry_memory: bool = True
 
+    @property
+    def second_pass(self) -> bool:
+        """Whether the predictor decodes each window twice by default (``TrackerPredictor(refine=None)``): chosen by
+        measurement per decoder. The second pass raises the default decoder's J&F; the multiplexed decoder, trained
+        on memories lifted from ground-truth masks, scores lower with memory lifted from its own first pass
+        (docs/speed.md, issue 43), so it decodes once."""
+        return self.decoder_style != "multiplex"
+
     def __init__(self, backbone: str = "tiny", image_size: int = 64, dim: int = 64, num_masks: int = 3,
                  decoder_depth: int = 2, num_heads: int = 4, text_dim: int = TEXT_DIM, mask_points: int = 8,
                  feature_layer: int = -1, backbone_overrides: dict[str, Any] | None = None, click_maps: bool = True,
                  proximity_maps: bool = True, hires_maps: bool = True,
                  proximity_sigmas: Sequence[float] = SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS,
-                 decoder_style: str = "g2tam", tracking_points: str = "dpt") -> None:
+                 decoder_style: str = "g2tam", tracking_points: str = "dpt", map_attention: bool = True) -> None:
         super().__init__()
         if decoder_style not in DECODER_STYLES:
             raise ValueError(f"decoder_style must be one of {DECODER_STYLES}, got {decoder_style!r}")
         if tracking_points not in TRACKING_POINTS:
             raise ValueError(f"tracking_points must be one of {TRACKING_POINTS}, got {tracking_points!r}")
         sam2 = decoder_style == "sam2"
+        multiplex = decoder_style == "multiplex"
+        if multiplex and not hires_maps:
+            raise ValueError("decoder_style='multiplex' reads the per-object maps; it needs hires_maps=True")
         self.decoder_style = decoder_style
         self.backbone: GeometryBackbone = create_backbone(backbone, img_size=image_size, **(backbone_overrides or {}))
         self.dim = dim
         self.text_dim = text_dim
         self.feature_layer = feature_layer
         self.feat_proj = nn.Sequential(nn.Conv2d(2 * self.backbone.embed_dim, dim, 1), LayerNorm2d(dim))
-        self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim, click_maps=click_maps)
+        self.prompt_encoder = PromptEncoder(dim, text_dim=text_dim, click_maps=click_maps, dense_embed=not multiplex)
         self.spatial_encoder = SpatialEncoder(dim, num_heads=num_heads, mask_points=mask_points,
-                                              proximity=proximity_maps, proximity_sigmas=proximity_sigmas)
+                                              proximity=proximity_maps, proximity_sigmas=proximity_sigmas,
+                                              dense_embed=not multiplex, view_tokens=not multiplex)
         map_channels = PromptEncoder.PROMPT_MAP_CHANNELS + (self.spatial_encoder.num_proximity_maps
                                                             if proximity_maps else 0)
-        self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
-                                   mlp_dim=(8 if sam2 else 2) * dim, map_channels=map_channels if hires_maps else 0,
-                                   skip_first_layer_pe=sam2, iou_sigmoid=sam2)
+        self.decoder: MaskDecoder | MultiplexDecoder
+        if multiplex:
+            self.decoder = MultiplexDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
+                                            mlp_dim=2 * dim, map_channels=map_channels, map_attention=map_attention)
+        else:
+            self.decoder = MaskDecoder(dim, num_masks=num_masks, depth=decoder_depth, num_heads=num_heads,
+                                       mlp_dim=(8 if sam2 else 2) * dim,
+                                       map_channels=map_channels if hires_maps else 0,
+                                       skip_first_layer_pe=sam2, iou_sigmoid=sam2)
         self.tracking_points = tracking_points
         self.light_points = None
         if tracking_points == "light":
@@ -152,14 +178,15 @@ class G2TAM(nn.Module):
         return {**encoded, "depth": camera[..., 2:].reshape(b, s, h, w, 1)}
 
     def decode(self, encoded: dict[str, Any], prompts: Prompts,
-               views: Sequence[int] | None = None) -> dict[str, torch.Tensor]:
+               views: Sequence[int] | None = None, full_size: bool = True) -> dict[str, torch.Tensor]:
         """Masks for every (view, object slot), or for the ``views`` listed only (indices into the S encoded
         views; the prompts, the scene scale and text attention still see every view, so each listed view's
         outputs are those of the full decode).
 
         Returns:
-            ``masks [B, V, N, M, H, W]`` logits at input resolution, ``iou [B, V, N, M]``, ``presence [B, V, N]``
-            logits, ``view_pos`` and ``scale`` (see :class:`SpatialEncoder`); V = S without ``views``.
+            ``masks [B, V, N, M, H, W]`` logits at input resolution (``full_size=False``: at the decoder's, ``4 *
+            grid``, for a caller that upsamples only the hypotheses it keeps), ``iou [B, V, N, M]``, ``presence
+            [B, V, N]`` logits, ``view_pos`` and ``scale`` (see :class:`SpatialEncoder`); V = S without ``views``.
         """
         feats, hires = encoded["feats"], encoded["hires"]
         images = encoded["images"]
@@ -170,14 +197,26 @@ class G2TAM(nn.Module):
             index = torch.as_tensor(list(views), dtype=torch.long, device=feats.device)
             feats, hires = feats[:, index], hires[:, index]
         b, s, d, gh, gw = feats.shape
+        m = self.decoder.num_masks
+        if isinstance(self.decoder, MultiplexDecoder):
+            image = (feats + self.prompt_encoder.no_mask.view(1, 1, d, 1, 1)).flatten(0, 1)  # [B*S, d, gh, gw]
+            # sparse [B, 1, N, T, d]: one set of prompt tokens per object, read once for the clip's S views
+            out = self.decoder(image, enc["view_pos"].flatten(0, 1), enc["sparse"].flatten(0, 1),
+                               enc["sparse_pad"].flatten(0, 1), hires.flatten(0, 1), enc["maps"].flatten(0, 1))
+            masks = out["masks"].flatten(0, 1)
+            if full_size:
+                masks = F.interpolate(masks, size=(h, w), mode="bilinear", align_corners=False)
+            return {"masks": masks.view(b, s, n, m, *masks.shape[-2:]), "iou": out["iou"].view(b, s, n, m),
+                    "presence": out["presence"].view(b, s, n), "view_pos": enc["view_pos"], "scale": enc["scale"]}
         image = (feats[:, :, None] + enc["dense"]).flatten(0, 2)  # [B*S*N, d, gh, gw]
         pos = enc["view_pos"][:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
         hr = hires[:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
         maps = enc["maps"].flatten(0, 2) if self.decoder.map_channels else None
         out = self.decoder(image, pos, enc["sparse"].flatten(0, 2), enc["sparse_pad"].flatten(0, 2), hr, maps)
-        m = self.decoder.num_masks
-        masks = F.interpolate(out["masks"], size=(h, w), mode="bilinear", align_corners=False)
-        return {"masks": masks.view(b, s, n, m, h, w), "iou": out["iou"].view(b, s, n, m),
+        masks = out["masks"]
+        if full_size:
+            masks = F.interpolate(masks, size=(h, w), mode="bilinear", align_corners=False)
+        return {"masks": masks.view(b, s, n, m, *masks.shape[-2:]), "iou": out["iou"].view(b, s, n, m),
                 "presence": out["presence"].view(b, s, n), "view_pos": enc["view_pos"], "scale": enc["scale"]}
 
     def forward(self, images: Any, prompts: Prompts) -> dict[str, Any]:

@@ -70,7 +70,8 @@ class TrackerPredictor:
         mask_threshold: mask logit above which a pixel belongs to the object (SAM2's ``mask_threshold``).
         refine: decode each window a second time with the first pass's masks lifted to 3D (models with
             ``uses_geometry_memory`` only): a visual prompt's mask on its view; for a text prompt, the mask on the
-            view where the object is most surely present.
+            view where the object is most surely present. None (the default): the model's ``second_pass``
+            (:attr:`G2TAM.second_pass <vision.tracking.model.G2TAM.second_pass>`; True for a model without one).
         device: ``"auto"``, ``"cpu"``, ``"cuda[:N]"``, ``"mps"`` or a ``torch.device``
             (:func:`vision.device.resolve_device`; default: the model's).
         precision: ``"32"``, ``"bf16"``, ``"16"`` or a ``torch.dtype``: the networks run under
@@ -84,7 +85,7 @@ class TrackerPredictor:
 
     def __init__(self, model: TrackingModel, text_encoder: Any = "minilm", window_size: int = 8,
                  max_anchors: int = 2, memory_points: int = 64, max_cloud_points: int = 20000,
-                 presence_threshold: float = 0.5, mask_threshold: float = 0.0, refine: bool = True,
+                 presence_threshold: float = 0.5, mask_threshold: float = 0.0, refine: bool | None = None,
                  device: torch.device | str | None = None, cache_views: int = 96,
                  precision: str | torch.dtype = "32", object_bucket: int | None = OBJECT_BUCKET) -> None:
         if window_size < 2 or max_anchors < 1 or max_anchors >= window_size:
@@ -99,7 +100,7 @@ class TrackerPredictor:
         self.memory_points, self.max_cloud_points = memory_points, max_cloud_points
         self.presence_threshold = presence_threshold
         self.mask_threshold = mask_threshold
-        self.refine = refine
+        self.refine = bool(getattr(model, "second_pass", True)) if refine is None else bool(refine)
         if isinstance(cache_views, bool) or not isinstance(cache_views, int) or cache_views < 0:
             raise InputError(f"cache_views must be an integer >= 0, got {cache_views!r}")
         self.cache_views = cache_views
@@ -250,7 +251,8 @@ class TrackerPredictor:
         for window, emit in windows(state.prompted_views, views, self.window_size, self.max_anchors):
             masks_np, prob_np = self.track_window(state, obj_ids, window, emit, memory, decoder)
             for i, v in sorted(((window.index(v), v) for v in emit), key=lambda x: position[x[1]]):
-                full = np.stack([resize_nearest(m, (state.height, state.width)) for m in masks_np[i]])
+                full = np.ascontiguousarray(resize_nearest(masks_np[i].transpose(1, 2, 0),
+                                                           (state.height, state.width)).transpose(2, 0, 1))
                 yield v, list(obj_ids), full, prob_np[i].astype(np.float32)
 
     @torch.no_grad()

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vision.text import TEXT_DIM
-from vision.tracking.layers import FourierFeatures, LayerNorm2d, Mlp
+from vision.tracking.layers import FourierFeatures, LayerNorm2d, Mlp, gaussian_falloff
 
 __all__ = ["PAD", "NEGATIVE", "POSITIVE", "BOX_TL", "BOX_BR", "Prompts", "PromptEncoder", "box_to_points"]
 
@@ -104,12 +104,14 @@ class PromptEncoder(nn.Module):
         click_sigma: standard deviation of a click's Gaussian blob, as a fraction of max(H, W).
         click_maps: render clicks and boxes into the dense prompt map (False: only a mask prompt is dense, as SAM;
             the ablation in ``benchmarks/bench_tracking_prompts.py``).
+        dense_embed: build the conv stack that embeds the prompt maps (False: :meth:`dense_maps` only, for a
+            decoder that reads the maps itself, :class:`~vision.tracking.multiplex.MultiplexDecoder`).
     """
 
     PROMPT_MAP_CHANNELS = 4  # mask, positive clicks, negative clicks, box
 
     def __init__(self, dim: int, text_dim: int = TEXT_DIM, mask_channels: int = 16, click_sigma: float = 0.04,
-                 click_maps: bool = True) -> None:
+                 click_maps: bool = True, dense_embed: bool = True) -> None:
         super().__init__()
         self.dim = dim
         self.click_sigma = click_sigma
@@ -120,7 +122,7 @@ class PromptEncoder(nn.Module):
         self.mask_downscale = nn.Sequential(
             nn.Conv2d(self.PROMPT_MAP_CHANNELS, mask_channels // 4, 2, stride=2), LayerNorm2d(mask_channels // 4), nn.GELU(),
             nn.Conv2d(mask_channels // 4, mask_channels, 2, stride=2), LayerNorm2d(mask_channels), nn.GELU(),
-            nn.Conv2d(mask_channels, dim, 1))
+            nn.Conv2d(mask_channels, dim, 1)) if dense_embed else None
         self.no_mask = nn.Parameter(torch.zeros(dim))
         self.text_proj = Mlp(text_dim, dim, dim, 2)
 
@@ -167,7 +169,7 @@ class PromptEncoder(nn.Module):
         xs = torch.arange(w, device=dev, dtype=torch.float32)[None, :]
         d2 = ((xs[None, None] - points[..., 0, None, None]) ** 2
               + (ys[None, None] - points[..., 1, None, None]) ** 2)  # [N, K, H, W]
-        blobs = torch.exp(-d2 / (2 * sigma ** 2))
+        blobs = gaussian_falloff(d2, sigma)
         zero = torch.zeros_like(blobs)
         positive = torch.where((labels == POSITIVE)[..., None, None], blobs, zero).amax(1)
         negative = torch.where((labels == NEGATIVE)[..., None, None], blobs, zero).amax(1)
@@ -198,10 +200,15 @@ class PromptEncoder(nn.Module):
                     grid_hw: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Visual prompts (see :meth:`prompt_map`) -> (dense embeddings ``[N, dim, gh, gw]``, the prompt maps
         resized to ``[N, 4, 4gh, 4gw]``, which the mask decoder also reads at that resolution)."""
-        gh, gw = grid_hw
-        maps = F.interpolate(self.prompt_map(points, labels, masks, has_mask), size=(4 * gh, 4 * gw),
-                             mode="bilinear", align_corners=False)
+        maps = self.dense_maps(points, labels, masks, has_mask, grid_hw)
         return self.mask_downscale(maps), maps
+
+    def dense_maps(self, points: torch.Tensor, labels: torch.Tensor, masks: torch.Tensor, has_mask: torch.Tensor,
+                   grid_hw: tuple[int, int]) -> torch.Tensor:
+        """The prompt maps of :meth:`embed_dense` alone, ``[N, 4, 4gh, 4gw]``."""
+        gh, gw = grid_hw
+        return F.interpolate(self.prompt_map(points, labels, masks, has_mask), size=(4 * gh, 4 * gw),
+                             mode="bilinear", align_corners=False)
 
     def embed_masks(self, masks: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
         """A mask prompt alone: ``masks [N, H, W]`` in [0, 1] -> dense embeddings ``[N, dim, gh, gw]``."""

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from vision.errors import InputError
 from vision.tracking.interface import TrackingModel
@@ -131,8 +132,9 @@ class WindowDecoder:
         masks, probs = [], []
         for start in range(0, max(n, 1), max(step, 1)):
             bucket = prompts if step == n else prompts.select(slice(start, start + step))
-            out = self.model.decode(encoded, bucket) if views is None else self.model.decode(encoded, bucket, views)
-            best, _ = select_best_mask(out["masks"][0], out["iou"][0])
+            out = self.model.decode(encoded, bucket, views, full_size=False)
+            best, _ = select_best_mask(out["masks"][0], out["iou"][0])  # [V, n, s/2, s/2]: upsample the kept one
+            best = F.interpolate(best, size=tuple(encoded["images"].shape[-2:]), mode="bilinear", align_corners=False)
             prob = out["presence"][0].sigmoid()
             masks.append((best > self.mask_threshold) & (prob[..., None, None] >= self.presence_threshold))
             probs.append(prob)

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vision.errors import InputError
-from vision.tracking.layers import Attention, FourierFeatures, LayerNorm2d
+from vision.tracking.layers import Attention, FourierFeatures, LayerNorm2d, gaussian_falloff
 from vision.tracking.prompts import BOX_BR, BOX_TL, NEGATIVE, PAD, POSITIVE, PromptEncoder, Prompts
 
 __all__ = ["SpatialEncoder", "scene_scale", "sample_features", "gather_points", "spaced_mask_indices"]
@@ -105,6 +105,11 @@ class SpatialEncoder(nn.Module):
         proximity_channels: width of the proximity maps' conv stack. proximity: use the 3D proximity maps (False:
             the prompt reaches other views only through the 3D-coded tokens; the ablation in
             ``benchmarks/bench_tracking_prompts.py``).
+        dense_embed: embed the maps into a dense prompt per (view, object) (False: the maps only, for a decoder that
+            reads them itself, :class:`~vision.tracking.multiplex.MultiplexDecoder`; no ``proximity_embed``).
+        view_tokens: prompt tokens per (view, object), the prompt points carrying their 2D code on their own view
+            (False: one set of tokens per object, ``sparse [B, 1, N, T, dim]``, without that code; the multiplexed
+            decoder reads them once per object and finds the prompted view's clicks in the prompt maps).
 
     Token layout per (view, object): ``K`` prompt-point tokens, 1 region token, ``mask_points`` mask-point
     tokens, 2 text tokens, ``M`` memory-point tokens, 1 memory-appearance token.
@@ -118,7 +123,8 @@ class SpatialEncoder(nn.Module):
 
     def __init__(self, dim: int, num_heads: int = 4, mask_points: int = 8, pos3d_scale: float = 2.0,
                  proximity_channels: int = 16, proximity: bool = True, proximity_points: int = 64,
-                 proximity_sigmas: Sequence[float] = DEFAULT_PROXIMITY_SIGMAS) -> None:
+                 proximity_sigmas: Sequence[float] = DEFAULT_PROXIMITY_SIGMAS, dense_embed: bool = True,
+                 view_tokens: bool = True) -> None:
         super().__init__()
         if not proximity_sigmas or any(not float(sig) > 0 for sig in proximity_sigmas):
             raise InputError(f"proximity_sigmas must be positive lengths, got {list(proximity_sigmas)}")
@@ -138,9 +144,11 @@ class SpatialEncoder(nn.Module):
         self.text_attn = Attention(dim, num_heads)
         self.text_norm = nn.LayerNorm(dim)
         c = proximity_channels
+        self.dense_embed = dense_embed
+        self.view_tokens = view_tokens
         self.proximity_embed = nn.Sequential(
             nn.Conv2d(self.num_proximity_maps, c // 4, 2, stride=2), LayerNorm2d(c // 4), nn.GELU(),
-            nn.Conv2d(c // 4, c, 2, stride=2), LayerNorm2d(c), nn.GELU(), nn.Conv2d(c, dim, 1))
+            nn.Conv2d(c // 4, c, 2, stride=2), LayerNorm2d(c), nn.GELU(), nn.Conv2d(c, dim, 1)) if dense_embed else None
 
     @property
     def num_proximity_maps(self) -> int:
@@ -158,7 +166,8 @@ class SpatialEncoder(nn.Module):
         Returns:
             ``[B, S, N, num_proximity_maps, h, w]``: ``exp(-d^2 / 2 sigma^2)`` with d the scene-normalised
             distance to the nearest positive anchor (one channel per sigma of ``proximity_sigmas``) and to the
-            nearest negative anchor (first sigma); 0 where an object has no anchor of that kind.
+            nearest negative anchor (first sigma); 0 (at most exp(-80), :func:`gaussian_falloff`) where an object
+            has no anchor of that kind.
         """
         b, s = world_points.shape[:2]
         h, w = size_hw
@@ -168,8 +177,8 @@ class SpatialEncoder(nn.Module):
         anc = (torch.nan_to_num(anchors) / scale.view(b, 1, 1, 1)).clamp(-self.FAR, self.FAR)
         d2_pos = self._nearest_squared(pts, anc, positive).view(b, s, -1, h * w)
         d2_neg = self._nearest_squared(pts, anc, negative).view(b, s, -1, h * w)
-        maps = [torch.exp(-d2_pos / (2 * sig ** 2)) for sig in self.proximity_sigmas]
-        maps.append(torch.exp(-d2_neg / (2 * self.proximity_sigmas[0] ** 2)))
+        maps = [gaussian_falloff(d2_pos, sig) for sig in self.proximity_sigmas]
+        maps.append(gaussian_falloff(d2_neg, self.proximity_sigmas[0]))
         return torch.stack(maps, dim=3).view(b, s, anchors.shape[1], len(maps), h, w)
 
     def _nearest_squared(self, pts: torch.Tensor, anchors: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -178,9 +187,9 @@ class SpatialEncoder(nn.Module):
         where an object has no kept anchor; the dtype's largest value if smaller, as in float16).
 
         The kept anchors are moved to the front and the rest cut off (a point prompt has one anchor among a hundred
-        slots); ``|p - a|^2 = |p|^2 + (|a|^2 - 2 p.a)`` with the bracket from one batched matmul per chunk of
-        ``ANCHOR_CHUNK`` anchors and group of objects (a running minimum: at most ``PRODUCT_ELEMENTS`` products at a
-        time)."""
+        slots); ``|p - a|^2 = |p|^2 + (|a|^2 - 2 p.a)`` with the bracket from one batched matmul of ``[p, 1]`` by
+        ``[-2a, |a|^2]`` per chunk of ``ANCHOR_CHUNK`` anchors and group of objects (a running minimum: at most
+        ``PRODUCT_ELEMENTS`` products at a time)."""
         b, s, p = pts.shape[:3]
         n = anchors.shape[1]
         far = min(self.NO_ANCHOR, torch.finfo(pts.dtype).max)  # float16 holds at most 65504: still "no anchor"
@@ -193,6 +202,10 @@ class SpatialEncoder(nn.Module):
                                torch.full_like(anchors[..., 0], float("inf")))  # [B, N, k]
             flat = pts.reshape(b * s, p, 3)
             norm2 = flat.square().sum(-1, keepdim=True)
+            # (x, y, z, 1) of every view's points, [B, S*P, 4]: the anchors are the same for all views of a clip
+            lifted = torch.cat([pts, torch.ones_like(pts[..., :1])], dim=-1).reshape(b, s * p, 4)
+            # [-2a, |a|^2] per anchor: one product gives |a|^2 - 2 p.a without a broadcast bias to copy in
+            weights = torch.cat([-2 * anchors, bias[..., None]], dim=-1)  # [B, N, k, 4]
             for start in range(0, count, self.ANCHOR_CHUNK):
                 c = min(self.ANCHOR_CHUNK, count - start)
                 # objects per product, so that its [B*S, P, objects * c] result stays small (a large one costs more
@@ -200,10 +213,9 @@ class SpatialEncoder(nn.Module):
                 group = max(1, self.PRODUCT_ELEMENTS // (b * s * p * c))
                 for first in range(0, n, group):
                     g = min(group, n - first)
-                    chunk = anchors[:, first:first + g, start:start + c]
-                    weight = (-2 * chunk).reshape(b, 1, g * c, 3).expand(b, s, g * c, 3).reshape(b * s, g * c, 3)
-                    offset = bias[:, first:first + g, start:start + c].reshape(b, 1, 1, g * c).expand(b, s, 1, g * c)
-                    partial = torch.baddbmm(offset.reshape(b * s, 1, g * c), flat, weight.transpose(1, 2))
+                    chunk = weights[:, first:first + g, start:start + c]
+                    weight = chunk.reshape(b, g * c, 4).transpose(1, 2).contiguous()  # [B, 4, g*c]
+                    partial = torch.bmm(lifted, weight).view(b * s, p, g * c)
                     part = best[:, :, first:first + g]
                     best[:, :, first:first + g] = torch.minimum(part, partial.view(b * s, p, g, c).amin(-1) + norm2)
         return best.clamp(0, far).view(b, s, p, n).permute(0, 1, 3, 2)
@@ -238,8 +250,9 @@ class SpatialEncoder(nn.Module):
 
         Returns:
             ``view_pos [B, V, dim, gh, gw]``, ``sparse [B, V, N, T, dim]``, ``sparse_pad [B, V, N, T]`` (True =
-            padding), ``dense [B, V, N, dim, gh, gw]`` (the prompt-map embedding on the prompted view; elsewhere
-            ``no_mask`` + the 3D proximity embedding), ``maps [B, V, N, C, 4gh, 4gw]``: the prompt maps on the
+            padding; V is 1 without ``view_tokens``), ``dense [B, V, N, dim, gh, gw]`` (the prompt-map embedding on the prompted view; elsewhere
+            ``no_mask`` + the 3D proximity embedding; None without ``dense_embed``), ``maps [B, V, N, C, 4gh, 4gw]``:
+            the prompt maps on the
             prompted view (zeros elsewhere) and, with ``proximity``, the
             ``num_proximity_maps`` proximity maps on every view (C = 4, or 4 + num_proximity_maps).
         """
@@ -258,19 +271,22 @@ class SpatialEncoder(nn.Module):
         has_mask = prompts.has_mask & has_view
         wp_view = torch.nan_to_num(_take_view(world_points, prompts.view))  # [B, N, H, W, 3]
 
+        # prompt tokens per decoded view, or (without view_tokens) one set per object, shared by its views
+        tv = s if self.view_tokens else 1
+        token_on_view = on_view if self.view_tokens else torch.zeros_like(on_view[:, :1])
         point_tokens, point_pad, p3 = self._point_tokens(feats, world_points, prompts, prompt_encoder, labels,
-                                                         on_view, scale, image_hw)
+                                                         token_on_view, scale, image_hw)
         region, has_box, box_centre = self._box_region(prompts, labels, image_hw)
         region = torch.where(has_mask[..., None, None], prompts.masks.float(), region)
-        region_tokens, region_pad = self._region_tokens(feats, wp_view, region, prompts.view, has_view, scale, s)
-        mask_tokens, mask_pad = self._mask_tokens(prompts, wp_view, has_mask, scale, s)
-        text_tokens, text_pad = self._text_tokens(feats, all_pos, prompts, prompt_encoder, s)
-        mem_tokens, mem_pad, mf_tok, mf_pad = self._memory_tokens(prompts, scale, s, feats.shape[2])
+        region_tokens, region_pad = self._region_tokens(feats, wp_view, region, prompts.view, has_view, scale, tv)
+        mask_tokens, mask_pad = self._mask_tokens(prompts, wp_view, has_mask, scale, tv)
+        text_tokens, text_pad = self._text_tokens(feats, all_pos, prompts, prompt_encoder, tv)
+        mem_tokens, mem_pad, mf_tok, mf_pad = self._memory_tokens(prompts, scale, tv, feats.shape[2])
         sparse = torch.cat([point_tokens, region_tokens, mask_tokens, text_tokens, mem_tokens, mf_tok], dim=3)
         sparse_pad = torch.cat([point_pad, region_pad, mask_pad, text_pad, mem_pad, mf_pad], dim=3)
 
         dense, maps = self._dense(feats, world_points, view_points, wp_view, prompts, prompt_encoder, labels,
-                                  on_view, has_view, has_mask, has_box, box_centre, p3, scale)
+                                  on_view, has_view, has_mask, has_box, box_centre, p3, scale, embed=self.dense_embed)
         return {"view_pos": view_pos, "sparse": sparse, "sparse_pad": sparse_pad, "dense": dense, "scale": scale,
                 "maps": maps}
 
@@ -371,15 +387,18 @@ class SpatialEncoder(nn.Module):
     def _dense(self, feats: torch.Tensor, world_points: torch.Tensor, view_points: torch.Tensor,
                wp_view: torch.Tensor, prompts: Prompts, prompt_encoder: PromptEncoder, labels: torch.Tensor,
                on_view: torch.Tensor, has_view: torch.Tensor, has_mask: torch.Tensor, has_box: torch.Tensor,
-               box_centre: torch.Tensor, p3: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The dense prompt of every decoded (view, object) ``[B, V, N, dim, gh, gw]`` and the maps ``[B, V, N, C,
-        4gh, 4gw]``: the prompt map (mask, clicks, box) on the prompted view, the 3D proximity maps on every view
-        (``view_points [B, V, H, W, 3]``: the decoded views' world points; ``world_points``: every view's)."""
+               box_centre: torch.Tensor, p3: torch.Tensor, scale: torch.Tensor,
+               embed: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """The dense prompt of every decoded (view, object) ``[B, V, N, dim, gh, gw]`` (None unless ``embed``) and
+        the maps ``[B, V, N, C, 4gh, 4gw]``: the prompt map (mask, clicks, box) on the prompted view, the 3D
+        proximity maps on every view (``view_points [B, V, H, W, 3]``: the decoded views' world points;
+        ``world_points``: every view's)."""
         b, _, d, gh, gw = feats.shape
         s = view_points.shape[1]
         n = prompts.num_objects
         dense = prompt_encoder.no_mask.view(1, 1, 1, d, 1, 1).expand(b, s, n, d, gh, gw)
-        maps = [feats.new_zeros(b, s, n, prompt_encoder.PROMPT_MAP_CHANNELS, 4 * gh, 4 * gw)]
+        mh, mw = 4 * gh, 4 * gw
+        maps = [feats.new_zeros(b, s, n, prompt_encoder.PROMPT_MAP_CHANNELS, mh, mw)]
         if self.proximity:
             c3 = gather_points(world_points, prompts.view, box_centre[:, :, None])  # [B, N, 1, 3]
             pidx, pvalid = spaced_mask_indices(prompts.masks, self.proximity_points)  # [B, N, Mp]
@@ -391,14 +410,19 @@ class SpatialEncoder(nn.Module):
             positive = torch.cat([(labels == POSITIVE) & clicks, (has_box & has_view)[..., None], pvalid, mem_valid],
                                  dim=2)
             negative = torch.cat([(labels == NEGATIVE) & clicks, torch.zeros_like(positive[..., p3.shape[2]:])], dim=2)
-            prox = self.proximity_maps(view_points, anchors, positive, negative, scale, (4 * gh, 4 * gw))
-            dense = dense + self.proximity_embed(prox.flatten(0, 2)).view(b, s, n, d, gh, gw)
+            prox = self.proximity_maps(view_points, anchors, positive, negative, scale, (mh, mw))
+            if embed:
+                dense = dense + self.proximity_embed(prox.flatten(0, 2)).view(b, s, n, d, gh, gw)
             maps.append(prox)
         has_visual = prompt_encoder.has_dense(labels, has_mask)
         if bool(has_visual.any()):
-            emb, pmap = prompt_encoder.embed_dense(prompts.points.flatten(0, 1), labels.flatten(0, 1),
-                                                   prompts.masks.flatten(0, 1), has_mask.flatten(), (gh, gw))
+            flat = (prompts.points.flatten(0, 1), labels.flatten(0, 1), prompts.masks.flatten(0, 1), has_mask.flatten())
+            if embed:
+                emb, pmap = prompt_encoder.embed_dense(*flat, (gh, gw))
+            else:
+                pmap = prompt_encoder.dense_maps(*flat, (gh, gw))
             use = (on_view & has_visual[:, None])[..., None, None, None]
-            dense = torch.where(use, emb.view(b, n, d, gh, gw)[:, None], dense)
+            if embed:
+                dense = torch.where(use, emb.view(b, n, d, gh, gw)[:, None], dense)
             maps[0] = torch.where(use, pmap.view(b, n, *pmap.shape[1:])[:, None], maps[0])
-        return dense, torch.cat(maps, dim=3)
+        return (dense if embed else None), torch.cat(maps, dim=3)

@@ -195,7 +195,8 @@ class TrackerStream:
         steps = []
         for v in sorted(emit):
             i = views.index(v)
-            full = np.stack([resize_nearest(m, (self.height, self.width)) for m in masks[i]])
+            full = np.ascontiguousarray(resize_nearest(masks[i].transpose(1, 2, 0),
+                                                       (self.height, self.width)).transpose(2, 0, 1))
             steps.append(StreamStep(v, list(obj_ids), full, prob[i].astype(np.float32),
                                     state.extrinsics[i].copy() if geometry else None,
                                     state.intrinsics[i].copy() if geometry else None,

@@ -51,9 +51,12 @@ class TrackingConfig(TaskConfig):
             view (G2TAM only). hires_maps: the decoder also fuses the maps at its upsampled resolution.
         text_encoder: name for :func:`vision.text.get_text_encoder` (None: no text prompts).
         text_dim: the text encoder's embedding width.
-        decoder_style: ``g2tam`` or ``sam2`` (G2TAM only): the mask decoder computes as SAM 2.1's, so that
-            :func:`vision.tracking.sam2_keys.load_sam2_heads` can start it from a SAM 2.1 checkpoint
-            (``TrackingConfig(**SAM2_1_HEADS)`` gives SAM 2.1's widths).
+        decoder_style: ``g2tam``, ``sam2`` or ``multiplex`` (G2TAM only). ``sam2``: the mask decoder computes as
+            SAM 2.1's, so that :func:`vision.tracking.sam2_keys.load_sam2_heads` can start it from a SAM 2.1
+            checkpoint (``TrackingConfig(**SAM2_1_HEADS)`` gives SAM 2.1's widths). ``multiplex``: objects share
+            one decoding of each view (:class:`~vision.tracking.multiplex.MultiplexDecoder`).
+        map_attention: with ``decoder_style: multiplex``, each object's maps bias its tokens' attention to the view
+            (:class:`~vision.tracking.multiplex.MultiplexDecoder`); false only for that decoder (the ablation).
         tracking_points: ``dpt`` or ``light`` (G2TAM only): where tracking reads its point maps
             (:class:`G2TAM`); a ``light`` model comes from ``vision-fit-light-points``, not from training.
         patch_embed_weights: weights of the backbone's patch embedding, read when the tracker is first built
@@ -79,6 +82,7 @@ class TrackingConfig(TaskConfig):
     text_encoder: str | None = checked("minilm", choices=TEXT_ENCODERS)
     text_dim: int = checked(TEXT_DIM, low=1, high=4096)
     decoder_style: str = checked("g2tam", choices=DECODER_STYLES)
+    map_attention: bool = True
     tracking_points: str = checked("dpt", choices=TRACKING_POINTS)
     patch_embed_weights: str | None = None
 
@@ -93,6 +97,12 @@ class TrackingConfig(TaskConfig):
         for name, choices in (("decoder_style", DECODER_STYLES), ("tracking_points", TRACKING_POINTS)):
             if getattr(self, name) != choices[0] and self.architecture != "g2tam":
                 raise self.field_error(name, f"needs architecture 'g2tam', got {self.architecture!r}")
+        if not self.map_attention and self.decoder_style != "multiplex":
+            raise self.field_error("map_attention", f"is an option of decoder_style 'multiplex', got "
+                                                    f"{self.decoder_style!r}")
+        if self.decoder_style == "multiplex" and not self.hires_maps:
+            raise self.field_error("hires_maps", "must be true with decoder_style 'multiplex' (its decoder reads "
+                                                 "the per-object maps)")
 
 
 def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBankTracker:
@@ -105,6 +115,7 @@ def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBa
         common["backbone_overrides"] = {"patch_embed_weights": config.patch_embed_weights}
     if config.architecture == "g2tam":
         return G2TAM(proximity_maps=config.proximity_maps, decoder_style=config.decoder_style,
+                     map_attention=config.map_attention,
                      tracking_points=config.tracking_points, **common)
     return MemoryBankTracker(memory_size=config.memory_size, **common)
 
