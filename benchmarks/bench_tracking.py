@@ -347,7 +347,10 @@ def main() -> None:
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
     oracle = "oracle" in tables
-    lights = [name for name in tables if name.startswith("light") or name == "multiplex"]
+    def extra(name: str) -> bool:  # the G2TAM variants shown beside G2TAM: light point maps, the multiplexed decoder
+        return name.startswith("light") or name == "multiplex"
+
+    lights = [name for name in tables if extra(name)]
     if args.g2tam_light:
         print(f"G2TAM light: light point maps, {args.g2tam_light}; @N: N carried 3D points per object")
     if args.g2tam_multiplex:
@@ -392,7 +395,7 @@ def main() -> None:
                f"x{b * min(speeds['memory_bank'][first_n]) / args.views:.3f}")
         print(f"{'speed views/s':<27}{n:>3} obj  G2TAM {a:>6.1f} / {am:>6.1f}  control {b:>6.1f} / {bm:>6.1f}  "
               f"ratio {a / b:.2f} / {am / bm:.2f} (target >= 1.0){own}")
-        for name in (k for k in speeds if k.startswith("light") or k == "multiplex"):
+        for name in (k for k in speeds if extra(k)):
             lt = speeds[name][n]
             la, lm = args.views / min(lt), args.views / np.median(lt)
             print(f"{'speed views/s':<27}{n:>3} obj  G2TAM {name:<9} {la:>6.1f} / {lm:>6.1f}  "

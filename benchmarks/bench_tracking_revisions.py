@@ -6,7 +6,7 @@ the folders timed in turn, so a change of load on the machine reaches both alike
     python benchmarks/bench_tracking_revisions.py --source /tmp/before . --rounds 2 \\
         --ckpt g2tam=runs/tracking/tiny/checkpoints/last.ckpt control=runs/tracking/baseline_tiny/checkpoints/last.ckpt
 
-Each (folder, round) runs in a fresh process that puts the folder first on ``sys.path``: one random 8-frame window
+Each (folder, round) runs in a fresh process whose ``PYTHONPATH`` starts with the folder: one random 8-frame window
 at 64 px, one thread, ``cache_views=0`` (every ``propagate`` encodes), the predictor's defaults otherwise; per
 object count, the best of three ``propagate`` after a warm-up. The table gives each folder's best round.
 """
@@ -23,9 +23,8 @@ from pathlib import Path
 OBJECTS = (1, 4, 16, 64, 128)
 
 
-def child(source: str, models: list[str]) -> None:
-    """In a fresh process: time every model with the ``vision`` of ``source``; print one JSON line."""
-    sys.path.insert(0, source)
+def child(models: list[str]) -> None:
+    """In a fresh process (``PYTHONPATH`` naming the source folder first): time every model; print one JSON line."""
     import time
 
     import numpy as np
@@ -61,20 +60,20 @@ def main() -> None:
                     help="two source folders, each holding a vision/ package")
     ap.add_argument("--ckpt", nargs="+", required=True, help="NAME=CHECKPOINT entries, loadable by both revisions")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.ckpt)
+        child(args.ckpt)
         return
     for folder in args.source:
         if not (Path(folder) / "vision" / "__init__.py").is_file():
             raise SystemExit(f"--source {folder}: no vision/ package there")
     best: dict[str, dict[str, float]] = {folder: {} for folder in args.source}
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for _ in range(args.rounds):
         for folder in args.source:
-            cmd = [sys.executable, __file__, "--source", *args.source, "--ckpt", *args.ckpt,
-                   "--child", str(Path(folder).resolve())]
+            path = os.pathsep.join(filter(None, [str(Path(folder).resolve()), os.environ.get("PYTHONPATH")]))
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
+            cmd = [sys.executable, __file__, "--source", *args.source, "--ckpt", *args.ckpt, "--child"]
             line = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout.strip()
             for key, value in json.loads(line.splitlines()[-1]).items():
                 best[folder][key] = max(best[folder].get(key, 0.0), value)

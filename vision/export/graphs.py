@@ -19,8 +19,9 @@ output names, the axes that stay dynamic, and the tolerance its onnxruntime chec
   ``L`` (view, object) pairs -> ``masks [L, M, 4gh, 4gw]``, ``iou [L, M]``, ``presence [L]``. Dynamic: ``L`` and
   the prompt tokens ``T``; with the multiplexed decoder (:class:`~vision.tracking.multiplex.MultiplexDecoder`) one
   window's views ``[V, ...]``, the objects' maps ``[V, N, ...]`` and prompt tokens ``[1, N, T, D]`` -> ``masks [V,
-  N, M, 4gh, 4gw]``, ``iou [V, N, M]``, ``presence [V, N]``, dynamic ``V``, ``N``, ``T``. The prompt and spatial encoders that build its inputs (clicks, boxes, text, 3D memory:
-  Python structures of varying size per object) stay in PyTorch.
+  N, M, 4gh, 4gw]``, ``iou [V, N, M]``, ``presence [V, N]``, dynamic ``V``, ``N``, ``T``. The prompt and spatial
+  encoders that build its inputs (clicks, boxes, text, 3D memory: Python structures of varying size per object)
+  stay in PyTorch.
 
 The geometry backbone's input range check reads the data, so it runs in eager mode only
 (:func:`vision.geometry.model.validate_images`); callers of an exported graph pass views in [0, 1].

@@ -203,16 +203,13 @@ class G2TAM(nn.Module):
             # sparse [B, 1, N, T, d]: one set of prompt tokens per object, read once for the clip's S views
             out = self.decoder(image, enc["view_pos"].flatten(0, 1), enc["sparse"].flatten(0, 1),
                                enc["sparse_pad"].flatten(0, 1), hires.flatten(0, 1), enc["maps"].flatten(0, 1))
-            masks = out["masks"].flatten(0, 1)
-            if full_size:
-                masks = F.interpolate(masks, size=(h, w), mode="bilinear", align_corners=False)
-            return {"masks": masks.view(b, s, n, m, *masks.shape[-2:]), "iou": out["iou"].view(b, s, n, m),
-                    "presence": out["presence"].view(b, s, n), "view_pos": enc["view_pos"], "scale": enc["scale"]}
-        image = (feats[:, :, None] + enc["dense"]).flatten(0, 2)  # [B*S*N, d, gh, gw]
-        pos = enc["view_pos"][:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
-        hr = hires[:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
-        maps = enc["maps"].flatten(0, 2) if self.decoder.map_channels else None
-        out = self.decoder(image, pos, enc["sparse"].flatten(0, 2), enc["sparse_pad"].flatten(0, 2), hr, maps)
+            out = {key: value.flatten(0, 1) for key, value in out.items()}  # [B*S*N, ...] as per (view, object)
+        else:
+            image = (feats[:, :, None] + enc["dense"]).flatten(0, 2)  # [B*S*N, d, gh, gw]
+            pos = enc["view_pos"][:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
+            hr = hires[:, :, None].expand(-1, -1, n, -1, -1, -1).flatten(0, 2)
+            maps = enc["maps"].flatten(0, 2) if self.decoder.map_channels else None
+            out = self.decoder(image, pos, enc["sparse"].flatten(0, 2), enc["sparse_pad"].flatten(0, 2), hr, maps)
         masks = out["masks"]
         if full_size:
             masks = F.interpolate(masks, size=(h, w), mode="bilinear", align_corners=False)

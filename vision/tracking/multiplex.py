@@ -37,9 +37,10 @@ __all__ = ["MultiplexBlock", "MultiplexDecoder"]
 class MultiplexBlock(nn.Module):
     """Object-token self-attention (within each object), object tokens -> shared view tokens, token MLP.
 
-    ``tokens [V, N, K, D]`` (K tokens of N objects on V views), ``token_pe`` the same shape, ``image [V, P, D]`` and
-    ``image_pe [V, P, D]`` (shared by the N objects of a view), ``attn_bias [V, heads, N * K, P]`` (optional, added
-    to the cross-attention logits) -> ``[V, N, K, D]``.
+    ``tokens [V, N, K, D]`` (K tokens of N objects on V views), ``token_pe`` the same shape, the view's attention
+    keys ``[V, P, D]`` (its tokens plus their positional code) and values ``[V, P, D]`` (its tokens), shared by the
+    N objects of a view, ``attn_bias [V, heads, N * K, P]`` (optional, added to the cross-attention logits) ->
+    ``[V, N, K, D]``.
     """
 
     def __init__(self, dim: int, num_heads: int, mlp_dim: int) -> None:
@@ -51,7 +52,7 @@ class MultiplexBlock(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(dim, mlp_dim), nn.ReLU(), nn.Linear(mlp_dim, dim))
         self.norm3 = nn.LayerNorm(dim)
 
-    def forward(self, tokens: torch.Tensor, token_pe: torch.Tensor, image: torch.Tensor, image_pe: torch.Tensor,
+    def forward(self, tokens: torch.Tensor, token_pe: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
                 attn_bias: torch.Tensor | None = None) -> torch.Tensor:
         v, n, k, d = tokens.shape
         flat, flat_pe = tokens.reshape(v * n, k, d), token_pe.reshape(v * n, k, d)
@@ -60,7 +61,7 @@ class MultiplexBlock(nn.Module):
         # every object's queries of a view in one attention over that view's tokens
         q = (flat + flat_pe).reshape(v, n * k, d)
         tokens = flat.reshape(v, n * k, d)
-        tokens = self.norm2(tokens + self.cross_attn(q, image + image_pe, image, attn_bias=attn_bias))
+        tokens = self.norm2(tokens + self.cross_attn(q, keys, values, attn_bias=attn_bias))
         tokens = self.norm3(tokens + self.mlp(tokens))
         return tokens.reshape(v, n, k, d)
 
@@ -74,7 +75,7 @@ class MultiplexDecoder(nn.Module):
             (a learned weight per map channel and head, starting at 0: Mask2Former's masked attention, with the
             prompt and 3D proximity maps as the soft mask).
         map_channels: channels of the per-object maps (prompt maps and 3D proximity maps), each giving one map
-            token and a term of the mask logits (weighted per mask by the hypernetwork).
+            token and an input of the dynamic mask head.
     """
 
     def __init__(self, dim: int, num_masks: int = 3, depth: int = 2, num_heads: int = 4, mlp_dim: int = 128,
@@ -108,11 +109,6 @@ class MultiplexDecoder(nn.Module):
         self.hypernets = nn.ModuleList(Mlp(dim, dim, c, 3) for _ in range(num_masks))
         self.iou_head = Mlp(dim, dim, num_masks, 3)
         self.presence_head = Mlp(dim, dim, 1, 3)
-
-    @property
-    def num_output_tokens(self) -> int:
-        """Tokens each object carries through the blocks: presence, IoU, mask and map tokens."""
-        return 2 + self.num_masks + self.map_channels
 
     def encode_hires(self, rgb: torch.Tensor, grid_hw: tuple[int, int]) -> torch.Tensor:
         """Stride-2 features of images ``[V, 3, H, W]`` in [0, 1] -> ``[V, D // 2, 4gh, 4gw]`` (resized to
@@ -155,7 +151,7 @@ class MultiplexDecoder(nn.Module):
         if not torch.compiler.is_exporting() and not bool(used.all()):  # an exported graph keeps them (same masks)
             sparse, sparse_pad = sparse[:, :, used], sparse_pad[:, :, used]
         src = image.flatten(2).transpose(1, 2)  # [V, P, D]
-        pos = image_pe.flatten(2).transpose(1, 2)
+        keys = src + image_pe.flatten(2).transpose(1, 2)
         fixed = torch.cat([self.presence_token, self.iou_token, self.mask_tokens], dim=0)
         fixed = fixed[None].expand(g * n, -1, -1)  # [G*N, F, D]
         if sparse.shape[2]:
@@ -164,7 +160,7 @@ class MultiplexDecoder(nn.Module):
             fixed = self.reader_norm(fixed + read)
         fixed = fixed.view(g, 1, n, -1, d).expand(g, v // g, n, -1, d).reshape(v, n, -1, d)
         grid_maps = F.adaptive_avg_pool2d(maps.flatten(0, 1), (gh, gw)).view(v, n, self.map_channels, gh * gw)
-        map_tok = self.map_tokens + self.map_token_values(src + pos, grid_maps)  # [V, N, C, D]
+        map_tok = self.map_tokens + self.map_token_values(keys, grid_maps)  # [V, N, C, D]
         tokens = torch.cat([fixed, map_tok], dim=2)  # [V, N, K, D]
         k = tokens.shape[2]
         bias = None
@@ -173,9 +169,9 @@ class MultiplexDecoder(nn.Module):
             bias = bias.expand(v, self.num_heads, n, k, gh * gw).reshape(v, self.num_heads, n * k, gh * gw)
         token_pe = tokens
         for block in self.blocks:
-            tokens = block(tokens, token_pe, src, pos, bias)
+            tokens = block(tokens, token_pe, keys, src, bias)
         q = (tokens + token_pe).reshape(v, n * k, d)
-        out = self.final_attn(q, src + pos, src, attn_bias=bias)
+        out = self.final_attn(q, keys, src, attn_bias=bias)
         out = self.final_norm(tokens.reshape(v, n * k, d) + out).view(v, n, k, d)
         k_ch, c = self.feature_channels, self.map_channels
         up = (self.upscale(image) + hires).flatten(2)  # [V, K, 16 gh gw], once per view

@@ -166,8 +166,8 @@ class SpatialEncoder(nn.Module):
         Returns:
             ``[B, S, N, num_proximity_maps, h, w]``: ``exp(-d^2 / 2 sigma^2)`` with d the scene-normalised
             distance to the nearest positive anchor (one channel per sigma of ``proximity_sigmas``) and to the
-            nearest negative anchor (first sigma); 0 (at most exp(-80), :func:`gaussian_falloff`) where an object
-            has no anchor of that kind.
+            nearest negative anchor (first sigma); 0 where an object has no anchor of that kind (and, by
+            :func:`gaussian_falloff`, where the exponent passes 80).
         """
         b, s = world_points.shape[:2]
         h, w = size_hw
