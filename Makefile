@@ -10,7 +10,7 @@ SYNTH  := datasets/synthetic
 RUNS   := runs
 
 .PHONY: setup sysdeps test test-fast train train-geometry train-detection train-tracking train-forensics train-long \
-	light-points train-tracking-multiplex \
+	light-points train-tracking-multiplex train-tracking-light \
 	data-aigv-footage data-aigv-quick \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
 	train-concept bench-concept weights data-real data-real-depth train-real-detection
@@ -182,6 +182,18 @@ train-tracking-multiplex: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/trac
 	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
 	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
 	  --g2tam-multiplex $(RUNS)/tracking/multiplex_tiny/checkpoints/last.ckpt
+
+# G2TAM whose tracking reads a light point head trained with it (docs/speed.md#a-trained-light-point-head-issue-43):
+# trained like tiny.yaml from the same geometry checkpoint, then scored beside G2TAM and the control
+train-tracking-light: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
+	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a -f $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
+	  || $(MAKE) --no-print-directory train-tracking
+	$(BIN)/python tools/train.py --config configs/tracking/light_points_tiny.yaml \
+	  $(call resume,tracking/light_points_tiny) --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
+	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
+	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
+	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
+	  --g2tam-variant light=$(RUNS)/tracking/light_points_tiny/checkpoints/last.ckpt
 
 # G2TAM with light point maps (docs/speed.md#light-point-maps-issue-31): fitted to the trained tiny G2TAM, no training
 light-points: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json

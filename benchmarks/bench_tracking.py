@@ -8,6 +8,9 @@
         (also the model folder vision-fit-light-points wrote from A.ckpt: a third column and speed rows)
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-multiplex C.ckpt
         (also G2TAM with the multiplexed decoder, configs/tracking/multiplex_tiny.yaml: a column and speed rows)
+    python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-variant patch=D.ckpt
+        (any other trained G2TAM, e.g. configs/tracking/patch_points_tiny.yaml, under a name: a column and speed
+        rows; --g2tam-multiplex C is --g2tam-variant multiplex=C)
 
 Both models train as ``make train-tracking`` trains them: the training CLI (:class:`vision.training.cli.VisionCLI`,
 the parser of ``tools/train.py``) builds :class:`~vision.tracking.lightning.TrackingModule`, its data module and the
@@ -270,6 +273,8 @@ def main() -> None:
                          "protocol's)")
     ap.add_argument("--g2tam-multiplex", default=None,
                     help="also score and time this G2TAM with the multiplexed decoder (TrackingModule checkpoint)")
+    ap.add_argument("--g2tam-variant", nargs="+", default=[], metavar="NAME=CKPT",
+                    help="also score and time these trained G2TAMs (TrackingModule checkpoints), each under NAME")
     ap.add_argument("--speed-objects", type=int, nargs="+", default=[1, 4, 16],
                     help="object counts of the speed rows (views/s and the ratio to the control; also the ratio "
                          "to each model's own first count)")
@@ -278,6 +283,9 @@ def main() -> None:
     ap.add_argument("--oracle", action="store_true",
                     help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
     args = ap.parse_args()
+    bad = [item for item in args.g2tam_variant if "=" not in item or not item.split("=", 1)[0]]
+    if bad:
+        ap.error(f"--g2tam-variant takes NAME=CKPT, got {bad}")
     torch.set_num_threads(1)
     refine = False if args.no_refine else None  # None: each model's own choice (G2TAM.second_pass)
     if args.memory_child is not None:
@@ -316,9 +324,9 @@ def main() -> None:
             if not args.skip_speed:
                 clicks[arch] = correction_click(model, args.size)
                 models[arch] = model
-    if args.g2tam_light:
-        from vision.tracking.task import load
+    from vision.tracking.task import load
 
+    if args.g2tam_light:
         light = load(args.g2tam_light)[0]
         for points in args.light_memory_points or [None]:
             name = "light" if points is None else f"light@{points}"
@@ -328,16 +336,17 @@ def main() -> None:
                                             memory_points=points)
             if not args.skip_speed:
                 models[name] = (light, {} if points is None else {"memory_points": points})
+    variants = dict(item.split("=", 1) for item in args.g2tam_variant)
     if args.g2tam_multiplex:
-        from vision.tracking.task import load
-
-        multiplex = load(args.g2tam_multiplex)[0]
+        variants["multiplex"] = args.g2tam_multiplex
+    for name, ckpt in variants.items():
+        variant = load(ckpt)[0]
         with torch.no_grad():
             if paths is not None:
-                tables["multiplex"] = evaluate(multiplex, paths, types, text_encoder, refine=refine,
-                                               memory_points=args.memory_points)
+                tables[name] = evaluate(variant, paths, types, text_encoder, refine=refine,
+                                        memory_points=args.memory_points)
         if not args.skip_speed:
-            models["multiplex"] = multiplex
+            models[name] = variant
     speeds = speed(models, args.size, refine=refine, objects=tuple(args.speed_objects)) if models else {}
     parts = breakdown(models, args.size) if models and args.breakdown else {}
     print(f"\nG2TAM second pass: {'off' if args.no_refine else 'each model chooses (the multiplexed decoder: off)'}"
@@ -347,14 +356,14 @@ def main() -> None:
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
     oracle = "oracle" in tables
-    def extra(name: str) -> bool:  # the G2TAM variants shown beside G2TAM: light point maps, the multiplexed decoder
-        return name.startswith("light") or name == "multiplex"
+    def extra(name: str) -> bool:  # the G2TAM variants shown beside G2TAM: fitted light point maps, trained variants
+        return name.startswith("light") or name in variants
 
     lights = [name for name in tables if extra(name)]
     if args.g2tam_light:
         print(f"G2TAM light: light point maps, {args.g2tam_light}; @N: N carried 3D points per object")
-    if args.g2tam_multiplex:
-        print(f"G2TAM multiplex: the multiplexed decoder, {args.g2tam_multiplex}")
+    for name, ckpt in variants.items():
+        print(f"G2TAM {name}: {ckpt}")
     if tables:
         print(f"{'split':<20}{'prompt':<7}{'metric':<19}{'G2TAM':>8}{'baseline':>10}{'diff':>8}"
               + (f"{'G2TAM, GT points':>18}" if oracle else "")
@@ -379,10 +388,10 @@ def main() -> None:
         print()
         for verdict in margin_verdicts(figure["g2tam"], figure["memory_bank"], TRACKING_MARGINS):
             print(verdict.line("G2TAM", "the memory-bank control", "point J&F"))
-        if "multiplex" in tables:
-            mux = {split: cells["point"].get("J&F", float("nan")) for split, cells in tables["multiplex"].items()}
-            for verdict in margin_verdicts(mux, figure["memory_bank"], TRACKING_MARGINS):
-                print(verdict.line("G2TAM multiplex", "the memory-bank control", "point J&F"))
+        for name in variants:
+            mine = {split: cells["point"].get("J&F", float("nan")) for split, cells in tables[name].items()}
+            for verdict in margin_verdicts(mine, figure["memory_bank"], TRACKING_MARGINS):
+                print(verdict.line(f"G2TAM {name}", "the memory-bank control", "point J&F"))
     if speeds:
         print(f"speed: views/s of propagate, one {args.views}-view window at {args.size} px, one thread; "
               f"min / median over the repetitions (cache_views=0: every propagate encodes)")

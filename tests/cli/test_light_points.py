@@ -61,11 +61,14 @@ def test_the_folder_tracks_with_light_points(tmp_path, capsys, video_split):
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, video_split):
     path, _ = _checkpoint(tmp_path)
     control, _ = _checkpoint(tmp_path, architecture="memory_bank")
+    trained, _ = write_task_checkpoint(tmp_path / "patch.ckpt", "tracking", image_size=32, dim=32, text_encoder=None,
+                                       tracking_points="patch")
     out = tmp_path / "light"
     cases = [
         (["--ckpt", str(tmp_path / "missing.ckpt"), "--split", str(video_split)], "not found"),
         (["--ckpt", str(path), "--split", str(tmp_path / "missing.json")], "not found"),
         (["--ckpt", str(control), "--split", str(video_split)], "light point maps are G2TAM's"),
+        (["--ckpt", str(trained), "--split", str(video_split)], "already reads 'patch' point maps"),
         (["--ckpt", str(path), "--split", str(video_split), "--window", "1"], "need --videos >= 1, --window >= 2"),
     ]
     for argv, message in cases:

@@ -87,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = task.TrackingConfig.from_value(folder.config, file=args.ckpt)
         if config.architecture != "g2tam":
             raise InputError(f"{args.ckpt} is a {config.architecture!r} tracker; light point maps are G2TAM's")
+        if config.tracking_points != "dpt":
+            raise InputError(f"{args.ckpt} already reads {config.tracking_points!r} point maps, trained with it; "
+                             "vision-fit-light-points fits them to a G2TAM trained with tracking_points 'dpt'")
         light = task.build_model(config.replace(tracking_points="light"))
         # every weight is the checkpoint's (checked as task.load checks them) but the light head's, fitted below
         fresh = {f"light_points.{k}": v for k, v in light.light_points.state_dict().items()}

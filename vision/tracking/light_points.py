@@ -1,5 +1,5 @@
-"""Light point maps for tracking: the DPT point head's coarse stages and a fitted linear map, instead of its finest
-fusion and output convolutions.
+"""Light point maps for tracking: the DPT point head's coarse stages and a linear map (or a patch-token MLP), instead
+of its finest fusion and output convolutions.
 
 The tracker reads the backbone's world points at every pixel of every view (its proximity maps, prompt lifting and
 3D memory). At the tiny size the point head's finest stages (one fusion block and two convolutions at full
@@ -9,11 +9,17 @@ maps each cell's ``2 * features`` values linearly to the pre-activation points o
 it covers (a sub-pixel convolution), resized to the input size where the two differ, then applies the point head's
 activation.
 
-The map is not trained with the tracker: :func:`fit_light_points` fits it to the model's own DPT point head in closed
+After training, :func:`fit_light_points` fits the map to the model's own DPT point head in closed
 form (ridge regression in the pre-activation space, accumulated over windows of views), so the decoder, trained on
 the DPT's points, reads an approximation of them. ``vision-fit-light-points`` writes the result as a model folder
 whose config says ``tracking_points: light``; what it costs in accuracy is measured, not assumed
-(``docs/speed.md``).
+(``docs/speed.md``). A G2TAM trained with ``tracking_points: light`` trains the same map with the tracker instead
+(:class:`~vision.tracking.lightning.TrackingModule`: a point loss against the ground truth, and the decoder reads
+its points in training as in tracking).
+
+:class:`PatchPointHead` skips the DPT head altogether: a small MLP maps each patch token of the aggregator's last
+layer to the points of the ``p x p`` pixels of its patch (a sub-pixel layer at the patch grid). It has no closed-
+form fit: it is trained with the tracker (``tracking_points: patch``).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from torch import nn
 from vision.geometry.dpt import DPTHead, apply_activation, invert_activation
 from vision.geometry.model import GeometryBackbone
 
-__all__ = ["LightPointHead", "LightPointModel", "fit_light_points", "light_point_error"]
+__all__ = ["LightPointHead", "LightPointModel", "PatchPointHead", "fit_light_points", "light_point_error"]
 
 
 class LightPointHead(nn.Module):
@@ -67,6 +73,40 @@ class LightPointHead(nn.Module):
         return self.from_coarse(*coarse, (h, w), dpt.activation).reshape(b, s, h, w, 3)
 
 
+class PatchPointHead(nn.Module):
+    """World points ``[B, S, H, W, 3]`` from the aggregator's last-layer patch tokens (see the module docstring).
+
+    Each patch token ``[2C]`` goes through LayerNorm, ``Linear(2C, hidden)``, GELU and ``Linear(hidden, 3 p^2)``:
+    the pre-activation points of its ``p x p`` pixels in :func:`torch.nn.functional.pixel_shuffle`'s order, then
+    the point head's activation. No convolution and nothing at pixel resolution but the output.
+
+    Args:
+        token_dim: the aggregator's token width (2C). patch_size: pixels per patch along each axis (p).
+        hidden: the MLP's width.
+    """
+
+    def __init__(self, token_dim: int, patch_size: int, hidden: int = 128) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+        self.mlp = nn.Sequential(nn.LayerNorm(token_dim), nn.Linear(token_dim, hidden), nn.GELU(),
+                                 nn.Linear(hidden, 3 * patch_size ** 2))
+
+    def forward(self, dpt: DPTHead, tokens_list: Sequence[torch.Tensor | None], images: torch.Tensor,
+                patch_start_idx: int) -> torch.Tensor:
+        """As :meth:`LightPointHead.forward` (of ``dpt``, the backbone's point head, only its activation is read):
+        ``tokens_list``: the aggregator's outputs (the last is read); ``images [B, S, 3, H, W]`` (the shape is
+        used). Returns ``world_points [B, S, H, W, 3]``."""
+        b, s, _, h, w = images.shape
+        p = self.patch_size
+        gh, gw = h // p, w // p
+        tokens = tokens_list[-1][:, :, patch_start_idx:]  # [B, S, gh*gw, 2C]
+        y = self.mlp(tokens).reshape(b * s, gh, gw, -1).permute(0, 3, 1, 2)  # [B*S, 3p^2, gh, gw]
+        y = F.pixel_shuffle(y, p)
+        if y.shape[-2:] != (h, w):
+            y = F.interpolate(y, size=(h, w), mode="bilinear", align_corners=True)
+        return apply_activation(y.permute(0, 2, 3, 1), dpt.activation).reshape(b, s, h, w, 3)
+
+
 class LightPointModel(Protocol):
     """What :func:`fit_light_points` and :func:`light_point_error` read of a
     :class:`~vision.tracking.model.G2TAM` built with ``tracking_points="light"`` (the model imports this module, so
@@ -74,12 +114,12 @@ class LightPointModel(Protocol):
     ``light_points`` head (None on a model built without it)."""
 
     backbone: GeometryBackbone
-    light_points: LightPointHead | None
+    light_points: LightPointHead | PatchPointHead | None
 
 
 def _light_head(model: LightPointModel) -> LightPointHead:
     """``model.light_points``; a model without one is a ValueError."""
-    if model.light_points is None:
+    if not isinstance(model.light_points, LightPointHead):
         raise ValueError("the model has no light point head: build it with tracking_points='light'")
     return model.light_points
 

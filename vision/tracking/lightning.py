@@ -38,7 +38,7 @@ import lightning as L
 import torch
 
 from vision.errors import DataError, InputError
-from vision.geometry.losses import geometry_losses, normalize_scene
+from vision.geometry.losses import confidence_regression_loss, geometry_losses, normalize_scene
 from vision.geometry.weights import load_backbone
 from vision.tracking.inference import protocol_predictor, track_video, tracking_options, video_frames
 from vision.tracking.losses import tracking_losses
@@ -61,6 +61,10 @@ def ground_truth_points(batch: dict[str, Any]) -> torch.Tensor:
     valid = batch["valid_depth"] & (batch["depth"] > 0)
     points = normalize_scene(batch["extrinsics"], batch["intrinsics"], batch["depth"], None, valid).world_points
     return torch.where(valid[..., None], points, torch.full_like(points, float("nan")))
+
+
+#: what a light point head learns from in training (``TrackingModule.light_points_teacher``)
+LIGHT_POINTS_TEACHERS: tuple[str, ...] = ("ground_truth", "point_head")
 
 
 class TrackingModule(L.LightningModule):
@@ -88,6 +92,13 @@ class TrackingModule(L.LightningModule):
             training splits' when fitting).
         lr, backbone_lr_scale, weight_decay, warmup_steps: AdamW (backbone lr = lr * scale), warm-up + cosine.
         geometry_weight, focal_weight, dice_weight, iou_weight, presence_weight: loss weights.
+        light_points_weight, light_points_teacher: with ``config.tracking_points`` ``light`` or ``patch``, the
+            weight of the light point head's loss (:func:`~vision.geometry.losses.confidence_regression_loss` at
+            unit confidence, logged as ``loss_light_points``) and its target: ``ground_truth``, the batch's point
+            maps, and the decoder reads the light head's points in training, as it does in tracking
+            (:meth:`G2TAM.tracking_points_from`); ``point_head``, the backbone's own (detached) DPT points at every
+            pixel, and the decoder reads the DPT points in training, as the default G2TAM does (the light head
+            learns to stand in for the point head, as ``vision-fit-light-points`` fits it afterwards).
         memory_prob / memory_points: chance that an object slot carries a simulated 3D memory of that many points
             (G2TAM only; 0 disables it).
         eval_prompt_types: the prompt types validation / test / predict track every video with (``text`` is
@@ -104,12 +115,10 @@ class TrackingModule(L.LightningModule):
                  memory_points: int = 64, eval_prompt_types: Sequence[str] = EVAL_PROMPT_TYPES,
                  refine: bool | None = None, vggt_weights: str | None = None, sam2_weights: str | None = None,
                  freeze_backbone: bool = False, negative_names: Sequence[str] | None = None,
-                 oracle_geometry: bool = False) -> None:
+                 oracle_geometry: bool = False, light_points_weight: float = 1.0,
+                 light_points_teacher: str = "ground_truth") -> None:
         super().__init__()
         config = TrackingConfig.from_value(config)
-        if config.tracking_points != "dpt":
-            raise InputError(f"TrackingModule trains the point head; tracking_points={config.tracking_points!r} is "
-                             "fitted to a trained model afterwards (vision-fit-light-points)")
         self.save_hyperparameters(ignore=["config"])
         self.hparams["config"] = config.to_dict()
         self.config = config
@@ -122,6 +131,9 @@ class TrackingModule(L.LightningModule):
             prompt_types = tuple(t for t in prompt_types if t != "text")
             eval_types = tuple(t for t in eval_types if t != "text")
             negative_text = 0.0
+        if light_points_teacher not in LIGHT_POINTS_TEACHERS:
+            raise InputError(f"TrackingModule.light_points_teacher must be one of {LIGHT_POINTS_TEACHERS}, got "
+                             f"{light_points_teacher!r}")
         self.prompt_types, self.eval_prompt_types, self.negative_text = prompt_types, eval_types, negative_text
         self.model = build_model(config)
         if oracle_geometry and not self.model.uses_geometry_memory:
@@ -179,11 +191,17 @@ class TrackingModule(L.LightningModule):
         """The tracker's outputs (``masks``, ``iou``, ``presence``: :meth:`forward`'s) for a clip batch and its
         prompts, decoded as the training step decodes them: from the batch's ground-truth point maps with
         ``oracle_geometry``, else from the backbone's (no simulated memory, no losses)."""
-        if not self.hparams.oracle_geometry:
+        light = self._decoder_reads_light_points()
+        if not (self.hparams.oracle_geometry or light):
             return self.model(batch["images"], prompts)
         encoded = self.model.encode(batch["images"])
-        encoded["world_points"] = ground_truth_points(batch)
+        encoded["world_points"] = (ground_truth_points(batch) if self.hparams.oracle_geometry
+                                   else self.model.tracking_points_from(encoded))
         return self.model.decode(encoded, prompts)
+
+    def _decoder_reads_light_points(self) -> bool:
+        """Whether training decodes from the light point head's points (else from the DPT point head's)."""
+        return self.config.tracking_points != "dpt" and self.hparams.light_points_teacher == "ground_truth"
 
     def _step(self, batch: dict[str, Any], stage: str) -> dict[str, torch.Tensor]:
         generator = None
@@ -200,6 +218,16 @@ class TrackingModule(L.LightningModule):
         if self.model.uses_geometry_memory:
             geo, pred = geometry_losses(self.model.backbone, batch)
             encoded = self.model.features_from_geometry(pred)
+            if self.config.tracking_points != "dpt":
+                light = self.model.tracking_points_from(pred)
+                if self._decoder_reads_light_points():
+                    target, valid = ground_truth_points(batch), batch["valid_depth"] & (batch["depth"] > 0)
+                    encoded["world_points"] = light
+                else:
+                    target = pred["world_points"].detach()
+                    valid = torch.ones_like(target[..., 0], dtype=torch.bool)
+                fit = confidence_regression_loss(light, target, torch.ones_like(light[..., 0]), valid)
+                losses["loss_light_points"] = fit["loss"]
             if self.hparams.oracle_geometry:
                 encoded["world_points"] = ground_truth_points(batch)
             if self.hparams.memory_prob > 0:
@@ -218,6 +246,8 @@ class TrackingModule(L.LightningModule):
         total = trk["loss"]
         if "loss_geometry" in losses:
             total = total + self.hparams.geometry_weight * losses["loss_geometry"]
+        if "loss_light_points" in losses:
+            total = total + self.hparams.light_points_weight * losses["loss_light_points"]
         losses["loss"] = total
         log_losses(self, stage, losses, batch["images"].shape[0])
         return losses

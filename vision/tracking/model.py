@@ -18,7 +18,7 @@ from vision.geometry.model import GeometryBackbone, create_backbone
 from vision.text import TEXT_DIM
 from vision.tracking.decoder import MaskDecoder
 from vision.tracking.layers import LayerNorm2d
-from vision.tracking.light_points import LightPointHead
+from vision.tracking.light_points import LightPointHead, PatchPointHead
 from vision.tracking.multiplex import MultiplexDecoder
 from vision.tracking.prompts import PromptEncoder, Prompts
 from vision.tracking.spatial_encoder import SpatialEncoder
@@ -29,9 +29,10 @@ __all__ = ["DECODER_STYLES", "G2TAM", "TRACKING_POINTS", "select_best_mask"]
 #: share one decoding of each view (:class:`~vision.tracking.multiplex.MultiplexDecoder`); see :class:`G2TAM`
 DECODER_STYLES: tuple[str, ...] = ("g2tam", "sam2", "multiplex")
 
-#: where tracking's point maps come from: ``dpt``, the backbone's point head; ``light``, its coarse stages and a fitted
-#: linear map (:mod:`vision.tracking.light_points`)
-TRACKING_POINTS: tuple[str, ...] = ("dpt", "light")
+#: where tracking's point maps come from: ``dpt``, the backbone's point head; ``light``, its coarse stages and a linear
+#: map (fitted after training or trained with the tracker); ``patch``, an MLP on the last layer's patch tokens, trained
+#: with the tracker (:mod:`vision.tracking.light_points`)
+TRACKING_POINTS: tuple[str, ...] = ("dpt", "light", "patch")
 
 
 def select_best_mask(masks: torch.Tensor, iou: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,10 +69,12 @@ class G2TAM(nn.Module):
             ``hires_maps``), and each object's prompt tokens are built and read once per window, not per view.
         map_attention: with the ``multiplex`` decoder, each object's maps bias its tokens' attention to the view
             (:class:`~vision.tracking.multiplex.MultiplexDecoder`); ignored by the other decoders.
-        tracking_points: ``dpt`` (the point head) or ``light``: :meth:`tracking_encoding` reads the point maps from
-            :class:`~vision.tracking.light_points.LightPointHead` (``light_points``), fitted after training by
-            :func:`~vision.tracking.light_points.fit_light_points`; :meth:`encode` (training, geometry) still runs
-            the full heads.
+        tracking_points: ``dpt`` (the point head), ``light`` or ``patch``: :meth:`tracking_encoding` reads the
+            point maps from ``light_points``, a :class:`~vision.tracking.light_points.LightPointHead` (fitted after
+            training by :func:`~vision.tracking.light_points.fit_light_points`, or trained with the tracker) or a
+            :class:`~vision.tracking.light_points.PatchPointHead` (trained with the tracker), and never runs the
+            point head; :meth:`encode` (training, geometry) still runs the full heads, and
+            :meth:`tracking_points_from` gives the light points of its output.
 
     For :class:`~vision.tracking.predictor.TrackerPredictor` (:class:`~vision.tracking.interface.TrackingModel`):
     ``uses_geometry_memory`` is True (point maps, cameras and 3D memory prompts).
@@ -125,11 +128,13 @@ class G2TAM(nn.Module):
                                        map_channels=map_channels if hires_maps else 0,
                                        skip_first_layer_pe=sam2, iou_sigmoid=sam2)
         self.tracking_points = tracking_points
-        self.light_points = None
+        self.light_points: LightPointHead | PatchPointHead | None = None
+        if tracking_points != "dpt" and self.backbone.point_head is None:
+            raise ValueError(f"tracking_points={tracking_points!r} reads the backbone's point head; it has none")
         if tracking_points == "light":
-            if self.backbone.point_head is None:
-                raise ValueError("tracking_points='light' reads the backbone's point head; it has none")
             self.light_points = LightPointHead(self.backbone.point_head.features)
+        elif tracking_points == "patch":
+            self.light_points = PatchPointHead(2 * self.backbone.embed_dim, self.backbone.patch_size)
 
     @property
     def patch_size(self) -> int:
@@ -156,10 +161,19 @@ class G2TAM(nn.Module):
         ``heads``: the backbone heads to run (default all; :meth:`decode` reads only ``"points"``)."""
         return self.features_from_geometry(self.backbone(images, heads=heads))
 
+    def tracking_points_from(self, geometry: dict[str, Any]) -> torch.Tensor:
+        """The world points ``[B, S, H, W, 3]`` tracking reads, from a backbone output dict (its ``tokens``,
+        ``images`` and ``patch_start_idx``): the light point head's, or the dict's own ``world_points`` with
+        ``tracking_points="dpt"``."""
+        if self.light_points is None:
+            return geometry["world_points"]
+        return self.light_points(self.backbone.point_head, geometry["tokens"], geometry["images"],
+                                 geometry["patch_start_idx"])
+
     def tracking_encoding(self, images: torch.Tensor) -> dict[str, Any]:
         """The encoding of a window ``images [1, S, 3, s, s]`` for tracking: the backbone's camera and point heads
-        only (the depth head is not run; with ``tracking_points="light"`` the light point head instead of the point
-        head), the entries :meth:`decode` reads (``images``, ``feats``, ``hires``,
+        only (the depth head is not run; with ``tracking_points`` ``light`` or ``patch`` the light point head instead of
+        the point head), the entries :meth:`decode` reads (``images``, ``feats``, ``hires``,
         ``world_points``) with the cameras (``extrinsics``, ``intrinsics``), and ``depth [1, S, s, s, 1]``, the z
         of the world points in each view's camera: the geometry the tracker's memory is made of."""
         from vision.geometry.camera import world_to_camera_points
@@ -169,8 +183,7 @@ class G2TAM(nn.Module):
             geometry = self.backbone(images, heads=("camera", "points"))
         else:
             geometry = self.backbone(images, heads=("camera",))
-            geometry["world_points"] = self.light_points(self.backbone.point_head, geometry["tokens"],
-                                                         geometry["images"], geometry["patch_start_idx"])
+            geometry["world_points"] = self.tracking_points_from(geometry)
         encoded = {k: v for k, v in self.features_from_geometry(geometry).items() if k in keep}
         points = encoded["world_points"]
         b, s, h, w, _ = points.shape

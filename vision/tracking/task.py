@@ -57,8 +57,9 @@ class TrackingConfig(TaskConfig):
             one decoding of each view (:class:`~vision.tracking.multiplex.MultiplexDecoder`).
         map_attention: with ``decoder_style: multiplex``, each object's maps bias its tokens' attention to the view
             (:class:`~vision.tracking.multiplex.MultiplexDecoder`); false only for that decoder (the ablation).
-        tracking_points: ``dpt`` or ``light`` (G2TAM only): where tracking reads its point maps
-            (:class:`G2TAM`); a ``light`` model comes from ``vision-fit-light-points``, not from training.
+        tracking_points: ``dpt``, ``light`` or ``patch`` (G2TAM only): where tracking reads its point maps
+            (:class:`G2TAM`); a ``light`` head is trained with the tracker or fitted afterwards by
+            ``vision-fit-light-points``, a ``patch`` head is trained with the tracker.
         patch_embed_weights: weights of the backbone's patch embedding, read when the tracker is first built
             (:attr:`vision.geometry.task.GeometryConfig.patch_embed_weights`: for ``tiny_mobilenet``
             ``mobilenetv2-imagenet`` or a local file), for a tracker that does not start from a geometry checkpoint
