@@ -23,8 +23,8 @@ pipeline's: each split is tracked and scored with the protocol the training loop
 (:mod:`vision.tracking.inference`: every track prompted once on its first visible view, whole videos, results
 scored by ``vision.evaluation.evaluate`` as ``tools/evaluate.py --task tracking`` scores them), so a trained
 checkpoint's row here is what ``tools/train.py test`` prints on the same split. ``--no-refine`` scores G2TAM
-without the predictor's second pass (the control has none; by default each model decodes as its ``second_pass``
-says: the multiplexed decoder once). Figures are printed as a table; nothing is typed in.
+without the predictor's second pass and ``--refine`` every G2TAM with it (the control has none; by default each
+model decodes as its ``second_pass`` says: the multiplexed decoder once). Figures are printed as a table; nothing is typed in.
 After the table, one plain line per split says whether G2TAM beats the control in point J&F by the split's target
 margin (:data:`vision.evaluation.claims.TRACKING_MARGINS`), as ``make train-tracking`` ends.
 Peak memory is the peak RSS of a fresh subprocess running the predictor.
@@ -262,8 +262,11 @@ def main() -> None:
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-accuracy", action="store_true",
                     help="with --g2tam-ckpt / --baseline-ckpt: only the speed and correction-click rows")
-    ap.add_argument("--no-refine", action="store_true",
-                    help="G2TAM without the predictor's second pass (default: each model's own choice)")
+    refine_choice = ap.add_mutually_exclusive_group()
+    refine_choice.add_argument("--no-refine", action="store_true",
+                               help="G2TAM without the predictor's second pass (default: each model's own choice)")
+    refine_choice.add_argument("--refine", action="store_true",
+                               help="every G2TAM with the predictor's second pass (default: each model's own choice)")
     ap.add_argument("--memory-points", type=int, default=None,
                     help="G2TAM's carried 3D points per object in the accuracy rows (default the protocol's)")
     ap.add_argument("--g2tam-light", default=None,
@@ -287,7 +290,7 @@ def main() -> None:
     if bad:
         ap.error(f"--g2tam-variant takes NAME=CKPT, got {bad}")
     torch.set_num_threads(1)
-    refine = False if args.no_refine else None  # None: each model's own choice (G2TAM.second_pass)
+    refine = False if args.no_refine else True if args.refine else None  # None: each model's G2TAM.second_pass
     if args.memory_child is not None:
         peak_memory_child(args.memory_child, args.size, args.g2tam_ckpt)
         return
@@ -349,7 +352,8 @@ def main() -> None:
             models[name] = variant
     speeds = speed(models, args.size, refine=refine, objects=tuple(args.speed_objects)) if models else {}
     parts = breakdown(models, args.size) if models and args.breakdown else {}
-    print(f"\nG2TAM second pass: {'off' if args.no_refine else 'each model chooses (the multiplexed decoder: off)'}"
+    second = "off" if args.no_refine else "on" if args.refine else "each model chooses (the multiplexed decoder: off)"
+    print(f"\nG2TAM second pass: {second}"
           + (f"; G2TAM memory points: {args.memory_points}" if args.memory_points is not None else ""))
     if trained:
         print(f"trained checkpoints: g2tam {trained['g2tam']}, memory_bank {trained['memory_bank']}")

@@ -84,20 +84,6 @@ def test_tracker_encoder_and_mask_decoder_export(tmp_path):
 
 
 @pytest.mark.slow
-def test_tracker_encoder_with_patch_points_exports(tmp_path):
-    """The encoding of a G2TAM whose tracking reads the patch point head (no DPT point head in the graph)."""
-    from vision.tracking.task import TrackingConfig, build_model
-
-    torch.manual_seed(0)
-    config = TrackingConfig(tracking_points="patch")
-    model = build_model(config).eval()
-    encoder, _ = graphs_of("tracking", model, config)
-    path = export_graph(encoder, tmp_path / "encoder.onnx")
-    check_graph(encoder, path)  # 2 views
-    check_graph(encoder, path, (example_views(64, 4, seed=5)[None],))  # 4 views
-
-
-@pytest.mark.slow
 def test_multiplexed_mask_decoder_exports_with_dynamic_views_objects_and_tokens(tmp_path):
     from vision.tracking.task import TrackingConfig, build_model
 
