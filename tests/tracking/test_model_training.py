@@ -195,48 +195,6 @@ def test_simulate_memory_lifts_a_visible_mask_through_the_point_maps(clip_batch)
     assert not simulate_memory(sampled, wp, feats, prob=1.0, generator=g).memory_valid[0, 0].any()
 
 
-def test_simulate_memory_from_predicted_masks_lifts_the_prompt_view(clip_batch):
-    """With the model's own masks, each slot's memory is its predicted mask on its prompt's view (every predicted
-    pixel up to the point budget, none elsewhere); an empty prediction there carries no memory."""
-    g = torch.Generator().manual_seed(0)
-    sampled = sample_prompts(clip_batch, max_objects=2, types=["point"], generator=g)
-    b, s, n, h, w = sampled.gt_masks.shape
-    ys, xs = torch.meshgrid(torch.arange(h).float(), torch.arange(w).float(), indexing="ij")
-    wp = torch.stack([xs.expand(b, s, h, w), ys.expand(b, s, h, w),
-                      torch.arange(s).float().view(1, s, 1, 1).expand(b, s, h, w)], -1)
-    predicted = torch.zeros(b, s, n, h, w, dtype=torch.bool)
-    predicted[..., 2:5, 3:6] = True  # 9 pixels on every view
-    empty_slot = (0, int(sampled.prompts.view[0, 0]), 0)
-    predicted[empty_slot] = False
-    out = simulate_memory(sampled, wp, torch.randn(b, s, 8, 4, 4), prob=1.0, num_points=16, generator=g,
-                          predicted=predicted)
-    for bi in range(b):
-        for j in range(n):
-            pts = out.memory_points[bi, j][out.memory_valid[bi, j]]
-            if (bi, j) == (0, 0) or not sampled.prompts.valid[bi, j]:
-                assert len(pts) == 0
-                continue
-            assert len(pts) == 9 and (pts[:, 2] == sampled.prompts.view[bi, j]).all()
-            assert set(pts[:, 1].tolist()) == {2.0, 3.0, 4.0} and set(pts[:, 0].tolist()) == {3.0, 4.0, 5.0}
-
-
-def test_memory_from_the_models_own_masks_trains(clip_batch):
-    """memory_source prediction: a training step lifts memory from a first decode without memory and still reaches
-    the memory tokens; an unknown source is one clear error."""
-    torch.manual_seed(0)
-    module = TrackingModule(config=TINY, max_objects=2, memory_prob=1.0, memory_points=16,
-                            memory_source="prediction")
-    module.log = module.log_dict = lambda *a, **k: None
-    masks = module._first_pass_masks(module.model.encode(clip_batch["images"]),
-                                     sample_prompts(clip_batch, max_objects=2, types=["point"]).prompts)
-    assert masks.dtype == torch.bool and masks.shape[:3] == (2, 4, 2)
-    loss = module.training_step(clip_batch, 0)["loss"]
-    loss.backward()
-    assert torch.isfinite(loss)
-    with pytest.raises(InputError, match="memory_source must be one of"):
-        TrackingModule(config=TINY, memory_source="oracle")
-
-
 def test_memory_training_step_reaches_the_memory_tokens(clip_batch):
     torch.manual_seed(0)
     module = TrackingModule(config=TINY, max_objects=2, memory_prob=1.0, memory_points=16)

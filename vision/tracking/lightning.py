@@ -42,7 +42,6 @@ from vision.geometry.losses import confidence_regression_loss, geometry_losses, 
 from vision.geometry.weights import load_backbone
 from vision.tracking.inference import protocol_predictor, track_video, tracking_options, video_frames
 from vision.tracking.losses import tracking_losses
-from vision.tracking.model import select_best_mask
 from vision.tracking.sampling import PROMPT_TYPES, sample_prompts, simulate_memory
 from vision.tracking.task import TrackingConfig, build_model
 from vision.training.evaluator import TaskEvaluator, log_losses
@@ -63,9 +62,6 @@ def ground_truth_points(batch: dict[str, Any]) -> torch.Tensor:
     points = normalize_scene(batch["extrinsics"], batch["intrinsics"], batch["depth"], None, valid).world_points
     return torch.where(valid[..., None], points, torch.full_like(points, float("nan")))
 
-
-#: what a simulated 3D memory is lifted from in training (``TrackingModule.memory_source``)
-MEMORY_SOURCES: tuple[str, ...] = ("ground_truth", "prediction")
 
 #: what a light point head learns from in training (``TrackingModule.light_points_teacher``)
 LIGHT_POINTS_TEACHERS: tuple[str, ...] = ("ground_truth", "point_head")
@@ -104,10 +100,7 @@ class TrackingModule(L.LightningModule):
             pixel, and the decoder reads the DPT points in training, as the default G2TAM does (the light head
             learns to stand in for the point head, as ``vision-fit-light-points`` fits it afterwards).
         memory_prob / memory_points: chance that an object slot carries a simulated 3D memory of that many points
-            (G2TAM only; 0 disables it). memory_source: what the memory is lifted from: ``ground_truth``, the mask
-            of a visible view drawn at random; ``prediction``, the model's own mask on the prompt's view from a
-            first decode of the same prompts without memory (no gradient), as the predictor's second pass lifts it
-            (:func:`~vision.tracking.sampling.simulate_memory`).
+            (G2TAM only; 0 disables it).
         eval_prompt_types: the prompt types validation / test / predict track every video with (``text`` is
             dropped without a text encoder). refine: the predictor's second pass (G2TAM) in evaluation (None: the
             model's ``second_pass``).
@@ -123,7 +116,7 @@ class TrackingModule(L.LightningModule):
                  refine: bool | None = None, vggt_weights: str | None = None, sam2_weights: str | None = None,
                  freeze_backbone: bool = False, negative_names: Sequence[str] | None = None,
                  oracle_geometry: bool = False, light_points_weight: float = 1.0,
-                 light_points_teacher: str = "ground_truth", memory_source: str = "ground_truth") -> None:
+                 light_points_teacher: str = "ground_truth") -> None:
         super().__init__()
         config = TrackingConfig.from_value(config)
         self.save_hyperparameters(ignore=["config"])
@@ -138,8 +131,6 @@ class TrackingModule(L.LightningModule):
             prompt_types = tuple(t for t in prompt_types if t != "text")
             eval_types = tuple(t for t in eval_types if t != "text")
             negative_text = 0.0
-        if memory_source not in MEMORY_SOURCES:
-            raise InputError(f"TrackingModule.memory_source must be one of {MEMORY_SOURCES}, got {memory_source!r}")
         if light_points_teacher not in LIGHT_POINTS_TEACHERS:
             raise InputError(f"TrackingModule.light_points_teacher must be one of {LIGHT_POINTS_TEACHERS}, got "
                              f"{light_points_teacher!r}")
@@ -208,14 +199,6 @@ class TrackingModule(L.LightningModule):
                                    else self.model.tracking_points_from(encoded))
         return self.model.decode(encoded, prompts)
 
-    @torch.no_grad()
-    def _first_pass_masks(self, encoded: dict[str, Any], prompts: Any) -> torch.Tensor:
-        """The model's own masks ``[B, S, N, H, W]`` (bool) for ``prompts`` without memory: the best hypothesis
-        above logit 0 where the object's presence is at least one half, as the predictor keeps them."""
-        out = self.model.decode(encoded, prompts)
-        best, _ = select_best_mask(out["masks"], out["iou"])
-        return (best > 0) & (out["presence"].sigmoid() >= 0.5)[..., None, None]
-
     def _decoder_reads_light_points(self) -> bool:
         """Whether training decodes from the light point head's points (else from the DPT point head's)."""
         return self.config.tracking_points != "dpt" and self.hparams.light_points_teacher == "ground_truth"
@@ -248,10 +231,8 @@ class TrackingModule(L.LightningModule):
             if self.hparams.oracle_geometry:
                 encoded["world_points"] = ground_truth_points(batch)
             if self.hparams.memory_prob > 0:
-                predicted = self._first_pass_masks(encoded, prompts) if self.hparams.memory_source == "prediction" \
-                    else None
                 prompts = simulate_memory(sampled, encoded["world_points"], encoded["feats"],
-                                          self.hparams.memory_prob, self.hparams.memory_points, generator, predicted)
+                                          self.hparams.memory_prob, self.hparams.memory_points, generator)
             out = self.model.decode(encoded, prompts)
             losses.update({k: v for k, v in geo.items() if k != "loss"})
             losses["loss_geometry"] = geo["loss"]

@@ -158,8 +158,7 @@ def sample_prompts(batch: dict, max_objects: int = 4, types: Sequence[str] = PRO
 
 
 def simulate_memory(sampled: SampledPrompts, world_points: torch.Tensor, feats: torch.Tensor, prob: float,
-                    num_points: int = 64, generator: torch.Generator | None = None,
-                    predicted: torch.Tensor | None = None) -> Prompts:
+                    num_points: int = 64, generator: torch.Generator | None = None) -> Prompts:
     """Prompts whose object slots carry, each with probability ``prob``, a 3D memory from one visible view.
 
     Args:
@@ -169,10 +168,6 @@ def simulate_memory(sampled: SampledPrompts, world_points: torch.Tensor, feats: 
             they did, text grounding on its own collapsed, video text J&F 0.26 -> 0.04).
         num_points: M, evenly spaced mask pixels lifted per slot (fewer when the mask is smaller).
         generator: CPU RNG for reproducible draws.
-        predicted: optional bool masks ``[B, S, N, H, W]``, the model's own first-pass masks: each chosen slot's
-            memory is then its predicted mask on its prompt's view (as the predictor's second pass lifts it), and a
-            slot whose predicted mask there is empty carries none. Without it, the ground-truth mask of a visible
-            view drawn at random.
 
     Returns:
         a copy of ``sampled.prompts`` with ``memory_points [B, N, M, 3]``, ``memory_valid [B, N, M]`` and
@@ -192,17 +187,11 @@ def simulate_memory(sampled: SampledPrompts, world_points: torch.Tensor, feats: 
                 continue
             if float(torch.rand((), generator=generator)) >= prob:
                 continue
-            if predicted is not None:
-                v = int(prompts.view[bi, slot])
-                mask = predicted[bi, v, slot].to(dev)
-                if not bool(mask.any()):
-                    continue
-            else:
-                views = torch.nonzero(sampled.gt_presence[bi, :, slot]).flatten().tolist()
-                if not views:
-                    continue
-                v = views[int(torch.randint(len(views), (1,), generator=generator))]
-                mask = sampled.gt_masks[bi, v, slot].to(dev)
+            views = torch.nonzero(sampled.gt_presence[bi, :, slot]).flatten().tolist()
+            if not views:
+                continue
+            v = views[int(torch.randint(len(views), (1,), generator=generator))]
+            mask = sampled.gt_masks[bi, v, slot].to(dev)
             idx, ok = spaced_mask_indices(mask.float(), num_points)
             picked = wp[bi, v].flatten(0, 1)[idx]  # [M, 3]
             ok = ok & torch.isfinite(picked).all(-1)
