@@ -221,12 +221,12 @@ class TrackingModule(L.LightningModule):
             if self.config.tracking_points != "dpt":
                 light = self.model.tracking_points_from(pred)
                 if self._decoder_reads_light_points():
-                    target, valid = ground_truth_points(batch), batch["valid_depth"] & (batch["depth"] > 0)
+                    target = ground_truth_points(batch)  # NaN where the depth is unknown: left out by the loss
                     encoded["world_points"] = light
                 else:
                     target = pred["world_points"].detach()
-                    valid = torch.ones_like(target[..., 0], dtype=torch.bool)
-                fit = confidence_regression_loss(light, target, torch.ones_like(light[..., 0]), valid)
+                ones = torch.ones_like(light[..., 0])
+                fit = confidence_regression_loss(light, target, ones, ones.bool())
                 losses["loss_light_points"] = fit["loss"]
             if self.hparams.oracle_geometry:
                 encoded["world_points"] = ground_truth_points(batch)
