@@ -183,7 +183,7 @@ train-tracking-multiplex: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/trac
 	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
 	  --g2tam-multiplex $(RUNS)/tracking/multiplex_tiny/checkpoints/last.ckpt
 
-# G2TAM whose tracking reads a light point head trained with it (docs/speed.md#a-trained-light-point-head-issue-43):
+# G2TAM whose tracking reads a light point head trained with it (docs/speed.md#a-cheaper-geometry-pass-for-tracking-issue-43-item-2):
 # trained like tiny.yaml from the same geometry checkpoint, then scored beside G2TAM and the control
 train-tracking-light: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
 	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a -f $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \

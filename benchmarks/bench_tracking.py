@@ -24,7 +24,8 @@ pipeline's: each split is tracked and scored with the protocol the training loop
 scored by ``vision.evaluation.evaluate`` as ``tools/evaluate.py --task tracking`` scores them), so a trained
 checkpoint's row here is what ``tools/train.py test`` prints on the same split. ``--no-refine`` scores G2TAM
 without the predictor's second pass and ``--refine`` every G2TAM with it (the control has none; by default each
-model decodes as its ``second_pass`` says: the multiplexed decoder once). Figures are printed as a table; nothing is typed in.
+model decodes as its ``second_pass`` says: the multiplexed decoder once). Figures are printed as a table; nothing
+is typed in.
 After the table, one plain line per split says whether G2TAM beats the control in point J&F by the split's target
 margin (:data:`vision.evaluation.claims.TRACKING_MARGINS`), as ``make train-tracking`` ends.
 Peak memory is the peak RSS of a fresh subprocess running the predictor.
@@ -308,11 +309,11 @@ def main() -> None:
         from vision.text import get_text_encoder
 
         text_encoder = get_text_encoder("minilm")
+    from vision.tracking.task import load
+
     tables, models, times, clicks = {}, {}, {}, {}
     for arch in ("g2tam", "memory_bank"):
         if trained:
-            from vision.tracking.task import load
-
             model, times[arch] = load(trained[arch])[0], 0.0
         else:
             run_dir = args.out / "train" / arch
@@ -327,8 +328,6 @@ def main() -> None:
             if not args.skip_speed:
                 clicks[arch] = correction_click(model, args.size)
                 models[arch] = model
-    from vision.tracking.task import load
-
     if args.g2tam_light:
         light = load(args.g2tam_light)[0]
         for points in args.light_memory_points or [None]:
