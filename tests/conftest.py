@@ -5,11 +5,21 @@ reason, where that folder is absent."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files marked ``long`` first (those with more tests before those with fewer, as pytest-xdist's own
+    reorder ranks files), every file's tests kept together and in order: ``make test`` hands whole files to its
+    workers in this order (``--dist loadfile --no-loadscope-reorder``), so the long files start early and the short
+    ones fill the gaps, instead of a long file starting last and running alone at the end."""
+    long_tests = Counter(item.path for item in items if item.get_closest_marker("long") is not None)
+    items.sort(key=lambda item: -long_tests[item.path])
 
 
 def shared_folder(name: str) -> Path | None:

@@ -18,7 +18,7 @@ import torch
 from tests.training.ddp import (ROOT, checkpoint_files, last_logged, train_cli, training_config,
                                 validate_in_process, write_config)
 
-pytestmark = pytest.mark.slow  # tools/train.py under DDP (two processes)
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # tools/train.py under DDP (two processes)
 
 MODEL = {"class_path": "vision.detection.lightning.OOVDetModule",
          "init_args": {"config": {"image_size": 32, "channels": 16, "score_threshold": 0.0},

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 pytest.importorskip("onnxruntime")
+pytestmark = pytest.mark.long  # the dynamo exporter traces four models
 
 from vision.errors import DataError, InputError  # noqa: E402
 from vision.export.graphs import _decoder_graph, example_views, graphs_of  # noqa: E402

@@ -24,7 +24,7 @@ from tests.training.ddp import (
 from vision.checkpoint import load_checkpoint
 from vision.forensics.lightning import ForensicFeatureDataModule
 
-pytestmark = pytest.mark.slow  # tools/train.py under DDP (two processes)
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # tools/train.py under DDP (two processes)
 
 TOOLS = ["spectrum", "npr", "temporal"]
 

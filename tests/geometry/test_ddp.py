@@ -12,7 +12,7 @@ from tests.training.ddp import (checkpoint_files, last_logged, train_cli, traini
 from vision.checkpoint import load_checkpoint
 from vision.synthetic.scenes import write_split
 
-pytestmark = pytest.mark.slow  # tools/train.py under DDP (two processes)
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # tools/train.py under DDP (two processes)
 
 METRICS = ("val/abs_rel", "val/delta_1.25", "val/AUC@30", "val/RRA@15", "val/chamfer", "val/match_pose/AUC@30")
 

@@ -17,7 +17,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-pytestmark = pytest.mark.slow  # two short trainings through the training CLI
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # two short trainings through the training CLI
 
 SIZE = 32
 STEPS = 60

@@ -15,7 +15,7 @@ import torch
 from tests.training.ddp import (checkpoint_files, last_logged, train_cli, training_config, validate_in_process,
                                 write_config)
 
-pytestmark = pytest.mark.slow  # tools/train.py under DDP (two processes)
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # tools/train.py under DDP (two processes)
 
 MODEL = {"class_path": "vision.tracking.lightning.TrackingModule",
          "init_args": {"config": {"image_size": 32, "dim": 32, "text_encoder": "minilm"}, "max_objects": 2,

@@ -1,8 +1,14 @@
 """A missing or corrupt checkpoint given to tools/train.py (``fit`` / ``test`` with --ckpt_path, and a tracking
-config's geometry_checkpoint) is one error line naming the file on stderr and exit status 2, without a traceback."""
+config's geometry_checkpoint) is one error line naming the file on stderr and exit status 2, without a traceback.
+
+The cases run the CLI's ``main`` in this process (what ``tools/train.py`` calls; a new process costs seconds of
+imports each); one of them also runs as a real ``tools/train.py`` process, for the exit status and stderr a shell sees.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -16,7 +22,7 @@ import yaml
 from vision.synthetic.scenes import write_split
 from vision.training.compose import compose
 
-pytestmark = pytest.mark.slow  # tools/train.py in subprocesses
+pytestmark = pytest.mark.slow  # the training CLI, and tools/train.py in a subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,22 +69,35 @@ def tracking_config(tmp_path_factory) -> Path:
     return path
 
 
+def _train(*args: str) -> tuple[int, str]:
+    """The training CLI (:func:`vision.cli.train.main`, as ``tools/train.py`` runs it) on ``args`` in this process:
+    its exit status and what it wrote to stderr."""
+    from vision.cli.train import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, err.getvalue()
+
+
 @pytest.mark.parametrize("kind", ["garbage", "missing", "mismatched", "foreign"])
 @pytest.mark.parametrize("subcommand, option", [("fit", "--ckpt_path"), ("fit", "--model.init_args.geometry_checkpoint"),
                                                 ("test", "--ckpt_path")])
 def test_train_refuses_a_bad_checkpoint_in_one_line(tmp_path, tracking_config, subcommand, option, kind):
     ckpt = bad_checkpoint(tmp_path, kind)
+    assert_one_error_line(*_train(subcommand, "--config", str(tracking_config), option, str(ckpt)), ckpt)
+
+
+def test_tools_train_refuses_a_bad_checkpoint_in_one_line_and_status_2(tmp_path, tracking_config):
+    """The same as a shell sees it: a ``tools/train.py`` process, its exit status and its stderr."""
+    ckpt = bad_checkpoint(tmp_path, "garbage")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "train.py"), subcommand, "--config",
-                           str(tracking_config), option, str(ckpt)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "train.py"), "fit", "--config", str(tracking_config),
+                           "--ckpt_path", str(ckpt)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert_one_error_line(proc.returncode, proc.stderr, ckpt)
-
-
-def _train(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "train.py"), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
 class _Payload:
@@ -103,20 +122,20 @@ def test_the_unsafe_opt_outs_are_refused_before_a_checkpoint_is_read(tmp_path, t
     marker = tmp_path / "payload_ran"
     torch.save({"state_dict": {}, "pytorch-lightning_version": "2.6.6", "x": _Payload(marker)},
                run / "checkpoints" / "last.ckpt")
-    proc = _train("fit", "--config", str(tracking_config), "--run_dir", str(run), "--trainer.enable_checkpointing",
-                  "true", "--ckpt_path", "last", *opt_out)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "refused" in errors[0], proc.stderr[-3000:]
+    code, stderr = _train("fit", "--config", str(tracking_config), "--run_dir", str(run),
+                          "--trainer.enable_checkpointing", "true", "--ckpt_path", "last", *opt_out)
+    assert code == 2 and "Traceback" not in stderr, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "refused" in errors[0], stderr[-3000:]
     assert not marker.exists()
 
 
 def test_a_run_dir_that_cannot_be_written_is_one_line(tmp_path, tracking_config):
     """A symbolic-link loop as --run_dir made a traceback from os.makedirs."""
     os.symlink(tmp_path / "loop", tmp_path / "loop")
-    proc = _train("fit", "--config", str(tracking_config), "--run_dir", str(tmp_path / "loop" / "run"))
-    assert_one_error_line(proc.returncode, proc.stderr, tmp_path / "loop" / "run")
-    assert "symbolic links" in proc.stderr
+    code, stderr = _train("fit", "--config", str(tracking_config), "--run_dir", str(tmp_path / "loop" / "run"))
+    assert_one_error_line(code, stderr, tmp_path / "loop" / "run")
+    assert "symbolic links" in stderr
 
 
 def test_a_full_disk_under_the_run_dir_is_one_line_naming_the_file(tmp_path, tracking_config):
@@ -127,9 +146,9 @@ def test_a_full_disk_under_the_run_dir_is_one_line_naming_the_file(tmp_path, tra
                       capture_output=True).returncode != 0:
         pytest.skip("cannot mount a small tmpfs here")
     try:
-        proc = _train("fit", "--config", str(tracking_config), "--run_dir", str(folder / "run"),
-                      "--trainer.enable_checkpointing", "true")
+        code, stderr = _train("fit", "--config", str(tracking_config), "--run_dir", str(folder / "run"),
+                              "--trainer.enable_checkpointing", "true")
     finally:
         subprocess.run(["umount", str(folder)], capture_output=True)
-    assert_one_error_line(proc.returncode, proc.stderr, folder / "run" / "checkpoints")
-    assert "No space left on device" in proc.stderr
+    assert_one_error_line(code, stderr, folder / "run" / "checkpoints")
+    assert "No space left on device" in stderr

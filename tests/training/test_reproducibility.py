@@ -33,7 +33,7 @@ import yaml
 from vision.training.checkpoint_io import load_checkpoint
 from vision.training.compose import compose, shipped_configs
 
-pytestmark = pytest.mark.slow  # trains every config several times in subprocesses, killing some
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # trains every config several times in subprocesses, killing some
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_STEPS = 7  # three batches an epoch: epochs end at steps 3 and 6; validation after each epoch
