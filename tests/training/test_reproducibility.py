@@ -10,6 +10,7 @@
   weights and optimizer state of the uninterrupted run, bit for bit. The CPU configs run in subprocesses whose
   process group gets real signals (DataLoader workers included, as from a scheduler); the paper-scale (GPU)
   configs run the same chain in this process, on the CPU without DDP / FSDP or weight files (:func:`on_cpu`).
+  Configs that make the same run here (they differ only in what :func:`reduce` replaces) share one chain.
 
 Each config runs as it ships (its callbacks, checkpoints, logger, DataLoader workers, the geometry curriculum with
 ``reload_dataloaders_every_n_epochs``, two concatenated training splits, its precision) except for :func:`reduce`:
@@ -69,10 +70,15 @@ def _data(root: Path) -> dict[str, dict]:
                         min_objects=2, max_objects=3)
     unordered = write_split(root / "mv", "unordered", scenes=2, views=4, size=32, mode="unordered", seed=1,
                             threads=1, min_objects=2, max_objects=3)
+    oov = write_oov_synthetic(root / "oov", train_scenes=3, val_scenes=1, test_scenes=1, views=2, size=64, seed=0)
+    return _fixture_args(video, unordered, oov, make_tiny_split(root / "aigv"), root / "aigv_cache")
+
+
+def _fixture_args(video: Path, unordered: Path, oov: dict[str, Path], aigv: dict[str, Path],
+                  cache: Path) -> dict[str, dict]:
+    """:func:`_data`'s answer for fixture splits at these paths."""
     multiview = {"train_split": [str(video), str(unordered)], "val_split": str(unordered), "views": 2,
                  "batch_size": 2, "augment": True}  # 4 + 2 clips: 3 batches
-    oov = write_oov_synthetic(root / "oov", train_scenes=3, val_scenes=1, test_scenes=1, views=2, size=64, seed=0)
-    aigv = make_tiny_split(root / "aigv")
     return {
         "geometry": {"model": {"config": {"size": "tiny", "image_size": 32, "match_dim": 64}, "warmup_steps": 2},
                      "data": {**multiview, "max_stride": 2}},
@@ -93,7 +99,7 @@ def _data(root: Path) -> dict[str, dict]:
         "forensics": {"model": {"config": {"tools": ["spectrum", "residual", "temporal"], "hidden": 16,
                                            "image_size": 48, "max_frames": 8}},
                       "data": {"train_split": str(aigv["train"]), "val_split": str(aigv["val"]),
-                               "test_split": str(aigv["val"]), "cache_dir": str(root / "aigv_cache"),
+                               "test_split": str(aigv["val"]), "cache_dir": str(cache),
                                "batch_size": 4}},  # 12 clips: 3 batches
     }
 
@@ -269,6 +275,23 @@ def _ids(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 
 
+def _same_runs(configs: list[Path]) -> list[tuple[Path, ...]]:
+    """``configs`` grouped by the run each makes here (:func:`_shipped` then :func:`reduce`, on the same fixture
+    paths): configs that differ only in what :func:`reduce` replaces (data, widths, budget) train identically here,
+    so one resume chain covers the group."""
+    placeholder = Path("fixture")
+    args = _fixture_args(placeholder, placeholder, {"train": placeholder, "val": placeholder, "test": placeholder},
+                         {"train": placeholder, "val": placeholder}, placeholder)
+    groups: dict[str, list[Path]] = {}
+    for config in configs:
+        groups.setdefault(yaml.safe_dump(reduce(_shipped(config), args, Path("run"), [])), []).append(config)
+    return [tuple(group) for group in groups.values()]
+
+
+def _group_ids(group: tuple[Path, ...]) -> str:
+    return "+".join(_ids(path) for path in group)
+
+
 @pytest.fixture(scope="module")
 def fresh_process(fixtures, tmp_path_factory):
     """One uninterrupted run per config in a new ``tools/train.py`` process (another ``PYTHONHASHSEED``, no
@@ -342,12 +365,14 @@ def _raise(step: int, sig: signal.Signals = signal.SIGKILL) -> dict:
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("config", CONFIGS + GPU_CONFIGS, ids=_ids)
-def test_resume_is_exact_after_sigterm_and_sigkill(config, fixtures, uninterrupted, tmp_path):
+@pytest.mark.parametrize("group", _same_runs(CONFIGS + GPU_CONFIGS), ids=_group_ids)
+def test_resume_is_exact_after_sigterm_and_sigkill(group, fixtures, uninterrupted, tmp_path):
     """One run stopped four times, each resumed from the checkpoint a user would resume from (``last.ckpt``, or the
     every-step checkpoint a SIGKILL left), and one more resumed from the checkpoint written at the end of an epoch's
     last batch, in this process: a SIGTERM to itself (Lightning's handler stops after the batch), a raised
-    :class:`~tests.training.resume_probe.Killed` for a SIGKILL (no cleanup of any kind)."""
+    :class:`~tests.training.resume_probe.Killed` for a SIGKILL (no cleanup of any kind). Configs that make the same
+    run here (:func:`_same_runs`) share one chain."""
+    config = group[0]
     shipped = _shipped(config)
     reference = uninterrupted(config)
     run = tmp_path / "run"
