@@ -10,7 +10,7 @@ SYNTH  := datasets/synthetic
 RUNS   := runs
 
 .PHONY: setup sysdeps test test-fast train train-geometry train-detection train-tracking train-forensics train-long \
-	light-points train-tracking-multiplex eval-tracking-crowd train-tracking-light \
+	light-points train-tracking-multiplex train-tracking-crowd eval-tracking-crowd train-tracking-light \
 	data-aigv-footage data-aigv-quick \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
 	train-concept bench-concept weights data-real data-real-depth train-real-detection
@@ -159,8 +159,8 @@ $(SYNTH)/tracking_train_unordered.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_unordered --scenes 48 --mode unordered --seed 11 $(TRACK_SYNTH)
 $(SYNTH)/tracking_val.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_val --scenes 4 --mode unordered --seed 12 $(TRACK_SYNTH)
-# Crowded scenes (2-32 objects; the validation split 16-32), beside the 2-5-object splits: eval-tracking-crowd
-# scores on the validation split; the training splits are for training on crowds (docs/speed.md#crowded-scenes).
+# Crowded scenes (2-32 objects; the validation split 16-32), beside the 2-5-object splits (train-tracking-crowd,
+# eval-tracking-crowd).
 TRACK_CROWD = --views 8 --size 64 --min-objects 2 --max-objects 32 --no-progress
 $(SYNTH)/tracking_train_video_crowd.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_video_crowd --scenes 48 --mode video --seed 30 $(TRACK_CROWD)
@@ -193,8 +193,8 @@ train-tracking-multiplex: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/trac
 	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
 	  --g2tam-multiplex $(RUNS)/tracking/multiplex_tiny/checkpoints/last.ckpt
 
-# G2TAM, the control and (where trained) the multiplexed G2TAM on the crowded validation split, 16-32 objects per
-# scene (docs/speed.md#crowded-scenes); each model from its run of train-tracking / train-tracking-multiplex
+# G2TAM, the control and each multiplexed G2TAM trained here on the crowded validation split, 16-32 objects per
+# scene (docs/speed.md#crowded-scenes); each model from its run of train-tracking / -multiplex / -crowd
 crowd_val = $(BIN)/python tools/train.py validate --config configs/tracking/$(1).yaml --run_dir $(RUNS)/tracking/$(1) \
 	  --ckpt_path $(RUNS)/tracking/$(1)/checkpoints/last.ckpt --data.init_args.val_split $(SYNTH)/tracking_val_crowd.json
 eval-tracking-crowd: setup $(SYNTH)/tracking_val_crowd.json
@@ -202,8 +202,23 @@ eval-tracking-crowd: setup $(SYNTH)/tracking_val_crowd.json
 	  || $(MAKE) --no-print-directory train-tracking
 	$(call crowd_val,tiny)
 	$(call crowd_val,baseline_tiny)
-	if test -f $(RUNS)/tracking/multiplex_tiny/checkpoints/last.ckpt; then $(call crowd_val,multiplex_tiny); \
-	  else echo "no multiplexed G2TAM in $(RUNS)/tracking/multiplex_tiny (make train-tracking-multiplex): skipped"; fi
+	for run in multiplex_tiny multiplex_crowd_tiny; do \
+	  if test -f $(RUNS)/tracking/$$run/checkpoints/last.ckpt; then $(call crowd_val,$$run) || exit 1; \
+	  else echo "no $$run run in $(RUNS)/tracking: skipped"; fi; done
+
+# The multiplexed G2TAM trained for crowds (configs/tracking/multiplex_crowd_tiny.yaml, on the 2-5-object and the
+# crowded splits): scored beside G2TAM and the control on the nine cells, then every model on the crowded split
+train-tracking-crowd: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json \
+	  $(SYNTH)/tracking_val.json $(SYNTH)/tracking_train_video_crowd.json $(SYNTH)/tracking_train_unordered_crowd.json
+	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a -f $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
+	  || $(MAKE) --no-print-directory train-tracking
+	$(BIN)/python tools/train.py --config configs/tracking/multiplex_crowd_tiny.yaml \
+	  $(call resume,tracking/multiplex_crowd_tiny) --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
+	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
+	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
+	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
+	  --g2tam-variant crowd=$(RUNS)/tracking/multiplex_crowd_tiny/checkpoints/last.ckpt
+	$(MAKE) --no-print-directory eval-tracking-crowd
 
 # G2TAM whose tracking reads a light point head trained with it (docs/speed.md#a-cheaper-geometry-pass-for-tracking-issue-43-item-2):
 # trained like tiny.yaml from the same geometry checkpoint, then scored beside G2TAM and the control
