@@ -181,17 +181,21 @@ train-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train
 	$(call test_ckpt,tracking/baseline_tiny)
 	$(call track_bench,eval,$(RUNS)/tracking/tiny,$(RUNS)/tracking/baseline_tiny,$(GEOMETRY_CKPT))
 
-# G2TAM with the multiplexed decoder (docs/speed.md#many-objects-a-multiplexed-decoder-issue-43): trained like
-# tiny.yaml from the same geometry checkpoint, then scored beside G2TAM and the control (train-tracking's runs)
-train-tracking-multiplex: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
-	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a -f $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
-	  || $(MAKE) --no-print-directory train-tracking
-	$(BIN)/python tools/train.py --config configs/tracking/multiplex_tiny.yaml $(call resume,tracking/multiplex_tiny) \
-	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
+# `train_variant CONFIG,NAME`: G2TAM from configs/tracking/CONFIG.yaml, trained from the same geometry checkpoint
+# (resuming its run), then scored as NAME beside G2TAM and the control (train-tracking's runs) on the nine cells
+train_variant = (test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a \
+	  -f $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-tracking) && \
+	$(BIN)/python tools/train.py --config configs/tracking/$(1).yaml $(call resume,tracking/$(1)) \
+	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT) && \
 	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
 	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
 	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
-	  --g2tam-multiplex $(RUNS)/tracking/multiplex_tiny/checkpoints/last.ckpt
+	  --g2tam-variant $(2)=$(RUNS)/tracking/$(1)/checkpoints/last.ckpt
+TRACK_DATA = $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
+
+# G2TAM with the multiplexed decoder (docs/speed.md#many-objects-a-multiplexed-decoder-issue-43)
+train-tracking-multiplex: setup $(TRACK_DATA)
+	$(call train_variant,multiplex_tiny,multiplex)
 
 # G2TAM, the control and each multiplexed G2TAM trained here on the crowded validation split, 16-32 objects per
 # scene (docs/speed.md#crowded-scenes); each model from its run of train-tracking / -multiplex / -crowd
@@ -207,30 +211,16 @@ eval-tracking-crowd: setup $(SYNTH)/tracking_val_crowd.json
 	  else echo "no $$run run in $(RUNS)/tracking: skipped"; fi; done
 
 # The multiplexed G2TAM trained for crowds (configs/tracking/multiplex_crowd_tiny.yaml, on the 2-5-object and the
-# crowded splits): scored beside G2TAM and the control on the nine cells, then every model on the crowded split
-train-tracking-crowd: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json \
-	  $(SYNTH)/tracking_val.json $(SYNTH)/tracking_train_video_crowd.json $(SYNTH)/tracking_train_unordered_crowd.json
-	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a -f $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
-	  || $(MAKE) --no-print-directory train-tracking
-	$(BIN)/python tools/train.py --config configs/tracking/multiplex_crowd_tiny.yaml \
-	  $(call resume,tracking/multiplex_crowd_tiny) --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
-	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
-	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
-	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
-	  --g2tam-variant crowd=$(RUNS)/tracking/multiplex_crowd_tiny/checkpoints/last.ckpt
+# crowded splits), then every model on the crowded split
+train-tracking-crowd: setup $(TRACK_DATA) $(SYNTH)/tracking_train_video_crowd.json \
+	  $(SYNTH)/tracking_train_unordered_crowd.json
+	$(call train_variant,multiplex_crowd_tiny,crowd)
 	$(MAKE) --no-print-directory eval-tracking-crowd
 
-# G2TAM whose tracking reads a light point head trained with it (docs/speed.md#a-cheaper-geometry-pass-for-tracking-issue-43-item-2):
-# trained like tiny.yaml from the same geometry checkpoint, then scored beside G2TAM and the control
-train-tracking-light: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
-	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a -f $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
-	  || $(MAKE) --no-print-directory train-tracking
-	$(BIN)/python tools/train.py --config configs/tracking/light_points_tiny.yaml \
-	  $(call resume,tracking/light_points_tiny) --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
-	$(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/eval --types point,box,text --skip-speed \
-	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
-	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
-	  --g2tam-variant light=$(RUNS)/tracking/light_points_tiny/checkpoints/last.ckpt
+# G2TAM whose tracking reads a light point head trained with it
+# (docs/speed.md#a-cheaper-geometry-pass-for-tracking-issue-43-item-2)
+train-tracking-light: setup $(TRACK_DATA)
+	$(call train_variant,light_points_tiny,light)
 
 # G2TAM with light point maps (docs/speed.md#light-point-maps-issue-31): fitted to the trained tiny G2TAM, no training
 light-points: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
