@@ -5,7 +5,10 @@ Ground truth: metric depth from the shipped disparity and calibration (down-samp
 Z = f * B / (d + doffs) with f = 994.978 px, B = 193.001 mm, doffs = 31.086 px.
 Rows: our geometry backbone (both views in, depth of the left view, median-scaled as every monocular/feed-forward
 model is), OpenCV StereoSGBM on the same pair (metric, and median-scaled), and a constant-depth baseline.
-All metrics are computed at the ground truth's resolution over the pixels with ground truth.
+All metrics are computed at the ground truth's resolution over the pixels with ground truth. Two diagnostics beside
+the median-scaled AbsRel: ``rank``, Spearman's correlation of each row's depth with the truth (is the order of near and
+far right?), and ``AbsRel ssi``, AbsRel after the least-squares scale and shift of disparity that MiDaS-style
+affine-invariant models are scored with (is the error in the order, or in the spread of depths?).
 
 ``python benchmarks/bench_geometry_real.py --ckpt runs/geometry/tiny/checkpoints/last.ckpt``
 """
@@ -47,6 +50,24 @@ def sgbm_depth(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return np.where(disp > 0, FOCAL * BASELINE_MM / 1000.0 / (disp + DOFFS), 0.0).astype(np.float32)
 
 
+def ssi_abs_rel(pred: np.ndarray, gt: np.ndarray, valid: np.ndarray) -> float:
+    """AbsRel of ``pred`` after the least-squares scale and shift of its disparity ``1 / pred`` to the truth's over
+    ``valid`` (a constant prediction gets the best constant disparity)."""
+    disparity = 1.0 / np.asarray(pred, np.float64)[valid]
+    target = 1.0 / np.asarray(gt, np.float64)[valid]
+    (scale, shift), *_ = np.linalg.lstsq(np.stack([disparity, np.ones_like(disparity)], 1), target, rcond=None)
+    aligned = 1.0 / np.clip(scale * disparity + shift, 1e-6, None)
+    return float(np.mean(np.abs(aligned - gt[valid]) / gt[valid]))
+
+
+def rank_correlation(pred: np.ndarray, gt: np.ndarray, valid: np.ndarray) -> float:
+    """Spearman's correlation of ``pred`` with ``gt`` over ``valid`` (NaN for a constant prediction)."""
+    from scipy.stats import spearmanr
+
+    values = np.asarray(pred)[valid]
+    return float("nan") if np.ptp(values) == 0 else float(spearmanr(values, gt[valid])[0])
+
+
 @torch.no_grad()
 def model_depth(model: GeometryModel, size: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     views = [resize_image(im, (size, size)) for im in (left, right)]
@@ -67,24 +88,26 @@ def main() -> None:
     t_sgbm = time.perf_counter() - t0
     has = sgbm > 0
     rows.append(("StereoSGBM (metric)", depth_metrics(sgbm, gt, valid=valid & has, align="none", max_depth=1e3),
-                 float((valid & has).sum() / valid.sum()), t_sgbm))
+                 float((valid & has).sum() / valid.sum()), t_sgbm, sgbm, valid & has))
     rows.append(("StereoSGBM (median)", depth_metrics(sgbm, gt, valid=valid & has, max_depth=1e3),
-                 float((valid & has).sum() / valid.sum()), t_sgbm))
-    rows.append(("constant depth", depth_metrics(np.ones_like(gt), gt, valid=valid, max_depth=1e3), 1.0, 0.0))
+                 float((valid & has).sum() / valid.sum()), t_sgbm, sgbm, valid & has))
+    constant = np.ones_like(gt)
+    rows.append(("constant depth", depth_metrics(constant, gt, valid=valid, max_depth=1e3), 1.0, 0.0, constant, valid))
     if Path(args.ckpt).is_file():
         model, config = load(args.ckpt)
         model_depth(model, config.image_size, left, right)  # warm-up
         t0 = time.perf_counter()
         ours = model_depth(model, config.image_size, left, right)
         rows.append((f"ours ({config.size}, {config.image_size}px)",
-                     depth_metrics(ours, gt, valid=valid, max_depth=1e3), 1.0, time.perf_counter() - t0))
+                     depth_metrics(ours, gt, valid=valid, max_depth=1e3), 1.0, time.perf_counter() - t0, ours, valid))
     else:
         print(f"(no checkpoint at {args.ckpt}: run `make train` first; our row is omitted)")
     print(f"Middlebury 2014 Motorcycle (scikit-image, {gt.shape[1]}x{gt.shape[0]}), left-view depth, "
           f"{int(valid.sum())} GT pixels")
-    print(f"{'method':<26}{'AbsRel':>9}{'d<1.25':>9}{'coverage':>10}{'time s':>9}")
-    for name, m, cov, sec in rows:
-        print(f"{name:<26}{m['abs_rel']:>9.4f}{m['delta_1.25']:>9.4f}{cov:>10.3f}{sec:>9.3f}")
+    print(f"{'method':<26}{'AbsRel':>9}{'d<1.25':>9}{'coverage':>10}{'time s':>9}{'rank':>8}{'AbsRel ssi':>12}")
+    for name, m, cov, sec, depth, mask in rows:
+        print(f"{name:<26}{m['abs_rel']:>9.4f}{m['delta_1.25']:>9.4f}{cov:>10.3f}{sec:>9.3f}"
+              f"{rank_correlation(depth, gt, mask):>8.3f}{ssi_abs_rel(depth, gt, mask):>12.4f}")
 
 
 if __name__ == "__main__":
