@@ -159,6 +159,7 @@ $(SYNTH)/tracking_train_unordered.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_unordered --scenes 48 --mode unordered --seed 11 $(TRACK_SYNTH)
 $(SYNTH)/tracking_val.json: | setup
 	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_val --scenes 4 --mode unordered --seed 12 $(TRACK_SYNTH)
+TRACK_DATA = $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
 # Crowded scenes (2-32 objects; the validation split 16-32), beside the 2-5-object splits (train-tracking-crowd,
 # eval-tracking-crowd).
 TRACK_CROWD = --views 8 --size 64 --min-objects 2 --max-objects 32 --no-progress
@@ -171,7 +172,7 @@ $(SYNTH)/tracking_val_crowd.json: | setup
 	  --views 8 --size 64 --min-objects 16 --max-objects 32 --no-progress
 
 GEOMETRY_CKPT := $(RUNS)/geometry/tiny/checkpoints/last.ckpt
-train-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
+train-tracking: setup $(TRACK_DATA)
 	test -f $(GEOMETRY_CKPT) || $(MAKE) --no-print-directory train-geometry
 	$(BIN)/python tools/train.py --config configs/tracking/tiny.yaml $(call resume,tracking/tiny) \
 	  --model.init_args.geometry_checkpoint $(GEOMETRY_CKPT)
@@ -191,7 +192,6 @@ train_variant = (test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a \
 	  --skip-memory --val-scenes 16 --g2tam-ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
 	  --baseline-ckpt $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
 	  --g2tam-variant $(2)=$(RUNS)/tracking/$(1)/checkpoints/last.ckpt
-TRACK_DATA = $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
 
 # G2TAM with the multiplexed decoder (docs/speed.md#many-objects-a-multiplexed-decoder-issue-43)
 train-tracking-multiplex: setup $(TRACK_DATA)
@@ -199,8 +199,10 @@ train-tracking-multiplex: setup $(TRACK_DATA)
 
 # G2TAM, the control and each multiplexed G2TAM trained here on the crowded validation split, 16-32 objects per
 # scene (docs/speed.md#crowded-scenes); each model from its run of train-tracking / -multiplex / -crowd
-crowd_val = $(BIN)/python tools/train.py validate --config configs/tracking/$(1).yaml --run_dir $(RUNS)/tracking/$(1) \
-	  --ckpt_path $(RUNS)/tracking/$(1)/checkpoints/last.ckpt --data.init_args.val_split $(SYNTH)/tracking_val_crowd.json
+# (logged under $(RUNS)/tracking/eval_crowd: a run's own logs hold its training figures, which its model card reads)
+crowd_val = $(BIN)/python tools/train.py validate --config configs/tracking/$(1).yaml \
+	  --run_dir $(RUNS)/tracking/eval_crowd/$(1) --ckpt_path $(RUNS)/tracking/$(1)/checkpoints/last.ckpt \
+	  --data.init_args.val_split $(SYNTH)/tracking_val_crowd.json
 eval-tracking-crowd: setup $(SYNTH)/tracking_val_crowd.json
 	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt -a -f $(RUNS)/tracking/baseline_tiny/checkpoints/last.ckpt \
 	  || $(MAKE) --no-print-directory train-tracking
@@ -223,7 +225,7 @@ train-tracking-light: setup $(TRACK_DATA)
 	$(call train_variant,light_points_tiny,light)
 
 # G2TAM with light point maps (docs/speed.md#light-point-maps-issue-31): fitted to the trained tiny G2TAM, no training
-light-points: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
+light-points: setup $(TRACK_DATA)
 	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-tracking
 	$(BIN)/vision-fit-light-points --ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
 	  --split $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json \
@@ -238,7 +240,7 @@ track_bench = $(BIN)/python benchmarks/bench_tracking.py --out $(RUNS)/tracking/
 	  --split $(RUNS)/tracking/$(1)/val_video.json
 
 LONG_GEOMETRY_CKPT := $(RUNS)/geometry/long/checkpoints/last.ckpt
-train-long-tracking: setup $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
+train-long-tracking: setup $(TRACK_DATA)
 	test -f $(LONG_GEOMETRY_CKPT) || $(MAKE) --no-print-directory train-long-geometry
 	$(BIN)/python tools/train.py --config configs/tracking/tiny.yaml --run_dir $(RUNS)/tracking/long \
 	  $(call resume,tracking/long) --model.init_args.geometry_checkpoint $(LONG_GEOMETRY_CKPT)
