@@ -4,6 +4,9 @@ way the package can get cameras for the same clips, side by side.
 
 Rows (each pooled over every camera pair i < j of every clip of the split, as the geometry table pools them):
 
+- ``solver (default)``: the geometry model's default cameras (:class:`vision.geometry.solver.CameraSolver`: dense
+  flow with view 0, PnP on view 0's predicted depth, the learned matches' camera where the flow solves nothing; the
+  ``model`` row of the geometry table).
 - ``camera head``: the backbone's camera head (what ``tools/train.py test`` scores as ``model``).
 - ``learned matches``: the backbone's matching features, mutual nearest neighbours with view 0 lifted by the
   predicted depth and registered by RANSAC over similarity fits (:func:`vision.geometry.matching.pose_from_matches`;
@@ -37,9 +40,11 @@ from vision.data.transforms import build_multiview_transform
 from vision.evaluation.geometry import pose_auc, relative_pose_errors
 from vision.geometry.camera import depth_to_camera_points
 from vision.geometry.matching import pose_from_matches
+from vision.geometry.results import solved_extrinsics
+from vision.geometry.solver import CameraSolver
 from vision.geometry.task import load
 
-ROWS = ("camera head", "learned matches", "point map", "ALIKE + essential matrix", "identity")
+ROWS = ("solver (default)", "camera head", "learned matches", "point map", "ALIKE + essential matrix", "identity")
 
 
 def extrinsics_from_fit(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
@@ -107,6 +112,7 @@ def main() -> None:
     from vision.weights.nets.alike import load_alike
 
     model, config = load(args.ckpt)
+    model.solver = model.solver or CameraSolver()  # the solver's row even for a model configured without it
     matcher = load_alike("alike-n")
     dataset = MultiViewClipDataset(load_split(args.split), args.views,
                                    transform=build_multiview_transform(config.image_size, train=False))
@@ -129,6 +135,8 @@ def main() -> None:
             head = torch.from_numpy(cameras["camera head"]).to(matched.dtype)
             kept = (inliers > 0) | (torch.arange(len(matched)) == 0)
             cameras["learned matches"] = torch.where(kept[:, None, None], matched, head).double().numpy()
+        fallback = cameras.get("learned matches", cameras["camera head"])
+        cameras["solver (default)"] = solved_extrinsics(model, outputs, torch.from_numpy(fallback)[None])[0].numpy()
         for row, extrinsics in cameras.items():
             rotation, translation = relative_pose_errors(extrinsics, truth)
             errors[row][0].append(rotation)

@@ -46,19 +46,22 @@ def test_scores_equal_the_figures_of_the_loader_batches(scored):
     split, results, batches, outputs = scored
     metrics = evaluate(split, results, "geometry")
     assert metrics["clips"] == len(batches) == 4 and metrics["images"] == 12
-    rows, rot_pairs = [], []
-    for batch, out in zip(batches, outputs):
+    rows, rot_pairs, head_pairs = [], [], []
+    for index, (batch, out) in enumerate(zip(batches, outputs)):
         gt = batch["depth"][0].numpy()
         valid = batch["valid_depth"][0].numpy() & (gt > 0)
         rows.append(depth_metrics(out["depth"][0, ..., 0].numpy(), gt, valid=valid, max_depth=1e6))
-        rot_pairs.append(pose_metrics(out["extrinsics"][0].numpy(), batch["extrinsics"][0].numpy())["RRA@30"])
+        solved = np.array([r["extrinsics"] for r in results[3 * index:3 * index + 3]])  # the solver's cameras
+        rot_pairs.append(pose_metrics(solved, batch["extrinsics"][0].numpy())["RRA@30"])
+        head_pairs.append(pose_metrics(out["extrinsics"][0].numpy(), batch["extrinsics"][0].numpy())["RRA@30"])
     # every clip has 3 views, so the clip-weighted mean is the plain mean
     assert metrics["abs_rel"] == pytest.approx(np.mean([r["abs_rel"] for r in rows]), rel=1e-12)
     assert metrics["delta_1.25"] == pytest.approx(np.mean([r["delta_1.25"] for r in rows]), rel=1e-12)
     assert metrics["RRA@30"] == pytest.approx(np.mean(rot_pairs), rel=1e-12)  # 3 pairs per clip
+    assert metrics["camera_head/RRA@30"] == pytest.approx(np.mean(head_pairs), rel=1e-12)
     assert "match_pose/AUC@30" not in metrics and 0.0 <= metrics["identity_pose/AUC@30"] <= 1.0
     table = format_geometry_table(metrics).splitlines()
-    assert [line.split()[0] for line in table] == ["method", "model", "constant_depth", "identity_pose"]
+    assert [line.split()[0] for line in table] == ["method", "model", "constant_depth", "identity_pose", "camera_head"]
 
 
 def test_chamfer_equals_the_one_of_the_loader_batches_and_the_training_normalisation(scored):

@@ -173,7 +173,7 @@ def test_ray_pose_row_is_scored_printed_and_a_bad_ray_field_is_named(tmp_path):
     assert 0.0 <= metrics["ray_pose/AUC@30"] <= 1.0
     assert {"ray_pose/RRA@15", "ray_pose/RTA@15"} <= metrics.keys()
     rows = [line.split()[0] for line in format_geometry_table(metrics).splitlines()]
-    assert rows == ["method", "model", "constant_depth", "identity_pose", "ray_pose"]
+    assert rows == ["method", "model", "constant_depth", "identity_pose", "camera_head", "ray_pose"]
 
     with torch.no_grad():
         outputs = module.model(batch["images"])

@@ -56,8 +56,8 @@ def test_test_prints_the_table_and_predict_scores_the_same(trained, tmp_path, ca
     cli = main(["test", "--config", str(config), "--ckpt_path", str(ckpt), "--trainer.logger", "false"])
     lines = capsys.readouterr().out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("method"))
-    assert [line.split()[0] for line in lines[header + 1:header + 5]] == ["model", "constant_depth",
-                                                                         "identity_pose", "match_pose"]
+    assert [line.split()[0] for line in lines[header + 1:header + 6]] == ["model", "constant_depth",
+                                                                         "identity_pose", "camera_head", "match_pose"]
     logged = {k: float(v) for k, v in cli.trainer.callback_metrics.items()}
     assert logged["test/clips"] == 2
 
@@ -65,7 +65,7 @@ def test_test_prints_the_table_and_predict_scores_the_same(trained, tmp_path, ca
     main(["predict", "--config", str(config), "--ckpt_path", str(ckpt), "--results", str(out)])
     scored = evaluate(val, out, "geometry")
     for name in ("abs_rel", "delta_1.25", "AUC@30", "RRA@15", "RTA@15", "chamfer", "constant_depth/abs_rel",
-                 "identity_pose/AUC@30", "match_pose/AUC@30", "match_pose/RRA@15"):
+                 "identity_pose/AUC@30", "camera_head/AUC@30", "match_pose/AUC@30", "match_pose/RRA@15"):
         assert scored[name] == pytest.approx(logged[f"test/{name}"], abs=1e-6), name
 
 

@@ -15,16 +15,18 @@ transform: a plain resize), and:
   median scaling every pixel gets the image's median GT depth);
 - cameras: relative rotation / translation-direction errors over the pairs i < j of each clip, pooled over clips:
   ``RRA@k``, ``RTA@k`` (k = 5, 15, 30) and ``AUC@30``; baseline ``identity_pose``: identity cameras for every view;
-  with ``match_extrinsics`` in the results, the same for those cameras (``match_pose``); with ``ray_extrinsics``
-  (the cameras fitted to a predicted ray map), the same for them (``ray_pose``);
+  and the same for each optional camera the results carry
+  (:data:`~vision.evaluation.results.GEOMETRY_CAMERA_FIELDS`): ``camera_head`` (``head_extrinsics``, the camera
+  head's when ``extrinsics`` are solved ones), ``match_pose`` (``match_extrinsics``, registered from learned matches)
+  and ``ray_pose`` (``ray_extrinsics``, fitted to a predicted ray map);
 - point maps: ``chamfer`` after a Umeyama similarity alignment, in units of the normalised GT scene (in view 0's
   camera frame, mean point norm 1: :func:`vision.alignment.normalize_scene_points`), on at most ``max_points``
   valid pixels per clip drawn by one generator seeded with ``seed`` over the clips in order.
 
 The metrics come back flat: the model's unprefixed (``abs_rel``, ``delta_1.25``, ``AUC@30``, ``RRA@15``,
 ``RTA@15``, ``chamfer``, ...), each baseline's prefixed by its row (``constant_depth/abs_rel``,
-``identity_pose/AUC@30``, ``match_pose/AUC@30``, ``ray_pose/AUC@30``), plus ``clips`` and ``images``;
-:func:`format_geometry_table` prints them as one row per method (``ray_pose``: the cameras from the ray map).
+``identity_pose/AUC@30``, ``camera_head/AUC@30``, ``match_pose/AUC@30``, ``ray_pose/AUC@30``), plus ``clips`` and
+``images``; :func:`format_geometry_table` prints them as one row per method.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from scipy.spatial.transform import Rotation
 from vision.alignment import normalize_scene_points, umeyama
 from vision.data.resize import crop_resize_intrinsics, resize_nearest
 from vision.errors import DataError, InputError
+from vision.evaluation.results import GEOMETRY_CAMERA_FIELDS
 
 __all__ = [
     "depth_metrics", "relative_pose_errors", "pose_auc", "pose_metrics", "chamfer_metrics",
@@ -46,7 +49,7 @@ __all__ = [
 ]
 
 #: The rows of the geometry table besides the model's, in order; their metrics are prefixed ``"<row>/"``.
-GEOMETRY_ROWS = ("constant_depth", "identity_pose", "match_pose", "ray_pose")
+GEOMETRY_ROWS = ("constant_depth", "identity_pose", *GEOMETRY_CAMERA_FIELDS)
 
 
 def _depth_errors(pred: np.ndarray, gt: np.ndarray) -> tuple[float, float]:
@@ -257,7 +260,7 @@ def _clip_poses_and_points(entries: list[dict], truth: dict[str, np.ndarray],
     errors["model"].append(relative_pose_errors(np.stack([e["extrinsics"] for e in entries]), gt_extr))
     identity = np.tile(np.eye(3, 4), (len(entries), 1, 1))
     errors["identity_pose"].append(relative_pose_errors(identity, gt_extr))
-    for row, key in (("match_pose", "match_extrinsics"), ("ray_pose", "ray_extrinsics")):
+    for row, key in GEOMETRY_CAMERA_FIELDS.items():
         if key in entries[0]:
             errors[row].append(relative_pose_errors(np.stack([e[key] for e in entries]), gt_extr))
     gt_points = normalize_scene_points(gt_extr, truth["intrinsics"], truth["depth"], valid)[0][valid]
@@ -288,8 +291,8 @@ def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path
     split = Split.from_dict(gt, split_root, check_files=False, file=gt_file)
     rng = np.random.default_rng(seed)
     depth_rows, const_rows, chamfers = [], [], []
-    errors: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"model": [], "identity_pose": [], "match_pose": [],
-                                                              "ray_pose": []}
+    errors: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {row: [] for row in ("model", "identity_pose",
+                                                                                  *GEOMETRY_CAMERA_FIELDS)}
     for clip in sorted(clips):
         entries = clips[clip]
         views = len(clip)
@@ -322,7 +325,7 @@ def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path
                                        "clips": len(clips), "images": sum(len(clip) for clip in clips)}
     metrics.update({f"constant_depth/{k}": v for k, v in _depth_summary(const_rows).items()})
     metrics.update({f"identity_pose/{k}": v for k, v in pooled("identity_pose").items()})
-    for row in ("match_pose", "ray_pose"):
+    for row in GEOMETRY_CAMERA_FIELDS:
         if errors[row]:
             metrics.update({f"{row}/{k}": v for k, v in pooled(row).items()})
     return metrics

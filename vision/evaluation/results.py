@@ -7,8 +7,8 @@ Concept: instance records ``{video_id, image_id, track_id, category_id, phrase, 
 :func:`validate_concept_results`).
 Forensics: ``[{video_id, score[, verdict]}]``, one per labelled video of the split.
 Geometry: one entry per image of each predicted clip (see :func:`validate_geometry_results`):
-``[{image_id, clip: [image ids], extrinsics: 3x4, depth: array, world_points: array[, match_extrinsics: 3x4]
-[, ray_extrinsics: 3x4]}]`` with dense maps as :func:`encode_array` objects.
+``[{image_id, clip: [image ids], extrinsics: 3x4, depth: array, world_points: array[, head_extrinsics: 3x4]
+[, match_extrinsics: 3x4][, ray_extrinsics: 3x4]}]`` with dense maps as :func:`encode_array` objects.
 
 Results get the same validation as splits (and share its checks, :mod:`vision.data.checker`): every number is
 finite (NaN, Infinity and numbers beyond a double's range are refused wherever they appear), every mask's counts
@@ -38,7 +38,8 @@ from vision.data.schema_columns import DeferredRle
 from vision.errors import DataError
 
 __all__ = ["load_document", "load_json", "load_results", "check_finite", "validate_detection_results", "validate_tracking_results", "validate_forensics_results",
-           "validate_geometry_results", "validate_concept_results", "encode_array", "decode_array"]
+           "validate_geometry_results", "validate_concept_results", "encode_array", "decode_array",
+           "GEOMETRY_CAMERA_FIELDS"]
 
 def load_json(path: str | Path, what: str = "JSON file") -> Any:
     """Read a JSON file with :func:`vision.data.files.read_json`: anything but a regular file of bounded size
@@ -381,6 +382,10 @@ def decode_array(value: Any, field: str, file: str | None = None, size: tuple[in
 #: far above what float32 cameras written as JSON carry, far below a garbage or all-zero matrix.
 ROTATION_TOLERANCE = 1e-2
 
+#: The optional cameras a geometry result may carry beside its ``extrinsics``: the scoring's row name -> the field.
+GEOMETRY_CAMERA_FIELDS: dict[str, str] = {"camera_head": "head_extrinsics", "match_pose": "match_extrinsics",
+                                          "ray_pose": "ray_extrinsics"}
+
 #: Largest magnitude of a camera entry (in practice of a translation): pose scoring takes vector norms, whose squares
 #: overflow beyond about 1e154 (a RuntimeWarning and a wrong translation angle); far beyond any scene's units.
 MAX_CAMERA_ENTRY = 1e100
@@ -418,10 +423,9 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
     - ``depth``: predicted z-depth ``[H, W]`` (any scale: it is median-scaled per image), H = W the side the
       split's images are resized to for scoring; ``world_points``: predicted points ``[H, W, 3]`` in view 0's
       camera frame; both :func:`encode_array` objects;
-    - ``match_extrinsics`` (optional, 3x4): the camera registered from learned matches; every result carries it or
-      none does;
-    - ``ray_extrinsics`` (optional, 3x4): the camera fitted to a predicted ray map; every result carries it or none
-      does.
+    - the optional cameras of :data:`GEOMETRY_CAMERA_FIELDS` (3x4 each; every result carries a field or none does):
+      ``head_extrinsics``, the camera head's when ``extrinsics`` are solved ones; ``match_extrinsics``, the camera
+      registered from learned matches; ``ray_extrinsics``, the camera fitted to a predicted ray map.
 
     The decoded entries carry ``depth`` and ``world_points`` as float32 arrays, the cameras as float64 arrays and
     ``index``, the entry's place in ``results`` (for messages). A camera's left 3x3 must be a rotation (within
@@ -459,7 +463,7 @@ def validate_geometry_results(results: list, split: dict, file: str | None = Non
         first[clip, image_id] = i
         entry = {"index": i, "image_id": image_id, "clip": clip,
                  "extrinsics": _camera(c, r["extrinsics"], f"{field}.extrinsics")}
-        for name in ("match_extrinsics", "ray_extrinsics"):
+        for name in GEOMETRY_CAMERA_FIELDS.values():
             present = name in r
             if with_optional.setdefault(name, present) != present:
                 raise c.fail(f"{name} must be given in every result or in none", f"{field}.{name}",

@@ -9,7 +9,10 @@ same model and split.
 
 With a matching projection (``GeometryConfig.match_dim``) each result also carries ``match_extrinsics``: the cameras
 registered from learned patch matches and predicted depth (:func:`vision.geometry.matching.pose_from_matches`; a
-view it cannot register keeps the camera head's pose), scored as the ``match_pose`` row. With a ray head
+view it cannot register keeps the camera head's pose), scored as the ``match_pose`` row. With the camera solver
+(``GeometryConfig.camera_solver``, the default) a result's ``extrinsics`` are the solved cameras
+(:class:`vision.geometry.solver.CameraSolver`, falling back to the matches' cameras, else the head's) and
+``head_extrinsics`` the camera head's, scored as the ``camera_head`` row. With a ray head
 (``GeometryConfig.ray_head``) each result carries ``ray_extrinsics``: the cameras fitted to the predicted ray map
 (:func:`vision.geometry.rays.rays_to_cameras`, weighted by ``rays_conf``), scored as the ``ray_pose`` row.
 """
@@ -30,7 +33,7 @@ from vision.geometry.matching import pose_from_matches
 from vision.geometry.rays import rays_to_cameras
 from vision.geometry.task import GeometryModel
 
-__all__ = ["clip_results", "evaluate_geometry"]
+__all__ = ["clip_results", "evaluate_geometry", "solved_extrinsics"]
 
 
 def _match_extrinsics(model: GeometryModel, outputs: dict[str, Any]) -> torch.Tensor:
@@ -46,21 +49,36 @@ def _match_extrinsics(model: GeometryModel, outputs: dict[str, Any]) -> torch.Te
     return torch.stack(extrinsics)
 
 
+def solved_extrinsics(model: GeometryModel, outputs: dict[str, Any], fallback: torch.Tensor) -> torch.Tensor:
+    """``[B, S, 3, 4]`` cameras of ``model.solver`` for each clip of ``outputs`` (``images``, ``depth``,
+    ``intrinsics``), ``fallback [B, S, 3, 4]`` where it solves nothing."""
+    images = (outputs["images"].detach().float().cpu().clamp(0, 1) * 255).round().to(torch.uint8)
+    images = images.permute(0, 1, 3, 4, 2).numpy()  # [B, S, H, W, 3]
+    depth = outputs["depth"][:, 0, ..., 0].detach().double().cpu().numpy()
+    intrinsics = outputs["intrinsics"].detach().double().cpu().numpy()
+    return torch.stack([torch.from_numpy(model.solver(images[b], depth[b], intrinsics[b], fallback[b].numpy())[0])
+                        for b in range(len(images))])
+
+
 @torch.no_grad()
 def clip_results(model: GeometryModel, outputs: dict[str, Any],
                  image_ids: torch.Tensor) -> list[tuple[tuple[int, ...], list[dict]]]:
     """Results of a batch of B clips: ``[(clip image ids, [one entry per view])]``.
 
     Args:
-        model: the model that produced ``outputs`` (its matching projection, if any, adds ``match_extrinsics``).
+        model: the model that produced ``outputs`` (its matching projection, if any, adds ``match_extrinsics``; its
+            camera solver, if any, solves ``extrinsics`` and adds the head's as ``head_extrinsics``).
         outputs: ``model(images)`` for ``images [B, S, 3, H, W]`` (a ray map, ``ray_origins``, adds
             ``ray_extrinsics``).
         image_ids: ``[B, S]`` the clips' image ids (``collate_clips``' ``image_ids``).
     """
-    extrinsics = outputs["extrinsics"].float().cpu()
+    head = outputs["extrinsics"].float().cpu()
     depth = outputs["depth"][..., 0].float().cpu()
     points = outputs["world_points"].float().cpu()
     matched = _match_extrinsics(model, outputs).float() if model.match is not None else None
+    extrinsics = head
+    if model.solver is not None:
+        extrinsics = solved_extrinsics(model, outputs, (head if matched is None else matched).double()).float()
     rayed = None
     if "ray_origins" in outputs:
         rayed = rays_to_cameras(outputs["ray_origins"].float(), outputs["ray_directions"].float(),
@@ -73,6 +91,8 @@ def clip_results(model: GeometryModel, outputs: dict[str, Any],
             entry = {"image_id": image_id, "clip": list(clip), "extrinsics": extrinsics[b, s].tolist(),
                      "depth": encode_array(depth[b, s].numpy()),
                      "world_points": encode_array(points[b, s].numpy())}
+            if model.solver is not None:
+                entry["head_extrinsics"] = head[b, s].tolist()
             if matched is not None:
                 entry["match_extrinsics"] = matched[b, s].tolist()
             if rayed is not None:

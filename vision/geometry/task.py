@@ -32,6 +32,7 @@ from vision.errors import DataError, InputError
 from vision.geometry.matching import MatchProjection
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_backbone
 from vision.geometry.patch_embed import build_patch_embed
+from vision.geometry.solver import CameraSolver
 from vision.model_folder import ModelFolder, write_model_folder
 
 __all__ = ["GeometryConfig", "GeometryModel", "MAX_IMAGE_SIZE", "check_image_size", "check_patch_embed_weights",
@@ -84,6 +85,11 @@ class GeometryConfig(TaskConfig):
         ray_head: add the ray-map head (Depth Anything 3's camera target: per pixel the ray origin and direction,
             :mod:`vision.geometry.rays`; trained by the ``loss_rays`` term, its cameras scored as the ``ray_pose``
             row). A checkpoint whose config has no ``ray_head`` loads with False.
+        camera_solver: the model's cameras (its results' ``extrinsics``, the geometry table's ``model`` row) are
+            solved from dense flow with view 0 and the predicted depth, falling back to the learned matches' and
+            then the camera head's (:class:`~vision.geometry.solver.CameraSolver`); the head's own are kept as
+            ``head_extrinsics`` (the ``camera_head`` row). False: the camera head's. Inference only: the trained
+            weights do not depend on it, and a checkpoint whose config has no ``camera_solver`` loads with True.
     """
 
     task: ClassVar[str] = "geometry"  # the registry name its checkpoints and model folders record
@@ -95,6 +101,7 @@ class GeometryConfig(TaskConfig):
     use_checkpoint: bool = False
     match_dim: int | None = checked(None, low=1, high=4096)
     ray_head: bool = False
+    camera_solver: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -127,13 +134,15 @@ class GeometryModel(nn.Module):
     ``forward(images)`` is the backbone's (see :mod:`vision.geometry.model`: ``images`` ``[B, S, 3, H, W]`` in
     [0, 1] -> ``extrinsics [B, S, 3, 4]``, ``intrinsics``, ``depth [B, S, H, W, 1]``, ``world_points``, ``tokens``
     ...). :meth:`match_features` projects the last aggregator layer's patch tokens to unit-norm matching features
-    ``[B, S, P, match_dim]``.
+    ``[B, S, P, match_dim]``. ``solver``: the camera solver of its results (None: the camera head's cameras).
     """
 
-    def __init__(self, backbone: GeometryBackbone, match: MatchProjection | None = None) -> None:
+    def __init__(self, backbone: GeometryBackbone, match: MatchProjection | None = None,
+                 solver: CameraSolver | None = None) -> None:
         super().__init__()
         self.backbone = backbone
         self.match = match
+        self.solver = solver
 
     @property
     def patch_size(self) -> int:
@@ -159,7 +168,7 @@ def build_model(config: GeometryConfig | dict | None = None) -> GeometryModel:
         overrides["patch_embed"] = config.patch_embed
     backbone = create_backbone(config.size, **overrides)
     match = MatchProjection(2 * backbone.embed_dim, config.match_dim) if config.match_dim is not None else None
-    return GeometryModel(backbone, match)
+    return GeometryModel(backbone, match, CameraSolver() if config.camera_solver else None)
 
 
 def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> tuple[GeometryModel, GeometryConfig]:
