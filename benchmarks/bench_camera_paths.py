@@ -23,6 +23,9 @@ Rows (each pooled over every camera pair i < j of every clip of the split, as th
 
 ``python benchmarks/bench_camera_paths.py --ckpt runs/geometry/tiny/checkpoints/last.ckpt --split datasets/synthetic/geometry_val.json``
 (and ``datasets/synthetic/geometry_val_video.json``): 4-view clips at the model's image size, as the geometry table.
+``--solver-flow-size``, ``--solver-reprojection`` and ``--solver-min-inliers`` set the solver's parameters; with
+``--max-clips N`` on a training split (``geometry_train_video.json``, ``geometry_train.json``) they are chosen on
+clips the validation splits do not hold.
 """
 
 from __future__ import annotations
@@ -106,18 +109,28 @@ def main() -> None:
     parser.add_argument("--split", default="datasets/synthetic/geometry_val.json")
     parser.add_argument("--views", type=int, default=4)
     parser.add_argument("--upsample", type=int, default=4, help="ALIKE reads each view upsampled this many times")
+    parser.add_argument("--solver-flow-size", type=int, default=CameraSolver.flow_size)
+    parser.add_argument("--solver-reprojection", type=float, default=CameraSolver.reprojection_px)
+    parser.add_argument("--solver-min-inliers", type=float, default=CameraSolver.min_inliers)
+    parser.add_argument("--max-clips", type=int, default=None,
+                        help="score this many clips drawn at random (seed 0) instead of all (for training splits)")
     parser.add_argument("--true-intrinsics", action="store_true",
                         help="the essential matrix with the split's intrinsics instead of the predicted ones")
     args = parser.parse_args()
     from vision.weights.nets.alike import load_alike
 
     model, config = load(args.ckpt)
-    model.solver = model.solver or CameraSolver()  # the solver's row even for a model configured without it
+    # the solver's row even for a model configured without it, with the parameters asked for
+    model.solver = CameraSolver(flow_size=args.solver_flow_size, reprojection_px=args.solver_reprojection,
+                                min_inliers=args.solver_min_inliers)
     matcher = load_alike("alike-n")
     dataset = MultiViewClipDataset(load_split(args.split), args.views,
                                    transform=build_multiview_transform(config.image_size, train=False))
     errors: dict[str, tuple[list, list]] = {row: ([], []) for row in ROWS}
-    for index in range(len(dataset)):
+    clips = range(len(dataset))
+    if args.max_clips is not None and args.max_clips < len(dataset):
+        clips = sorted(np.random.default_rng(0).choice(len(dataset), args.max_clips, replace=False).tolist())
+    for index in clips:
         item = dataset[index]
         batch = collate_clips([item])
         outputs = model(batch["images"])
@@ -141,7 +154,7 @@ def main() -> None:
             rotation, translation = relative_pose_errors(extrinsics, truth)
             errors[row][0].append(rotation)
             errors[row][1].append(translation)
-    print(f"{args.split}: {len(dataset)} clips of {args.views} views; {args.ckpt}"
+    print(f"{args.split}: {len(clips)} clips of {args.views} views; {args.ckpt}; {model.solver}"
           + (" (essential matrix with the true intrinsics)" if args.true_intrinsics else ""))
     print(f"{'camera path':<28}{'AUC@30':>10}{'RRA@15':>10}{'RTA@15':>10}")
     for row in ROWS:

@@ -98,6 +98,12 @@ def test_views_the_flow_cannot_follow_keep_their_fallback(clips):
     np.testing.assert_array_equal(extrinsics[0], np.eye(3, 4))
 
 
+def test_the_flow_runs_near_flow_size_pixels():
+    solver = CameraSolver()
+    assert [solver.upsample_for(side, side) for side in (32, 64, 128, 518)] == [8, 4, 2, 1]
+    assert CameraSolver(flow_size=64).upsample_for(48, 64) == 1
+
+
 def test_bad_input_is_refused_with_its_shapes():
     solver = CameraSolver()
     images = np.zeros((2, 8, 8, 3), np.uint8)

@@ -5,8 +5,10 @@ solver turns that depth into cameras, as VGGT's optional bundle adjustment and D
 predicted geometry plus correspondences into cameras:
 
 1. **Dense correspondences with view 0**: OpenCV's DIS optical flow from view 0 to view i and back, on the grey
-   images upsampled ``upsample`` times (a 64 px view is too small for the flow's patches); a pixel of view 0 is kept
-   when the backward flow brings it back within ``consistency_px`` (forward-backward check) and it lands inside view i.
+   images upsampled by the integer factor that brings their longer side nearest ``flow_size`` (a 64 px view is too
+   small for the flow's patches: it is upsampled 4 times, a 128 px view twice, views over about 170 px not at all);
+   a pixel of view 0 is kept when the backward flow brings it back within ``consistency_px`` (forward-backward
+   check) and it lands inside view i.
 2. **PnP**: the kept pixels of view 0 are lifted to 3D by view 0's predicted depth and intrinsics; view i's camera is
    the RANSAC PnP fit (EPnP samples, inliers within ``reprojection_px`` under view i's predicted intrinsics), refined
    by Levenberg-Marquardt on its inliers.
@@ -99,18 +101,23 @@ class CameraSolver:
     """Cameras of one clip from dense flow with view 0, view 0's predicted depth and PnP (see the module docstring).
 
     Args:
-        upsample: the flow runs on views upsampled this many times.
+        flow_size: the flow runs on views upsampled by the integer factor (at least 1) nearest ``flow_size`` divided
+            by their longer side.
         consistency_px: forward-backward tolerance of a kept correspondence, in input pixels.
         reprojection_px: PnP's RANSAC inlier tolerance, in input pixels.
         min_inliers: the PnP camera replaces the fallback when its inliers exceed this fraction of the view's pixels.
         iterations: RANSAC samples per view.
     """
 
-    upsample: int = 4
+    flow_size: int = 256
     consistency_px: float = 0.5
     reprojection_px: float = 0.5
     min_inliers: float = 0.05
     iterations: int = 500
+
+    def upsample_for(self, height: int, width: int) -> int:
+        """The integer factor the flow upsamples ``height x width`` views by."""
+        return max(1, round(self.flow_size / max(height, width)))
 
     def __call__(self, images: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray,
                  fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,8 +149,9 @@ class CameraSolver:
         share = np.zeros(s)
         share[0] = 1.0
         k0 = intrinsics[0]
+        upsample = self.upsample_for(h, w)
         for i in range(1, s):
-            ref, tgt = flow_correspondences(images[0], images[i], self.upsample, self.consistency_px)
+            ref, tgt = flow_correspondences(images[0], images[i], upsample, self.consistency_px)
             u, v = np.rint(ref[:, 0]).astype(int), np.rint(ref[:, 1]).astype(int)
             z = depth0[v, u]
             good = np.isfinite(z) & (z > 0)
