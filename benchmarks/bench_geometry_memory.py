@@ -9,8 +9,9 @@ pixels, the object's ground-truth mask on view 0 is lifted to 3D through the poi
 the object is visible (at least 5 pixels), the predicted mask is the set of pixels whose 3D point lies within
 ``r`` of one of those points (``r`` in units of the clip's mean point norm, as the backbone's normalisation). The
 table gives the mean IoU with the object's ground-truth mask over such (object, view) pairs, per radius, with the
-backbone's predicted world points and with the ground-truth points (depth unprojected with the ground-truth
-cameras, in camera 0's frame).
+backbone's predicted world points (``predicted``, the point head's: what G2TAM's memory reads), with its depth
+unprojected by its default cameras (``depth+cameras``: :func:`vision.geometry.results.model_cameras`, the camera
+solver's) and with the ground-truth points (depth unprojected with the ground-truth cameras, in camera 0's frame).
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ import torch
 from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
 from vision.data.transforms import build_multiview_transform
+from vision.geometry.camera import depth_to_world_points
 from vision.geometry.losses import normalize_scene
+from vision.geometry.results import model_cameras
 from vision.geometry.task import load
 
 RADII = (0.0125, 0.025, 0.05, 0.1)  # around the scales of SpatialEncoder.DEFAULT_PROXIMITY_SIGMAS
 MIN_PIXELS = 5
+SOURCES = ("predicted", "depth+cameras", "ground truth")
 
 
 def proximity_iou(points: torch.Tensor, ids: torch.Tensor, radius: float) -> list[float]:
@@ -61,10 +65,13 @@ def evaluate(model: torch.nn.Module, split: str, views: int, image_size: int) ->
     ious: dict[str, list[float]] = {}
     for index in range(len(dataset)):
         batch = collate_clips([dataset[index]])
-        pred = model(batch["images"])["world_points"][0]
+        outputs = model(batch["images"])
+        pred = outputs["world_points"][0]
+        solved = depth_to_world_points(outputs["depth"][..., 0], model_cameras(model, outputs)["extrinsics"],
+                                       outputs["intrinsics"])[0]
         valid = batch["valid_depth"] & (batch["depth"] > 0)
         gt = normalize_scene(batch["extrinsics"], batch["intrinsics"], batch["depth"], None, valid).world_points[0]
-        for source, points in (("predicted", pred), ("ground truth", gt)):
+        for source, points in zip(SOURCES, (pred, solved, gt)):
             for r in RADII:
                 ious.setdefault(f"{source}@{r}", []).extend(proximity_iou(points, batch["instance_ids"][0], r))
     return ious
@@ -82,7 +89,7 @@ def main() -> None:
     print(f"{'split':40s}{'points':>14s}" + "".join(f"{'r=' + str(r):>9s}" for r in RADII) + f"{'pairs':>8s}")
     for split in args.split:
         ious = evaluate(model, split, args.views, config.image_size)
-        for source in ("predicted", "ground truth"):
+        for source in SOURCES:
             row = [ious[f"{source}@{r}"] for r in RADII]
             cells = "".join(f"{sum(v) / max(1, len(v)):>9.3f}" for v in row)
             print(f"{Path(split).name:40s}{source:>14s}{cells}{len(row[0]):>8d}")

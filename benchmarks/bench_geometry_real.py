@@ -4,7 +4,7 @@
 Ground truth: metric depth from the shipped disparity and calibration (down-sampled by 4):
 Z = f * B / (d + doffs) with f = 994.978 px, B = 193.001 mm, doffs = 31.086 px.
 Rows: our geometry backbone (both views in, depth of the left view, median-scaled as every monocular/feed-forward
-model is), OpenCV StereoSGBM on the same pair (metric, and median-scaled), and a constant-depth baseline.
+model is; and the left view alone: does the model use the second view?), OpenCV StereoSGBM on the same pair (metric, and median-scaled), and a constant-depth baseline.
 All metrics are computed at the ground truth's resolution over the pixels with ground truth. Two diagnostics beside
 the median-scaled AbsRel: ``rank``, Spearman's correlation of each row's depth with the truth (is the order of near and
 far right?), and ``AbsRel ssi``, AbsRel after the least-squares scale and shift of disparity that MiDaS-style
@@ -69,8 +69,10 @@ def rank_correlation(pred: np.ndarray, gt: np.ndarray, valid: np.ndarray) -> flo
 
 
 @torch.no_grad()
-def model_depth(model: GeometryModel, size: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    views = [resize_image(im, (size, size)) for im in (left, right)]
+def model_depth(model: GeometryModel, size: int, left: np.ndarray, right: np.ndarray | None) -> np.ndarray:
+    """The backbone's depth of ``left`` (both views in, or ``left`` alone when ``right`` is None), resized to the
+    input's size."""
+    views = [resize_image(im, (size, size)) for im in ((left, right) if right is not None else (left,))]
     images = torch.from_numpy(np.stack(views)).permute(0, 3, 1, 2).float().div(255)[None]
     depth = model(images)["depth"][0, 0, ..., 0].numpy()
     return cv2.resize(depth, (left.shape[1], left.shape[0]), interpolation=cv2.INTER_LINEAR)
@@ -100,6 +102,10 @@ def main() -> None:
         ours = model_depth(model, config.image_size, left, right)
         rows.append((f"ours ({config.size}, {config.image_size}px)",
                      depth_metrics(ours, gt, valid=valid, max_depth=1e3), 1.0, time.perf_counter() - t0, ours, valid))
+        t0 = time.perf_counter()
+        alone = model_depth(model, config.image_size, left, None)
+        rows.append(("ours, left view alone", depth_metrics(alone, gt, valid=valid, max_depth=1e3), 1.0,
+                     time.perf_counter() - t0, alone, valid))
     else:
         print(f"(no checkpoint at {args.ckpt}: run `make train` first; our row is omitted)")
     print(f"Middlebury 2014 Motorcycle (scikit-image, {gt.shape[1]}x{gt.shape[0]}), left-view depth, "

@@ -33,7 +33,7 @@ from vision.geometry.matching import pose_from_matches
 from vision.geometry.rays import rays_to_cameras
 from vision.geometry.task import GeometryModel
 
-__all__ = ["clip_results", "evaluate_geometry", "solved_extrinsics"]
+__all__ = ["clip_results", "evaluate_geometry", "model_cameras", "solved_extrinsics"]
 
 
 def _match_extrinsics(model: GeometryModel, outputs: dict[str, Any]) -> torch.Tensor:
@@ -61,6 +61,26 @@ def solved_extrinsics(model: GeometryModel, outputs: dict[str, Any], fallback: t
 
 
 @torch.no_grad()
+def model_cameras(model: GeometryModel, outputs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Every camera path of ``model`` on ``outputs`` (``model(images)``), float32 ``[B, S, 3, 4]`` on the CPU, by
+    results field: ``extrinsics`` (the model's cameras: solved when it has a solver, else the head's),
+    ``head_extrinsics`` (with a solver), ``match_extrinsics`` (with a matching projection) and ``ray_extrinsics``
+    (with a ray map)."""
+    head = outputs["extrinsics"].float().cpu()
+    cameras = {"extrinsics": head}
+    if model.match is not None:
+        cameras["match_extrinsics"] = _match_extrinsics(model, outputs).float()
+    if model.solver is not None:
+        fallback = cameras.get("match_extrinsics", head).double()
+        cameras["extrinsics"] = solved_extrinsics(model, outputs, fallback).float()
+        cameras["head_extrinsics"] = head
+    if "ray_origins" in outputs:
+        cameras["ray_extrinsics"] = rays_to_cameras(outputs["ray_origins"].float(), outputs["ray_directions"].float(),
+                                                    outputs["rays_conf"].float())[0].float().cpu()
+    return cameras
+
+
+@torch.no_grad()
 def clip_results(model: GeometryModel, outputs: dict[str, Any],
                  image_ids: torch.Tensor) -> list[tuple[tuple[int, ...], list[dict]]]:
     """Results of a batch of B clips: ``[(clip image ids, [one entry per view])]``.
@@ -72,32 +92,17 @@ def clip_results(model: GeometryModel, outputs: dict[str, Any],
             ``ray_extrinsics``).
         image_ids: ``[B, S]`` the clips' image ids (``collate_clips``' ``image_ids``).
     """
-    head = outputs["extrinsics"].float().cpu()
     depth = outputs["depth"][..., 0].float().cpu()
     points = outputs["world_points"].float().cpu()
-    matched = _match_extrinsics(model, outputs).float() if model.match is not None else None
-    extrinsics = head
-    if model.solver is not None:
-        extrinsics = solved_extrinsics(model, outputs, (head if matched is None else matched).double()).float()
-    rayed = None
-    if "ray_origins" in outputs:
-        rayed = rays_to_cameras(outputs["ray_origins"].float(), outputs["ray_directions"].float(),
-                                outputs["rays_conf"].float())[0].cpu()
+    cameras = model_cameras(model, outputs)
     out = []
     for b, ids in enumerate(image_ids.tolist()):
         clip = tuple(int(i) for i in ids)
         entries = []
         for s, image_id in enumerate(clip):
-            entry = {"image_id": image_id, "clip": list(clip), "extrinsics": extrinsics[b, s].tolist(),
-                     "depth": encode_array(depth[b, s].numpy()),
+            entry = {"image_id": image_id, "clip": list(clip), "depth": encode_array(depth[b, s].numpy()),
                      "world_points": encode_array(points[b, s].numpy())}
-            if model.solver is not None:
-                entry["head_extrinsics"] = head[b, s].tolist()
-            if matched is not None:
-                entry["match_extrinsics"] = matched[b, s].tolist()
-            if rayed is not None:
-                entry["ray_extrinsics"] = rayed[b, s].tolist()
-            entries.append(entry)
+            entries.append({**entry, **{field: camera[b, s].tolist() for field, camera in cameras.items()}})
         out.append((clip, entries))
     return out
 
