@@ -64,6 +64,19 @@ def test_scores_equal_the_figures_of_the_loader_batches(scored):
     assert [line.split()[0] for line in table] == ["method", "model", "constant_depth", "identity_pose", "camera_head"]
 
 
+def test_without_the_solver_the_results_carry_the_camera_heads_cameras(scored):
+    split, results, batches, outputs = scored
+    torch.manual_seed(0)
+    model = build_model(GeometryConfig(image_size=32, camera_solver=False)).eval()
+    assert model.solver is None
+    entries = clip_results(model, outputs[0], batches[0]["image_ids"])[0][1]
+    assert all("head_extrinsics" not in e for e in entries)
+    np.testing.assert_array_equal([e["extrinsics"] for e in entries], outputs[0]["extrinsics"][0].numpy())
+    # with the solver, the same outputs keep the head's cameras beside the solved ones
+    solved = [r for r in results if r["clip"] == entries[0]["clip"]]
+    assert [r["head_extrinsics"] for r in solved] == [e["extrinsics"] for e in entries]
+
+
 def test_chamfer_equals_the_one_of_the_loader_batches_and_the_training_normalisation(scored):
     """Scoring resizes the split's depth and cameras itself and normalises the scene in NumPy: the Chamfer figure
     equals the one from the loader's batches and the torch normalisation of the training losses (every valid
