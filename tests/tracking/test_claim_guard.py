@@ -22,8 +22,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.long]  # two short trainings through
 SIZE = 32
 STEPS = 60
 #: how far above its own J&F on flat geometry G2TAM must stay: with the point maps cut from the spatial encoder (world
-#: points zeroed inside it) the two are level, with them G2TAM is far above (docs/tracking.md, "The guard")
-FLAT_MARGIN = 0.03
+#: points zeroed inside it) the two are level (0.001 apart), with them G2TAM is above by 0.027-0.094 depending on the
+#: machine the short training runs on (docs/tracking.md, "The guard")
+FLAT_MARGIN = 0.015
 CONFIGS = {"g2tam": "configs/tracking/tiny.yaml", "control": "configs/tracking/baseline_tiny.yaml"}
 
 
