@@ -7,7 +7,7 @@ Rows (each pooled over every camera pair i < j of every clip of the split, as th
 - ``solver (default)``: the geometry model's default cameras (:class:`vision.geometry.solver.CameraSolver`: dense
   flow with view 0, PnP on view 0's predicted depth, the learned matches' camera where the flow solves nothing; the
   ``model`` row of the geometry table).
-- ``camera head``: the backbone's camera head (what ``tools/train.py test`` scores as ``model``).
+- ``camera head``: the backbone's camera head (the geometry table's ``camera_head`` row).
 - ``learned matches``: the backbone's matching features, mutual nearest neighbours with view 0 lifted by the
   predicted depth and registered by RANSAC over similarity fits (:func:`vision.geometry.matching.pose_from_matches`;
   the ``match_pose`` row of the geometry table).
@@ -42,8 +42,7 @@ from vision.data.datasets import MultiViewClipDataset, collate_clips
 from vision.data.transforms import build_multiview_transform
 from vision.evaluation.geometry import pose_auc, relative_pose_errors
 from vision.geometry.camera import depth_to_camera_points
-from vision.geometry.matching import pose_from_matches
-from vision.geometry.results import solved_extrinsics
+from vision.geometry.results import model_cameras
 from vision.geometry.solver import CameraSolver
 from vision.geometry.task import load
 
@@ -137,19 +136,14 @@ def main() -> None:
         truth = batch["extrinsics"][0].double().numpy()
         images = (batch["images"][0].permute(0, 2, 3, 1).numpy() * 255).round().astype(np.uint8)
         intrinsics = (batch["intrinsics"][0] if args.true_intrinsics else outputs["intrinsics"][0]).double().numpy()
-        features = model.match_features(outputs)[0] if model.match is not None else None
-        cameras = {"camera head": outputs["extrinsics"][0].double().numpy(),
+        # the solver, the head and the learned matches as the geometry table scores them (model_cameras)
+        paths = {field: camera[0].double().numpy() for field, camera in model_cameras(model, outputs).items()}
+        cameras = {"solver (default)": paths["extrinsics"], "camera head": paths["head_extrinsics"],
                    "point map": point_map_cameras(outputs),
                    "ALIKE + essential matrix": essential_cameras(matcher, images, intrinsics, args.upsample),
                    "identity": np.tile(np.eye(3, 4), (len(truth), 1, 1))}
-        if features is not None:
-            matched, inliers = pose_from_matches(features, outputs["depth"][0, ..., 0], outputs["intrinsics"][0],
-                                                 model.patch_size)
-            head = torch.from_numpy(cameras["camera head"]).to(matched.dtype)
-            kept = (inliers > 0) | (torch.arange(len(matched)) == 0)
-            cameras["learned matches"] = torch.where(kept[:, None, None], matched, head).double().numpy()
-        fallback = cameras.get("learned matches", cameras["camera head"])
-        cameras["solver (default)"] = solved_extrinsics(model, outputs, torch.from_numpy(fallback)[None])[0].numpy()
+        if "match_extrinsics" in paths:
+            cameras["learned matches"] = paths["match_extrinsics"]
         for row, extrinsics in cameras.items():
             rotation, translation = relative_pose_errors(extrinsics, truth)
             errors[row][0].append(rotation)

@@ -33,7 +33,7 @@ from vision.geometry.matching import pose_from_matches
 from vision.geometry.rays import rays_to_cameras
 from vision.geometry.task import GeometryModel
 
-__all__ = ["clip_results", "evaluate_geometry", "model_cameras", "solved_extrinsics"]
+__all__ = ["clip_results", "evaluate_geometry", "model_cameras"]
 
 
 def _match_extrinsics(model: GeometryModel, outputs: dict[str, Any]) -> torch.Tensor:
@@ -49,7 +49,7 @@ def _match_extrinsics(model: GeometryModel, outputs: dict[str, Any]) -> torch.Te
     return torch.stack(extrinsics)
 
 
-def solved_extrinsics(model: GeometryModel, outputs: dict[str, Any], fallback: torch.Tensor) -> torch.Tensor:
+def _solved_extrinsics(model: GeometryModel, outputs: dict[str, Any], fallback: torch.Tensor) -> torch.Tensor:
     """``[B, S, 3, 4]`` cameras of ``model.solver`` for each clip of ``outputs`` (``images``, ``depth``,
     ``intrinsics``), ``fallback [B, S, 3, 4]`` where it solves nothing."""
     images = (outputs["images"].detach().float().cpu().clamp(0, 1) * 255).round().to(torch.uint8)
@@ -72,7 +72,7 @@ def model_cameras(model: GeometryModel, outputs: dict[str, Any]) -> dict[str, to
         cameras["match_extrinsics"] = _match_extrinsics(model, outputs).float()
     if model.solver is not None:
         fallback = cameras.get("match_extrinsics", head).double()
-        cameras["extrinsics"] = solved_extrinsics(model, outputs, fallback).float()
+        cameras["extrinsics"] = _solved_extrinsics(model, outputs, fallback).float()
         cameras["head_extrinsics"] = head
     if "ray_origins" in outputs:
         cameras["ray_extrinsics"] = rays_to_cameras(outputs["ray_origins"].float(), outputs["ray_directions"].float(),
