@@ -5,8 +5,8 @@ way the package can get cameras for the same clips, side by side.
 Rows (each pooled over every camera pair i < j of every clip of the split, as the geometry table pools them):
 
 - ``solver (default)``: the geometry model's default cameras (:class:`vision.geometry.solver.CameraSolver`: dense
-  flow with view 0, PnP on view 0's predicted depth, the learned matches' camera where the flow solves nothing; the
-  ``model`` row of the geometry table).
+  flow between every two views, PnP on the predicted depth, a maximum spanning tree of the pairs from view 0, the
+  learned matches' camera where the flow relates nothing; the ``model`` row of the geometry table).
 - ``camera head``: the backbone's camera head (the geometry table's ``camera_head`` row).
 - ``learned matches``: the backbone's matching features, mutual nearest neighbours with view 0 lifted by the
   predicted depth and registered by RANSAC over similarity fits (:func:`vision.geometry.matching.pose_from_matches`;

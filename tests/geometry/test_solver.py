@@ -1,5 +1,6 @@
-"""The camera solver: flow correspondences, PnP, and per-view selection against the fallback cameras, on exact
-geometry (a shifted texture, rendered clips with their true depth and intrinsics)."""
+"""The camera solver: flow correspondences, PnP per pair of views, the spanning tree that places the views and the
+fallback cameras it keeps, on exact geometry (shifted textures, rendered clips with their true depth and
+intrinsics)."""
 
 import numpy as np
 import pytest
@@ -104,13 +105,51 @@ def test_the_flow_runs_near_flow_size_pixels():
     assert CameraSolver(flow_size=64).upsample_for(48, 64) == 1
 
 
+def _camera(angle_deg: float, translation: list[float]) -> np.ndarray:
+    """A ``[3, 4]`` camera: a rotation about y by ``angle_deg``, then ``translation``."""
+    a = np.radians(angle_deg)
+    rotation = np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
+    return np.concatenate([rotation, np.array(translation, float)[:, None]], axis=1)
+
+
+class _GivenPairs(CameraSolver):
+    """The solver's tree on given pair cameras (what :meth:`CameraSolver.pair_cameras` measures from flow)."""
+
+    pairs: dict = {}
+
+    def pair_cameras(self, images, depth, intrinsics):
+        return self.pairs
+
+
+def test_the_tree_places_each_view_from_its_strongest_placed_pair_and_composes_the_cameras():
+    t10, t21, t20 = _camera(10, [0.2, 0, 0]), _camera(15, [0, 0.1, 0]), _camera(-40, [5, 5, 5])
+    solver = _GivenPairs()
+    # view 2 is placed through view 1 (0.30 beats view 0's direct 0.20); view 3's best pair (0.04) is under the floor
+    solver.pairs = {(0, 1): (t10, 0.5), (1, 2): (t21, 0.3), (0, 2): (t20, 0.2), (2, 3): (_camera(5, [1, 0, 0]), 0.04)}
+    fallback = np.tile(_camera(0, [7, 7, 7]), (4, 1, 1))
+    images, depth, k = np.zeros((4, 8, 8, 3), np.uint8), np.ones((4, 8, 8)), np.tile(np.eye(3), (4, 1, 1))
+    extrinsics, share = solver(images, depth, k, fallback)
+    np.testing.assert_allclose(extrinsics[0], np.eye(3, 4))
+    np.testing.assert_allclose(extrinsics[1], t10)
+    # world -> view 1 -> view 2
+    np.testing.assert_allclose(extrinsics[2, :, :3], t21[:, :3] @ t10[:, :3], atol=1e-12)
+    np.testing.assert_allclose(extrinsics[2, :, 3], t21[:, :3] @ t10[:, 3] + t21[:, 3], atol=1e-12)
+    np.testing.assert_array_equal(extrinsics[3], fallback[3])
+    np.testing.assert_allclose(share, [1.0, 0.5, 0.3, 0.04])
+    # without the bridge, view 2 comes from view 0's weaker pair
+    solver.pairs = {key: value for key, value in solver.pairs.items() if key != (1, 2)}
+    np.testing.assert_allclose(solver(images, depth, k, fallback)[0][2], t20)
+
+
 def test_bad_input_is_refused_with_its_shapes():
     solver = CameraSolver()
     images = np.zeros((2, 8, 8, 3), np.uint8)
     with pytest.raises(InputError, match="uint8"):
-        solver(images.astype(np.float32), np.ones((8, 8)), np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3, 4)))
-    with pytest.raises(InputError, match=r"fallback \[S, 3, 4\]"):
-        solver(images, np.ones((8, 8)), np.tile(np.eye(3), (2, 1, 1)), np.zeros((3, 3, 4)))
+        solver(images.astype(np.float32), np.ones((2, 8, 8)), np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3, 4)))
+    with pytest.raises(InputError, match=r"fallback\s+\[S, 3, 4\]"):
+        solver(images, np.ones((2, 8, 8)), np.tile(np.eye(3), (2, 1, 1)), np.zeros((3, 3, 4)))
+    with pytest.raises(InputError, match=r"depth \[S, H, W\] = \(2, 8, 8\)"):
+        solver(images, np.ones((8, 8)), np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3, 4)))
     with pytest.raises(InputError, match="one size"):
         flow_correspondences(images[0], np.zeros((8, 9, 3), np.uint8))
 

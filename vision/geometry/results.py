@@ -54,7 +54,7 @@ def _solved_extrinsics(model: GeometryModel, outputs: dict[str, Any], fallback: 
     ``intrinsics``), ``fallback [B, S, 3, 4]`` where it solves nothing."""
     images = (outputs["images"].detach().float().cpu().clamp(0, 1) * 255).round().to(torch.uint8)
     images = images.permute(0, 1, 3, 4, 2).numpy()  # [B, S, H, W, 3]
-    depth = outputs["depth"][:, 0, ..., 0].detach().double().cpu().numpy()
+    depth = outputs["depth"][..., 0].detach().double().cpu().numpy()  # [B, S, H, W]
     intrinsics = outputs["intrinsics"].detach().double().cpu().numpy()
     return torch.stack([torch.from_numpy(model.solver(images[b], depth[b], intrinsics[b], fallback[b].numpy())[0])
                         for b in range(len(images))])

@@ -4,20 +4,26 @@ At the tiny scale the camera head does not learn relative pose, while the depth 
 solver turns that depth into cameras, as VGGT's optional bundle adjustment and DUSt3R's global alignment turn
 predicted geometry plus correspondences into cameras:
 
-1. **Dense correspondences with view 0**: OpenCV's DIS optical flow from view 0 to view i and back, on the grey
-   images upsampled by the integer factor that brings their longer side nearest ``flow_size`` (a 64 px view is too
-   small for the flow's patches: it is upsampled 4 times, a 128 px view twice, views over about 170 px not at all);
-   a pixel of view 0 is kept when the backward flow brings it back within ``consistency_px`` (forward-backward
-   check) and it lands inside view i.
-2. **PnP**: the kept pixels of view 0 are lifted to 3D by view 0's predicted depth and intrinsics; view i's camera is
-   the RANSAC PnP fit (EPnP samples, inliers within ``reprojection_px`` under view i's predicted intrinsics), refined
-   by Levenberg-Marquardt on its inliers.
-3. **Selection**: the PnP camera is kept when its inliers cover more than ``min_inliers`` of view i's pixels;
-   otherwise (a wide baseline, where flow finds no consistent motion) view i keeps the ``fallback`` camera the caller
-   passes: the cameras registered from the learned patch matches, else the camera head's.
+1. **Dense correspondences between every two views**: OpenCV's DIS optical flow from view i to view j and back, on
+   the grey images upsampled by the integer factor that brings their longer side nearest ``flow_size`` (a 64 px view
+   is too small for the flow's patches: it is upsampled 4 times, a 128 px view twice, views over about 170 px not at
+   all); a pixel of view i is kept when the backward flow brings it back within ``consistency_px`` (forward-backward
+   check) and it lands inside view j. The same two flows give the pair's correspondences in both directions.
+2. **PnP per ordered pair**: the kept pixels of view i are lifted to 3D by view i's predicted depth and intrinsics;
+   view j's camera relative to view i is the RANSAC PnP fit (EPnP samples, inliers within ``reprojection_px`` under
+   view j's predicted intrinsics), refined by Levenberg-Marquardt on its inliers; the pair's strength is its
+   inliers' share of the view's pixels.
+3. **A maximum spanning tree from view 0** (Prim's): starting from view 0, the unplaced view with the strongest pair
+   from a placed view is placed by composing that pair's camera with the placed view's, while that pair's inliers
+   cover more than ``min_inliers`` of the view. A view two wide steps from view 0 is thus reached through a view
+   between them, and each view is placed from the neighbour that sees it best. A view no placed view relates to (a
+   wide baseline, where flow finds no consistent motion) keeps the ``fallback`` camera the caller passes: the
+   cameras registered from the learned patch matches, else the camera head's.
+
+S views cost S(S-1)/2 flow pairs and S(S-1) PnP fits.
 
 Conventions: OpenCV camera-from-world extrinsics ``[3, 4]``; the world is view 0's camera frame (view 0's camera is
-the identity) at the scale of view 0's predicted depth; pixel (u, v) is the pixel's integer index, as in
+the identity) at the scale of the predicted depth; pixel (u, v) is the pixel's integer index, as in
 :func:`vision.geometry.camera.depth_to_camera_points`. The defaults were chosen on training clips of both kinds
 (docs/geometry.md, "The camera solver").
 """
@@ -31,7 +37,7 @@ import numpy as np
 
 from vision.errors import InputError
 
-__all__ = ["CameraSolver", "flow_correspondences", "pnp_camera"]
+__all__ = ["CameraSolver", "flow_correspondences", "lift_pixels", "pnp_camera"]
 
 
 def _grey(image: np.ndarray, upsample: int) -> np.ndarray:
@@ -40,6 +46,33 @@ def _grey(image: np.ndarray, upsample: int) -> np.ndarray:
     if upsample == 1:
         return grey
     return cv2.resize(grey, None, fx=upsample, fy=upsample, interpolation=cv2.INTER_CUBIC)
+
+
+def _flows(reference: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DIS optical flow ``[H, W, 2]`` from grey ``reference`` to grey ``target`` and back."""
+    flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    return flow.calc(reference, target, None), flow.calc(target, reference, None)
+
+
+def _consistent(forward: np.ndarray, backward: np.ndarray, upsample: int,
+                consistency_px: float) -> tuple[np.ndarray, np.ndarray]:
+    """The reference pixels (on the input grid) whose ``forward`` flow lands inside the target and whose
+    ``backward`` flow returns them within ``consistency_px`` input pixels: ``(reference [K, 2], target [K, 2])``
+    float64 (u, v) in input pixels. ``forward``, ``backward``: flows on the grids upsampled ``upsample`` times."""
+    big_h, big_w = forward.shape[:2]
+    # the input grid's pixel centres on the upsampled grid: u -> upsample * u + (upsample - 1) / 2
+    ys, xs = np.mgrid[0:big_h:upsample, 0:big_w:upsample] + (upsample - 1) // 2
+    start = np.stack([xs.ravel(), ys.ravel()], 1)
+    landed = start + forward[start[:, 1], start[:, 0]]
+    inside = (landed[:, 0] >= 0) & (landed[:, 0] <= big_w - 1) & (landed[:, 1] >= 0) & (landed[:, 1] <= big_h - 1)
+    near = np.rint(landed).astype(int)
+    near[:, 0] = near[:, 0].clip(0, big_w - 1)
+    near[:, 1] = near[:, 1].clip(0, big_h - 1)
+    back = landed + backward[near[:, 1], near[:, 0]]
+    keep = inside & (np.linalg.norm(back - start, axis=1) < consistency_px * upsample)
+    offset = (upsample - 1) / 2
+    return ((start[keep] - offset) / upsample).astype(np.float64), ((landed[keep] - offset) / upsample).astype(
+        np.float64)
 
 
 def flow_correspondences(reference: np.ndarray, target: np.ndarray, upsample: int = 4,
@@ -58,23 +91,17 @@ def flow_correspondences(reference: np.ndarray, target: np.ndarray, upsample: in
     if reference.shape != target.shape or reference.ndim != 3 or reference.shape[-1] != 3:
         raise InputError(f"flow_correspondences: two RGB images [H, W, 3] of one size, got {reference.shape} "
                          f"and {target.shape}")
-    flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-    ref, tgt = _grey(reference, upsample), _grey(target, upsample)
-    forward, backward = flow.calc(ref, tgt, None), flow.calc(tgt, ref, None)
-    big_h, big_w = ref.shape
-    # the input grid's pixel centres on the upsampled grid: u -> upsample * u + (upsample - 1) / 2
-    ys, xs = np.mgrid[0:big_h:upsample, 0:big_w:upsample] + (upsample - 1) // 2
-    start = np.stack([xs.ravel(), ys.ravel()], 1)
-    landed = start + forward[start[:, 1], start[:, 0]]
-    inside = (landed[:, 0] >= 0) & (landed[:, 0] <= big_w - 1) & (landed[:, 1] >= 0) & (landed[:, 1] <= big_h - 1)
-    near = np.rint(landed).astype(int)
-    near[:, 0] = near[:, 0].clip(0, big_w - 1)
-    near[:, 1] = near[:, 1].clip(0, big_h - 1)
-    back = landed + backward[near[:, 1], near[:, 0]]
-    keep = inside & (np.linalg.norm(back - start, axis=1) < consistency_px * upsample)
-    offset = (upsample - 1) / 2
-    return ((start[keep] - offset) / upsample).astype(np.float64), ((landed[keep] - offset) / upsample).astype(
-        np.float64)
+    forward, backward = _flows(_grey(reference, upsample), _grey(target, upsample))
+    return _consistent(forward, backward, upsample, consistency_px)
+
+
+def lift_pixels(pixels: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray) -> np.ndarray:
+    """Pixels ``[K, 2]`` (u, v) of a view with z-depth ``[H, W]`` and intrinsics ``[3, 3]`` -> camera points
+    ``[K, 3]`` (the depth of the nearest pixel)."""
+    u, v = np.rint(pixels[:, 0]).astype(int), np.rint(pixels[:, 1]).astype(int)
+    z = depth[v, u]
+    return np.stack([(pixels[:, 0] - intrinsics[0, 2]) / intrinsics[0, 0] * z,
+                     (pixels[:, 1] - intrinsics[1, 2]) / intrinsics[1, 1] * z, z], 1)
 
 
 def pnp_camera(points: np.ndarray, pixels: np.ndarray, intrinsics: np.ndarray, reprojection_px: float = 0.5,
@@ -98,15 +125,17 @@ def pnp_camera(points: np.ndarray, pixels: np.ndarray, intrinsics: np.ndarray, r
 
 @dataclasses.dataclass(frozen=True)
 class CameraSolver:
-    """Cameras of one clip from dense flow with view 0, view 0's predicted depth and PnP (see the module docstring).
+    """Cameras of one clip from dense flow between its views, their predicted depth and PnP, joined by a maximum
+    spanning tree from view 0 (see the module docstring).
 
     Args:
         flow_size: the flow runs on views upsampled by the integer factor (at least 1) nearest ``flow_size`` divided
             by their longer side.
         consistency_px: forward-backward tolerance of a kept correspondence, in input pixels.
         reprojection_px: PnP's RANSAC inlier tolerance, in input pixels.
-        min_inliers: the PnP camera replaces the fallback when its inliers exceed this fraction of the view's pixels.
-        iterations: RANSAC samples per view.
+        min_inliers: a pair's PnP camera joins the tree only when its inliers exceed this fraction of the view's
+            pixels.
+        iterations: RANSAC samples per pair.
     """
 
     flow_size: int = 256
@@ -119,45 +148,78 @@ class CameraSolver:
         """The integer factor the flow upsamples ``height x width`` views by."""
         return max(1, round(self.flow_size / max(height, width)))
 
+    def pair_cameras(self, images: np.ndarray, depth: np.ndarray,
+                     intrinsics: np.ndarray) -> dict[tuple[int, int], tuple[np.ndarray, float]]:
+        """Every ordered pair's relative camera: ``{(i, j): (T_ji [3, 4], share)}``, where ``T_ji`` maps view i's
+        camera frame to view j's (at view i's depth scale) and ``share`` is its PnP inliers' fraction of the view's
+        pixels; pairs whose PnP fails are absent. Arguments as :meth:`__call__`'s (already checked)."""
+        s, h, w = images.shape[:3]
+        upsample = self.upsample_for(h, w)
+        greys = [_grey(image, upsample) for image in images]
+        pairs = {}
+        for i in range(s):
+            for j in range(i + 1, s):
+                forward, backward = _flows(greys[i], greys[j])  # one flow each way serves both directions
+                for a, b, there, back in ((i, j, forward, backward), (j, i, backward, forward)):
+                    ref, tgt = _consistent(there, back, upsample, self.consistency_px)
+                    points = lift_pixels(ref, depth[a], intrinsics[a])
+                    good = np.isfinite(points[:, 2]) & (points[:, 2] > 0)
+                    camera, count = pnp_camera(points[good], tgt[good], intrinsics[b], self.reprojection_px,
+                                               self.iterations)
+                    if camera is not None:
+                        pairs[(a, b)] = (camera, count / float(h * w))
+        return pairs
+
     def __call__(self, images: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray,
                  fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Solve one clip.
 
         Args:
-            images: uint8 RGB ``[S, H, W, 3]``; depth: view 0's predicted z-depth ``[H, W]`` (or every view's,
-                ``[S, H, W]``: only view 0's is read); intrinsics: predicted ``[S, 3, 3]`` in input pixels.
+            images: uint8 RGB ``[S, H, W, 3]``; depth: every view's predicted z-depth ``[S, H, W]`` (0 or not
+                finite: not lifted); intrinsics: predicted ``[S, 3, 3]`` in input pixels.
             fallback: ``[S, 3, 4]`` camera-from-world cameras in the same world frame and scale (view 0 the
-                identity), kept for the views the flow does not solve.
+                identity), kept for the views the tree does not reach.
 
         Returns:
-            ``(extrinsics [S, 3, 4] float64, inliers [S] float64)``: the cameras and, per view, the PnP inliers'
-            share of the view's pixels (view 0: 1; a view that kept its fallback: that share, at most
-            ``min_inliers``).
+            ``(extrinsics [S, 3, 4] float64, inliers [S] float64)``: the cameras and, per view, the inlier share of
+            the pair that placed it (view 0: 1; a view that kept its fallback: the best share a placed view gave
+            it, at most ``min_inliers``).
         """
         images = np.asarray(images)
-        s, h, w = images.shape[:3]
-        depth0 = np.asarray(depth, dtype=np.float64)
-        depth0 = depth0[0] if depth0.ndim == 3 else depth0
+        depth = np.asarray(depth, dtype=np.float64)
         if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
             raise InputError(f"CameraSolver: images must be uint8 [S, H, W, 3], got {images.dtype} {images.shape}")
-        if depth0.shape != (h, w) or np.shape(intrinsics) != (s, 3, 3) or np.shape(fallback) != (s, 3, 4):
-            raise InputError(f"CameraSolver: depth [H, W] = {(h, w)}, intrinsics [S, 3, 3] and fallback [S, 3, 4] "
-                             f"for S = {s}; got {depth0.shape}, {np.shape(intrinsics)}, {np.shape(fallback)}")
+        s, h, w = images.shape[:3]
+        if depth.shape != (s, h, w) or np.shape(intrinsics) != (s, 3, 3) or np.shape(fallback) != (s, 3, 4):
+            raise InputError(f"CameraSolver: depth [S, H, W] = {(s, h, w)}, intrinsics [S, 3, 3] and fallback "
+                             f"[S, 3, 4] for S = {s}; got {depth.shape}, {np.shape(intrinsics)}, {np.shape(fallback)}")
         intrinsics = np.asarray(intrinsics, dtype=np.float64)
         extrinsics = np.asarray(fallback, dtype=np.float64).copy()
         extrinsics[0] = np.eye(3, 4)
         share = np.zeros(s)
         share[0] = 1.0
-        k0 = intrinsics[0]
-        upsample = self.upsample_for(h, w)
-        for i in range(1, s):
-            ref, tgt = flow_correspondences(images[0], images[i], upsample, self.consistency_px)
-            u, v = np.rint(ref[:, 0]).astype(int), np.rint(ref[:, 1]).astype(int)
-            z = depth0[v, u]
-            good = np.isfinite(z) & (z > 0)
-            points = np.stack([(ref[:, 0] - k0[0, 2]) / k0[0, 0] * z, (ref[:, 1] - k0[1, 2]) / k0[1, 1] * z, z], 1)
-            camera, count = pnp_camera(points[good], tgt[good], intrinsics[i], self.reprojection_px, self.iterations)
-            share[i] = count / float(h * w)
-            if camera is not None and share[i] > self.min_inliers:
-                extrinsics[i] = camera
+        pairs = self.pair_cameras(images, depth, intrinsics)
+        placed = {0}
+        # Prim's maximum spanning tree from view 0: each step places the unplaced view with the strongest pair from a
+        # placed one, composing that pair's camera with the placed view's
+        while len(placed) < s:
+            edges = [(fraction, a, b, camera) for (a, b), (camera, fraction) in pairs.items()
+                     if a in placed and b not in placed]
+            if not edges:
+                break
+            fraction, a, b, camera = max(edges, key=lambda edge: edge[0])
+            if fraction <= self.min_inliers:
+                break
+            extrinsics[b], share[b] = _compose(camera, extrinsics[a]), fraction
+            placed.add(b)
+        for (a, b), (_, fraction) in pairs.items():
+            if a in placed and b not in placed:
+                share[b] = max(share[b], fraction)
         return extrinsics, share
+
+
+def _compose(relative: np.ndarray, extrinsics: np.ndarray) -> np.ndarray:
+    """``relative`` (view a's camera frame -> view b's) after ``extrinsics`` (world -> view a): world -> view b,
+    both ``[3, 4]``."""
+    rotation = relative[:, :3] @ extrinsics[:, :3]
+    return np.concatenate([rotation, (relative[:, :3] @ extrinsics[:, 3] + relative[:, 3])[:, None]], axis=1)

@@ -86,7 +86,7 @@ class GeometryConfig(TaskConfig):
             :mod:`vision.geometry.rays`; trained by the ``loss_rays`` term, its cameras scored as the ``ray_pose``
             row). A checkpoint whose config has no ``ray_head`` loads with False.
         camera_solver: the model's cameras (its results' ``extrinsics``, the geometry table's ``model`` row) are
-            solved from dense flow with view 0 and the predicted depth, falling back to the learned matches' and
+            solved from dense flow between the views and the predicted depth, falling back to the learned matches' and
             then the camera head's (:class:`~vision.geometry.solver.CameraSolver`); the head's own are kept as
             ``head_extrinsics`` (the ``camera_head`` row). False: the camera head's. Inference only: the trained
             weights do not depend on it, and a checkpoint whose config has no ``camera_solver`` loads with True.
