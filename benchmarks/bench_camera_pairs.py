@@ -27,20 +27,21 @@ import torch
 from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
 from vision.data.transforms import build_multiview_transform
+from vision.evaluation.geometry import relative_pose_errors
 from vision.geometry.solver import CameraSolver, lift_pixels, pnp_camera
 from vision.geometry.task import load
 
 BINS = ((0, 20), (20, 40), (40, 60), (60, 90), (90, 180))
 
 
-def rotation_degrees(rotation: np.ndarray) -> float:
-    """The angle of a ``[3, 3]`` rotation, in degrees."""
-    return float(np.degrees(np.arccos(np.clip((np.trace(rotation) - 1) / 2, -1.0, 1.0))))
-
-
-def relative(extrinsics: np.ndarray, i: int, j: int) -> np.ndarray:
-    """The rotation ``[3, 3]`` from view i's camera frame to view j's, for camera-from-world ``[S, 3, 4]``."""
-    return extrinsics[j, :, :3] @ extrinsics[i, :, :3].T
+def pair_rotation_error(camera: np.ndarray | None, truth: np.ndarray, i: int, j: int) -> float:
+    """The rotation error (degrees, as the geometry table scores pairs) of ``camera [3, 4]``, view i's camera frame
+    to view j's, against camera-from-world ``truth [S, 3, 4]``; inf without a camera. With the identity for
+    ``camera``: the true rotation between the views."""
+    if camera is None:
+        return np.inf
+    rotation, _ = relative_pose_errors(np.stack([np.eye(3, 4), camera]), truth[[i, j]])
+    return float(rotation[0])
 
 
 def alike_pairs(matcher, images: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray,
@@ -96,12 +97,11 @@ def main() -> None:
             for j in range(len(images)):
                 if i == j:
                     continue
-                true = relative(truth, i, j)
                 camera, share = flow.get((i, j), (None, 0.0))
-                flow_error = np.inf if camera is None else rotation_degrees(camera[:, :3] @ true.T)
+                flow_error = pair_rotation_error(camera, truth, i, j)
                 camera, count = alike.get((i, j), (None, 0))
-                alike_error = np.inf if camera is None else rotation_degrees(camera[:, :3] @ true.T)
-                rows.append((rotation_degrees(true), share, flow_error, count, alike_error))
+                alike_error = pair_rotation_error(camera, truth, i, j)
+                rows.append((pair_rotation_error(np.eye(3, 4), truth, i, j), share, flow_error, count, alike_error))
     rows = np.array(rows)
     print(f"{args.split}: {len(dataset)} clips of {args.views} views, {len(rows)} ordered pairs; {args.ckpt}; "
           f"{solver}")
