@@ -48,8 +48,7 @@ $(STAMP): pyproject.toml
 # `make test` runs every test (the CI command, under 15 minutes on 2 cores); `make test-fast` leaves out the slow
 # ones (training, DDP and other subprocess runs, the browser) and the GPU ones, for everyday work (under 3 minutes).
 # Both run the test files on parallel workers (pytest-xdist, one file per worker at a time, so module fixtures are
-# built once; `-n auto` is one worker more than the cores, set in tests/conftest.py, at most 4), in collection order
-# with the files marked `long` first.
+# built once; `-n auto` is one worker per core, at most 4), in collection order with the files marked `long` first.
 XDIST := -n auto --maxprocesses=4 --dist loadfile --no-loadscope-reorder
 test: setup
 	$(BIN)/python -m pytest -q $(XDIST) tests
