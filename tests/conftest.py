@@ -13,16 +13,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` (``make test``): one worker more than the cores this process may use (``--maxprocesses`` caps
-    it). Many tests wait on processes of their own (training CLIs, DDP ranks, Chromium, the demo server), so a worker
-    per core leaves cores idle. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still overrides (pytest-xdist's own hook)."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None
-    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The files marked ``long`` first (those with more tests before those with fewer, as pytest-xdist's own
     reorder ranks files), every file's tests kept together and in order: ``make test`` hands whole files to its
