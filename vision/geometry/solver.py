@@ -34,8 +34,10 @@ import dataclasses
 
 import cv2
 import numpy as np
+import torch
 
 from vision.errors import InputError
+from vision.geometry.camera import compose_extrinsics
 
 __all__ = ["CameraSolver", "flow_correspondences", "lift_pixels", "pnp_camera"]
 
@@ -210,16 +212,11 @@ class CameraSolver:
             fraction, a, b, camera = max(edges, key=lambda edge: edge[0])
             if fraction <= self.min_inliers:
                 break
-            extrinsics[b], share[b] = _compose(camera, extrinsics[a]), fraction
+            extrinsics[b] = compose_extrinsics(torch.from_numpy(camera), torch.from_numpy(extrinsics[a])).numpy()
+            share[b] = fraction
             placed.add(b)
         for (a, b), (_, fraction) in pairs.items():
             if a in placed and b not in placed:
                 share[b] = max(share[b], fraction)
         return extrinsics, share
 
-
-def _compose(relative: np.ndarray, extrinsics: np.ndarray) -> np.ndarray:
-    """``relative`` (view a's camera frame -> view b's) after ``extrinsics`` (world -> view a): world -> view b,
-    both ``[3, 4]``."""
-    rotation = relative[:, :3] @ extrinsics[:, :3]
-    return np.concatenate([rotation, (relative[:, :3] @ extrinsics[:, 3] + relative[:, 3])[:, None]], axis=1)
