@@ -11,6 +11,9 @@
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-variant patch=D.ckpt
         (any other trained G2TAM, e.g. configs/tracking/patch_points_tiny.yaml, under a name: a column and speed
         rows; --g2tam-multiplex C is --g2tam-variant multiplex=C)
+    python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --solved-cameras
+        (also A with its memory on the camera solver's cameras, TrackerPredictor(solve_cameras=True): a column
+        and speed rows)
 
 Both models train as ``make train-tracking`` trains them: the training CLI (:class:`vision.training.cli.VisionCLI`,
 the parser of ``tools/train.py``) builds :class:`~vision.tracking.lightning.TrackingModule`, its data module and the
@@ -108,14 +111,16 @@ def train(arch: str, paths: dict[str, Path], steps: int, size: int, text: bool, 
 
 
 def evaluate(model, paths: dict[str, Path], types: list[str], text_encoder, refine: bool | None = None,
-             known_geometry: bool = False, memory_points: int | None = None) -> dict[str, dict]:
+             known_geometry: bool = False, memory_points: int | None = None,
+             solve_cameras: bool = False) -> dict[str, dict]:
     """``{split: {prompt type: metrics}}``: each validation split tracked and scored with the pipeline's protocol
     (``known_geometry``: G2TAM on the ground-truth point maps, the oracle; ``memory_points``: the predictor's
-    carried 3D points per object instead of the protocol's)."""
+    carried 3D points per object instead of the protocol's; ``solve_cameras``: G2TAM's memory on the camera
+    solver's cameras, ``TrackerPredictor(solve_cameras=True)``)."""
     from vision.data.coco import load_split
     from vision.tracking.inference import protocol_predictor, score_tracking, track_split
 
-    predictor = protocol_predictor(model, text_encoder, refine=refine)
+    predictor = protocol_predictor(model, text_encoder, refine=refine, solve_cameras=solve_cameras)
     if memory_points is not None:
         predictor.memory_points = memory_points
     table = {}
@@ -284,6 +289,9 @@ def main() -> None:
                          "to each model's own first count)")
     ap.add_argument("--breakdown", action="store_true",
                     help="with the speed rows: where one object's propagate goes, per model, without a profiler")
+    ap.add_argument("--solved-cameras", action="store_true",
+                    help="also score G2TAM with its memory on the depth head and the camera solver's cameras "
+                         "instead of the point head's points (TrackerPredictor(solve_cameras=True))")
     ap.add_argument("--oracle", action="store_true",
                     help="also score G2TAM on the ground-truth point maps (the ceiling the geometry sets)")
     args = ap.parse_args()
@@ -322,6 +330,11 @@ def main() -> None:
             if paths is not None:
                 tables[arch] = evaluate(model, paths, types, text_encoder, refine=refine,
                                         memory_points=args.memory_points if arch == "g2tam" else None)
+            if args.solved_cameras and arch == "g2tam" and paths is not None:
+                tables["solved"] = evaluate(model, paths, types, text_encoder, refine=refine,
+                                            memory_points=args.memory_points, solve_cameras=True)
+            if args.solved_cameras and arch == "g2tam" and not args.skip_speed:
+                models["solved"] = (model, {"solve_cameras": True})
             if args.oracle and arch == "g2tam" and paths is not None:
                 tables["oracle"] = evaluate(model, paths, types, text_encoder, refine=refine,
                                             known_geometry=True)
@@ -359,8 +372,8 @@ def main() -> None:
     else:
         print(f"\nsteps={args.steps} (train s: g2tam {times['g2tam']:.0f}, memory_bank {times['memory_bank']:.0f})")
     oracle = "oracle" in tables
-    def extra(name: str) -> bool:  # the G2TAM variants shown beside G2TAM: fitted light point maps, trained variants
-        return name.startswith("light") or name in variants
+    def extra(name: str) -> bool:  # G2TAM variants beside G2TAM: light point maps, solved cameras, trained variants
+        return name.startswith("light") or name == "solved" or name in variants
 
     lights = [name for name in tables if extra(name)]
     if args.g2tam_light:

@@ -4,6 +4,7 @@ intrinsics)."""
 
 import numpy as np
 import pytest
+import torch
 
 from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
@@ -97,6 +98,21 @@ def test_views_the_flow_cannot_follow_keep_their_fallback(clips):
     assert kept[1:].any()  # views 90-150 degrees apart give the flow nothing it can follow
     np.testing.assert_array_equal(extrinsics[kept], fallback[kept])
     np.testing.assert_array_equal(extrinsics[0], np.eye(3, 4))
+
+
+def test_solve_outputs_solves_each_clip_of_a_batch_as_one_clip_alone(clips):
+    """The batch form a backbone's outputs take (images in [0, 1], depth with a channel): each clip is solved as
+    :meth:`CameraSolver.__call__` solves it alone, with its own fallback."""
+    batches = [clips["video"], clips["unordered"]]
+    fallback = np.stack([_relative_to_view0(b["extrinsics"][0].double().numpy()) for b in batches])
+    fallback[:, 1:, :, 3] += 0.5
+    depth = np.stack([np.where(b["valid_depth"][0].numpy(), b["depth"][0].numpy(), 0.0) for b in batches])
+    outputs = {"images": torch.cat([b["images"] for b in batches]), "depth": torch.from_numpy(depth)[..., None],
+               "intrinsics": torch.cat([b["intrinsics"] for b in batches])}
+    solved = CameraSolver().solve_outputs(outputs, torch.from_numpy(fallback))
+    assert solved.shape == (2, 4, 3, 4) and solved.dtype == torch.float64
+    for b, batch in enumerate(batches):
+        np.testing.assert_array_equal(solved[b].numpy(), _solve(batch, fallback[b])[0])
 
 
 def test_the_flow_runs_near_flow_size_pixels():

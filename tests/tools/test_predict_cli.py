@@ -337,9 +337,9 @@ def test_memory_points_below_one_are_refused(image_and_ckpt, tmp_path, capsys, p
     assert not (tmp_path / "o").exists()
 
 
-def test_memory_points_reach_the_tracker(tmp_path, monkeypatch):
-    """``--memory-points 16`` (the fast setting of docs/speed.md) builds the predictor with it; without the option
-    the predictor keeps its default."""
+def test_memory_points_and_solved_cameras_reach_the_tracker(tmp_path, monkeypatch):
+    """``--memory-points 16`` (the fast setting of docs/speed.md) and ``--solve-cameras`` build the predictor with
+    them; without the options the predictor keeps its defaults."""
     import inspect
 
     import cv2
@@ -357,12 +357,13 @@ def test_memory_points_reach_the_tracker(tmp_path, monkeypatch):
 
     def record(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        built.append(self.memory_points)
+        built.append((self.memory_points, self.solver is not None))
 
     monkeypatch.setattr(TrackerPredictor, "__init__", record)
     default = inspect.signature(original).parameters["memory_points"].default
-    for extra, expected in ((["--memory-points", "16"], 16), ([], default)):
+    for extra, expected in ((["--memory-points", "16"], (16, False)), ([], (default, False)),
+                            (["--solve-cameras"], (default, True))):
         built.clear()
         assert predict_cli.main([str(image), "--task", "tracking", "--ckpt", str(ckpt), "--points", "16,16",
-                                 "--out", str(tmp_path / f"o{len(extra)}"), *extra]) == 0
+                                 "--out", str(tmp_path / f"o{'-'.join(extra)}"), *extra]) == 0
         assert built == [expected]

@@ -35,3 +35,26 @@ def test_both_models_encode_for_tracking_and_decode_a_subset_of_views():
         part = model.decode(encoded, prompts, [2, 0])
         for key in ("masks", "iou", "presence"):
             torch.testing.assert_close(part[key], full[key][:, [2, 0]], rtol=1e-4, atol=1e-5)
+
+
+@torch.no_grad()
+def test_solved_tracking_encoding_is_the_depth_head_on_the_solver_cameras():
+    from vision.geometry.camera import depth_to_world_points
+    from vision.geometry.solver import CameraSolver
+
+    torch.manual_seed(0)
+    images = torch.rand(1, 3, 3, 32, 32)
+    model = G2TAM(image_size=32, dim=32).eval()
+    solver = CameraSolver()
+    plain, solved = model.tracking_encoding(images), model.solved_tracking_encoding(images, solver)
+    assert set(solved) == set(plain)
+    for key in plain:
+        assert solved[key].shape == plain[key].shape
+    for key in ("images", "feats", "hires", "intrinsics"):  # the heads' choice changes the geometry only
+        torch.testing.assert_close(solved[key], plain[key])
+    geometry = model.backbone(images, heads=("camera", "depth"))
+    cameras = solver.solve_outputs(geometry, geometry["extrinsics"]).float()
+    torch.testing.assert_close(solved["extrinsics"], cameras)
+    torch.testing.assert_close(solved["world_points"],
+                               depth_to_world_points(geometry["depth"][..., 0], cameras, geometry["intrinsics"]))
+    torch.testing.assert_close(solved["depth"], geometry["depth"], rtol=1e-4, atol=1e-5)  # z in each view's camera

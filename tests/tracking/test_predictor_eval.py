@@ -314,6 +314,26 @@ def test_known_geometry_changes_g2tam_and_scores(predictor, video_split):
     assert results and 0.0 <= score_tracking(video_split, results)["point/J&F"] <= 1.0
 
 
+@pytest.mark.slow
+def test_solve_cameras_puts_the_memory_on_the_solver_cameras(predictor, video_split):
+    from vision.tracking.baseline import MemoryBankTracker
+
+    split = load_split(video_split)
+    vid = sorted(split.videos)[0]
+    frames = video_frames(split, vid)
+    images = np.stack([split.load_image(im) for im in frames])
+    solved = TrackerPredictor(predictor.model, text_encoder=None, window_size=4, max_anchors=1, memory_points=8,
+                              solve_cameras=True)
+    outputs = []
+    for tracker in (predictor, solved):
+        state = tracker.init_state(images, ordered=True)
+        prompt_video(tracker, state, split, vid, frames, "point")
+        outputs.append(np.stack([m for _, _, m, _ in tracker.propagate(state)]))
+    assert outputs[0].shape == outputs[1].shape and not np.array_equal(outputs[0], outputs[1])
+    with pytest.raises(InputError, match="solve_cameras needs a model with a geometry memory"):
+        TrackerPredictor(MemoryBankTracker(image_size=32, dim=32), text_encoder=None, solve_cameras=True)
+
+
 class _CountingEncode:
     """Wraps a model's ``tracking_encoding`` (what the predictor encodes a window with) and counts the views it
     encodes."""

@@ -3,7 +3,7 @@
 stream runner is :mod:`vision.cli.stream`).
 
   vision-predict --task tracking --ckpt CKPT INPUT --view 0 --points "120,80;140,90" --labels "1,0"
-                 [--box "x0,y0,x1,y1"] [--text "the red mug"] [--out DIR]
+                 [--box "x0,y0,x1,y1"] [--text "the red mug"] [--solve-cameras] [--out DIR]
   vision-predict --task tracking --ckpt CKPT INPUT --prompt "object 1 frame 0 positive 120,80" \\
                  --prompt "object 2 frame 0 box 10,20,60,90" --prompt "object 3 text the red mug"
       -> DIR/results.json (COCO-video results) + DIR/annotated.mp4 + DIR/masks.zip + DIR/object_<id>.ply
@@ -32,6 +32,9 @@ def tracking_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--memory-points", type=int, default=None,
                        help="3D points each object carries between windows (default the predictor's; fewer is "
                             "faster at many objects, see docs/speed.md)")
+    group.add_argument("--solve-cameras", action="store_true",
+                       help="G2TAM's memory on the camera solver's cameras and the depth head instead of the point "
+                            "head: better on videos, much slower (see docs/tracking.md)")
     group.add_argument("--prompt", action="append",
                        help="several objects: one prompt line, repeatable, e.g. 'object 2 frame 0 box 10,20,60,90' "
                             "(see vision/tracking/prompt_text.py)")
@@ -54,7 +57,10 @@ def tracking_prompts(args: argparse.Namespace) -> list:
 
 def tracker_options(args: argparse.Namespace) -> dict:
     """The ``TrackerPredictor`` arguments the command line sets beyond the predictor's defaults."""
-    return {} if args.memory_points is None else {"memory_points": args.memory_points}
+    options = {} if args.memory_points is None else {"memory_points": args.memory_points}
+    if args.solve_cameras:
+        options["solve_cameras"] = True
+    return options
 
 
 def run_tracking(args: argparse.Namespace, out: Path) -> None:

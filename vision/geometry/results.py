@@ -49,17 +49,6 @@ def _match_extrinsics(model: GeometryModel, outputs: dict[str, Any]) -> torch.Te
     return torch.stack(extrinsics)
 
 
-def _solved_extrinsics(model: GeometryModel, outputs: dict[str, Any], fallback: torch.Tensor) -> torch.Tensor:
-    """``[B, S, 3, 4]`` cameras of ``model.solver`` for each clip of ``outputs`` (``images``, ``depth``,
-    ``intrinsics``), ``fallback [B, S, 3, 4]`` where it solves nothing."""
-    images = (outputs["images"].detach().float().cpu().clamp(0, 1) * 255).round().to(torch.uint8)
-    images = images.permute(0, 1, 3, 4, 2).numpy()  # [B, S, H, W, 3]
-    depth = outputs["depth"][..., 0].detach().double().cpu().numpy()  # [B, S, H, W]
-    intrinsics = outputs["intrinsics"].detach().double().cpu().numpy()
-    return torch.stack([torch.from_numpy(model.solver(images[b], depth[b], intrinsics[b], fallback[b].numpy())[0])
-                        for b in range(len(images))])
-
-
 @torch.no_grad()
 def model_cameras(model: GeometryModel, outputs: dict[str, Any]) -> dict[str, torch.Tensor]:
     """Every camera path of ``model`` on ``outputs`` (``model(images)``), float32 ``[B, S, 3, 4]`` on the CPU, by
@@ -72,7 +61,7 @@ def model_cameras(model: GeometryModel, outputs: dict[str, Any]) -> dict[str, to
         cameras["match_extrinsics"] = _match_extrinsics(model, outputs).float()
     if model.solver is not None:
         fallback = cameras.get("match_extrinsics", head).double()
-        cameras["extrinsics"] = _solved_extrinsics(model, outputs, fallback).float()
+        cameras["extrinsics"] = model.solver.solve_outputs(outputs, fallback).float()
         cameras["head_extrinsics"] = head
     if "ray_origins" in outputs:
         cameras["ray_extrinsics"] = rays_to_cameras(outputs["ray_origins"].float(), outputs["ray_directions"].float(),

@@ -31,6 +31,7 @@ the identity) at the scale of the predicted depth; pixel (u, v) is the pixel's i
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import cv2
 import numpy as np
@@ -220,3 +221,19 @@ class CameraSolver:
                 share[b] = max(share[b], fraction)
         return extrinsics, share
 
+    def solve_outputs(self, outputs: dict[str, Any], fallback: torch.Tensor) -> torch.Tensor:
+        """Every clip of a geometry backbone's ``outputs`` solved: float64 ``[B, S, 3, 4]`` camera-from-world on the
+        CPU, ``fallback [B, S, 3, 4]`` for the views the tree does not reach.
+
+        Args:
+            outputs: ``images [B, S, 3, H, W]`` in [0, 1], ``depth [B, S, H, W, 1]`` and ``intrinsics [B, S, 3, 3]``
+                (the backbone's outputs; any device, no gradient taken).
+            fallback: cameras in the outputs' world frame and scale (e.g. the camera head's ``extrinsics``).
+        """
+        images = (outputs["images"].detach().float().cpu().clamp(0, 1) * 255).round().to(torch.uint8)
+        images = images.permute(0, 1, 3, 4, 2).numpy()  # [B, S, H, W, 3]
+        depth = outputs["depth"][..., 0].detach().double().cpu().numpy()  # [B, S, H, W]
+        intrinsics = outputs["intrinsics"].detach().double().cpu().numpy()
+        fallback = fallback.detach().double().cpu().numpy()
+        return torch.stack([torch.from_numpy(self(images[b], depth[b], intrinsics[b], fallback[b])[0])
+                            for b in range(len(images))])

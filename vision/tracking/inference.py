@@ -49,11 +49,14 @@ def central_point(mask: np.ndarray) -> tuple[float, float]:
 
 
 def protocol_predictor(model: Any, text_encoder: Callable | str | None, refine: bool | None = None,
-                       presence_threshold: float = 0.5, device: Any = None) -> TrackerPredictor:
+                       presence_threshold: float = 0.5, device: Any = None,
+                       solve_cameras: bool = False) -> TrackerPredictor:
     """The predictor of the protocol over ``model`` (a G2TAM or the control; ``refine``: G2TAM's second pass, None:
-    the model's choice, :class:`TrackerPredictor`)."""
+    the model's choice; ``solve_cameras``: G2TAM's memory on the camera solver's cameras; see
+    :class:`TrackerPredictor`)."""
     return TrackerPredictor(model, text_encoder=text_encoder, window_size=WINDOW_SIZE, max_anchors=MAX_ANCHORS,
-                            refine=refine, presence_threshold=presence_threshold, device=device)
+                            refine=refine, presence_threshold=presence_threshold, device=device,
+                            solve_cameras=solve_cameras)
 
 
 def video_frames(split: Split, video_id: int) -> list[dict]:

@@ -14,7 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vision.geometry.camera import depth_to_world_points, world_to_camera_points
 from vision.geometry.model import GeometryBackbone, create_backbone
+from vision.geometry.solver import CameraSolver
 from vision.text import TEXT_DIM
 from vision.tracking.decoder import MaskDecoder
 from vision.tracking.layers import LayerNorm2d
@@ -176,14 +178,30 @@ class G2TAM(nn.Module):
         the point head), the entries :meth:`decode` reads (``images``, ``feats``, ``hires``,
         ``world_points``) with the cameras (``extrinsics``, ``intrinsics``), and ``depth [1, S, s, s, 1]``, the z
         of the world points in each view's camera: the geometry the tracker's memory is made of."""
-        from vision.geometry.camera import world_to_camera_points
-
-        keep = ("images", "feats", "hires", "world_points", "extrinsics", "intrinsics")
         if self.light_points is None:
             geometry = self.backbone(images, heads=("camera", "points"))
         else:
             geometry = self.backbone(images, heads=("camera",))
             geometry["world_points"] = self.tracking_points_from(geometry)
+        return self._tracking_entries(geometry)
+
+    def solved_tracking_encoding(self, images: torch.Tensor, solver: CameraSolver) -> dict[str, Any]:
+        """:meth:`tracking_encoding` with the memory on solved cameras: ``world_points`` are the depth head's depth
+        unprojected by ``solver``'s cameras (:meth:`~vision.geometry.solver.CameraSolver.solve_outputs`: dense
+        flow between every two views of the window, PnP on that depth, a spanning tree from view 0; the camera
+        head's camera for a view the tree does not reach), and ``extrinsics`` are those cameras. The point head is
+        not run. Same entries, shapes and frame (view 0's camera) as :meth:`tracking_encoding`."""
+        geometry = self.backbone(images, heads=("camera", "depth"))
+        extrinsics = solver.solve_outputs(geometry, geometry["extrinsics"]).to(geometry["depth"])
+        geometry["extrinsics"] = extrinsics
+        geometry["world_points"] = depth_to_world_points(geometry["depth"][..., 0], extrinsics,
+                                                         geometry["intrinsics"])
+        return self._tracking_entries(geometry)
+
+    def _tracking_entries(self, geometry: dict[str, Any]) -> dict[str, Any]:
+        """The entries of :meth:`tracking_encoding` from a backbone output that holds ``world_points``: the view
+        features, and ``depth``, the z of the world points in each view's camera."""
+        keep = ("images", "feats", "hires", "world_points", "extrinsics", "intrinsics")
         encoded = {k: v for k, v in self.features_from_geometry(geometry).items() if k in keep}
         points = encoded["world_points"]
         b, s, h, w, _ = points.shape

@@ -44,6 +44,7 @@ from vision.data.io import MAX_INPUT_PIXELS
 from vision.data.resize import resize_nearest
 from vision.device import autocast, load_for_inference, placement
 from vision.errors import InputError
+from vision.geometry.solver import CameraSolver
 from vision.tracking.interface import TrackingModel
 from vision.tracking.memory3d import ObjectMemory, update_memory
 from vision.tracking.propagation import WindowDecoder, propagation_views, windows
@@ -81,13 +82,19 @@ class TrackerPredictor:
         object_bucket: objects decoded per call of the model's decoder (None: all in one call): every bucket reads
             the window's one encoding, and the decoder's working memory is that of one bucket
             (:meth:`~vision.tracking.propagation.WindowDecoder.decode`).
+        solve_cameras: G2TAM's memory reads the depth head's depth unprojected by the camera solver's cameras
+            (:meth:`G2TAM.solved_tracking_encoding <vision.tracking.model.G2TAM.solved_tracking_encoding>`,
+            :class:`~vision.geometry.solver.CameraSolver` with its defaults) instead of the point head's points:
+            higher J&F on videos, about the same on unordered views, and a dense flow between every two views of
+            each window on the CPU (docs/tracking.md). Only for a model with ``uses_geometry_memory``.
     """
 
     def __init__(self, model: TrackingModel, text_encoder: Any = "minilm", window_size: int = 8,
                  max_anchors: int = 2, memory_points: int = 64, max_cloud_points: int = 20000,
                  presence_threshold: float = 0.5, mask_threshold: float = 0.0, refine: bool | None = None,
                  device: torch.device | str | None = None, cache_views: int = 96,
-                 precision: str | torch.dtype = "32", object_bucket: int | None = OBJECT_BUCKET) -> None:
+                 precision: str | torch.dtype = "32", object_bucket: int | None = OBJECT_BUCKET,
+                 solve_cameras: bool = False) -> None:
         if window_size < 2 or max_anchors < 1 or max_anchors >= window_size:
             raise InputError(f"need window_size >= 2 and 1 <= max_anchors < window_size, got {window_size}, "
                              f"{max_anchors}")
@@ -108,6 +115,10 @@ class TrackerPredictor:
                                           or object_bucket < 1):
             raise InputError(f"object_bucket must be an integer >= 1 or None, got {object_bucket!r}")
         self.object_bucket = object_bucket
+        if solve_cameras and not model.uses_geometry_memory:
+            raise InputError(f"solve_cameras needs a model with a geometry memory (G2TAM), got "
+                             f"{type(model).__name__}")
+        self.solver = CameraSolver() if solve_cameras else None
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, image_size: int | None = None, device: torch.device | str = "cpu",
@@ -212,6 +223,8 @@ class TrackerPredictor:
         before); known point maps (:meth:`set_known_geometry`) replace the model's on the way out."""
         def encode() -> dict[str, Any]:
             images = torch.from_numpy(state.frames[window]).to(self.device).permute(0, 3, 1, 2).float()[None] / 255
+            if self.solver is not None:
+                return self.model.solved_tracking_encoding(images, self.solver)
             return self.model.tracking_encoding(images)
 
         encoded = state.cached_encoding(window, encode, self.cache_views)
