@@ -14,8 +14,10 @@ Methods (every one queried with each video's phrases, :func:`vision.concept.reco
   switched off: ``-rejection`` (the competitors and the OOV column), ``-presence`` (the learned presence head: the
   best proposal's score instead), ``-association`` (the learned association head: the 3D-distance rule instead);
   ``+fill`` switches on the tracker's masks on views where an instance has no proposal (``fill_missed``, off by
-  default), and ``known geometry`` is the oracle: the split's ground-truth depth and cameras in place of the
-  backbone's point maps (what better geometry would give the association).
+  default), ``solved cameras`` gives the association the tracker's depth head on the camera solver's cameras in
+  place of its point head (``ConceptPredictor(solve_cameras=True)``), and ``known geometry`` is the oracle: the
+  split's ground-truth depth and cameras in place of the backbone's point maps (what better geometry would give the
+  association).
 
 Columns: the ``concept`` scorer's figures (``vision.evaluation.evaluate(split, results, "concept")``) and views/s
 (every view of every video, detector, tracker and association included, measured in this run). Then the cost of
@@ -99,6 +101,7 @@ def main() -> None:
     predictors = {name: ConceptPredictor.from_checkpoint(args.concept, config_overrides=overrides)
                   for name, overrides in ABLATIONS.items()}
     predictors["(c) +fill"] = ConceptPredictor.from_checkpoint(args.concept, fill_missed=True)
+    predictors["(c) solved cameras"] = ConceptPredictor.from_checkpoint(args.concept, solve_cameras=True)
     warm = load_split(Path(args.splits[0]))  # the first call pays for loading the text encoder: not timed
     run_baseline("detect_then_track", warm, detector, tracker, 1)
     track_split(predictors["(c) concept"], warm, 1)

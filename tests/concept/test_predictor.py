@@ -89,3 +89,20 @@ def test_phrase_limits(predictor, scene_frames):
         predictor.add_concept(state, f"thing {i}")
     with pytest.raises(InputError, match="at most 16 concepts"):
         predictor.add_concept(state, "one too many")
+
+
+@pytest.mark.slow
+def test_solved_cameras_give_the_association_the_solver_point_maps(concept_model, scene_frames):
+    import torch
+
+    model, config = concept_model
+    solved = ConceptPredictor(model, config, text_encoder=hashed_text, window_size=4, solve_cameras=True)
+    state = solved.init_state(scene_frames, ordered=False)
+    window = [0, 1, 2, 3]
+    images = torch.from_numpy(state.tracker.frames[window]).permute(0, 3, 1, 2).float()[None] / 255
+    with torch.no_grad():
+        _, points = solved._encode(state, window)
+        want = model.tracker.solved_tracking_encoding(images, solved.tracker.solver)["world_points"][0]
+    np.testing.assert_allclose(points, want.numpy(), atol=1e-6)
+    solved.add_concept(state, "mug")
+    assert [v for v, *_ in solved.propagate(state)] == list(range(len(scene_frames)))

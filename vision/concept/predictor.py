@@ -145,15 +145,19 @@ class ConceptPredictor:
         window_size: views per window of the tracker. fill_missed: see the module docstring.
         device / precision: where and in which autocast dtype the networks run (:mod:`vision.device`).
         cache_views: encodings kept in the state (:class:`~vision.tracking.predictor.TrackerPredictor`).
+        solve_cameras: the tracker's point maps, which the association compares in 3D, from its depth head and the
+            camera solver's cameras instead of its point head
+            (:class:`~vision.tracking.predictor.TrackerPredictor`'s ``solve_cameras``; much slower).
     """
 
     def __init__(self, model: ConceptModel, config: ConceptConfig, text_encoder: Any = "minilm",
                  window_size: int = 8, fill_missed: bool = False, device: torch.device | str | None = None,
-                 precision: str | torch.dtype = "32", cache_views: int = 96) -> None:
+                 precision: str | torch.dtype = "32", cache_views: int = 96, solve_cameras: bool = False) -> None:
         self.model = model.eval()
         self.config = ConceptConfig.from_value(config)
         self.tracker = TrackerPredictor(model.tracker, text_encoder=None, window_size=window_size, max_anchors=1,
-                                        device=device, precision=precision, cache_views=cache_views)
+                                        device=device, precision=precision, cache_views=cache_views,
+                                        solve_cameras=solve_cameras)
         self.device, self.dtype = self.tracker.device, self.tracker.dtype
         self.model.to(self.device)
         self._text_encoder = text_encoder
