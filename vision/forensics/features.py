@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import weakref
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
@@ -28,7 +31,7 @@ from vision.forensics.tools import ForensicTool, ToolResult, run_tools
 from vision.forensics.tools.base import Clip
 
 __all__ = ["load_clip", "frames_to_clip", "clip_features", "split_features", "ToolBackbone",
-           "backbone_fingerprint"]
+           "backbone_fingerprint", "resolve_workers"]
 
 
 class ToolBackbone(nn.Module):
@@ -172,7 +175,8 @@ def clip_features(clip: Clip, tools: Sequence[ForensicTool],
 
 
 def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: int, max_frames: int,
-                   cache_dir: str | Path | None = None) -> tuple[list[dict[str, float]], np.ndarray, list[dict]]:
+                   cache_dir: str | Path | None = None,
+                   workers: int = 1) -> tuple[list[dict[str, float]], np.ndarray, list[dict]]:
     """Features of every labelled video of a split (:class:`~vision.data.datasets.LabelledVideoDataset`, in video id
     order): (feature dicts, nan = not measured; labels ``int64 [N]``, 1 = generated, 0 = real, -1 = cgi; the videos
     as ``{video_id, generator, family, source, donor, footage}``, None where the split lacks the field).
@@ -181,6 +185,11 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
     the tool, its feature names and ``version``, ``size`` and ``max_frames``, and, for a tool holding a geometry
     backbone (``tool.backbone``), the backbone's :func:`backbone_fingerprint`; only the tools without a cache are
     run (each video decoded once for all of them), so any subset of cached tools is read without decoding.
+
+    ``workers`` (:func:`resolve_workers`: 0 = one per CPU core this process may use) processes measure the videos
+    of the tools that hold no backbone, several videos at once; the tools with a backbone (which may sit on a GPU)
+    measure every video in this process meanwhile. Every tool runs on one torch thread wherever it runs
+    (:func:`vision.forensics.tools.one_thread`), so the features do not depend on ``workers`` or on the machine.
     """
     from vision.data.coco import load_split
     from vision.data.datasets import LabelledVideoDataset
@@ -201,11 +210,8 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
         else:
             missing.append(tool)
     if missing:
-        fresh: dict[str, list[dict[str, float | None]]] = {tool.name: [] for tool in missing}
-        for sample in samples:
-            clip = load_clip(sample["video_path"], size=size, max_frames=max_frames)
-            for name, result in run_tools(clip, missing).items():
-                fresh[name].append({k: (float(v) if np.isfinite(v) else None) for k, v in result.features.items()})
+        fresh = _measure_videos([str(s["video_path"]) for s in samples], missing, size, max_frames,
+                                resolve_workers(workers))
         for tool in missing:
             path = _cache_path(cache_dir, split_file, content, tool, size, max_frames)
             if path is not None:
@@ -220,6 +226,77 @@ def split_features(split_file: str | Path, tools: Sequence[ForensicTool], size: 
         for row, features in zip(rows, per_tool[tool.name]):
             row.update({k: (float("nan") if v is None else float(v)) for k, v in features.items()})
     return rows, labels, videos
+
+
+def resolve_workers(workers: int) -> int:
+    """The processes ``workers`` asks for: itself when >= 1, 0 -> one per CPU core this process may use.
+
+    Raises:
+        InputError: ``workers`` is not an integer >= 0.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise InputError(f"workers must be an integer >= 0 (0: one per CPU core), got {workers!r}")
+    if workers:
+        return workers
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+FeatureRow = dict[str, float | None]  # one tool's features of one video (None = not measured)
+
+#: the tools, clip size and frames of a measuring process (set once by its initializer)
+_WORKER: dict[str, object] = {}
+
+
+def _rows(results: dict[str, ToolResult]) -> dict[str, FeatureRow]:
+    return {name: {k: (float(v) if np.isfinite(v) else None) for k, v in result.features.items()}
+            for name, result in results.items()}
+
+
+def _measure_one(path: str, tools: Sequence[ForensicTool], size: int, max_frames: int) -> dict[str, FeatureRow]:
+    return _rows(run_tools(load_clip(path, size=size, max_frames=max_frames), tools))
+
+
+def _init_worker(tools: list[ForensicTool], size: int, max_frames: int) -> None:
+    _WORKER.update(tools=tools, size=size, max_frames=max_frames)
+
+
+def _measure_in_worker(path: str) -> dict[str, FeatureRow]:
+    return _measure_one(path, _WORKER["tools"], _WORKER["size"], _WORKER["max_frames"])  # type: ignore[arg-type]
+
+
+def _measure_videos(paths: list[str], tools: Sequence[ForensicTool], size: int, max_frames: int,
+                    workers: int) -> dict[str, list[FeatureRow]]:
+    """``{tool name: [features of each video, in the order of paths]}``; see :func:`split_features` for
+    ``workers``. A failing video stops the rest (queued videos are dropped) and raises its error here."""
+    pooled = [t for t in tools if getattr(t, "backbone", None) is None] if workers > 1 and len(paths) > 1 else []
+    local = [t for t in tools if t not in pooled]
+    fresh: dict[str, list[FeatureRow]] = {tool.name: [] for tool in tools}
+
+    def add(rows: dict[str, FeatureRow]) -> None:
+        for name, row in rows.items():
+            fresh[name].append(row)
+
+    if not pooled:
+        for path in paths:
+            add(_measure_one(path, local, size, max_frames))
+        return fresh
+    # fork where the platform has it (no re-import, the networks already loaded are shared); the pooled tools
+    # are CPU-only, so a parent that holds a GPU context passes nothing of it on
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(paths)), mp_context=multiprocessing.get_context(method),
+                               initializer=_init_worker, initargs=(pooled, size, max_frames))
+    try:
+        measured = pool.map(_measure_in_worker, paths)
+        if local:
+            for path in paths:
+                add(_measure_one(path, local, size, max_frames))
+        for rows in measured:
+            add(rows)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return fresh
 
 
 def _cache_path(cache_dir: str | Path | None, split_file: str | Path, content: bytes, tool: ForensicTool, size: int,

@@ -44,7 +44,7 @@ from vision.data.coco import read_json
 from vision.data.datamodule import EVAL_STAGES, ResumableDataModule
 from vision.errors import DataError, InputError
 from vision.evaluation.forensics import format_forensics
-from vision.forensics.features import ToolBackbone, backbone_fingerprint, split_features
+from vision.forensics.features import ToolBackbone, backbone_fingerprint, resolve_workers, split_features
 from vision.forensics.model import calibrate, feature_matrix, training_loss
 from vision.forensics.protocol import footages_of
 from vision.forensics.results import results_of
@@ -91,6 +91,9 @@ class ForensicFeatureDataModule(ResumableDataModule):
             every video).
         exclude_footage: the same for videos drawing pixels from a listed footage
             (:func:`vision.forensics.protocol.footages_of`: leave-one-source-out).
+        workers: processes measuring a split's videos at once when its features are not cached (0: one per CPU
+            core this process may use; :func:`~vision.forensics.features.split_features`); the features are the same
+            for every value. Under DDP each rank starts its own.
 
     Videos labelled ``cgi`` (computer graphics that is not AI-generated) are neither class: training and validation
     (which fits the calibration and threshold) leave them out; test and predict score them, and the evaluation
@@ -107,15 +110,17 @@ class ForensicFeatureDataModule(ResumableDataModule):
                  image_size: int = ForensicsConfig.image_size, max_frames: int = ForensicsConfig.max_frames,
                  cache_dir: str | None = None, batch_size: int = 64, test_split: str | None = None,
                  predict_split: str | None = None, exclude_generators: Sequence[str] = (),
-                 exclude_families: Sequence[str] = (), exclude_footage: Sequence[str] = ()) -> None:
+                 exclude_families: Sequence[str] = (), exclude_footage: Sequence[str] = (),
+                 workers: int = 1) -> None:
         super().__init__()
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        resolve_workers(workers)  # refuses a bad value here, before any video is read
         self.save_hyperparameters()
         self.train_split, self.val_split = train_split, val_split
         self.test_split, self.predict_split = test_split, predict_split
         self.tools, self.image_size, self.max_frames = list(tools), image_size, max_frames
-        self.cache_dir, self.batch_size = cache_dir, batch_size
+        self.cache_dir, self.batch_size, self.workers = cache_dir, batch_size, workers
         self.exclude_generators, self.exclude_families = set(exclude_generators), set(exclude_families)
         self.exclude_footage = set(exclude_footage)
         self.backbone: torch.nn.Module | None = None
@@ -141,7 +146,7 @@ class ForensicFeatureDataModule(ResumableDataModule):
         key = (split, exclude, None if self.backbone is None else backbone_fingerprint(self.backbone))
         if key not in self._arrays:
             rows, labels, videos = split_features(split, self.tool_objects, self.image_size, self.max_frames,
-                                                  self.cache_dir)
+                                                  self.cache_dir, workers=self.workers)
             x = feature_matrix(rows, self.names)
             if exclude:
                 keep = np.array([label >= 0 and not self.excluded(v) for v, label in zip(videos, labels)], bool)

@@ -8,8 +8,9 @@ brings (:data:`TOOL_WEIGHTS` names them); a tool without its file raises the err
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 
@@ -31,7 +32,8 @@ from vision.forensics.tools.temporal import TemporalTool
 from vision.forensics.tools.twoview import TwoViewTool
 
 __all__ = ["Clip", "Evidence", "ForensicTool", "ToolResult", "fit_reference", "not_applicable", "TOOL_NAMES",
-           "CLASSICAL_TOOLS", "PRETRAINED_TOOLS", "TOOL_WEIGHTS", "build_tools", "run_tools", "feature_names"]
+           "CLASSICAL_TOOLS", "PRETRAINED_TOOLS", "TOOL_WEIGHTS", "build_tools", "run_tools", "feature_names",
+           "one_thread"]
 
 CLASSICAL_TOOLS = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry", "periodicity", "planar",
                    "noise")
@@ -70,14 +72,34 @@ def feature_names(tools: Sequence[ForensicTool]) -> list[str]:
     return [f"{t.name}.{f}" for t in tools for f in t.feature_names]
 
 
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """torch's intra-op threads set to one inside the block, restored after.
+
+    The pretrained networks' CPU kernels sum in an order that depends on the thread count, and a few features
+    (``twoview``'s) follow those last bits; measured on one thread, every feature is the same on every machine, so
+    a detector's calibration fitted on one machine holds on another. At the tools' sizes one thread is also the
+    faster on two cores (no thread hand-off per small kernel); ``split_features(workers=...)`` measures several
+    videos at once instead."""
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if before != 1:
+            torch.set_num_threads(before)
+
+
 def run_tools(clip: Clip, tools: Sequence[ForensicTool],
               reference: dict[str, dict[str, float]] | None = None) -> dict[str, ToolResult]:
-    """Run every tool on ``clip``: ``{tool name: ToolResult}`` (not-applicable results included), each with the
-    wall-clock ``seconds`` it took."""
+    """Run every tool on ``clip`` on one torch thread (:func:`one_thread`): ``{tool name: ToolResult}``
+    (not-applicable results included), each with the wall-clock ``seconds`` it took."""
     results: dict[str, ToolResult] = {}
-    for tool in tools:
-        start = time.perf_counter()
-        result = tool(clip, reference)
-        result.seconds = time.perf_counter() - start
-        results[tool.name] = result
+    with one_thread():
+        for tool in tools:
+            start = time.perf_counter()
+            result = tool(clip, reference)
+            result.seconds = time.perf_counter() - start
+            results[tool.name] = result
     return results
