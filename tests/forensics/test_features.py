@@ -73,6 +73,23 @@ def test_features_do_not_depend_on_the_callers_threads(tiny_split):
     assert _same(measured[:1], measured[1:])
 
 
+def test_threads_measuring_at_once_take_turns(tiny_split):
+    from concurrent.futures import ThreadPoolExecutor
+
+    clip = load_clip(tiny_split["root"] / "videos" / "train" / "real_0.mp4", size=SIZE, max_frames=FRAMES)
+    tools = build_tools(["twoview"])
+    alone = run_tools(clip, tools)["twoview"].features
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with ThreadPoolExecutor(3) as pool:
+            results = list(pool.map(lambda _: run_tools(clip, tools)["twoview"].features, range(3)))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert _same([alone] * 3, results)
+
+
 def test_a_failing_video_names_its_file(tiny_split, tmp_path):
     shutil.copytree(tiny_split["root"] / "videos", tmp_path / "videos")
     split = json.loads(Path(tiny_split["train"]).read_text())

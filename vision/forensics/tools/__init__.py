@@ -9,6 +9,8 @@ brings (:data:`TOOL_WEIGHTS` names them); a tool without its file raises the err
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 import time
 from typing import Iterator, Sequence
 
@@ -72,6 +74,19 @@ def feature_names(tools: Sequence[ForensicTool]) -> list[str]:
     return [f"{t.name}.{f}" for t in tools for f in t.feature_names]
 
 
+#: held by :func:`one_thread`: the thread count is the process's, so threads measuring at once take turns
+_ONE_THREAD = threading.RLock()
+
+
+def _new_lock_in_child() -> None:  # a process forked while another thread held the lock gets a free one
+    global _ONE_THREAD
+    _ONE_THREAD = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 @contextlib.contextmanager
 def one_thread() -> Iterator[None]:
     """torch's intra-op threads set to one inside the block, restored after.
@@ -80,15 +95,16 @@ def one_thread() -> Iterator[None]:
     (``twoview``'s) follow those last bits; measured on one thread, every feature is the same on every machine, so
     a detector's calibration fitted on one machine holds on another. At the tools' sizes one thread is also the
     faster on two cores (no thread hand-off per small kernel); ``split_features(workers=...)`` measures several
-    videos at once instead."""
-    before = torch.get_num_threads()
-    if before != 1:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
+    videos at once instead. The setting is the process's: Python threads in the block take turns."""
+    with _ONE_THREAD:
+        before = torch.get_num_threads()
         if before != 1:
-            torch.set_num_threads(before)
+            torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            if before != 1:
+                torch.set_num_threads(before)
 
 
 def run_tools(clip: Clip, tools: Sequence[ForensicTool],
