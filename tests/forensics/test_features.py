@@ -38,6 +38,7 @@ def tools_with_backbone() -> list:
     return build_tools(TOOLS, backbone=ToolBackbone(backbone))
 
 
+@pytest.mark.slow  # starts processes
 def test_processes_measure_exactly_what_one_process_does(tiny_split, tools_with_backbone):
     serial, labels, videos = split_features(tiny_split["train"], tools_with_backbone, SIZE, FRAMES, workers=1)
     pooled, labels2, videos2 = split_features(tiny_split["train"], tools_with_backbone, SIZE, FRAMES, workers=2)
@@ -50,6 +51,7 @@ def test_processes_measure_exactly_what_one_process_does(tiny_split, tools_with_
     assert _same([{k: v for r in alone.values() for k, v in r.features.items()}], serial[:1])
 
 
+@pytest.mark.slow  # starts processes
 def test_the_cache_written_by_processes_is_read_back(tiny_split, tools_with_backbone, tmp_path):
     first, _, _ = split_features(tiny_split["train"], tools_with_backbone, SIZE, FRAMES, cache_dir=tmp_path, workers=2)
     assert len(list(tmp_path.glob("train_*.json"))) == len(TOOLS)
@@ -90,6 +92,7 @@ def test_threads_measuring_at_once_take_turns(tiny_split):
     assert _same([alone] * 3, results)
 
 
+@pytest.mark.slow  # starts processes
 def test_a_failing_video_names_its_file(tiny_split, tmp_path):
     shutil.copytree(tiny_split["root"] / "videos", tmp_path / "videos")
     split = json.loads(Path(tiny_split["train"]).read_text())
