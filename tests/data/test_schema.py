@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from vision.data.coco import load_split
 from vision.data.masks import encode_mask
 from vision.data.rle import rle_counts_from_string
-from vision.data.schema import validate_scored_parts, validate_split
+from vision.data.schema import validate_split
+from vision.evaluation.evaluate import validate_scored_parts
 from vision.errors import DataError, InputError
 from vision.tasks import task_names
 

@@ -1,4 +1,4 @@
-"""tools/evaluate.py end to end through a subprocess."""
+"""``vision evaluate`` end to end through a subprocess (the installed ``vision`` script)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "evaluate.py"), *args], capture_output=True,
+    return subprocess.run([str(Path(sys.executable).parent / "vision"), "evaluate", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=120)
 
 

@@ -21,7 +21,7 @@ from vision.data.masks import encode_mask, mask_to_bbox
 from vision.errors import DataError, InputError
 from vision.evaluation.concept import evaluate_concept
 from vision.evaluation.evaluate import evaluate
-from vision.evaluation.results import validate_concept_results
+from vision.evaluation.tasks.concept import validate_concept_results
 
 PHRASES = {1: "mug", 2: "bowl", 3: "cube", 4: "chair"}
 

@@ -20,7 +20,7 @@ from tests.evaluation.test_results import assert_one_line_error, run_cli
 from vision.data.masks import encode_mask
 from vision.errors import DataError
 from vision.evaluation.evaluate import evaluate
-from vision.evaluation.results import validate_concept_results
+from vision.evaluation.tasks.concept import validate_concept_results
 
 # small_case(): results[0] and results[1] are track 7 (mug, category 1) of video 1 on images 100 and 101; results[2]
 # is the presence of mug on image 100. Video 2 (image 200) queries mug only; categories 3 and 4 are queried nowhere.

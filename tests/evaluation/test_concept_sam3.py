@@ -12,7 +12,7 @@ import pytest
 from tests.evaluation import sam3_reference as ref
 from vision.data.masks import encode_mask, mask_to_bbox
 from vision.evaluation.concept import evaluate_concept
-from vision.evaluation.results import validate_concept_results
+from vision.evaluation.tasks.concept import validate_concept_results
 
 PHRASES = {1: "mug", 2: "bowl", 3: "cube"}
 H, W = 6, 8

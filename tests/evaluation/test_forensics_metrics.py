@@ -14,11 +14,11 @@ from tests.evaluation.conftest import evaluate_cli
 from vision.errors import DataError, InputError
 from vision.evaluation.forensics import (
     equal_error_rate,
-    evaluate_forensics,
     format_forensics,
     threshold_from_real,
     tpr_at_fpr,
 )
+from vision.evaluation.tasks.forensics import evaluate_forensics
 
 
 def _split(labels: list[str], gens: list[str | None]) -> dict:
@@ -108,7 +108,7 @@ def test_one_class_only_is_an_error_that_names_the_missing_class(tmp_path: Path,
     results = [{"video_id": 1, "score": 0.9}, {"video_id": 2, "score": 0.2}]
     with pytest.raises(DataError, match="no 'real' video"):
         evaluate_forensics(gt, results, threshold=0.5, gt_file="split.json")
-    # what a user of tools/evaluate.py sees: one line on stderr, exit status 2
+    # what a user of vision evaluate sees: one line on stderr, exit status 2
     main = evaluate_cli.main
 
     (tmp_path / "split.json").write_text(json.dumps(gt))

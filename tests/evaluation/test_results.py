@@ -1,4 +1,4 @@
-"""Results files and splits given to tools/evaluate.py: every mask must decode to exactly H x W pixels, every
+"""Results files and splits given to vision evaluate: every mask must decode to exactly H x W pixels, every
 number must be finite, and every problem is one line on stderr (exit status 2) naming the file, the entry and
 the field."""
 
@@ -23,10 +23,11 @@ from tests.evaluation.conftest import label_sequence, make_detection_case
 from tests.evaluation.conftest import evaluate_cli
 from tests.evaluation.test_concept import small_case as concept_case
 from tests.evaluation.test_tracking import _results_from_labels, _video_split_from_labels
-from vision.data.schema import validate_scored_parts
+from vision.evaluation.evaluate import validate_scored_parts
 from vision.errors import DataError
 from vision.evaluation.evaluate import evaluate
-from vision.evaluation.results import encode_array, load_results, validate_forensics_results
+from vision.evaluation.results import encode_array, load_results
+from vision.evaluation.tasks.forensics import validate_forensics_results
 from vision.tasks import task_names
 
 

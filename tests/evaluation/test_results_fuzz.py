@@ -18,12 +18,15 @@ from hypothesis import HealthCheck, given, settings
 from tests.data.test_schema import json_value, mutated_splits
 from tests.evaluation.test_results import CASES, case_options, no_hang  # noqa: F401  (no_hang: the autouse watchdog)
 from vision.data.masks import encode_mask
-from vision.data.schema import validate_scored_parts
+from vision.evaluation.evaluate import validate_scored_parts
 from vision.errors import DataError, InputError
 from vision.evaluation.evaluate import evaluate
-from vision.evaluation.results import (encode_array, load_results, validate_concept_results,
-                                       validate_detection_results, validate_forensics_results,
-                                       validate_geometry_results, validate_tracking_results)
+from vision.evaluation.results import encode_array, load_results
+from vision.evaluation.tasks.concept import validate_concept_results
+from vision.evaluation.tasks.detection import validate_detection_results
+from vision.evaluation.tasks.forensics import validate_forensics_results
+from vision.evaluation.tasks.geometry import validate_geometry_results
+from vision.evaluation.tasks.tracking import validate_tracking_results
 from vision.tasks import task_names
 
 # Small cases evaluate in well under a second; the deadline flags a case that becomes slow, the watchdog of

@@ -23,8 +23,9 @@ A split is one COCO JSON file plus the files it names, relative to the JSON's fo
 
 :func:`validate_split` checks all of that and raises :class:`~vision.errors.DataError` naming the file, the field
 (e.g. ``annotations[3].bbox``) and the value. It never raises anything else on any JSON-like input.
-:func:`validate_scored_parts` runs the same checks on the fields that scoring one task reads (the evaluation's
-check of a ground-truth split), leaving the rest alone.
+The helpers below it (:func:`scored_images`, :func:`scored_detection_annotations`, ...) run the same checks on the
+fields that scoring one task reads, for each task's split check (``check_split`` of its evaluation module,
+:mod:`vision.evaluation.tasks`), leaving the rest alone.
 """
 
 from __future__ import annotations
@@ -32,14 +33,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vision.data.checker import BOX_TOLERANCE_PX, Checker, ScalarChecker, check_rle
+from vision.data.checker import BOX_TOLERANCE_PX, Checker, check_rle
 from vision.data.files import regular_file
 from vision.data.io import resolve_inside
 from vision.data.rle import MAX_IMAGE_PIXELS
 from vision.data.schema_columns import (ABSENT, FLOAT_MAX, FLOAT_MAX_INT, INT_TYPES, NUMBER_TYPES, DeferredRle,
                                         Listings, annotations_pass_by_column, polygons_pass, rle_size_is)
 from vision.errors import DataError
-from vision.tasks import get_task
 
 __all__ = [
     "CATEGORY_SPLITS",
@@ -47,8 +47,8 @@ __all__ = [
     "DEPTH_SUFFIXES",
     "BOX_TOLERANCE_PX",
     "validate_split",
-    "validate_scored_parts", "check_detection_parts", "check_tracking_parts", "check_concept_parts",
-    "check_forensics_parts", "check_geometry_parts",
+    "scored_images", "scored_detection_annotations", "scored_tracking_annotations", "entries", "top_list",
+    "check_provenance",
     "safe_path",
     "Checker",
     "check_rle",
@@ -144,7 +144,7 @@ def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool,
                 c.int_(video[key], f"{field}.{key}", minimum=1, maximum=MAX_IMAGE_SIDE)
         if "ordered" in video:
             c.bool_(video["ordered"], f"{field}.ordered")
-        _check_provenance(c, video, field)
+        check_provenance(c, video, field)
         for key in ("source", "family"):
             if key in video and video[key] is not None:
                 c.str_(video[key], f"{field}.{key}")
@@ -189,7 +189,7 @@ def check_near_categories(c: Checker, near: Any, names: set[str]) -> dict[str, s
     return out
 
 
-def _check_provenance(c: Checker, video: dict, field: str) -> None:
+def check_provenance(c: Checker, video: dict, field: str) -> None:
     """A video's forensic ``label`` (one of :data:`VIDEO_LABELS`) and ``generator`` (a string or null), when
     present."""
     if "label" in video:
@@ -225,7 +225,7 @@ def _check_camera(c: Checker, camera: Any, field: str) -> None:
     c.matrix(c.key(camera, "extrinsics", field), f"{field}.extrinsics", 3, 4)
 
 
-def _image_size(c: Checker, img: dict, field: str) -> tuple[int, int]:
+def image_size(c: Checker, img: dict, field: str) -> tuple[int, int]:
     """``(width, height)`` of an image entry: integers in [1, :data:`MAX_IMAGE_SIDE`], at most
     :data:`MAX_IMAGE_PIXELS` pixels in all."""
     width = c.int_(c.key(img, "width", field), f"{field}.width", minimum=1, maximum=MAX_IMAGE_SIDE)
@@ -267,7 +267,7 @@ def _check_images(c: Checker, dataset: dict, videos: dict[int, dict], root: Path
         ident = c.unique_id(first, img, field)
         file_name = c.key(img, "file_name", field)
         path = safe_path(root, file_name, file=c.file, field=f"{field}.file_name")
-        _image_size(c, img, field)
+        image_size(c, img, field)
         _check_annotated(c, img, field)
         if check_files:
             _check_file(c, path, "image file", f"{field}.file_name", file_name)
@@ -460,66 +460,12 @@ def _check_info(c: Checker, dataset: dict, categories: dict[int, dict]) -> None:
 
 # ---------------------------------------------------------------- the parts of a split that scoring reads
 
-def validate_scored_parts(dataset: Any, task: str, file: str | Path | None = None) -> None:
-    """Check what scoring ``task`` reads from a split: the registered task's ``split_check`` (one of the
-    ``check_*_parts`` below for the package's tasks).
-
-    Raises:
-        DataError: naming ``file``, the entry and the field.
-        InputError: an unknown ``task``.
-    """
-    get_task(task).resolve("split_check")(dataset, file)
-
-
-# Each check below reads the fields scoring reads, with the checks of :func:`validate_split` for those fields (NumPy
+# Each helper below reads the fields scoring reads, with the checks of :func:`validate_split` for those fields (NumPy
 # numbers accepted, for splits built in Python); anything else (file names, cameras, extra keys) is left alone, so a
-# split scores wherever its read parts are sound. Each raises a DataError naming ``file``, the entry and the field.
+# split scores wherever its read parts are sound. Each raises a DataError naming the checker's file, the entry and
+# the field. The tasks' split checks (``check_split`` of :mod:`vision.evaluation.tasks`) are made of them.
 
-def check_detection_parts(dataset: Any, file: str | Path | None = None) -> None:
-    """Detection: ``images`` (unique integer id, width, height), ``categories`` (unique integer id),
-    ``annotations`` (image_id and category_id that exist, a finite bbox with w, h >= 0, iscrowd 0/1, a finite area
-    >= 0, a segmentation of its image's size)."""
-    c = ScalarChecker(None if file is None else str(file))
-    c.dict_(dataset, "<top level>")
-    images = _scored_images(c, dataset)
-    categories = {ident: cat for _, cat, ident in _entries(c, _top_list(c, dataset, "categories"), "categories")}
-    _scored_detection_annotations(c, _top_list(c, dataset, "annotations"), images, categories)
-
-
-def check_tracking_parts(dataset: Any, file: str | Path | None = None) -> None:
-    """Tracking: ``images`` (also video_id, frame_index, annotated), ``videos`` and ``tracks`` (integer ids),
-    ``annotations`` (image_id, track_id of a track of the image's video, at most one per track and image, RLE
-    segmentations)."""
-    c = ScalarChecker(None if file is None else str(file))
-    c.dict_(dataset, "<top level>")
-    _scored_tracking_annotations(c, dataset, _scored_images(c, dataset, annotated=True))
-
-
-def check_concept_parts(dataset: Any, file: str | Path | None = None) -> None:
-    """Concept: the tracking parts (:func:`check_tracking_parts`); the phrases, queries and exhaustiveness are
-    read and checked by :func:`vision.evaluation.concept.concept_split`."""
-    check_tracking_parts(dataset, file)
-
-
-def check_forensics_parts(dataset: Any, file: str | Path | None = None) -> None:
-    """Forensics: ``videos`` (unique integer id, label ``real``/``generated``/``cgi`` when present, generator a
-    string)."""
-    c = ScalarChecker(None if file is None else str(file))
-    c.dict_(dataset, "<top level>")
-    for field, video, _ in _entries(c, _top_list(c, dataset, "videos"), "videos"):
-        _check_provenance(c, video, field)
-
-
-def check_geometry_parts(dataset: Any, file: str | Path | None = None) -> None:
-    """Geometry: ``images`` (as for tracking) and ``videos`` (integer ids); the cameras and depth files of the
-    images a result uses are checked by :func:`vision.evaluation.results.validate_geometry_results`."""
-    c = ScalarChecker(None if file is None else str(file))
-    c.dict_(dataset, "<top level>")
-    _scored_images(c, dataset)
-    _entries(c, _top_list(c, dataset, "videos", required=False), "videos")
-
-
-def _top_list(c: Checker, dataset: dict, key: str, required: bool = True) -> list:
+def top_list(c: Checker, dataset: dict, key: str, required: bool = True) -> list:
     """``dataset[key]``, a list; a missing key is refused when ``required``, else read as empty (as is null)."""
     if required and key not in dataset:
         raise c.fail(f"missing required key {key!r}", key, sorted(map(str, dataset)))
@@ -528,7 +474,7 @@ def _top_list(c: Checker, dataset: dict, key: str, required: bool = True) -> lis
     return c.list_(dataset[key], key)
 
 
-def _entries(c: Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
+def entries(c: Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
     """``(field, entry, id)`` of each object of a top-level list; a non-object, a missing or a duplicate id is
     refused."""
     out: list[tuple[str, dict, int]] = []
@@ -542,12 +488,12 @@ def _entries(c: Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
     return out
 
 
-def _scored_images(c: Checker, dataset: dict, annotated: bool = False) -> dict[int, dict]:
+def scored_images(c: Checker, dataset: dict, annotated: bool = False) -> dict[int, dict]:
     """The images by id: unique integer ids, a valid size, an integer video_id (or null) and frame_index >= 0;
     with ``annotated``, also the ``annotated`` flag (true or false) that the scorers of frames read."""
     images: dict[int, dict] = {}
-    for field, img, ident in _entries(c, _top_list(c, dataset, "images"), "images"):
-        _image_size(c, img, field)
+    for field, img, ident in entries(c, top_list(c, dataset, "images"), "images"):
+        image_size(c, img, field)
         if annotated:
             _check_annotated(c, img, field)
         if img.get("video_id") is not None:
@@ -566,7 +512,7 @@ def _annotation_image(c: Checker, ann: Any, field: str, images: dict[int, dict])
     return images[image_id]
 
 
-def _scored_detection_annotations(c: Checker, annotations: list, images: dict[int, dict],
+def scored_detection_annotations(c: Checker, annotations: list, images: dict[int, dict],
                                   categories: dict[int, dict]) -> None:
     """The fields of each annotation that detection scoring reads. The fast paths of :func:`validate_split` vouch
     for a superset of these checks; whatever they cannot vouch for is checked one by one."""
@@ -593,17 +539,17 @@ def _scored_detection_annotations(c: Checker, annotations: list, images: dict[in
                 check_segmentation(c, seg, f"{field}.segmentation", image["height"], image["width"])
 
 
-def _scored_tracking_annotations(c: Checker, dataset: dict, images: dict[int, dict]) -> None:
+def scored_tracking_annotations(c: Checker, dataset: dict, images: dict[int, dict]) -> None:
     """Videos and tracks (integer ids; a track's video_id an integer) and the fields of each annotation that
     tracking scoring reads: its image, its track (of the image's video; one annotation per track and image) and an
     RLE segmentation of the image's size."""
-    _entries(c, _top_list(c, dataset, "videos", required=False), "videos")
+    entries(c, top_list(c, dataset, "videos", required=False), "videos")
     has_tracks = dataset.get("tracks") is not None
     track_videos: dict[int, int] = {}
-    for field, track, ident in _entries(c, _top_list(c, dataset, "tracks", required=False), "tracks"):
+    for field, track, ident in entries(c, top_list(c, dataset, "tracks", required=False), "tracks"):
         track_videos[ident] = c.int_(c.key(track, "video_id", field), f"{field}.video_id")
     seen: dict[tuple[int, int], int] = {}
-    for i, ann in enumerate(_top_list(c, dataset, "annotations", required=False)):
+    for i, ann in enumerate(top_list(c, dataset, "annotations", required=False)):
         field = f"annotations[{i}]"
         image = _annotation_image(c, ann, field, images)
         if ann.get("track_id") is None:

@@ -7,7 +7,7 @@ present and absent phrases), by default the categories of its tracks. A track is
 annotation has a non-empty mask. Images with ``annotated: false`` carry no ground truth: they are not scored, and
 records on them are ignored. Crowd flags are not read (concept splits are instance-exhaustive).
 
-Results (validated by :func:`vision.evaluation.results.validate_concept_results`): instance records
+Results (validated by :func:`vision.evaluation.tasks.concept.validate_concept_results`): instance records
 ``{video_id, image_id, track_id, category_id, phrase, segmentation, bbox, score}`` and presence records
 ``{video_id, image_id, category_id, presence}``. A *predicted instance* is a (video, track) pair: its records on the
 scored images, one score (the mean of those records' scores). A record whose mask is empty is still a record of its
@@ -109,7 +109,7 @@ class ConceptSplit:
 
 def concept_split(split: dict, file: str | None = None) -> ConceptSplit:
     """Check and index the concept parts of ``split`` (whose images, videos, tracks and annotations passed
-    :func:`vision.data.schema.validate_scored_parts` for tracking): categories (integer id, name), every track's
+    :func:`vision.evaluation.evaluate.validate_scored_parts` for tracking): categories (integer id, name), every track's
     category (of ``categories``; a track's annotations agree with it), ``videos[i].concepts`` (category ids, each
     once) and ``info.near_categories`` (category name -> list of category names). Raises
     :class:`~vision.errors.DataError` naming ``file`` and the field."""
@@ -174,7 +174,7 @@ def _ranked_ids(gt: ConceptSplit, results: list) -> tuple[ConceptSplit, list[dic
     Any JSON integer is a valid id, but the scorer keeps ids in int64 arrays: a ``track_id`` of 2**63 ended in an
     OverflowError. Ranks keep every order and equality the figures depend on (sorting, grouping, matching), and no
     figure names an id (per-phrase figures are keyed by the phrase), so the figures are those of the original ids.
-    ``results`` must have passed :func:`vision.evaluation.results.validate_concept_results`."""
+    ``results`` must have passed :func:`vision.evaluation.tasks.concept.validate_concept_results`."""
     track_ids = set(gt.tracks) | {int(r["track_id"]) for r in results if "presence" not in r}
     track = {t: rank for rank, t in enumerate(sorted(track_ids))}
     category = {c: rank for rank, c in enumerate(sorted(gt.phrases))}
@@ -517,7 +517,7 @@ def _accepted(gt: ConceptSplit, frames: dict[int, list[_Frame]], accept_iou: flo
 
 def evaluate_concept(split: dict, results: list, *, score_threshold: float = 0.5, presence_threshold: float = 0.5,
                      accept_iou: float = 0.5, gt_file: str | None = None) -> dict[str, Any]:
-    """Score concept ``results`` (already validated by :func:`vision.evaluation.results.validate_concept_results`)
+    """Score concept ``results`` (already validated by :func:`vision.evaluation.tasks.concept.validate_concept_results`)
     against ``split``: every figure of the module docstring, in its order, then ``HOTA/<phrase>``.
 
     Args:

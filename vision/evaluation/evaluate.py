@@ -7,7 +7,10 @@ Tasks:
   scored and ``notes`` (a list of sentences) says what was skipped and why. Options: ``category_ids``
   (restrict to a vocabulary: IV mAP; ``"vocabulary"``: the split's ``info.vocabulary``, as training reports it),
   ``extra_category_ids`` (ids accepted in results besides the split's categories, e.g. an ``oov`` id; they never
-  match ground truth).
+  match ground truth). Results that carry ``category_name`` (``vision-predict --task detection`` writes the
+  vocabulary's names, its ids being their positions 1..K) are scored under the split's ids of those names; a name
+  the split lacks is a :class:`~vision.errors.DataError`
+  (:func:`vision.evaluation.tasks.detection.named_category_ids`).
   With ``unknown_category_id`` (the id results use for rejected out-of-vocabulary objects) the open-set figures
   of :func:`vision.evaluation.openset.evaluate_openset` are added (IV AP, novel AP50, U-Recall, AP_U, WI, A-OSE,
   H-mean); the vocabulary is ``category_ids`` or else the split's ``info.vocabulary``, and novel ids are the
@@ -29,7 +32,7 @@ Tasks:
   ``identity_pose/*`` (and ``match_pose/*`` when the results carry ``match_extrinsics``); see
   :func:`vision.evaluation.geometry.evaluate_geometry_results`. Results: one entry per image of each predicted
   clip, ``{image_id, clip, extrinsics, depth, world_points[, match_extrinsics]}``
-  (:func:`vision.evaluation.results.validate_geometry_results`). The split's depth files are read from
+  (:func:`vision.evaluation.tasks.geometry.validate_geometry_results`). The split's depth files are read from
   ``split_root`` (default: the split file's folder). Options: ``split_root``, ``max_points``, ``seed``.
 - ``"concept"``: every instance of a phrase: trackeval's HOTA, DetA, AssA, LocA, DetRe, DetPr, AssRe, AssPr and
   IDSW on mask IoU (videos as sequences, phrases as classes, averaged over the queried phrases with a detection),
@@ -37,7 +40,7 @@ Tasks:
   mask AP / AP50 / AP75, SA-Co's cgF1, pmF1 and IL_MCC per (frame, phrase) (sam3's image evaluator) and
   ``video_cgF1``, ``video_pmF1``, ``video_IL_MCC`` per (video, phrase) on sequence IoU (sam3's video evaluator),
   presence_MCC, outside_accepted, near_accepted and ``HOTA/<phrase>`` (see :mod:`vision.evaluation.concept`). Results: instance and presence records
-  (:func:`vision.evaluation.results.validate_concept_results`). Options: ``score_threshold`` (cgF1's, 0.5),
+  (:func:`vision.evaluation.tasks.concept.validate_concept_results`). Options: ``score_threshold`` (cgF1's, 0.5),
   ``presence_threshold`` (0.5), ``accept_iou`` (0.5).
 
 Before scoring, the parts of the split a task reads and every result are validated
@@ -57,7 +60,7 @@ from vision.evaluation.results import load_document, load_results
 from vision.tasks import get_task
 from vision.errors import InputError
 
-__all__ = ["evaluate", "format_table"]
+__all__ = ["evaluate", "format_table", "validate_scored_parts"]
 
 
 def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **options: Any) -> dict:
@@ -81,6 +84,16 @@ def evaluate(split: dict | str | Path, results: list | str | Path, task: str, **
     gt, split_file = load_document(split, dict, "a split must be a JSON object", "split")
     results, results_file = load_results(results)
     return entry.resolve("scorer")(gt, results, split_file=split_file, results_file=results_file, **options)
+
+
+def validate_scored_parts(dataset: Any, task: str, file: str | Path | None = None) -> None:
+    """Check what scoring ``task`` reads from a split: the registered task's ``check_split``.
+
+    Raises:
+        DataError: naming ``file``, the entry and the field.
+        InputError: an unknown ``task``.
+    """
+    get_task(task).resolve("split_check")(dataset, file)
 
 
 def format_table(metrics: dict) -> str:

@@ -31,10 +31,9 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
-from vision.errors import DataError, InputError
-from vision.evaluation.results import validate_forensics_results
+from vision.errors import InputError
 
-__all__ = ["evaluate_forensics", "binary_metrics", "equal_error_rate", "tpr_at_fpr", "threshold_from_real",
+__all__ = ["binary_metrics", "equal_error_rate", "tpr_at_fpr", "threshold_from_real",
            "format_forensics", "METRICS"]
 
 METRICS = ("AUC", "AP", "ACC", "real_acc", "fake_acc", "EER", "TPR@5%FPR")
@@ -120,55 +119,6 @@ def binary_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float, fpr
         "EER": equal_error_rate(labels, scores),
         "TPR@5%FPR": tpr_at_fpr(labels, scores, fpr_max),
     }
-
-
-def evaluate_forensics(gt: dict, results: list, threshold: float | None = None, pass_rate: float = 0.95,
-                       fpr: float = 0.05, results_file: str | None = None, gt_file: str | None = None) -> dict:
-    """Score forensic ``results`` against the labelled videos of ``gt`` (see the module docstring).
-
-    The split and the results are validated first (:func:`vision.evaluation.results.validate_forensics_results`):
-    every labelled video needs exactly one result with a finite ``score``; results for unknown video ids, a
-    missing or non-finite score, or duplicates raise :class:`DataError` naming the file, index and field.
-
-    A split whose labelled videos are all real or all generated raises :class:`DataError` naming the missing class.
-
-    Returns a flat dict: overall metrics, ``threshold``, ``threshold_source``, ``num_real``, ``num_generated``,
-    ``num_cgi``, ``<generator or family>/<metric>`` and ``macro/<metric>`` (keys in :data:`METRICS`), and
-    ``cgi/false_alarm`` when the split has cgi videos.
-    """
-    validate_forensics_results(results, gt, results_file, split_file=gt_file)
-    labelled = {int(v["id"]): v for v in gt["videos"] if v.get("label") in ("real", "generated")}
-    if not labelled:
-        raise DataError("no video carries a label 'real' or 'generated'", file=gt_file, field="videos")
-    scores = {int(r["video_id"]): float(r["score"]) for r in results}
-    for label in ("real", "generated"):
-        if not any(v["label"] == label for v in labelled.values()):
-            raise DataError(f"no '{label}' video among the {len(labelled)} labelled videos: AUC, AP, EER and "
-                            "TPR@5%FPR need both real and generated videos", file=gt_file, field="videos[].label")
-    ids = sorted(labelled)
-    labels = np.array([1 if labelled[v]["label"] == "generated" else 0 for v in ids])
-    values = np.array([scores[v] for v in ids])
-    by_family = any(labelled[v].get("family") for v in ids if labelled[v]["label"] == "generated")
-    gens = [(by_family and labelled[v].get("family")) or labelled[v].get("generator") or "unknown" for v in ids]
-    source = "given"
-    if threshold is None:
-        threshold = threshold_from_real(values[labels == 0], pass_rate)
-        source = "eval-real"
-    out: dict[str, Any] = dict(binary_metrics(labels, values, float(threshold), fpr))
-    cgi = [scores[int(v["id"])] for v in gt["videos"] if v.get("label") == "cgi"]
-    out.update(threshold=float(threshold), threshold_source=source, num_real=int((labels == 0).sum()),
-               num_generated=int((labels == 1).sum()), num_cgi=len(cgi))
-    if cgi:
-        out["cgi/false_alarm"] = float(np.mean(np.asarray(cgi) >= threshold))
-    names = sorted({g for g, y in zip(gens, labels) if y == 1})
-    per: dict[str, dict] = {}
-    for name in names:
-        keep = np.array([y == 0 or g == name for g, y in zip(gens, labels)])
-        per[name] = binary_metrics(labels[keep], values[keep], float(threshold), fpr)
-        out.update({f"{name}/{k}": v for k, v in per[name].items()})
-    for metric in METRICS:  # every generator's subset holds all the real videos: both classes
-        out[f"macro/{metric}"] = float(np.mean([per[n][metric] for n in names]))
-    return out
 
 
 def format_forensics(metrics: dict[str, Any], title: str) -> str:

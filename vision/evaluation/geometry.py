@@ -5,7 +5,7 @@ Conventions: depth maps ``[H, W]`` (or ``[S, H, W]`` for a sequence) in metres; 
 camera-from-world extrinsics ``[N, 3, 4]`` (x_cam = R x_world + t); point sets ``[N, 3]``.
 
 The task's score (:func:`evaluate_geometry_results`, ``vision.evaluation.evaluate(split, results, "geometry")``)
-reads results of the format of :func:`vision.evaluation.results.validate_geometry_results` (one entry per image of
+reads results of the format of :func:`vision.evaluation.tasks.geometry.validate_geometry_results` (one entry per image of
 each predicted clip: cameras, depth and world points). For each clip, in the order of its image ids, the split's
 depth and cameras are resized to the predictions' H x W exactly as the evaluation loader does (the multi-view eval
 transform: a plain resize), and:
@@ -270,20 +270,20 @@ def _clip_poses_and_points(entries: list[dict], truth: dict[str, np.ndarray],
         chamfers.append(chamfer_metrics(pred_points[pick], gt_points[pick])["chamfer"])
 
 
-def evaluate_geometry_results(gt: dict, results: list, *, split_root: str | Path | None = None,
-                              results_file: str | None = None, gt_file: str | None = None, max_points: int = 4000,
+def evaluate_geometry_results(gt: dict, clips: dict[tuple[int, ...], list[dict]], *,
+                              split_root: str | Path | None = None, results_file: str | None = None,
+                              gt_file: str | None = None, max_points: int = 4000,
                               seed: int = 0) -> dict[str, float | int]:
     """Score geometry results against a split (see the module docstring for the metrics and their names).
 
     Args:
         gt: the split dict; split_root: the folder its file names are relative to (default: ``gt_file``'s).
-        results: the results list (format: :func:`vision.evaluation.results.validate_geometry_results`).
+        clips: the validated results, as :func:`vision.evaluation.tasks.geometry.validate_geometry_results`
+            returns them (``{clip image ids: [decoded entry per view]}``).
         results_file, gt_file: names for messages. max_points, seed: Chamfer's subsample per clip.
     """
     from vision.data.coco import Split
-    from vision.evaluation.results import validate_geometry_results
 
-    clips = validate_geometry_results(results, gt, results_file, split_file=gt_file)
     if split_root is None:
         if gt_file is None:
             raise InputError("geometry scoring reads the split's depth files: give split_root with a split dict")
