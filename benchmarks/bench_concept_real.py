@@ -1,7 +1,7 @@
 """Concept prompts on held-out real clips, answered by a detector trained on real frames: does it find what the
 teacher finds, and do its ids persist?
 
-The split is the test role of the teacher-labelled real frames (``vision-prepare-real-detection``; by default
+The split is the test role of the teacher-labelled real frames (``vision prepare real-detection``; by default
 ``datasets/real/real_coco_test.json``): frames of videos never trained on (OpenCV's ``cup``, mmaction2's
 ``basketball`` and ``two_people``), sampled over each clip, every object YOLOX-nano finds annotated with one of the 80
 COCO classes. Images carry ``video`` (the clip) and ``frame`` (its index in the source).
@@ -91,8 +91,8 @@ def _tight_box(mask: np.ndarray) -> list[float]:
 
 
 def load_predictor(checkpoint: str, device: str, precision: str, overrides: dict):
-    """The concept predictor of a detection or a concept checkpoint (as ``vision-predict --task concept``)."""
-    from vision.cli.concept import load_concept_predictor
+    """The concept predictor of a detection or a concept checkpoint (as ``vision predict --task concept``)."""
+    from vision.concept.cli import load_concept_predictor
 
     predictor = load_concept_predictor(Path(checkpoint), device, precision)
     if overrides:
@@ -103,7 +103,7 @@ def load_predictor(checkpoint: str, device: str, precision: str, overrides: dict
 def run(args: argparse.Namespace) -> dict:
     import torch
 
-    from vision.cli.concept import describe_answer
+    from vision.concept.cli import describe_answer
 
     torch.set_num_threads(args.threads)
     split = load_split(args.split)

@@ -1,4 +1,4 @@
-"""onnxruntime against PyTorch on the CPU, for every graph ``vision-export --onnx`` writes.
+"""onnxruntime against PyTorch on the CPU, for every graph ``vision export --onnx`` writes.
 
     python benchmarks/bench_onnx.py [--runs runs] [--reps 20] [--warmup 3] [--threads N] [--graphs detector ...]
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for task in (t.name for t in TASKS if t.export_graphs is not None):
+        for task in (t.name for t in TASKS if t.has("export_graphs")):
             model, config, source = _model(task, args.runs)
             for graph in graphs_of(task, model, config):
                 if args.graphs and graph.name not in args.graphs:

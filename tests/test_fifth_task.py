@@ -11,8 +11,11 @@ process so that the registration is seen, through every shared tool with no edit
 - ``vision-evaluate --task toy`` scores the results the toy predictor wrote (with the toy task's own flag; that flag
   given to another task is refused);
 - ``vision-predict --task toy`` runs the predictor on an image (from the checkpoint and from the model folder);
+- ``vision-demo`` shows its tab (``tests/toy_task/demo.py``, its ``demo_tab``), whose handler runs the predictor on
+  an uploaded image;
 - ``vision-export`` writes the model folder, which the task's ``load`` reads back to the same weights, and the
-  task's ``save`` writes one too.
+  task's ``save`` writes one too; ``vision-export --onnx`` writes the graph of its ``onnx.py``, checked with
+  onnxruntime.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from vision.checkpoint import load_checkpoint
 from vision.data.coco import load_split, write_split
 from vision.errors import DataError
 from vision.evaluation.evaluate import evaluate
-from vision.model_folder import read_model_folder, task_of_checkpoint
+from vision.export.task_detection import task_of_checkpoint
+from vision.model_folder import read_model_folder
 from vision.tasks import Task, get_task, register_task, task_names, unregister_task
 from tests.toy_task.task import ToyConfig, save
 
@@ -44,15 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PARTS = "tests.toy_task"
 
 #: The one registry entry of the fifth task (what a line of ``vision.tasks.BUILTIN`` would hold).
-TOY = Task(name="toy", summary="a toy task: per-pixel brightness from an image",
-           config=f"{PARTS}.task:ToyConfig", lightning=f"{PARTS}.lightning:ToyModule",
-           results=f"{PARTS}.results:image_results",
-           scorer=f"{PARTS}.evaluation:score_toy", split_check=f"{PARTS}.evaluation:check_toy_parts",
-           results_check=f"{PARTS}.evaluation:validate_toy_results",
-           evaluate_options=frozenset({"tolerance"}),
-           evaluate_flags=f"{PARTS}.evaluation:toy_flags", evaluate_args=f"{PARTS}.evaluation:toy_options",
-           predictor=f"{PARTS}.predictor:ToyPredictor", predict=f"{PARTS}.cli:run_toy",
-           predict_flags=f"{PARTS}.cli:toy_flags")
+TOY = Task(name="toy", summary="a toy task: per-pixel brightness from an image", package=PARTS,
+           evaluation=f"{PARTS}.evaluation", demo_tab="toy")
 
 #: the split's images: height x width (not square, so a swapped axis shows), and how many
 HEIGHT, WIDTH, IMAGES = 12, 16, 4
@@ -293,6 +290,28 @@ def test_the_model_folder_round_trip(run: Run, tmp_path: Path) -> None:
     _assert_same_weights(_weights(task.load(saved)[0]), _weights(from_checkpoint))
 
 
+def test_vision_export_onnx_writes_the_toy_graph(run: Run, tmp_path: Path) -> None:
+    """The toy task declares an ONNX graph (``tests/toy_task/onnx.py``): ``vision-export --onnx`` finds it by the
+    registry's fixed name, exports it and checks it with onnxruntime, and the file computes the toy brightness."""
+    pytest.importorskip("onnxruntime")
+    import onnxruntime
+
+    from vision.cli.export import main as export
+
+    folder = tmp_path / "folder"
+    assert export(["--ckpt", str(run.checkpoint), "--out", str(folder), "--onnx"]) == 0
+    path = folder / "onnx" / "toy.onnx"
+    assert path.is_file()
+    images = np.random.default_rng(0).random((1, 3, 5, 9), dtype=np.float32)  # another size: the axes are dynamic
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (onnx_maps,) = session.run(None, {"images": images})
+    model, _ = get_task("toy").load(run.checkpoint)
+    with torch.no_grad():
+        torch_maps = model(torch.from_numpy(images)).numpy()
+    assert onnx_maps.shape == (1, 5, 9)
+    np.testing.assert_allclose(onnx_maps, torch_maps, atol=1e-5)
+
+
 def test_a_checkpoint_without_its_task_is_told_by_its_training_module(run: Run, tmp_path: Path) -> None:
     """A checkpoint that does not record ``task`` (an older layout) is the toy task's by its training module's class
     path, ``tests.toy_task.lightning.ToyModule``, not by a ``vision.<task>`` name: its config alone (``hidden``)
@@ -309,16 +328,41 @@ def test_a_checkpoint_without_its_task_is_told_by_its_training_module(run: Run, 
     assert task_of_checkpoint(checkpoint, legacy) == "toy"
     assert export(["--ckpt", str(legacy), "--out", str(tmp_path / "folder")]) == 0
     assert read_model_folder(tmp_path / "folder").task == "toy"
-    with pytest.raises(DataError, match="holds a toy model, not a forensics model"):
+    with pytest.raises(DataError, match=r"holds the model of another task's training module \(tests.toy_task.lightning.ToyModule\), not a forensics model"):
         read_task_checkpoint(legacy, ForensicsConfig)
     assert read_task_checkpoint(legacy, ToyConfig)[0] == ToyConfig(hidden=4)
 
 
 def test_the_toy_config_is_checked_by_the_one_schema(registered: Task) -> None:
     """A registered task's config fields get the package's checks with no code of its own."""
-    from vision.checkpoint import ConfigError
+    from vision.task_config import ConfigError
 
     config = registered.resolve("config")
     for bad in (0, 10**6, True, "4", 2.5):
         with pytest.raises(ConfigError, match="ToyConfig.hidden"):
             config(hidden=bad)
+
+
+def test_the_demo_shows_the_toy_tab_and_its_handler_runs_the_predictor(run: Run, tmp_path: Path) -> None:
+    """The toy declares a tab (``tests/toy_task/demo.py``, ``demo_tab="toy"``): ``vision-demo`` takes its checkpoint
+    (``--toy-ckpt``), builds its tab beside the package's, and the tab's handler (the ``/toy`` endpoint) gives the
+    predictor's brightness of an uploaded image."""
+    pytest.importorskip("gradio")
+    from gradio import Tab
+
+    from vision.demo.app import build_app, parse_args, tabs
+    from vision.demo.handlers import DemoConfig
+
+    assert tabs()[-1] == "toy" and get_task("toy").has("demo")
+    assert parse_args(["--tab", "toy", "--toy-ckpt", str(run.checkpoint)]).toy_ckpt == run.checkpoint
+    config = DemoConfig(checkpoints={"toy": run.checkpoint}, work_dir=tmp_path / "runs", device="cpu")
+    app = build_app(config, None, tab="toy")
+    assert [(b.id, b.label) for b in app.blocks.values() if isinstance(b, Tab)][-1] == ("toy", "Toy")
+    assert "/toy" in app.get_api_info()["named_endpoints"]
+    handler = next(f.fn for f in app.fns.values() if f.api_name == "toy")
+    image = run.split.parent / "images" / "2.png"
+    picture, summary = handler(str(image))
+    assert picture.shape == (HEIGHT, WIDTH) and picture.dtype == np.uint8
+    predictor = get_task("toy").resolve("predictor").from_checkpoint(run.checkpoint, device="cpu")
+    rgb = cv2.cvtColor(cv2.imread(str(image)), cv2.COLOR_BGR2RGB)
+    assert summary.splitlines()[0] == f"2.png: brightness {float(predictor.predict(rgb).mean()):.4f}"

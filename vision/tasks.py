@@ -1,199 +1,199 @@
-"""The registry of tasks: each task's name and every part of its behaviour, so that nothing outside a task's folder
-(and this file) names a task. The CLIs, the scorer, the split checks, the demo, the ONNX export, the model folder,
-the benchmarks and the contract tests (``tests/test_tasks.py``) iterate it; adding a task is one :class:`Task` entry
-(:func:`register_task`, or one line of :data:`BUILTIN`) plus its folder.
+"""The registry of tasks: each task's name, its folder and where it is scored, so that nothing outside a task's
+folder (and its evaluation file) names a task. The CLIs, the scorer, the split checks, the demo, the ONNX export, the
+model folder, the benchmarks and the contract tests (``tests/test_tasks.py``) iterate it; adding a task is one
+:class:`Task` entry (:func:`register_task`, or one line of :data:`BUILTIN`) plus its folder.
 
-Every task's folder ``vision/<name>/`` holds the same parts, with the same signatures:
+A task's parts are found by fixed names (:data:`PARTS`): a part is the attribute ``ATTRIBUTE`` of the module
+``<package>.<MODULE>`` (or of the task's evaluation module), and a task lacks a part exactly when that module or
+attribute is absent. Every task folder ``vision/<name>/`` has the same files, with the same signatures:
 
-- ``task.py``: ``<Name>Config`` (a :class:`~vision.checkpoint.TaskConfig` dataclass whose ``task`` class attribute
-  is the task's name), ``build_model(config=None)`` (an untrained model; a config, a mapping of its fields or None
-  for the defaults) and ``load(checkpoint, device="cpu") -> (model in eval mode on device, config)``, which reads a
-  checkpoint with ``weights_only=True`` or a model folder (safetensors), and ``save(model, config, folder)``, which
-  writes that folder (:mod:`vision.model_folder`). Inference code imports it; it never imports
-  :mod:`vision.training` or Lightning.
-- ``lightning.py``: the LightningModule that trains it, scores it with the task's metric
+- ``task.py``: ``Config`` (a :class:`~vision.task_config.TaskConfig` dataclass whose ``task`` class attribute is the
+  task's name), ``build_model(config=None)`` (an untrained model; a config, a mapping of its fields or None for the
+  defaults), ``load(checkpoint, device="cpu") -> (model in eval mode on device, config)`` (a checkpoint read with
+  ``weights_only=True`` or a model folder), ``save(model, config, folder)`` (:mod:`vision.model_folder`) and
+  ``FOLDER_EXTRAS`` (optional: top-level checkpoint keys of plain data its model folder keeps). Inference code
+  imports it; it never imports :mod:`vision.training` or Lightning.
+- ``lightning.py``: ``Module``, the LightningModule that trains it, scores it with the task's metric
   (:class:`vision.training.evaluator.TaskEvaluator`) and records the task's name in its checkpoints.
-- ``predictor.py`` (the tasks users run on their own inputs): a class with ``from_checkpoint(path, ...)``.
-- ``results.py``: model outputs -> the task's COCO-format results, which ``vision.evaluation.evaluate(split, results,
-  name)`` scores with the task's ``scorer``.
+- ``results.py``: ``to_results``, model outputs -> the task's COCO-format results.
+- ``predictor.py`` (the tasks users run on their own inputs): ``Predictor``, a class with
+  ``from_checkpoint(path, ...)``; ``real_frames.py`` (optional): ``Predictor``, the one that answers the task from
+  the detector trained on real frames (the demo's ``--real-detection-ckpt``).
+- ``cli.py`` (with a predictor): ``run(args, out)`` (``vision-predict --task NAME`` on one input into folder
+  ``out``), ``add_flags(group)`` (its ``vision-predict`` flags), ``check(args)`` (its flags, checked before any
+  input is read or model loaded), ``stream(args, out)`` (``vision-predict --stream``) and ``USAGE`` (what
+  ``vision-predict --task NAME --ckpt FOLDER`` needs besides the input, for the model card), each optional but
+  ``run``.
+- ``demo.py``: ``tab(models, examples) -> (preload, outputs)``, the demo tab it builds inside ``gr.Tab``.
+- ``onnx.py``: ``graphs(model, config, folder, seed) -> [Graph]``, its ONNX graphs (:mod:`vision.export.onnx`).
 
-The registry itself imports nothing but the standard library and :mod:`vision.errors`: a part is named
-``"module:attribute"`` and imported only when asked for (:meth:`Task.resolve`), so ``vision-evaluate`` and
-``--help`` pay for no model.
+Its evaluation module (``vision/evaluation/tasks/<name>.py``, torch-free) holds ``score(split, results, *,
+split_file, results_file, **options) -> metrics`` (validates the results, naming ``results_file``, and scores them;
+what :func:`vision.evaluation.evaluate.evaluate` runs), ``OPTIONS`` (the options ``score`` takes; any other is
+refused), ``check_split(split, file)`` (the parts of a split ``score`` reads: a :class:`~vision.errors.DataError`
+naming ``file``, the entry and the field), ``check_results(results, split, file=None, split_file=None)`` and,
+optionally, ``add_flags(group)`` with ``options(args, split) -> options`` (its ``vision-evaluate`` flags, every
+default None or False, and the scorer's options from them).
+
+The registry itself imports nothing but the standard library and :mod:`vision.errors`; a part's module is imported
+only when the part is asked for (:meth:`Task.resolve`), so ``vision-evaluate`` and ``--help`` pay for no model.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
+import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, overload
 
 from vision.errors import InputError
 
-__all__ = ["Task", "TASKS", "BUILTIN", "get_task", "task_names", "register_task", "unregister_task"]
+__all__ = ["Task", "TASKS", "BUILTIN", "PARTS", "get_task", "task_names", "register_task", "unregister_task"]
+
+#: The module standing for a task's evaluation module in :data:`PARTS`.
+EVALUATION = "<evaluation>"
+
+#: Every part of a task: part name -> (module within the task's package, or :data:`EVALUATION`; attribute).
+PARTS: dict[str, tuple[str, str]] = {
+    "config": ("task", "Config"),
+    "build_model": ("task", "build_model"),
+    "load": ("task", "load"),
+    "save": ("task", "save"),
+    "folder_extras": ("task", "FOLDER_EXTRAS"),
+    "lightning": ("lightning", "Module"),
+    "results": ("results", "to_results"),
+    "predictor": ("predictor", "Predictor"),
+    "real_frames_predictor": ("real_frames", "Predictor"),
+    "predict": ("cli", "run"),
+    "predict_flags": ("cli", "add_flags"),
+    "predict_check": ("cli", "check"),
+    "predict_usage": ("cli", "USAGE"),
+    "stream": ("cli", "stream"),
+    "demo": ("demo", "tab"),
+    "export_graphs": ("onnx", "graphs"),
+    "scorer": (EVALUATION, "score"),
+    "evaluate_options": (EVALUATION, "OPTIONS"),
+    "split_check": (EVALUATION, "check_split"),
+    "results_check": (EVALUATION, "check_results"),
+    "evaluate_flags": (EVALUATION, "add_flags"),
+    "evaluate_args": (EVALUATION, "options"),
+}
+
+#: The parts that are the whole job of their module: the task has one exactly when the module exists, so asking
+#: does not import it (the predictors, models and the demo's Gradio stay unloaded until used).
+_OWN_MODULE = ("config", "lightning", "results", "predictor", "real_frames_predictor", "demo", "export_graphs")
+
+#: The parts that every task has.
+REQUIRED = ("config", "build_model", "load", "save", "lightning", "results", "scorer", "evaluate_options",
+            "split_check", "results_check")
+
+
+def _module_exists(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it or its package (a package's ``__init__`` may load
+    torch: looking for a task's ``predictor.py`` must not)."""
+    if module in sys.modules:
+        return True
+    parent, _, leaf = module.rpartition(".")
+    try:
+        spec = importlib.util.find_spec(parent) if parent else None
+    except ModuleNotFoundError:
+        return False
+    if spec is None:
+        return importlib.util.find_spec(module) is not None if not parent else False
+    return any((Path(place) / f"{leaf}.py").is_file() or (Path(place) / leaf / "__init__.py").is_file()
+               for place in (spec.submodule_search_locations or ()))
 
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One task of the package: where its parts live and how every shared tool treats it.
-
-    Every ``str`` part below is ``"module:attribute"``, imported only by :meth:`resolve`; None: the task has no such
-    part.
+    """One task of the package: its folder, its evaluation module and how the shared tools present it.
 
     Args:
         name: the task's name (``--task`` on every CLI, the ``task`` of its checkpoints and model folders).
         summary: one line for help texts and model cards.
-        config: its :class:`~vision.checkpoint.TaskConfig` class.
-        lightning: its LightningModule class.
-        results: the function that turns its model's outputs into COCO-format results.
-        scorer: ``scorer(split, results, *, split_file, results_file, **options) -> metrics``: validates the
-            results (naming ``results_file``) and scores them; what :func:`vision.evaluation.evaluate` runs.
-        split_check: ``split_check(split, file)``: checks the parts of a split that its scorer reads (a
-            :class:`~vision.errors.DataError` naming ``file``, the entry and the field).
-        results_check: ``results_check(results, split, file=None, split_file=None)``: the results validator.
-        evaluate_options: the options its scorer takes (``vision.evaluation.evaluate(..., **options)``); any other
-            is refused.
-        evaluate_flags: ``evaluate_flags(group)``: adds its ``vision-evaluate`` flags to an argparse group, every
-            flag's default None or False (a flag given to another task is refused).
-        evaluate_args: ``evaluate_args(args, split) -> options``: the scorer's options from the parsed flags.
-        predictor: its predictor class (with ``from_checkpoint``); None when users do not run it on their inputs.
-        predict: ``predict(args, out)``: what ``vision-predict --task NAME`` runs on one input into folder ``out``.
-        predict_flags: ``predict_flags(group)``: adds its ``vision-predict`` flags.
-        predict_check: ``predict_check(args)``: checks its flags before any input is read or model loaded.
-        predict_usage: what ``vision-predict --task NAME --ckpt FOLDER`` needs besides the input (the model card's
-            example), e.g. ``--vocabulary 'name,name'``.
-        stream: ``stream(args, out)``: ``vision-predict --stream`` (None: the task does not stream).
+        package: its folder, as a module (``"vision.tracking"``); its parts are found there by :data:`PARTS`.
+        evaluation: its torch-free evaluation module (default ``"vision.evaluation.tasks.<name>"``).
         alias_of: ``(task, dest)``: ``--task task`` with the flag stored in ``args.<dest>`` given runs this task
             (``--task tracking --concept mug`` is the concept task).
-        demo_tab: the demo tab that uses its model (its ``--<name>-ckpt`` option; None: not in the demo).
-        demo: ``demo(models, examples) -> (preload, outputs)``: builds that tab inside ``gr.Tab`` (None: the task
-            only lends its model to another task's tab).
+        demo_tab: the demo tab that uses its model (its ``--<name>-ckpt`` option; None: not in the demo). A task
+            without a ``demo`` part only lends its model to that tab.
         demo_options: the predictor's options the demo sets from its configuration (``DemoConfig`` field names).
-        real_frames_predictor: the predictor class that answers the task from the detector trained on real frames
-            (the demo's ``--real-detection-ckpt``) when that checkpoint exists; None: the task's own model always.
-        export_graphs: ``export_graphs(model, config, folder, seed) -> [Graph]``: its ONNX graphs
-            (:mod:`vision.export.graphs`; None: nothing exports).
-        folder_extras: top-level checkpoint keys (plain data) its model folder keeps besides the config and weights.
     """
 
     name: str
     summary: str
-    config: str
-    lightning: str
-    results: str
-    scorer: str
-    split_check: str
-    results_check: str
-    evaluate_options: frozenset[str] = frozenset()
-    evaluate_flags: str | None = None
-    evaluate_args: str | None = None
-    predictor: str | None = None
-    predict: str | None = None
-    predict_flags: str | None = None
-    predict_check: str | None = None
-    predict_usage: str = ""
-    stream: str | None = None
+    package: str
+    evaluation: str = ""
     alias_of: tuple[str, str] | None = None
     demo_tab: str | None = None
-    demo: str | None = None
     demo_options: tuple[str, ...] = ()
-    real_frames_predictor: str | None = None
-    export_graphs: str | None = None
-    folder_extras: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if (self.predictor is None) != (self.predict is None):
-            raise InputError(f"task {self.name!r}: a predictor and a predict runner go together")
-        if (self.evaluate_flags is None) != (self.evaluate_args is None):
-            raise InputError(f"task {self.name!r}: evaluate_flags and evaluate_args go together")
+        if not self.evaluation:
+            object.__setattr__(self, "evaluation", f"vision.evaluation.tasks.{self.name}")
 
     @property
     def module(self) -> str:
-        """The module of its config class, which also defines ``build_model``, ``load`` and ``save`` (a task
-        folder's ``task.py``)."""
-        return self.config.partition(":")[0]
+        """The module of its config class, which also defines ``build_model``, ``load`` and ``save``."""
+        return self.where("config")[0]
+
+    def where(self, part: str) -> tuple[str, str]:
+        """``(module, attribute)`` of ``part`` (a key of :data:`PARTS`); ``KeyError`` for an unknown part."""
+        module, attribute = PARTS[part]
+        return (self.evaluation if module == EVALUATION else f"{self.package}.{module}"), attribute
+
+    def has(self, part: str) -> bool:
+        """Whether the task has ``part``: its module exists and (unless the module is the part's alone, which is
+        then not imported) defines the attribute."""
+        module, attribute = self.where(part)
+        if not _module_exists(module):
+            return False
+        return part in _OWN_MODULE or hasattr(importlib.import_module(module), attribute)
 
     def resolve(self, part: str) -> Any:
-        """Import and return the part named ``part`` (a field naming ``"module:attribute"``), or a function of
-        the config's module (``"build_model"``, ``"load"``, ``"save"``); ``KeyError`` when the task has no such
-        part."""
-        if part in ("build_model", "load", "save"):
-            return getattr(importlib.import_module(self.module), part)
-        target = getattr(self, part)
-        if target is None:
-            raise KeyError(f"task {self.name!r} has no {part}")
-        module, _, attribute = target.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        """Import and return ``part`` (a key of :data:`PARTS`); ``KeyError`` when the task has no such part."""
+        module, attribute = self.where(part)
+        if not _module_exists(module):
+            raise KeyError(f"task {self.name!r} has no {part} (no module {module})")
+        value = getattr(importlib.import_module(module), attribute, None)
+        if value is None:
+            raise KeyError(f"task {self.name!r} has no {part} ({module} defines no {attribute})")
+        return value
+
+    def get(self, part: str, default: Any = None) -> Any:
+        """``part`` when the task has it, else ``default`` (for the optional data parts: ``predict_usage``,
+        ``folder_extras``)."""
+        return self.resolve(part) if self.has(part) else default
+
+    @property
+    def evaluate_options(self) -> frozenset[str]:
+        """The options its scorer takes (``OPTIONS`` of its evaluation module)."""
+        return frozenset(self.resolve("evaluate_options"))
 
     def build_model(self, config: Any = None) -> Any:
-        """``build_model(config)`` of the config's module."""
+        """``build_model(config)`` of its ``task.py``."""
         return self.resolve("build_model")(config)
 
     def load(self, checkpoint: Any, device: Any = "cpu") -> tuple[Any, Any]:
-        """``load(checkpoint, device)`` of the config's module: ``(model in eval mode, config)``."""
+        """``load(checkpoint, device)`` of its ``task.py``: ``(model in eval mode, config)``."""
         return self.resolve("load")(checkpoint, device=device)
 
-
-_EVAL = "vision.evaluation"
 
 #: The package's own tasks, in registry order.
 BUILTIN: tuple[Task, ...] = (
     Task(name="geometry", summary="the shared VGGT-style backbone: depth, point maps and cameras from views",
-         config="vision.geometry.task:GeometryConfig", lightning="vision.geometry.lightning:GeometryModule",
-         results="vision.geometry.results:clip_results",
-         scorer=f"{_EVAL}.scorers:score_geometry", split_check="vision.data.schema:check_geometry_parts",
-         results_check=f"{_EVAL}.results:validate_geometry_results",
-         evaluate_options=frozenset({"split_root", "max_points", "seed"}),
-         export_graphs="vision.export.graphs:geometry_graphs"),
+         package="vision.geometry"),
     Task(name="tracking", summary="G2TAM: promptable instance tracking in 3D over videos and unordered views",
-         config="vision.tracking.task:TrackingConfig", lightning="vision.tracking.lightning:TrackingModule",
-         results="vision.tracking.results:propagated_results",
-         scorer=f"{_EVAL}.scorers:score_tracking", split_check="vision.data.schema:check_tracking_parts",
-         results_check=f"{_EVAL}.results:validate_tracking_results",
-         evaluate_options=frozenset({"protocol", "prompted_image_ids", "skip_first_and_last", "match_iou",
-                                     "allow_unknown_tracks", "tolerance", "split_root", "voxel_size",
-                                     "presence_threshold"}),
-         evaluate_flags=f"{_EVAL}.flags:tracking_flags", evaluate_args=f"{_EVAL}.flags:tracking_options",
-         predictor="vision.tracking.predictor:TrackerPredictor", predict="vision.cli.tracking:run_tracking",
-         predict_flags="vision.cli.tracking:tracking_flags", predict_check="vision.cli.tracking:check_tracking",
-         predict_usage="--points 'x,y'", stream="vision.cli.stream:run_tracking_stream",
-         demo_tab="track", demo="vision.demo.app:track_tab", demo_options=("presence_threshold",),
-         export_graphs="vision.export.graphs:tracking_graphs"),
+         package="vision.tracking", demo_tab="track", demo_options=("presence_threshold",)),
     Task(name="detection", summary="OOVDet: zero-shot detection that rejects out-of-vocabulary objects",
-         config="vision.detection.task:DetectionConfig", lightning="vision.detection.lightning:OOVDetModule",
-         results="vision.detection.results:image_results",
-         scorer=f"{_EVAL}.scorers:score_detection", split_check="vision.data.schema:check_detection_parts",
-         results_check=f"{_EVAL}.results:validate_detection_results",
-         evaluate_options=frozenset({"category_ids", "extra_category_ids", "unknown_category_id",
-                                     "openset_convention", "processes"}),
-         evaluate_flags=f"{_EVAL}.flags:detection_flags", evaluate_args=f"{_EVAL}.flags:detection_options",
-         predictor="vision.detection.predictor:DetectorPredictor", predict="vision.cli.detection:run_detection",
-         predict_flags="vision.cli.detection:detection_flags", predict_check="vision.cli.detection:check_detection",
-         predict_usage="--vocabulary 'name,name'",
-         demo_tab="detect", demo="vision.demo.app:detect_tab",
-         real_frames_predictor="vision.detection.predictor:DetectorPredictor",
-         export_graphs="vision.export.graphs:detection_graphs"),
+         package="vision.detection", demo_tab="detect"),
     Task(name="forensics", summary="AI-generated video forensics with an evidence graph",
-         config="vision.forensics.task:ForensicsConfig", lightning="vision.forensics.lightning:ForensicsModule",
-         results="vision.forensics.results:results_of",
-         scorer=f"{_EVAL}.scorers:score_forensics", split_check="vision.data.schema:check_forensics_parts",
-         results_check=f"{_EVAL}.results:validate_forensics_results",
-         evaluate_options=frozenset({"threshold", "pass_rate", "fpr"}),
-         evaluate_flags=f"{_EVAL}.flags:forensics_flags", evaluate_args=f"{_EVAL}.flags:forensics_options",
-         predictor="vision.forensics.predictor:ForensicsPredictor", predict="vision.cli.forensics:run_forensics",
-         demo_tab="forensics", demo="vision.demo.app:forensics_tab", folder_extras=("forensics_backbone",)),
+         package="vision.forensics", demo_tab="forensics"),
     Task(name="concept", summary="concept prompts: every instance of a phrase or of exemplar boxes, tracked in 3D",
-         config="vision.concept.task:ConceptConfig", lightning="vision.concept.lightning:ConceptModule",
-         results="vision.concept.results:concept_results",
-         scorer=f"{_EVAL}.scorers:score_concept", split_check="vision.data.schema:check_concept_parts",
-         results_check=f"{_EVAL}.results:validate_concept_results",
-         evaluate_options=frozenset({"score_threshold", "presence_threshold", "accept_iou"}),
-         evaluate_flags=f"{_EVAL}.flags:concept_flags", evaluate_args=f"{_EVAL}.flags:concept_options",
-         predictor="vision.concept.predictor:ConceptPredictor", predict="vision.cli.concept:run_concept",
-         predict_flags="vision.cli.concept:concept_flags", predict_check="vision.cli.concept:check_concept",
-         predict_usage="--concept 'phrase'", alias_of=("tracking", "concept_prompts"), demo_tab="track",
-         real_frames_predictor="vision.concept.detector_only:DetectorConceptPredictor"),
+         package="vision.concept", alias_of=("tracking", "concept_prompts"), demo_tab="track"),
 )
 
 _REGISTRY: dict[str, Task] = {task.name: task for task in BUILTIN}
@@ -247,7 +247,7 @@ def unregister_task(name: str) -> None:
 
 def task_names(predictor: bool = False) -> tuple[str, ...]:
     """The registered task names (``predictor``: only those with a predictor), in registry order."""
-    return tuple(task.name for task in TASKS if not predictor or task.predictor is not None)
+    return tuple(task.name for task in TASKS if not predictor or task.has("predictor"))
 
 
 def get_task(name: str) -> Task:

@@ -1,4 +1,4 @@
-"""vision-export (vision.cli.export, tools/export.py): a checkpoint becomes a model folder that every --ckpt option
+"""vision export (vision.cli.export): a checkpoint becomes a model folder that every --ckpt option
 takes; bad input is one ``error:`` line and exit status 2, with nothing written."""
 
 from __future__ import annotations
@@ -249,11 +249,12 @@ def test_overwrite_replaces_a_model_folder_and_nothing_else(tmp_path_factory, ex
     folder's own (config.json, README.md, ``*.safetensors``, ``onnx/*.onnx``); otherwise the folder is refused and
     left as it was, and no temporary folder is left beside it."""
     from vision.errors import InputError
+    from vision.export.model_card import model_card
     from vision.model_folder import ModelFolder, write_model_folder
 
     root = tmp_path_factory.mktemp("overwrite")
     out = root / "model"
-    write_model_folder(ModelFolder("forensics", {}, {"model": {"w": torch.zeros(2)}}), out)
+    write_model_folder(ModelFolder("forensics", {}, {"model": {"w": torch.zeros(2)}}), out, card=model_card)
     for name in sorted(extra):
         entry = out / name.rstrip("/")
         entry.parent.mkdir(exist_ok=True)
@@ -266,10 +267,10 @@ def test_overwrite_replaces_a_model_folder_and_nothing_else(tmp_path_factory, ex
     before = _tree(out)
     new = ModelFolder("forensics", {}, {"model": {"w": torch.ones(3)}})
     if all(_EXTRA_ENTRIES[name] for name in extra):
-        write_model_folder(new, out, overwrite=True)
+        write_model_folder(new, out, overwrite=True, card=model_card)
         assert sorted(_tree(out)) == ["README.md", "config.json", "model.safetensors"]
     else:
         with pytest.raises(InputError, match="which is not part of a model folder"):
-            write_model_folder(new, out, overwrite=True)
+            write_model_folder(new, out, overwrite=True, card=model_card)
         assert _tree(out) == before
     assert [p.name for p in root.iterdir()] == ["model"]

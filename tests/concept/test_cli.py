@@ -1,4 +1,4 @@
-"""``vision-predict --concept / --exemplar`` (vision/cli/concept.py): prompt parsing and its errors, the checks
+"""``vision-predict --concept / --exemplar`` (vision/concept/cli.py): prompt parsing and its errors, the checks
 against the input and the checkpoint, the drawing, and (slow) a run of a tiny untrained concept model."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import pytest
 
-from vision.cli.concept import concept_prompts
+from vision.concept.cli import concept_prompts
 from vision.concept.exemplars import ConceptPrompt, parse_exemplar
 from vision.cli.predict import build_parser, main
 

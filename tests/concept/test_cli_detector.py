@@ -1,4 +1,4 @@
-"""Concept prompts answered by a detection checkpoint on the command line (vision/cli/concept.py): ``vision-predict
+"""Concept prompts answered by a detection checkpoint on the command line (vision/concept/cli.py): ``vision-predict
 --task concept --ckpt DETECTION_CKPT`` and ``vision-concept --detector``: the files, and the lines that say which
 model answered and what its masks are. The text encoder is the tests' hashed stand-in (no MiniLM to load)."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from tests.concept.conftest import hashed_text
 from tests.concept.test_detector_only import write_detection_checkpoint
-from vision.cli.concept import main as concept_main
+from vision.concept.cli import main as concept_main
 from vision.cli.predict import main as predict_main
 from vision.data.video import read_video, write_video
 

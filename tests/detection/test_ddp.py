@@ -3,7 +3,7 @@ and the open-set figures over the val split's vocabulary, gathered across ranks)
 single-process ``validate`` of its checkpoint; the checkpoint folder holds best.ckpt and last.ckpt only; the OOV
 bank is the same on every rank and in the checkpoint; ``fit --ckpt_path`` resumes under DDP. Then, from that
 checkpoint: the LightningModule's detector and ``DetectorPredictor.from_checkpoint`` give identical outputs, ``test``
-prints the open-set table, and ``predict``'s merged results file scores (tools/evaluate.py) to ``test``'s figures.
+prints the open-set table, and ``predict``'s merged results file scores (vision evaluate) to ``test``'s figures.
 """
 
 from __future__ import annotations

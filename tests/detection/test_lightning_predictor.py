@@ -143,25 +143,22 @@ def test_predictor_input_errors_and_text_cache(checkpoint, fake_encoder):
 
 @pytest.mark.slow
 def test_predict_cli_on_a_folder_of_images(checkpoint, tmp_path, capsys):
-    """``tools/predict.py --task detection`` end to end (real MiniLM vocabulary): COCO results + annotated video."""
-    import importlib.util
+    """``vision predict --task detection`` end to end (real MiniLM vocabulary): COCO results + annotated video."""
     import json
 
     import cv2
     import numpy as np
 
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("predict_cli", root / "tools" / "predict.py")
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
+    from vision.cli.main import main as vision
+
     frames = tmp_path / "frames"
     frames.mkdir()
     rng = np.random.default_rng(0)
     for i in range(2):
         cv2.imwrite(str(frames / f"{i:03d}.png"), rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
     out = tmp_path / "out"
-    assert cli.main([str(frames), "--task", "detection", "--ckpt", str(checkpoint), "--vocabulary", "cube,mug",
-                     "--out", str(out)]) == 0
+    assert vision(["predict", str(frames), "--task", "detection", "--ckpt", str(checkpoint), "--vocabulary",
+                   "cube,mug", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     assert isinstance(results, list) and all({"image_id", "category_id", "bbox", "score"} <= set(r) for r in results)
     assert probe_video(out / "annotated.mp4").num_frames == 2

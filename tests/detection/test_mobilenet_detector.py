@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vision.checkpoint import ConfigError
 from vision.detection.lightning import OOVDetModule
 from vision.detection.task import DetectionConfig, build_model, load, save
+from vision.task_config import ConfigError
 from vision.weights.store import ENV
 
 torch.set_num_threads(1)

@@ -12,7 +12,8 @@ pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.long  # the dynamo exporter traces four models
 
 from vision.errors import DataError, InputError  # noqa: E402
-from vision.export.graphs import _decoder_graph, example_views, graphs_of  # noqa: E402
+from vision.export.graphs import example_views, graphs_of  # noqa: E402
+from vision.tracking.onnx import _decoder_graph  # noqa: E402
 from vision.tasks import TASKS  # noqa: E402
 from vision.export.onnx import check_graph, export_graph, onnx_session  # noqa: E402
 from vision.tasks import get_task  # noqa: E402
@@ -104,7 +105,7 @@ def test_multiplexed_mask_decoder_exports_with_dynamic_views_objects_and_tokens(
 
 
 def test_forensics_and_the_control_export_nothing():
-    assert {t.name for t in TASKS if t.export_graphs is not None} == {"detection", "geometry", "tracking"}
+    assert {t.name for t in TASKS if t.has("export_graphs")} == {"detection", "geometry", "tracking"}
     with pytest.raises(InputError, match="forensics task has no ONNX export"):
         graphs_of("forensics", torch.nn.Identity(), None)
     from vision.tracking.task import TrackingConfig, build_model

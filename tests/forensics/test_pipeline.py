@@ -1,5 +1,5 @@
 """One checkpoint through the pipeline: ``tools/train.py test`` prints the table, ``predict`` writes results that
-``tools/evaluate.py`` scores to the same figures, and the LightningModule and ``ForensicsPredictor`` agree."""
+``vision evaluate`` scores to the same figures, and the LightningModule and ``ForensicsPredictor`` agree."""
 
 from __future__ import annotations
 

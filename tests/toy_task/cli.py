@@ -14,15 +14,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["toy_flags", "run_toy"]
+__all__ = ["add_flags", "run"]
 
 
-def toy_flags(group: argparse._ArgumentGroup) -> None:
+def add_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--brightness-map", action="store_true",
                        help="also write each frame's per-pixel brightness to brightness.npy (float32 [T, H, W])")
 
 
-def run_toy(args: argparse.Namespace, out: Path) -> None:
+def run(args: argparse.Namespace, out: Path) -> None:
     """Predict every frame of ``args.input`` into the folder ``out`` (the predictor loaded once per command)."""
     import numpy as np
     import torch

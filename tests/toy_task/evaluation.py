@@ -17,7 +17,11 @@ from vision.data.checker import ScalarChecker
 from vision.errors import InputError
 from vision.evaluation.flags import finite_float
 
-__all__ = ["DEFAULT_TOLERANCE", "check_toy_parts", "validate_toy_results", "score_toy", "toy_flags", "toy_options"]
+__all__ = ["DEFAULT_TOLERANCE", "OPTIONS", "check_toy_parts", "validate_toy_results", "score_toy", "add_flags", "options",
+           "score", "check_split", "check_results"]
+
+#: the options :func:`score_toy` takes
+OPTIONS = frozenset({"tolerance"})
 
 #: the largest error of an image counted as right by ``brightness_within`` unless ``tolerance`` is given
 DEFAULT_TOLERANCE = 0.05
@@ -79,13 +83,19 @@ def score_toy(gt: dict, results: list, *, split_file: str | None = None, results
             "num_results": len(results)}
 
 
-def toy_flags(group: argparse._ArgumentGroup) -> None:
+def add_flags(group: argparse._ArgumentGroup) -> None:
     """``vision-evaluate --task toy`` flags (defaults None: given to another task, they are refused)."""
     group.add_argument("--brightness-tolerance", type=finite_float, default=None,
                        help=f"brightness_within counts images whose error is at most this (default "
                             f"{DEFAULT_TOLERANCE})")
 
 
-def toy_options(args: argparse.Namespace, split: Path) -> dict[str, Any]:
+def options(args: argparse.Namespace, split: Path) -> dict[str, Any]:
     """The scorer's options from the parsed flags."""
     return {} if args.brightness_tolerance is None else {"tolerance": args.brightness_tolerance}
+
+
+# The registry's fixed names (vision.tasks.PARTS)
+score = score_toy
+check_split = check_toy_parts
+check_results = validate_toy_results

@@ -124,3 +124,6 @@ class ToyModule(L.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.model.parameters(), lr=self.hparams.lr)
+
+#: the registry's fixed name (vision.tasks.PARTS)
+Module = ToyModule

@@ -1,7 +1,7 @@
 """The toy predictor: a trained toy model on the user's images.
 
 ``ToyPredictor.from_checkpoint(path)`` reads a checkpoint of :class:`~.lightning.ToyModule` or a model folder
-(through the registry's ``load`` of the task, :func:`vision.device.load_for_inference`); ``predict(image)`` gives
+(through the task's own ``load``, :func:`vision.device.load_for_inference`); ``predict(image)`` gives
 the per-pixel brightness of one image.
 """
 
@@ -15,7 +15,7 @@ import torch
 from vision.device import autocast, load_for_inference
 from vision.errors import InputError
 
-from .task import ToyConfig, ToyModel
+from .task import ToyConfig, ToyModel, load
 
 __all__ = ["ToyPredictor"]
 
@@ -37,7 +37,7 @@ class ToyPredictor:
                         precision: str | torch.dtype = "32") -> ToyPredictor:
         """Load a toy checkpoint or model folder on ``device`` (``"auto"`` and the names of
         :func:`vision.device.resolve_device`); a missing, unreadable or foreign file is a ``DataError`` naming it."""
-        (model, config), device, dtype = load_for_inference(ToyConfig.task, path, device, precision)
+        (model, config), device, dtype = load_for_inference(load, path, device, precision)
         return cls(model, config, device=device, precision=dtype)
 
     @torch.no_grad()
@@ -49,3 +49,6 @@ class ToyPredictor:
         with autocast(self.device, self.precision):
             maps = self.model(batch.to(self.device))
         return maps[0].float().cpu().numpy()
+
+#: the registry's fixed name (vision.tasks.PARTS)
+Predictor = ToyPredictor

@@ -19,8 +19,10 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
+from vision.checkpoint import load_weights, read_task_checkpoint
+from vision.export.model_card import model_card
 from vision.model_folder import ModelFolder, write_model_folder
+from vision.task_config import TaskConfig, checked
 
 __all__ = ["ToyConfig", "ToyModel", "brightness", "build_model", "load", "save"]
 
@@ -81,4 +83,7 @@ def save(model: ToyModel, config: ToyConfig | dict | None, folder: str | Path, o
     reads; see :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``."""
     config = ToyConfig.from_value(config)
     return write_model_folder(ModelFolder(ToyConfig.task, config.to_dict(), {"model": model.state_dict()}), folder,
-                              overwrite=overwrite)
+                              overwrite=overwrite, card=model_card)
+
+#: the registry's fixed name (vision.tasks.PARTS)
+Config = ToyConfig

@@ -2,7 +2,7 @@
 the protocol of vision.tracking.inference, gathered across ranks) of the distributed run equals a single-process
 ``validate`` of its checkpoint; the checkpoint folder holds best.ckpt and last.ckpt only; ``fit --ckpt_path``
 resumes under DDP. Then, from that checkpoint: the LightningModule's model and ``TrackerPredictor.from_checkpoint``
-give identical outputs, and ``predict``'s merged results file scores (tools/evaluate.py) to ``test``'s figures.
+give identical outputs, and ``predict``'s merged results file scores (vision evaluate) to ``test``'s figures.
 """
 
 from __future__ import annotations

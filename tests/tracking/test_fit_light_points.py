@@ -1,4 +1,4 @@
-"""vision-fit-light-points (vision.cli.light_points): a G2TAM checkpoint becomes a model folder whose tracking reads
+"""vision-fit-light-points (vision.tracking.fit_light_points): a G2TAM checkpoint becomes a model folder whose tracking reads
 light point maps; bad input is one ``error:`` line and exit status 2, with nothing written."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Prompt lines (demo prompt box, ``tools/predict.py --prompt``): parsing, merging per object, clear errors."""
+"""Prompt lines (demo prompt box, ``vision predict --prompt``): parsing, merging per object, clear errors."""
 
 import numpy as np
 import pytest

@@ -1,13 +1,15 @@
-"""The command-line entry points, installed as console scripts (``pyproject.toml``, ``[project.scripts]``).
+"""The command-line entry points: :mod:`vision.cli.main` is the ``vision`` command, whose subcommands run the
+``main(argv=None) -> int`` of one module each (0 on success, 2 on bad input with one ``error:`` line):
 
-Each module has one job and a ``main(argv=None) -> int`` (0 on success, 2 on bad input with one ``error:`` line):
+- :mod:`vision.cli.train`: ``vision train`` (also ``python tools/train.py``): fit / validate / test / predict any task.
+- :mod:`vision.cli.predict`: ``vision predict``: run a checkpoint on an image, a folder of images or a video (input
+  checks in :mod:`vision.cli.inputs`).
+- :mod:`vision.cli.evaluate`: ``vision evaluate``: score a results file against a split.
+- :mod:`vision.cli.synthetic`: ``vision synthetic``: render a synthetic split.
+- :mod:`vision.cli.export`, :mod:`vision.cli.fetch_weights`, :mod:`vision.cli.recipe`: ``vision export``,
+  ``vision fetch-weights``, ``vision recipe``.
 
-- :mod:`vision.cli.train`: ``vision-train`` (``tools/train.py``): fit / validate / test / predict any task.
-- :mod:`vision.cli.predict`: ``vision-predict`` (``tools/predict.py``): run a checkpoint on an image, a folder of
-  images or a video (input checks in :mod:`vision.cli.inputs`).
-- :mod:`vision.cli.evaluate`: ``vision-evaluate`` (``tools/evaluate.py``): score a results file against a split.
-- :mod:`vision.cli.synthetic`: ``vision-synthetic`` (``tools/make_synthetic.py``): render a synthetic split.
-
-The dataset converters are in :mod:`vision.prepare` and the Gradio demo in :mod:`vision.demo`. The scripts under
-``tools/``, ``datasets/`` and ``demo/`` are thin wrappers that call these ``main`` functions.
+The dataset converters are ``vision prepare <dataset>`` (:mod:`vision.prepare.converter`) and the Gradio demo
+``vision demo`` (:mod:`vision.demo`). The earlier console scripts (``vision-train``, ...) are aliases of the same
+``main`` functions (``pyproject.toml``, ``[project.scripts]``).
 """

@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _options(task: Task, args: argparse.Namespace, split: Path) -> dict:
     """The scorer's options from ``task``'s flags (none for a task without flags)."""
-    return {} if task.evaluate_args is None else dict(task.resolve("evaluate_args")(args, split))
+    return dict(task.resolve("evaluate_args")(args, split)) if task.has("evaluate_args") else {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

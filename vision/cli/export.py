@@ -67,7 +67,7 @@ def export_onnx(folder: Path, out_dir: Path) -> dict[str, dict[str, float]]:
     from vision.export.graphs import graphs_of
     from vision.export.onnx import check_graph, export_graph
     from vision.checkpoint import read_model
-    from vision.model_folder import task_of_checkpoint
+    from vision.export.task_detection import task_of_checkpoint
     from vision.tasks import get_task
 
     task = task_of_checkpoint(read_model(folder), folder)
@@ -113,7 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from vision.checkpoint import read_model
         from vision.data.files import output_path
-        from vision.model_folder import ONNX_FOLDER, check_model_folder_out, folder_of_checkpoint, write_model_folder
+        from vision.export.from_checkpoint import folder_of_checkpoint
+        from vision.export.model_card import model_card
+        from vision.export.task_detection import registered_config
+        from vision.model_folder import ONNX_FOLDER, check_model_folder_out, write_model_folder
         from vision.tasks import get_task
 
         out = output_path(args.out)  # an empty --out would be the current folder
@@ -123,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_metrics(args.metrics)
         inputs = [args.ckpt, *([args.metrics] if args.metrics is not None else [])]
         check_model_folder_out(out, overwrite=args.overwrite, inputs=inputs)  # before the checkpoint is read
-        checkpoint = read_model(args.ckpt)
+        checkpoint = read_model(args.ckpt, config_of=registered_config)
         folder = folder_of_checkpoint(checkpoint, args.ckpt, task=args.task, metrics=args.metrics)
         if args.metrics is not None:
             check_metrics_used(args.metrics, checkpoint, folder.training)
@@ -133,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def add_graphs(staging: Path) -> None:  # the graphs go in before the folder is renamed into place
             checks.update(export_onnx(staging, staging / ONNX_FOLDER))
 
-        write_model_folder(folder, out, overwrite=args.overwrite, inputs=inputs,
+        write_model_folder(folder, out, overwrite=args.overwrite, inputs=inputs, card=model_card,
                            add=add_graphs if args.onnx else None)
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -4,18 +4,18 @@ video.
   vision-predict --task detection --ckpt CKPT --vocabulary "mug,chair,lamp" INPUT [--out DIR]
       -> DIR/results.json (COCO results; rejected OOV objects use category id 1000) + DIR/annotated.mp4
   vision-predict --task tracking --ckpt CKPT INPUT --points "120,80;140,90" --labels "1,0" [--out DIR]
-      -> COCO-video results, annotated.mp4, masks.zip, 3D points per object (vision/cli/tracking.py)
+      -> COCO-video results, annotated.mp4, masks.zip, 3D points per object (vision/tracking/cli.py)
   vision-predict --task tracking --ckpt CONCEPT_CKPT INPUT --concept "mug" [--concept "chair"] \\
-                 [--exemplar VIEW,x0,y0,x1,y1[,neg]]          (--task concept; vision/cli/concept.py)
+                 [--exemplar VIEW,x0,y0,x1,y1[,neg]]          (--task concept; vision/concept/cli.py)
       -> every instance of each phrase: DIR/results.json (instance + presence records) + DIR/annotated.mp4
          (or DIR/annotated/*.png for images) + DIR/instance_<id>.ply + DIR/scene.ply / scene.glb
   vision-predict --task forensics --ckpt CKPT VIDEO [--out DIR]
       -> DIR/report.json + DIR/report.html
-  (each task's runner: ``Task.predict`` in :mod:`vision.tasks`, e.g. :mod:`vision.cli.tracking`)
+  (each task's runner: ``run`` of its ``cli.py``, :data:`vision.tasks.PARTS`, e.g. :mod:`vision.tracking.cli`)
   vision-predict --task detection --ckpt CKPT a.mp4 b.mp4 "more/*.png" --vocabulary "mug" --vocabulary "cat,dog"
       -> DIR/<input name>/vocabulary_<k>/... per input and vocabulary; a bad input is reported at the end (exit 2)
   vision-predict --task tracking --ckpt CKPT --stream rtsp://host/feed --points "120,80" [--follow]
-      -> DIR/results.jsonl (one line per frame, as it comes) + DIR/annotated.mp4 (vision/cli/stream.py)
+      -> DIR/results.jsonl (one line per frame, as it comes) + DIR/annotated.mp4 (vision/tracking/cli.py)
 
 --device auto|cpu|cuda[:N]|mps and --precision 32|bf16|16 choose where and how the networks run (vision/device.py);
 a device or precision this machine lacks (16 on the CPU: use bf16) is one error line, before any model is loaded.
@@ -51,7 +51,7 @@ __all__ = ["main", "build_parser", "resolve_task"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``vision-predict``: the common flags, then one argument group per registered task with
-    flags of its own (``Task.predict_flags``)."""
+    flags of its own (``add_flags`` of its ``cli.py``)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", nargs="+",
                         help="one or more inputs: an image, a folder of images (one image sequence) or a video, or "
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "the CPU's mixed precision is bf16")
     parser.add_argument("--stream", action="store_true",
                         help="track frames as they arrive from the input (a video, a URL, a device) and write "
-                             "results.jsonl as it goes (the tasks that stream: see vision/cli/stream.py)")
+                             "results.jsonl as it goes (the tasks that stream: see vision/tracking/cli.py)")
     parser.add_argument("--follow", action="store_true",
                         help="--stream: the input is a file still being written; read until it stops growing")
     parser.add_argument("--stream-format", help="--stream: FFmpeg's input format (e.g. v4l2 for /dev/video0)")
@@ -117,13 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"checkpoint not found: {args.ckpt}")
         output_path(args.out)  # an empty --out would become the current folder
         task = resolve_task(args)
-        streaming = ", ".join(t.name for t in TASKS if t.stream is not None)
-        if args.stream and (get_task(args.task).stream is None or len(args.input) != 1):
+        streaming = ", ".join(t.name for t in TASKS if t.has("stream"))
+        if args.stream and (not get_task(args.task).has("stream") or len(args.input) != 1):
             raise InputError(f"--stream tracks one source with --task {streaming}")
         _check_flags(parser, args, task)
-        if task.predict_check is not None:
+        if task.has("predict_check"):
             task.resolve("predict_check")(args)
-        if args.stream and task.stream is None:  # an alias that does not stream (its check may say why first)
+        if args.stream and not task.has("stream"):  # an alias that does not stream (its check may say why first)
             raise InputError(f"--stream tracks one source with --task {streaming}")
         if args.stream:
             device_options(args)

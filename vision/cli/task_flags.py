@@ -15,12 +15,12 @@ __all__ = ["add_task_flags", "foreign_flags"]
 
 
 def add_task_flags(parser: argparse.ArgumentParser, part: str, title: str = "{name} (--task {name})") -> None:
-    """One argument group per registered task whose ``part`` (``"predict_flags"`` or ``"evaluate_flags"``) is set,
+    """One argument group per registered task that has ``part`` (``"predict_flags"`` or ``"evaluate_flags"``),
     titled ``title`` (formatted with the task's ``name`` and ``alias``: `` or <task>`` for an alias, else empty);
     the groups' actions are kept on the parser's defaults for :func:`foreign_flags`."""
     flags: dict[str, list[argparse.Action]] = {}
     for task in TASKS:
-        if getattr(task, part) is not None:
+        if task.has(part):
             alias = f" or {task.alias_of[0]}" if task.alias_of else ""
             group = parser.add_argument_group(title.format(name=task.name, alias=alias))
             task.resolve(part)(group)

@@ -10,7 +10,7 @@ exemplar boxes, found, segmented and tracked with persistent ids.
          + DIR/instance_<id>.ply (each instance's 3D points) + DIR/scene.ply / scene.glb (the reconstruction with
            the instances coloured)
   vision-predict --task concept --ckpt DETECTION_CKPT INPUT --concept "cup"
-  vision-concept --detector DETECTION_CKPT INPUT --concept "cup"      (python -m vision.cli.concept; the same)
+  vision-concept --detector DETECTION_CKPT INPUT --concept "cup"      (python -m vision.concept.cli; the same)
       -> DIR/results.json + the drawn views, answered by the detector alone
          (:class:`vision.concept.detector_only.DetectorConceptPredictor`): the masks are the detector's boxes, and
          there are no 3D points
@@ -19,7 +19,7 @@ Which model answers is read from the checkpoint's task: a concept checkpoint run
 (:class:`vision.concept.predictor.ConceptPredictor`: detector + G2TAM tracker, trained on synthetic renders), a
 detection checkpoint (e.g. ``runs/detection/real_coco/checkpoints/last.ckpt``, trained on real frames) the detector
 alone with online 2D association. The output says which model answered, what it was trained on
-(:mod:`vision.data.provenance`) and what the masks are.
+(:mod:`vision.provenance`) and what the masks are.
 
 Prompts: each ``--concept`` is one phrase with its own set of ids; an ``--exemplar`` box (view, XYXY pixels of the
 input; ``neg`` at the end: "not this") belongs to the ``--concept`` given before it on the command line; exemplars
@@ -50,8 +50,11 @@ if TYPE_CHECKING:
     from vision.concept.detector_only import DetectorConceptPredictor
     from vision.concept.predictor import ConceptPredictor
 
-__all__ = ["concept_flags", "check_concept", "concept_prompts", "load_concept_predictor", "describe_answer",
-           "run_concept", "main", "CONCEPT_HINT"]
+__all__ = ["USAGE", "add_flags", "check", "concept_prompts", "load_concept_predictor", "describe_answer", "run", "main",
+           "CONCEPT_HINT"]
+
+#: what `vision-predict --task concept --ckpt FOLDER` needs besides the input (the model card's example)
+USAGE = "--concept 'phrase'"
 
 #: what to give when a checkpoint is not a concept one
 CONCEPT_HINT = ("a concept checkpoint or model folder (vision-train --config configs/concept/tiny.yaml writes "
@@ -73,7 +76,7 @@ class _InOrder(argparse.Action):
         setattr(namespace, self.dest, items)
 
 
-def concept_flags(group: argparse._ArgumentGroup) -> None:
+def add_flags(group: argparse._ArgumentGroup) -> None:
     """``--concept`` and ``--exemplar`` (stored in order as ``args.concept_prompts``)."""
     group.add_argument("--concept", dest="concept_prompts", action=_InOrder, const="phrase", metavar="PHRASE",
                        help="find and track every instance of this noun phrase (each its own ids); repeat it for "
@@ -111,7 +114,7 @@ def concept_prompts(args: argparse.Namespace) -> list[ConceptPrompt]:
     return prompts
 
 
-def check_concept(args: argparse.Namespace) -> None:
+def check(args: argparse.Namespace) -> None:
     """Check --concept / --exemplar before any input is read: at least one is given, they are not mixed with point /
     box / text prompts or --stream, and each parses (:func:`concept_prompts`)."""
     if not getattr(args, "concept_prompts", None):
@@ -132,13 +135,14 @@ def load_concept_predictor(checkpoint: Path, device: Any, precision: str
     checkpoint of another task is one :class:`InputError` saying which checkpoint is needed."""
     from vision.concept.detector_only import DetectorConceptPredictor
     from vision.concept.predictor import ConceptPredictor
+    from vision.detection.task import DetectionConfig
 
     try:
         return ConceptPredictor.from_checkpoint(checkpoint, device=device, precision=precision)
     except DataError as exc:
         if exc.field != "task":
             raise
-        if exc.value == "detection":
+        if exc.value == DetectionConfig.task:  # the detector it combines answers alone
             return DetectorConceptPredictor.from_checkpoint(checkpoint, device=device, precision=precision)
         raise InputError(f"{checkpoint} holds a {exc.value} model; concept prompts (--concept / --exemplar) need "
                          f"{CONCEPT_HINT}") from None
@@ -146,9 +150,9 @@ def load_concept_predictor(checkpoint: Path, device: Any, precision: str
 
 def describe_answer(predictor: "ConceptPredictor | DetectorConceptPredictor", checkpoint: Path) -> list[str]:
     """Two lines for the user: which model answered (the checkpoint and what it was trained on,
-    :func:`vision.data.provenance.read_provenance`) and what its masks are."""
+    :func:`vision.provenance.read_provenance`) and what its masks are."""
     from vision.concept.detector_only import DetectorConceptPredictor
-    from vision.data.provenance import read_provenance
+    from vision.provenance import read_provenance
 
     if isinstance(predictor, DetectorConceptPredictor):
         return [f"model: {predictor.describe()}", f"masks: boxes from the detector ({predictor.mask_note})"]
@@ -159,7 +163,7 @@ def describe_answer(predictor: "ConceptPredictor | DetectorConceptPredictor", ch
 # ---------------------------------------------------------------------------------------------------- the runner
 
 
-def run_concept(args: argparse.Namespace, out: Path) -> None:
+def run(args: argparse.Namespace, out: Path) -> None:
     """``vision-predict`` with --concept / --exemplar (``--task tracking`` or ``concept``) on ``args.input``."""
     from vision.cli.batch import loaded
     from vision.cli.inputs import load_input, progress_bar
@@ -198,7 +202,7 @@ def run_concept(args: argparse.Namespace, out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``vision-concept`` (``python -m vision.cli.concept``): ``vision-predict --task concept`` (every flag of it),
+    """``vision-concept`` (``python -m vision.concept.cli``): ``vision-predict --task concept`` (every flag of it),
     with ``--detector PATH`` as the checkpoint: a detection checkpoint answers with its boxes (see the module
     docstring). Returns ``vision-predict``'s exit status."""
     from vision.cli.predict import main as predict

@@ -56,7 +56,7 @@ from vision.evaluation.concept_boxes import box_iou_xyxy
 
 if TYPE_CHECKING:
     from vision.concept.export import ConceptExport
-    from vision.data.provenance import Provenance
+    from vision.provenance import Provenance
     from vision.detection.predictor import DetectorPredictor
 
 __all__ = ["MASK_SOURCE", "MASK_NOTE", "DetectorConceptConfig", "BoxFrame", "DetectorConceptState",
@@ -277,7 +277,7 @@ class DetectorConceptPredictor:
             ``competitors``).
         config: a :class:`DetectorConceptConfig` or a mapping of its fields.
         competitors: the names that compete with the phrases (default: the detector's training vocabulary).
-        provenance: what the checkpoint was trained on (:func:`vision.data.provenance.read_provenance`), for
+        provenance: what the checkpoint was trained on (:func:`vision.provenance.read_provenance`), for
             :meth:`describe`.
     """
 
@@ -299,7 +299,7 @@ class DetectorConceptPredictor:
         """Build from an :class:`~vision.detection.lightning.OOVDetModule` checkpoint or a detection model folder
         (:meth:`DetectorPredictor.from_checkpoint`, with its training vocabulary: the competitors unless
         ``competitors`` names others); ``kwargs`` go to the detector predictor (``encoder``, ``batch_size``)."""
-        from vision.data.provenance import read_provenance
+        from vision.provenance import read_provenance
         from vision.detection.predictor import DetectorPredictor
 
         detector = DetectorPredictor.from_checkpoint(path, vocabulary=competitors, device=device, precision=precision,

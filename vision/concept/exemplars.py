@@ -1,7 +1,7 @@
 """Concept prompts as users give them: a phrase with its exemplar boxes (:class:`ConceptPrompt`), an exemplar written
 as text (:func:`parse_exemplar`, ``"VIEW,x0,y0,x1,y1[,neg]"``) and the checks made before any model runs (exemplars
 on the input's views, at most the checkpoint's number of concepts). ``vision-predict --concept / --exemplar``
-(:mod:`vision.cli.concept`) and the demo's Track tab both read prompts through them.
+(:mod:`vision.concept.cli`) and the demo's Track tab both read prompts through them.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from vision.errors import InputError
 from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import warmup_cosine
 
-__all__ = ["ConceptModule", "heads_data", "rule_predictor"]
+__all__ = ["Module", "ConceptModule", "heads_data", "rule_predictor"]
 
 
 def rule_predictor(model: Any, config: ConceptConfig, device: Any = None) -> ConceptPredictor:
@@ -212,3 +212,6 @@ class ConceptModule(L.LightningModule):
 
     def _scored_split(self, stage: str, results: list[dict]) -> str:
         return self.trainer.datamodule.split_path(stage)
+
+#: the task's LightningModule (the registry's fixed name, vision.tasks.PARTS)
+Module = ConceptModule

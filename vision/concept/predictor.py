@@ -48,7 +48,7 @@ from vision.concept.association import (Associator, ConceptTrack, Similarity, ap
                                         lift_observation, window_to_global)
 from vision.concept.heads import scene_presence_features
 from vision.concept.proposals import ViewProposals, exemplar_embedding, phrase_rows, propose
-from vision.concept.task import ConceptConfig, ConceptModel
+from vision.concept.task import ConceptConfig, ConceptModel, load
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.data.resize import resize_nearest
 from vision.device import autocast, load_for_inference
@@ -58,7 +58,7 @@ from vision.tracking.prompts import Prompts, box_to_points
 from vision.tracking.propagation import WindowDecoder, set_visual_prompt, windows
 from vision.tracking.session import ObjectPrompt, TrackerState, as_int
 
-__all__ = ["Concept", "ConceptState", "ConceptPredictor", "check_exemplar", "new_phrase"]
+__all__ = ["Predictor", "Concept", "ConceptState", "ConceptPredictor", "check_exemplar", "new_phrase"]
 
 
 def check_exemplar(view: Any, box: Any, width: int, height: int, views: int | None,
@@ -171,7 +171,7 @@ class ConceptPredictor:
         (:func:`vision.concept.task.load`, through :func:`vision.device.load_for_inference`); ``kwargs`` go to the
         constructor (``config_overrides``: a dict of :class:`ConceptConfig` fields to change, e.g.
         ``{"rejection": False}``)."""
-        (model, config), device, dtype = load_for_inference("concept", path, device, precision)
+        (model, config), device, dtype = load_for_inference(load, path, device, precision)
         overrides = kwargs.pop("config_overrides", None) or {}
         return cls(model, config.replace(**overrides), device=device, precision=dtype, **kwargs)
 
@@ -468,3 +468,6 @@ class ConceptPredictor:
             ids, masks, scores = by_view[v]
             full = np.stack([resize_nearest(m, (height, width)) for m in masks])
             yield v, list(ids), [state.instances[o] for o in ids], full, scores
+
+#: the task's predictor (the registry's fixed name, vision.tasks.PARTS)
+Predictor = ConceptPredictor

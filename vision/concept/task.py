@@ -17,18 +17,20 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
+from vision.checkpoint import load_weights, read_task_checkpoint
 from vision.concept.heads import AssociationHead, PresenceHead
 from vision.detection.model import OOVDetector
 from vision.detection.task import DetectionConfig
 from vision.detection.task import build_model as build_detector
+from vision.export.model_card import model_card
 from vision.geometry.task import MAX_IMAGE_SIZE
 from vision.model_folder import ModelFolder, write_model_folder
+from vision.task_config import TaskConfig, checked
 from vision.tracking.model import G2TAM
 from vision.tracking.task import TrackingConfig
 from vision.tracking.task import build_model as build_tracker
 
-__all__ = ["ConceptConfig", "ConceptModel", "build_model", "load", "save"]
+__all__ = ["Config", "ConceptConfig", "ConceptModel", "build_model", "load", "save"]
 
 #: what a checkpoint whose weights do not fit its config should do
 RETRAIN_HINT = "retrain it (make train-concept after deleting runs/concept)"
@@ -132,7 +134,7 @@ def save(model: ConceptModel, config: ConceptConfig | dict | None, folder: str |
     """Write ``model`` as a model folder that :func:`load` reads (:func:`vision.model_folder.write_model_folder`)."""
     config = ConceptConfig.from_value(config)
     return write_model_folder(ModelFolder("concept", config.to_dict(), {"model": model.state_dict()}), folder,
-                              overwrite=overwrite)
+                              overwrite=overwrite, card=model_card)
 
 
 def from_parts(detector_checkpoint: str | Path, tracker_checkpoint: str | Path,
@@ -148,3 +150,6 @@ def from_parts(detector_checkpoint: str | Path, tracker_checkpoint: str | Path,
     config = ConceptConfig(detector=detector_config.to_dict(), tracker=tracker_config.to_dict(), **fields)
     model = ConceptModel(detector, tracker, hidden=config.hidden)
     return model, config
+
+#: the task's config class (the registry's fixed name, vision.tasks.PARTS)
+Config = ConceptConfig

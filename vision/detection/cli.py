@@ -1,8 +1,10 @@
 """``vision-predict --task detection``: the detector on an image, a folder of images or a video, for one or more
-vocabularies (the registry's ``predict``, ``predict_flags`` and ``predict_check`` of the detection task).
+vocabularies (the registry's ``run``, ``add_flags``, ``check`` and ``USAGE`` of the detection task,
+:data:`vision.tasks.PARTS`).
 
   vision-predict --task detection --ckpt CKPT --vocabulary "mug,chair,lamp" INPUT [--out DIR]
-      -> DIR/results.json (COCO results; rejected OOV objects use category id 1000) + DIR/annotated.mp4
+      -> DIR/results.json (COCO results, each with its category_name; rejected OOV objects use category id 1000
+         and the name "unknown") + DIR/annotated.mp4
   vision-predict --task detection --ckpt CKPT INPUT --vocabulary "mug" --vocabulary "cat,dog"
       -> DIR/vocabulary_<k>/... per vocabulary
 """
@@ -14,10 +16,13 @@ from pathlib import Path
 
 from vision.errors import InputError
 
-__all__ = ["detection_flags", "check_detection", "run_detection"]
+__all__ = ["USAGE", "add_flags", "check", "run"]
+
+#: what `vision-predict --task detection --ckpt FOLDER` needs besides the input (the model card's example)
+USAGE = "--vocabulary 'name,name'"
 
 
-def detection_flags(group: argparse._ArgumentGroup) -> None:
+def add_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--vocabulary", action="append",
                        help="class names separated by commas, semicolons or line breaks; repeat it for several "
                             "vocabularies (each writes into vocabulary_<k>/)")
@@ -30,7 +35,7 @@ def _vocabularies(args: argparse.Namespace) -> list[list[str]]:
     return [parse_vocabulary(text, field="--vocabulary") for text in args.vocabulary]
 
 
-def check_detection(args: argparse.Namespace) -> None:
+def check(args: argparse.Namespace) -> None:
     """A vocabulary is given and each one reads (names separated by commas, semicolons or line breaks; no empty or
     repeated name)."""
     if not args.vocabulary:
@@ -38,12 +43,12 @@ def check_detection(args: argparse.Namespace) -> None:
     _vocabularies(args)
 
 
-def run_detection(args: argparse.Namespace, out: Path) -> None:
+def run(args: argparse.Namespace, out: Path) -> None:
     from vision.cli.batch import loaded
     from vision.cli.inputs import load_input, print_notes, progress_bar
     from vision.detection.predictor import DetectorPredictor
 
-    check_detection(args)
+    check(args)
     vocabularies = _vocabularies(args)
     source = load_input(args.input, args.max_frames, args.max_pixels)
     predictor = loaded(args, "detection", lambda: DetectorPredictor.from_checkpoint(

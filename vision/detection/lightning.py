@@ -56,7 +56,7 @@ from vision.errors import DataError, InputError
 from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import decay_param_groups, warmup_cosine
 
-__all__ = ["OOVDetModule", "format_openset", "OPENSET_ORDER"]
+__all__ = ["Module", "OOVDetModule", "format_openset", "OPENSET_ORDER"]
 
 #: The open-set figures :func:`format_openset` prints, in order.
 OPENSET_ORDER = ("IV_AP", "IV_AP50", "novel_AP50", "U-Recall", "AP_U", "WI", "A-OSE", "H-mean")
@@ -340,3 +340,6 @@ class OOVDetModule(L.LightningModule):
                                     or "text_projection" in name)
         opt = torch.optim.AdamW(groups, lr=self.hparams.lr)
         return warmup_cosine(opt, self.hparams.lr, self.hparams.warmup_steps, self.trainer.estimated_stepping_batches)
+
+#: the task's LightningModule (the registry's fixed name, vision.tasks.PARTS)
+Module = OOVDetModule

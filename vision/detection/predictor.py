@@ -18,7 +18,9 @@ annotated video is drawn on the downscaled frames. Frames are run and drawn batc
 with the number of frames either (except for the results).
 Per frame it returns ``{"boxes" float32 [n, 4], "scores" [n], "label_ids" int64 [n] (index into the vocabulary,
 -1 = unknown), "labels" list[str] (``"unknown"`` for OOV), "category_ids" int64 [n]}``. ``results_path`` writes
-COCO results (XYWH, the unknown category id for OOV), ``video_path`` an annotated H.264 mp4.
+COCO results (XYWH, the unknown category id for OOV) whose records also carry ``category_name`` (the vocabulary's
+name, ``"unknown"`` for OOV): a vocabulary's ids are its positions 1..K unless given, and ``vision-evaluate`` scores
+each result under the split's id of its name. ``video_path`` writes an annotated H.264 mp4.
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ from vision.data.io import MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, atomic_write_js
 from vision.data.resize import resize_image
 from vision.detection.model import UNKNOWN_LABEL, OOVDetector
 from vision.detection.results import UNKNOWN_CATEGORY_ID, UNKNOWN_NAME, coco_results, label_detections
+from vision.detection.task import load
 from vision.detection.vocabulary import DEFAULT_TEMPLATE, encode_vocabulary
 from vision.device import autocast, load_for_inference, placement
 from vision.errors import InputError
 from vision.text.vocabulary import check_vocabulary, parse_vocabulary
 
-__all__ = ["DetectorPredictor"]
+__all__ = ["Predictor", "DetectorPredictor"]
 
 _COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
             (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (170, 110, 40)]
@@ -174,7 +177,7 @@ class DetectorPredictor:
         list of names or a text, as :meth:`set_vocabulary`) defaults to the training vocabulary (with its category
         ids). ``kwargs`` go to the constructor (e.g. ``unknown_category_id``, ``encoder``); the prompt template is
         the checkpoint's config's unless given."""
-        (model, config, trained), device, dtype = load_for_inference("detection", path, device, precision,
+        (model, config, trained), device, dtype = load_for_inference(load, path, device, precision,
                                                                     with_vocabulary=True)
         if vocabulary is None:
             if trained is None:
@@ -299,8 +302,8 @@ class DetectorPredictor:
         return results
 
     def to_coco(self, results: list[dict[str, Any]], image_ids: Sequence[int]) -> list[dict[str, Any]]:
-        """COCO results of per-frame results (:func:`coco_results`)."""
-        return coco_results(results, image_ids)
+        """COCO results of per-frame results, each naming its category (:func:`coco_results` with ``names``)."""
+        return coco_results(results, image_ids, names=True)
 
     def draw(self, frame: np.ndarray, result: dict[str, Any], min_score: float = 0.3) -> np.ndarray:
         """``frame`` uint8 [H, W, 3] RGB with the detections drawn; detections under ``min_score`` are left out.
@@ -338,3 +341,6 @@ def _dashed_rectangle(canvas: np.ndarray, p0: tuple[int, int], p1: tuple[int, in
             f0, f1 = start / max(length, 1), end / max(length, 1)
             cv2.line(canvas, (round(a[0] + (b[0] - a[0]) * f0), round(a[1] + (b[1] - a[1]) * f0)),
                      (round(a[0] + (b[0] - a[0]) * f1), round(a[1] + (b[1] - a[1]) * f1)), colour, 1)
+
+#: the task's predictor (the registry's fixed name, vision.tasks.PARTS)
+Predictor = DetectorPredictor

@@ -6,7 +6,8 @@ One conversion for :class:`~vision.detection.predictor.DetectorPredictor` and fo
 - :func:`label_detections`: one image's :meth:`OOVDetector.postprocess` output -> the predictor's result (boxes
   XYXY scaled to the image's pixels, names and COCO category ids of the vocabulary, :data:`UNKNOWN_NAME` /
   ``unknown_category_id`` for objects rejected as out of vocabulary);
-- :func:`coco_results`: per-image results -> COCO detection results ``{image_id, category_id, bbox XYWH, score}``;
+- :func:`coco_results`: per-image results -> COCO detection results ``{image_id, category_id, bbox XYWH, score}``
+  (with ``names``: also ``category_name``, the vocabulary's name, so that the results say what their ids mean);
 - :func:`image_results`: a batch's detections at the model's input size -> ``(image_id, COCO results)`` per image in
   the pixels of the split's images, what the module's steps hand the evaluator and the results writer.
 """
@@ -21,7 +22,7 @@ import torch
 
 from vision.detection.model import UNKNOWN_LABEL
 
-__all__ = ["UNKNOWN_CATEGORY_ID", "UNKNOWN_NAME", "coco_results", "image_results", "label_detections"]
+__all__ = ["to_results", "UNKNOWN_CATEGORY_ID", "UNKNOWN_NAME", "coco_results", "image_results", "label_detections"]
 
 #: COCO category id written for OOV ("unknown") detections.
 UNKNOWN_CATEGORY_ID = 1000
@@ -47,16 +48,25 @@ def label_detections(detections: dict[str, torch.Tensor], vocabulary: Sequence[s
     }
 
 
-def coco_results(results: Sequence[dict[str, Any]], image_ids: Sequence[int]) -> list[dict[str, Any]]:
+def coco_results(results: Sequence[dict[str, Any]], image_ids: Sequence[int],
+                 names: bool = False) -> list[dict[str, Any]]:
     """Per-image results (:func:`label_detections`) -> COCO detection results ``[{image_id, category_id,
-    bbox XYWH px (rounded to 1e-3), score (rounded to 1e-5)}]``, OOV detections under their unknown category id."""
+    bbox XYWH px (rounded to 1e-3), score (rounded to 1e-5)}]``, OOV detections under their unknown category id.
+    With ``names`` each result also carries ``category_name``: its vocabulary name (:data:`UNKNOWN_NAME` for OOV),
+    by which ``vision-evaluate`` scores it under the split's id of that name
+    (:func:`vision.evaluation.tasks.detection.named_category_ids`); the ids of a vocabulary given at inference
+    are its positions 1..K, which mean nothing to a split."""
     out = []
     for image_id, res in zip(image_ids, results):
-        for box, score, cid in zip(res["boxes"], res["scores"], res["category_ids"]):
+        labels = res["labels"] if names else [None] * len(res["category_ids"])
+        for box, score, cid, label in zip(res["boxes"], res["scores"], res["category_ids"], labels):
             x0, y0, x1, y1 = (float(v) for v in box)
-            out.append({"image_id": int(image_id), "category_id": int(cid),
-                        "bbox": [round(x0, 3), round(y0, 3), round(x1 - x0, 3), round(y1 - y0, 3)],
-                        "score": round(float(score), 5)})
+            record = {"image_id": int(image_id), "category_id": int(cid)}
+            if names:
+                record["category_name"] = label
+            record["bbox"] = [round(x0, 3), round(y0, 3), round(x1 - x0, 3), round(y1 - y0, 3)]
+            record["score"] = round(float(score), 5)
+            out.append(record)
     return out
 
 
@@ -81,3 +91,6 @@ def image_results(detections: Sequence[dict[str, torch.Tensor]], image_ids: Sequ
                                   (float(image["width"]) / w, float(image["height"]) / h))
         pairs.append((int(image_id), coco_results([result], [int(image_id)])))
     return pairs
+
+#: model outputs -> the task's results (the registry's fixed name, vision.tasks.PARTS)
+to_results = image_results

@@ -23,16 +23,18 @@ from typing import ClassVar, Literal, NamedTuple, overload
 
 import torch
 
-from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
+from vision.checkpoint import load_weights, read_task_checkpoint
 from vision.detection.model import OOVDetector
 from vision.detection.vocabulary import DEFAULT_TEMPLATE
 from vision.errors import DataError
+from vision.export.model_card import model_card
 from vision.geometry.model import BACKBONE_CONFIGS
 from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size, check_patch_embed_weights
 from vision.model_folder import ModelFolder, write_model_folder
+from vision.task_config import TaskConfig, checked
 from vision.text import TEXT_DIM
 
-__all__ = ["DetectionConfig", "TrainingVocabulary", "build_model", "load", "save"]
+__all__ = ["Config", "DetectionConfig", "TrainingVocabulary", "build_model", "load", "save"]
 
 
 @dataclasses.dataclass
@@ -193,4 +195,7 @@ def save(model: OOVDetector, config: DetectionConfig | dict | None, folder: str 
     hparams = {} if vocabulary is None else {"class_names": list(vocabulary.class_names),
                                              "category_ids": list(vocabulary.category_ids)}
     return write_model_folder(ModelFolder("detection", config.to_dict(), {"model": model.state_dict()}, hparams),
-                              folder, overwrite=overwrite)
+                              folder, overwrite=overwrite, card=model_card)
+
+#: the task's config class (the registry's fixed name, vision.tasks.PARTS)
+Config = DetectionConfig

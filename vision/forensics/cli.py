@@ -1,5 +1,5 @@
 """``vision-predict --task forensics``: the forensic detector on a video (or images as frames), with its evidence
-graph (the registry's ``predict`` of the forensics task).
+graph (the registry's ``run`` of the forensics task, :data:`vision.tasks.PARTS`).
 
   vision-predict --task forensics --ckpt CKPT VIDEO [--out DIR]
       -> DIR/report.json + DIR/report.html
@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["run_forensics"]
+__all__ = ["run"]
 
 
-def run_forensics(args: argparse.Namespace, out: Path) -> None:
+def run(args: argparse.Namespace, out: Path) -> None:
     from vision.cli.batch import loaded
     from vision.cli.inputs import load_input, print_notes
     from vision.forensics.predictor import ForensicsPredictor, analyze_to_report

@@ -16,7 +16,7 @@ epoch-end hook) holds the calibration that produced the logged figures. ``test``
 checkpoint's own threshold and prints the table (:func:`vision.evaluation.forensics.format_forensics`, the
 threshold in full); ``predict`` returns ``(video_id, [{video_id, score, verdict}])``
 (:func:`vision.forensics.results.results_of`)
-pairs for :class:`vision.training.writer.ResultsWriter` and prints the threshold that ``tools/evaluate.py
+pairs for :class:`vision.training.writer.ResultsWriter` and prints the threshold that ``vision evaluate
 --task forensics --threshold T`` scores them at (to the figures ``test`` prints).
 Results: ``score`` = calibrated probability of generated; ``verdict`` = ``generated`` when ``score >= threshold``,
 else ``real`` (the detector's decision; the evidence-graph verdict of a single video is
@@ -52,7 +52,7 @@ from vision.forensics.task import DEFAULT_TOOLS, ForensicsConfig, build_backbone
 from vision.forensics.tools import build_tools, feature_names
 from vision.training.evaluator import TaskEvaluator, log_losses
 
-__all__ = ["ForensicFeatureDataModule", "ForensicsModule", "FeatureDataset"]
+__all__ = ["Module", "ForensicFeatureDataModule", "ForensicsModule", "FeatureDataset"]
 
 
 class FeatureDataset(Dataset):
@@ -381,9 +381,12 @@ class ForensicsModule(L.LightningModule):
         if self.trainer.is_global_zero:
             threshold = float(self.model.threshold)
             print(f"forensics: a score >= {threshold!r} is generated (the checkpoint's threshold, fixed on real "
-                  f"validation videos); score the results with tools/evaluate.py --task forensics "
+                  f"validation videos); score the results with vision evaluate --task forensics "
                   f"--threshold {threshold!r}")
 
     def configure_optimizers(self) -> Any:
         return torch.optim.AdamW(self.model.parameters(), lr=self.hparams.lr,
                                  weight_decay=self.hparams.weight_decay)
+
+#: the task's LightningModule (the registry's fixed name, vision.tasks.PARTS)
+Module = ForensicsModule

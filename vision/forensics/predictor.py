@@ -34,11 +34,11 @@ from vision.forensics.model import ForensicDetector, feature_matrix
 from vision.forensics.report import write_report
 from vision.forensics.statistics import (VERDICT_ALPHA, combine, explain, p_values, score_p_value, verdict_of,
                                          z_scores)
-from vision.forensics.task import ForensicsConfig
+from vision.forensics.task import ForensicsConfig, load
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
 
-__all__ = ["ForensicsPredictor", "MIN_TEST_FOOTAGE", "analyze_to_report", "public_report", "self_tests", "timing_of"]
+__all__ = ["Predictor", "ForensicsPredictor", "MIN_TEST_FOOTAGE", "analyze_to_report", "public_report", "self_tests", "timing_of"]
 
 
 #: Camera videos a checkpoint's real nulls must span before the tests' verdict becomes the headline verdict (with
@@ -146,7 +146,7 @@ class ForensicsPredictor:
         on ``device`` (``"auto"`` and the other names of :func:`vision.device.resolve_device`; through
         :func:`vision.forensics.task.load` with ``with_backbone=True`` and :func:`vision.device.load_for_inference`;
         a missing, unreadable or foreign file is a ``DataError`` naming it), run in ``precision``."""
-        (detector, config, backbone), device, dtype = load_for_inference("forensics", path, device, precision,
+        (detector, config, backbone), device, dtype = load_for_inference(load, path, device, precision,
                                                                         with_backbone=True)
         return cls(detector, config, backbone, device=device, precision=dtype)
 
@@ -274,3 +274,6 @@ def analyze_to_report(ckpt: str | Path | ForensicsPredictor, video: str | Path |
     report = predictor.analyze(video, max_pixels=max_pixels)
     paths = write_report(public_report(report), report["_clip"], report["_extras"], out_dir)
     return {"verdict": report["verdict"]["verdict"], "probability": report["verdict"]["probability"], **paths}
+
+#: the task's predictor (the registry's fixed name, vision.tasks.PARTS)
+Predictor = ForensicsPredictor

@@ -24,16 +24,18 @@ from typing import ClassVar, Literal, overload
 
 import torch
 
-from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
+from vision.checkpoint import load_weights, read_task_checkpoint
 from vision.errors import DataError, InputError
+from vision.export.model_card import model_card
 from vision.forensics.model import ForensicDetector
 from vision.forensics.statistics import VERDICT_ALPHA, VERDICT_REAL_P
 from vision.forensics.tools import CLASSICAL_TOOLS, TOOL_NAMES, build_tools, feature_names
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone
 from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
 from vision.model_folder import ModelFolder, write_model_folder
+from vision.task_config import TaskConfig, checked
 
-__all__ = ["ForensicsConfig", "DEFAULT_TOOLS", "BACKBONE_PREFIX", "build_model", "build_backbone",
+__all__ = ["Config", "ForensicsConfig", "DEFAULT_TOOLS", "BACKBONE_PREFIX", "build_model", "build_backbone",
            "load_geometry_backbone", "load", "save"]
 
 #: where a forensic checkpoint keeps the frozen geometry backbone's weights (``ForensicsModule.backbone``)
@@ -220,4 +222,12 @@ def save(model: ForensicDetector, config: ForensicsConfig | dict | None, folder:
     weights = {"model": model.state_dict()}
     if backbone is not None:
         weights[BACKBONE_PREFIX.rstrip(".")] = backbone.state_dict()
-    return write_model_folder(ModelFolder("forensics", config.to_dict(), weights), folder, overwrite=overwrite)
+    return write_model_folder(ModelFolder("forensics", config.to_dict(), weights), folder, overwrite=overwrite,
+                              card=model_card)
+
+#: the task's config class (the registry's fixed name, vision.tasks.PARTS)
+Config = ForensicsConfig
+
+#: the top-level checkpoint key (plain data) its model folder keeps besides the config and weights: the geometry
+#: backbone's config the features were measured with
+FOLDER_EXTRAS: tuple[str, ...] = ("forensics_backbone",)

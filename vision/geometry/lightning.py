@@ -55,7 +55,7 @@ from vision.geometry.weights import load_backbone
 from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import decay_param_groups, warmup_cosine
 
-__all__ = ["GeometryModule"]
+__all__ = ["Module", "GeometryModule"]
 
 
 class GeometryModule(L.LightningModule):
@@ -203,3 +203,6 @@ def _real_depth_frames(path: str | None, weight: float, batch: int, image_size: 
     if batch > len(frames):
         raise InputError(f"GeometryModule.real_depth_batch={batch} is more than the {len(frames)} frames of {path}")
     return frames
+
+#: the task's LightningModule (the registry's fixed name, vision.tasks.PARTS)
+Module = GeometryModule

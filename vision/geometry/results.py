@@ -1,7 +1,7 @@
 """The geometry model's outputs as the task's results, and the evaluation of a model on a split through them.
 
 :func:`clip_results` turns the model's outputs on a batch of clips into the geometry task's results (one entry per
-image of each clip, format: :func:`vision.evaluation.results.validate_geometry_results`), keyed by the clip's image
+image of each clip, format: :func:`vision.evaluation.tasks.geometry.validate_geometry_results`), keyed by the clip's image
 ids: what ``GeometryModule``'s validation, test and predict steps collect and ``tools/train.py predict`` writes.
 :func:`evaluate_geometry` runs a model over a split without a Trainer and scores the results with
 :func:`vision.evaluation.evaluate.evaluate` (task ``"geometry"``): the figures ``tools/train.py test`` prints for the
@@ -33,7 +33,7 @@ from vision.geometry.matching import pose_from_matches
 from vision.geometry.rays import rays_to_cameras
 from vision.geometry.task import GeometryModel
 
-__all__ = ["clip_results", "evaluate_geometry", "model_cameras"]
+__all__ = ["to_results", "clip_results", "evaluate_geometry", "model_cameras"]
 
 
 def _match_extrinsics(model: GeometryModel, outputs: dict[str, Any]) -> torch.Tensor:
@@ -115,3 +115,6 @@ def evaluate_geometry(model: GeometryModel, split_path: str | Path, views: int =
         results += [entry for _, entries in clip_results(model, outputs, batch["image_ids"]) for entry in entries]
     model.train(was_training)
     return evaluate(split_path, results, "geometry", **options)
+
+#: model outputs -> the task's results (the registry's fixed name, vision.tasks.PARTS)
+to_results = clip_results

@@ -26,16 +26,17 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from vision.checkpoint import (TaskConfig, checked, load_weights, read_model, read_task_checkpoint,
-                               task_checkpoint_parts)
+from vision.checkpoint import load_weights, read_model, read_task_checkpoint, task_checkpoint_parts
 from vision.errors import DataError, InputError
+from vision.export.model_card import model_card
 from vision.geometry.matching import MatchProjection
 from vision.geometry.model import BACKBONE_CONFIGS, GeometryBackbone, create_backbone
 from vision.geometry.patch_embed import build_patch_embed
 from vision.geometry.solver import CameraSolver
-from vision.model_folder import ModelFolder, write_model_folder
+from vision.model_folder import ModelFolder, one_task, write_model_folder
+from vision.task_config import TaskConfig, checked
 
-__all__ = ["GeometryConfig", "GeometryModel", "MAX_IMAGE_SIZE", "check_image_size", "check_patch_embed_weights",
+__all__ = ["Config", "GeometryConfig", "GeometryModel", "MAX_IMAGE_SIZE", "check_image_size", "check_patch_embed_weights",
            "backbone_of_checkpoint", "build_model", "load", "save", "read_backbone_checkpoint"]
 
 #: The largest square input side a task config takes: the backbone's position grid, its feature maps and the
@@ -44,7 +45,7 @@ MAX_IMAGE_SIZE = 2048
 
 
 def check_image_size(config: TaskConfig, size: str, field: str = "image_size") -> None:
-    """Refuse ``config.<field>`` (:meth:`~vision.checkpoint.TaskConfig.field_error`) unless it is a multiple of the
+    """Refuse ``config.<field>`` (:meth:`~vision.task_config.TaskConfig.field_error`) unless it is a multiple of the
     patch size of the backbone size ``size`` (a key of :data:`BACKBONE_CONFIGS`): the one rule every task's input
     size follows."""
     patch = int(BACKBONE_CONFIGS[size]["patch_size"])
@@ -188,7 +189,7 @@ def save(model: GeometryModel, config: GeometryConfig | dict | None, folder: str
     reads; see :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``."""
     config = GeometryConfig.from_value(config)
     return write_model_folder(ModelFolder("geometry", config.to_dict(), {"model": model.state_dict()}), folder,
-                              overwrite=overwrite)
+                              overwrite=overwrite, card=model_card)
 
 
 def read_backbone_checkpoint(checkpoint: str | Path, map_location: Any = "cpu"
@@ -197,7 +198,8 @@ def read_backbone_checkpoint(checkpoint: str | Path, map_location: Any = "cpu"
     of :class:`~vision.geometry.model.GeometryBackbone` (``aggregator.*``, ``camera_head.*``, ``depth_head.*``,
     ``point_head.*``) as the tasks that start from it build it: the ray head (``GeometryConfig.ray_head``,
     ``ray_head.*``) is left out. A checkpoint without them is a :class:`DataError` naming the file."""
-    return backbone_of_checkpoint(read_model(checkpoint, map_location=map_location), checkpoint)
+    raw = read_model(checkpoint, map_location=map_location, config_of=one_task(GeometryConfig))
+    return backbone_of_checkpoint(raw, checkpoint)
 
 
 def backbone_of_checkpoint(checkpoint: dict, path: str | Path) -> tuple[GeometryConfig, dict[str, torch.Tensor]]:
@@ -209,3 +211,6 @@ def backbone_of_checkpoint(checkpoint: dict, path: str | Path) -> tuple[Geometry
         raise DataError("not a geometry checkpoint of this version (no weights under 'model.backbone.')",
                         file=path, field="state_dict")
     return config, backbone
+
+#: the task's config class (the registry's fixed name, vision.tasks.PARTS)
+Config = GeometryConfig

@@ -32,6 +32,7 @@ from torch import nn
 
 from vision.checkpoint import read_model
 from vision.errors import DataError
+from vision.model_folder import one_task
 
 __all__ = ["BackboneFile", "BackboneLoad", "components_of", "load_backbone", "read_backbone_file"]
 
@@ -66,7 +67,7 @@ def read_backbone_file(path: str | Path, backbone: nn.Module) -> BackboneFile:
     """Read a weights file once (a geometry checkpoint, or VGGT-format weights: VGGT's names are the backbone's own
     apart from the DINOv2 patch embed). ``backbone`` decides how a DINOv2 patch embed converts."""
     from vision.geometry.patch_embed import read_state_dict, state_dict_of
-    from vision.geometry.task import backbone_of_checkpoint
+    from vision.geometry.task import GeometryConfig, backbone_of_checkpoint
     from vision.geometry.vggt_keys import convert_vggt_state_dict
 
     path = Path(path)
@@ -75,7 +76,7 @@ def read_backbone_file(path: str | Path, backbone: nn.Module) -> BackboneFile:
     if path.suffix == ".safetensors" and path.is_file():
         state = read_state_dict(path)
     else:
-        raw = read_model(path)  # a checkpoint file or a model folder
+        raw = read_model(path, config_of=one_task(GeometryConfig))  # a checkpoint file or a geometry model folder
         if isinstance(raw, Mapping) and "hyper_parameters" in raw:
             config, weights = backbone_of_checkpoint(raw, path)
             return BackboneFile("geometry checkpoint", weights, [], config, path)

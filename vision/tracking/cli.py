@@ -1,6 +1,6 @@
 """``vision-predict --task tracking``: G2TAM on a video, an image or a folder of images, from point, box, text or
-``--prompt`` lines (the registry's ``predict``, ``predict_flags`` and ``predict_check`` of the tracking task; the
-stream runner is :mod:`vision.cli.stream`).
+``--prompt`` lines, and a live stream (the registry's ``run``, ``add_flags``, ``check``, ``stream`` and ``USAGE``
+of the tracking task, :data:`vision.tasks.PARTS`).
 
   vision-predict --task tracking --ckpt CKPT INPUT --view 0 --points "120,80;140,90" --labels "1,0"
                  [--box "x0,y0,x1,y1"] [--text "the red mug"] [--solve-cameras] [--out DIR]
@@ -13,14 +13,23 @@ stream runner is :mod:`vision.cli.stream`).
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from vision.data.io import MAX_WORKING_PIXELS, fit_within
 
 from vision.errors import InputError
 
-__all__ = ["tracking_flags", "check_tracking", "tracking_prompts", "tracker_options", "run_tracking"]
+__all__ = ["USAGE", "add_flags", "check", "tracking_prompts", "tracker_options", "run", "stream"]
+
+#: what `vision-predict --task tracking --ckpt FOLDER` needs besides the input (the model card's example)
+USAGE = "--points 'x,y'"
 
 
-def tracking_flags(group: argparse._ArgumentGroup) -> None:
+def add_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--view", type=int, default=0, help="the frame the prompt is drawn on")
     group.add_argument("--points", help="'x,y;x,y' pixels")
     group.add_argument("--labels", help="'1,0' (1 positive, 0 negative), one per point")
@@ -40,7 +49,7 @@ def tracking_flags(group: argparse._ArgumentGroup) -> None:
                             "(see vision/tracking/prompt_text.py)")
 
 
-def check_tracking(args: argparse.Namespace) -> None:
+def check(args: argparse.Namespace) -> None:
     """The presence threshold is a probability and the carried points a count >= 1."""
     if not 0.0 <= args.presence_threshold <= 1.0:  # NaN fails this too
         raise InputError(f"--presence-threshold must be a probability in [0, 1], got {args.presence_threshold}")
@@ -63,7 +72,7 @@ def tracker_options(args: argparse.Namespace) -> dict:
     return options
 
 
-def run_tracking(args: argparse.Namespace, out: Path) -> None:
+def run(args: argparse.Namespace, out: Path) -> None:
     from vision.cli.batch import loaded
     from vision.cli.inputs import load_input, print_notes, progress_bar
     from vision.tracking.export import track_and_export
@@ -89,3 +98,66 @@ def run_tracking(args: argparse.Namespace, out: Path) -> None:
     print("wrote " + ", ".join(str(p) for p in written))
     for obj_id in export.empty:
         print(f"object {obj_id} was not found in any frame: no .ply written for it")
+
+
+def stream(args: argparse.Namespace, out: Path) -> None:
+    """Track ``args.input[0]`` as a stream into ``out``: ``vision-predict --task tracking --stream SOURCE``.
+
+    SOURCE is anything :func:`vision.data.stream.open_stream` opens: a video file, a URL (``rtsp://``, ``http://``,
+    ``udp://``), a capture device (``/dev/video0 --stream-format v4l2``), a FIFO another program writes a stream into,
+    or with ``--follow`` a file still being written (MPEG-TS, Matroska, fragmented MP4). The prompts are those of ``vision-predict --task tracking`` (on frames
+    counted from the stream's first). Frames are tracked causally in windows (:class:`vision.tracking.stream.
+    TrackerStream`, bounded memory) and written as they come:
+    
+    - ``results.jsonl``: one line per frame as soon as it is tracked, ``{"image_id": frame + 1, "results": [COCO-video
+      results of that frame, RLE masks at the source's size]}``, flushed line by line (readable while the stream runs);
+    - ``annotated.mp4``: the frames (downscaled to at most :data:`~vision.data.io.MAX_WORKING_PIXELS`) with the masks
+      drawn, encoded as they come.
+    
+    ``--max-frames`` stops after that many frames. The run ends when the source ends (for ``--follow``, when the file
+    has not grown for 5 seconds; for a FIFO, when its writer closes it or sends nothing for 5 seconds). A source that
+    ends before its first frame (a followed file that stops growing, a FIFO nobody writes to) is one ``error:`` line
+    naming it and the cause, and nothing is left in ``--out``.
+    """
+    from tqdm import tqdm
+
+    from vision.data.resize import resize_image
+    from vision.data.stream import open_stream
+    from vision.data.video import write_video
+    from vision.tracking.export import overlay_masks
+    from vision.tracking.predictor import TrackerPredictor
+    from vision.tracking.results import mask_result
+    from vision.tracking.stream import TrackerStream
+
+    prompts = tracking_prompts(args)
+    source = args.input[0]
+    live = open_stream(source, fmt=args.stream_format, follow=args.follow, max_pixels=args.max_pixels)
+    predictor = TrackerPredictor.from_checkpoint(args.ckpt, presence_threshold=args.presence_threshold,
+                                                 device=args.device, precision=args.precision,
+                                                 **tracker_options(args))
+    tracker = TrackerStream(predictor, live.height, live.width)
+    for spec in prompts:
+        tracker.add_prompt(obj_id=spec.obj_id, mask=None, **spec.arrays())
+    work = fit_within(live.width, live.height, MAX_WORKING_PIXELS)
+    received: dict[int, np.ndarray] = {}  # frames waiting for their window's result (at most one window)
+
+    def frames() -> Iterator[np.ndarray]:
+        for frame in live.frames(max_frames=args.max_frames):
+            received[tracker.num_received] = frame if work == (live.width, live.height) else resize_image(frame, work)
+            yield frame
+
+    results_path = out / "results.jsonl"
+    done = [0]
+    with open(results_path, "w") as log, tqdm(desc="streaming", unit="frame", disable=None) as bar:
+        def drawn() -> Iterator[np.ndarray]:
+            for step in tracker.track(frames()):
+                results = [mask_result(1, obj_id, step.view + 1, mask, score)
+                           for obj_id, mask, score in zip(step.obj_ids, step.masks, step.scores)]
+                log.write(json.dumps({"image_id": step.view + 1, "results": results}) + "\n")
+                log.flush()
+                done[0] += 1
+                bar.update(1)
+                yield overlay_masks(received.pop(step.view), step.masks, step.obj_ids)
+
+        write_video(out / "annotated.mp4", drawn(), fps=live.fps or 10.0, crf=23, preset="veryfast")
+    print(f"tracked {done[0]} frames of {source}; wrote {results_path} and {out / 'annotated.mp4'}")

@@ -73,7 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         from vision.checkpoint import load_weights, read_model
-        from vision.model_folder import folder_of_checkpoint, write_model_folder
+        from vision.export.from_checkpoint import folder_of_checkpoint
+        from vision.export.model_card import model_card
+        from vision.export.task_detection import registered_config
+        from vision.model_folder import write_model_folder
         from vision.tracking import task
         from vision.tracking.light_points import fit_light_points, light_point_error
 
@@ -83,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.videos < 1 or args.window < 2 or not args.ridge >= 0:
             raise InputError(f"need --videos >= 1, --window >= 2, --ridge >= 0; got {args.videos}, {args.window}, "
                              f"{args.ridge}")
-        folder = folder_of_checkpoint(read_model(args.ckpt), args.ckpt, task="tracking")
+        folder = folder_of_checkpoint(read_model(args.ckpt, config_of=registered_config), args.ckpt, task="tracking")
         config = task.TrackingConfig.from_value(folder.config, file=args.ckpt)
         if config.architecture != "g2tam":
             raise InputError(f"{args.ckpt} is a {config.architecture!r} tracker; light point maps are G2TAM's")
@@ -112,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder = dataclasses.replace(folder, config=config.replace(tracking_points="light").to_dict(),
                                      weights={**folder.weights, "model": light.state_dict()},
                                      training={**folder.training, "light_points": fit})
-        write_model_folder(folder, args.out, overwrite=args.overwrite)
+        write_model_folder(folder, args.out, overwrite=args.overwrite, card=model_card)
         print(f"wrote the tracking model folder {args.out} (tracking_points: light)")
     except VisionError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -47,7 +47,7 @@ from vision.tracking.task import TrackingConfig, build_model
 from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import warmup_cosine
 
-__all__ = ["TrackingModule", "EVAL_PROMPT_TYPES", "ground_truth_points"]
+__all__ = ["Module", "TrackingModule", "EVAL_PROMPT_TYPES", "ground_truth_points"]
 
 #: the prompt types validation and test report (the figures of benchmarks/bench_tracking.py)
 EVAL_PROMPT_TYPES: tuple[str, ...] = ("point", "box", "text")
@@ -326,3 +326,6 @@ class TrackingModule(L.LightningModule):
         opt = torch.optim.AdamW(param_groups, lr=lr)
         total = int(self.trainer.estimated_stepping_batches) if self._trainer is not None else 1000
         return warmup_cosine(opt, lr, self.hparams.warmup_steps, total)
+
+#: the task's LightningModule (the registry's fixed name, vision.tasks.PARTS)
+Module = TrackingModule

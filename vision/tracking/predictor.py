@@ -50,8 +50,9 @@ from vision.tracking.memory3d import ObjectMemory, update_memory
 from vision.tracking.propagation import WindowDecoder, propagation_views, windows
 from vision.tracking.session import (ObjectPrompt, TrackerState, as_int, known_world_points, object_prompt,
                                      set_known_geometry)
+from vision.tracking.task import load
 
-__all__ = ["OBJECT_BUCKET", "TrackerPredictor", "TrackerState", "ObjectPrompt"]
+__all__ = ["Predictor", "OBJECT_BUCKET", "TrackerPredictor", "TrackerState", "ObjectPrompt"]
 
 #: objects per decoder call by default (:class:`TrackerPredictor`'s ``object_bucket``)
 OBJECT_BUCKET: int | None = 16
@@ -128,7 +129,7 @@ class TrackerPredictor:
         (``"auto"`` and the other names of :func:`vision.device.resolve_device`), run in ``precision``;
         ``image_size`` rebuilds the model for another input size; the text encoder defaults to the checkpoint's
         (``config.text_encoder``); other keyword arguments go to the constructor."""
-        (model, config), device, dtype = load_for_inference("tracking", path, device, precision,
+        (model, config), device, dtype = load_for_inference(load, path, device, precision,
                                                            image_size=image_size)
         kwargs.setdefault("text_encoder", config.text_encoder)
         return cls(model, device=device, precision=dtype, **kwargs)
@@ -291,3 +292,6 @@ class TrackerPredictor:
             else:
                 masks, prob = decoder.decode(encoded, prompts)
         return masks.cpu().numpy(), prob.float().cpu().numpy()
+
+#: the task's predictor (the registry's fixed name, vision.tasks.PARTS)
+Predictor = TrackerPredictor

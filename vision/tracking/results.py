@@ -1,7 +1,7 @@
 """The tracker's propagated masks as the task's results: COCO-video results, one per (track, frame).
 
 A result is ``{video_id, track_id, image_id, segmentation (RLE at the image's size), score (presence probability)
-[, prompt_type]}`` (format: :func:`vision.evaluation.results.validate_tracking_results`); what the tracking
+[, prompt_type]}`` (format: :func:`vision.evaluation.tasks.tracking.validate_tracking_results`); what the tracking
 protocol (:mod:`vision.tracking.inference`) scores and writes.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from vision.data.masks import encode_mask
 
-__all__ = ["mask_result", "propagated_results"]
+__all__ = ["to_results", "mask_result", "propagated_results"]
 
 
 def mask_result(video_id: int, track_id: int, image_id: int, mask: np.ndarray, score: float,
@@ -34,3 +34,6 @@ def propagated_results(propagated: Iterable[tuple[int, Sequence[int], Sequence[n
     return [mask_result(video_id, obj_id, image_ids[view], mask, score, prompt_type)
             for view, obj_ids, masks, scores in propagated
             for obj_id, mask, score in zip(obj_ids, masks, scores)]
+
+#: model outputs -> the task's results (the registry's fixed name, vision.tasks.PARTS)
+to_results = propagated_results

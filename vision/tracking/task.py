@@ -17,15 +17,17 @@ from pathlib import Path
 
 import torch
 
-from vision.checkpoint import TaskConfig, checked, load_weights, read_task_checkpoint
+from vision.checkpoint import load_weights, read_task_checkpoint
+from vision.export.model_card import model_card
 from vision.geometry.model import BACKBONE_CONFIGS
 from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size, check_patch_embed_weights
 from vision.model_folder import ModelFolder, write_model_folder
+from vision.task_config import TaskConfig, checked
 from vision.text import TEXT_DIM, TEXT_ENCODERS
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import DECODER_STYLES, G2TAM, TRACKING_POINTS
 
-__all__ = ["ARCHITECTURES", "TrackingConfig", "build_model", "load", "save"]
+__all__ = ["Config", "ARCHITECTURES", "TrackingConfig", "build_model", "load", "save"]
 
 ARCHITECTURES: tuple[str, ...] = ("g2tam", "memory_bank")
 
@@ -144,4 +146,7 @@ def save(model: G2TAM | MemoryBankTracker, config: TrackingConfig | dict | None,
     reads; see :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``."""
     config = TrackingConfig.from_value(config)
     return write_model_folder(ModelFolder("tracking", config.to_dict(), {"model": model.state_dict()}), folder,
-                              overwrite=overwrite)
+                              overwrite=overwrite, card=model_card)
+
+#: the task's config class (the registry's fixed name, vision.tasks.PARTS)
+Config = TrackingConfig
