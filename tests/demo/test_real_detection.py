@@ -1,4 +1,5 @@
-"""The demo with a detector trained on real frames (vision/demo/handlers.py, app.py, examples.py): which checkpoint
+"""The demo with a detector trained on real frames (vision/demo/handlers.py, app.py, examples.py, and the Detect
+and concept handlers, vision/detection/demo_handlers.py and vision/concept/demo_handlers.py): which checkpoint
 answers Detect and the phrases of Track, the lines that say which model answered and what the masks are, and the
 real example clip. The detector is an untrained tiny one recorded as trained on teacher-labelled real frames; the
 text encoder is the tests' hashed stand-in."""
@@ -14,7 +15,9 @@ import pytest
 from tests.concept.conftest import hashed_text
 from tests.concept.test_detector_only import write_detection_checkpoint
 from vision.data.video import read_video, write_video
-from vision.demo.handlers import REAL_DETECTION_CKPT, DemoConfig, Models, run_concept, run_detection
+from vision.concept.demo_handlers import run_concept
+from vision.demo.handlers import REAL_DETECTION_CKPT, DemoConfig, Models
+from vision.detection.demo_handlers import run_detection
 from vision.errors import InputError
 
 

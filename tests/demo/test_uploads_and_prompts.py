@@ -1,4 +1,5 @@
-"""Demo helpers without a model: upload checks, click-to-prompt, prompt drawing, the evidence graph picture."""
+"""Demo helpers without a model: upload checks, the evidence graph picture, the configuration's limits and
+checkpoints."""
 
 import cv2
 import numpy as np
@@ -6,10 +7,8 @@ import pytest
 
 from vision.data.video import write_video
 from vision.demo.graph import draw_evidence_graph
-from vision.demo.handlers import click_prompt, draw_prompts, parse_vocabulary
 from vision.demo.uploads import check_file, load_media
 from vision.errors import InputError, VideoError
-from vision.tracking.export import object_colour
 
 
 def _frames(t=5, h=24, w=32):
@@ -35,7 +34,7 @@ def test_upload_checks_name_the_problem(tmp_path):
 
 
 def test_images_of_every_accepted_kind_load_tiff_included(tmp_path):
-    """The demo accepts the image kinds of vision.data.io.IMAGE_SUFFIXES, the same as tools/predict.py."""
+    """The demo accepts the image kinds of vision.data.io.IMAGE_SUFFIXES, the same as vision predict."""
     frames = _frames(t=2)
     paths = [tmp_path / "a.tif", tmp_path / "b.png"]
     for path, frame in zip(paths, frames):
@@ -57,31 +56,6 @@ def test_frame_caps_are_reported(tmp_path):
     media = load_media(images, max_frames=2, max_mb=10)
     assert media.frames.shape == (2, 24, 32, 3) and not media.is_video and media.name == "0.png"
     assert "4 images were given; the first 2 by name are used" == media.note
-
-
-def test_clicks_make_prompt_lines_and_boxes_take_two_clicks():
-    lines, pending = click_prompt("", "positive", 1, 2, 10.4, 5.6, None)
-    assert lines == "object 1 frame 2 positive 10,6" and pending is None
-    lines, pending = click_prompt(lines, "negative", 1, 2, 3, 4, None)
-    lines, pending = click_prompt(lines, "box", 2, 2, 20, 18, None)
-    assert pending == [20, 18] and lines.count("\n") == 1  # first corner only
-    lines, pending = click_prompt(lines, "box", 2, 2, 4, 6, pending)
-    assert pending is None and lines.splitlines()[-1] == "object 2 frame 2 box 4,6,20,18"
-    with pytest.raises(InputError, match="click mode"):
-        click_prompt(lines, "lasso", 1, 0, 1, 1, None)
-
-
-def test_prompts_are_drawn_on_their_frame_in_the_object_colour():
-    frame = np.zeros((40, 60, 3), np.uint8)
-    lines = "object 1 frame 0 positive 10,10\nobject 2 frame 0 box 30,5,50,30\nobject 3 frame 1 positive 5,5"
-    drawn = draw_prompts(frame, lines, view=0)
-    assert tuple(drawn[10, 10]) == object_colour(1)
-    assert tuple(drawn[5, 40]) == object_colour(2)  # the box's top edge
-    assert not drawn[5, 5].any()  # object 3 is prompted on frame 1, not drawn here
-    assert (draw_prompts(frame, "object 1 frame 0 positive nonsense", 0) == frame).all()  # bad text: no drawing
-    assert parse_vocabulary(" mug, chair;lamp\n") == ["mug", "chair", "lamp"]  # the demo reads the one rule
-    with pytest.raises(InputError, match="vocabulary is empty"):
-        parse_vocabulary(" \n ")
 
 
 def test_evidence_graph_picture():
@@ -148,20 +122,6 @@ def test_uploads_over_the_working_size_are_downscaled_and_over_the_cap_refused(t
 def test_a_truncated_upload_is_refused_though_only_its_first_frames_are_used(tmp_path):
     with pytest.raises(VideoError, match=r"tenth\.mp4: .*declares 100 frames but only \d+ could be read"):
         load_media([_cut_to_a_tenth(tmp_path)], max_frames=3, max_mb=10)
-
-
-def test_forensics_checks_the_upload_before_loading_the_model(tmp_path):
-    """/forensics refuses a truncated video or one over the pixel limit with the reader's error, before it would
-    load a model (here there is no checkpoint at all)."""
-    from vision.demo.handlers import DemoConfig, Models, run_forensics
-
-    models = Models(DemoConfig(checkpoints={"forensics": tmp_path / "none.ckpt"}, work_dir=tmp_path))
-    with pytest.raises(VideoError, match=r"tenth\.mp4: .*declares 100 frames"):
-        run_forensics(models, str(_cut_to_a_tenth(tmp_path)))
-    video = write_video(tmp_path / "v.mp4", _frames(t=3), fps=5)
-    small_cap = Models(DemoConfig(checkpoints={"forensics": tmp_path / "none.ckpt"}, work_dir=tmp_path, max_pixels=20 * 20))
-    with pytest.raises(VideoError, match=r"v\.mp4: frames of 32x24 .* over the limit of 20x20"):
-        run_forensics(small_cap, str(video))
 
 
 def test_the_demo_frame_limits_stay_within_the_package_limit(tmp_path):
