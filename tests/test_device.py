@@ -140,8 +140,8 @@ LOAD_OPTIONS = {"tracking": {"image_size": None}, "detection": {"with_vocabulary
 
 @pytest.fixture
 def load_calls(monkeypatch):
-    """Replace every task's ``load`` by one that records ``(task, checkpoint, device, options)`` and raises
-    :class:`_Loaded`."""
+    """Replace every task's ``load`` (in its ``task`` module and in its predictor's, which imports it by name) by
+    one that records ``(task, checkpoint, device, options)`` and raises :class:`_Loaded`."""
     from vision.tasks import TASKS
 
     calls: list[tuple] = []
@@ -150,18 +150,22 @@ def load_calls(monkeypatch):
             calls.append((_task, checkpoint, device, options))
             raise _Loaded
         monkeypatch.setattr(f"{task.module}.load", load)
+        if task.has("predictor"):
+            monkeypatch.setattr(f"{task.where('predictor')[0]}.load", load)
     return calls
 
 
 def test_load_for_inference_refuses_before_reading(load_calls, monkeypatch, tmp_path):
+    from vision.tracking import task
+
     path = tmp_path / "model.ckpt"
     with pytest.raises(_Loaded):
-        dev.load_for_inference("tracking", path, "cpu", "bf16", image_size=64)
+        dev.load_for_inference(task.load, path, "cpu", "bf16", image_size=64)
     assert load_calls == [("tracking", path, torch.device("cpu"), {"image_size": 64})]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     for device, precision, message in (("cuda", "32", "CUDA is not available"), ("cpu", "8", "unknown precision")):
         with pytest.raises(InputError, match=message):
-            dev.load_for_inference("tracking", path, device, precision)
+            dev.load_for_inference(task.load, path, device, precision)
     assert len(load_calls) == 1
 
 

@@ -5,24 +5,31 @@ layer allows. A lower layer never imports a higher one:
     base         vision.errors, vision.rng                      import nothing of vision
     registry     vision.tasks (the task list; parts imported    base; no torch (nothing heavy)
                  by name only when asked for)
-    core         vision.data, vision.text, vision.alignment,    base + registry + core
-                 vision.checkpoint, vision.device, vision.model_folder,
+    core         vision.data, vision.text, vision.alignment,    base + core (never the registry)
+                 vision.task_config, vision.checkpoint,
+                 vision.provenance, vision.device, vision.model_folder,
                  vision.weights (the pretrained files and their networks)
+    card         vision.export.model_card (a model folder's     base + registry + core
+                 README, as the registry describes its task)
     evaluation   vision.evaluation                              base + registry + data + alignment; no torch
     synthetic    vision.synthetic                               base + registry + data
-    geometry     vision.geometry (the shared backbone)          base + registry + core + evaluation
-    tasks        every other registered task (vision.tasks.     base + registry + core + evaluation + geometry;
-                 TASKS) but those that combine tasks            never each other
+    geometry     vision.geometry (the shared backbone)          base + registry + core + card + evaluation
+    tasks        every other registered task (vision.tasks.     base + registry + core + card + evaluation +
+                 TASKS) but those that combine tasks            geometry; never each other
     combined     each task that combines others (COMBINES:      the tasks' layer + the tasks it combines
                  vision.concept, detector + tracker together)
     training     vision.training (what every task shares)       base + registry + core + evaluation
     fitting      vision.<task>.lightning (the registry's        its task's (or combined's) layer + training
                  ``lightning`` modules)
     top          vision.training.cli, vision.cli, vision.demo,  everything
-                 vision.prepare, vision.export
+                 vision.prepare, vision.export, each task's
+                 entrances (cli, demo, demo_handlers, onnx,
+                 fit_light_points in its folder)
 
-The task packages come from the registry (``vision/<name>/`` of each :data:`vision.tasks.TASKS` entry); only the roles
-of the backbone and of the combining tasks are named here, so a new task falls in the tasks' layer.
+A package whose module a layer may load may itself be loaded (Python imports a module's parents first: a task's
+``save`` loads ``vision.export`` for its card). The task packages come from the registry (``vision/<name>/`` of each
+:data:`vision.tasks.TASKS` entry); only the roles of the backbone and of the combining tasks are named here, so a new
+task falls in the tasks' layer.
 
 Inference code (each task's ``task`` and ``predictor``, ``vision.cli.predict`` and ``vision.cli.evaluate``) also
 loads no ``vision.training`` and not Lightning, and ``vision.cli.evaluate`` no torch.
@@ -48,21 +55,28 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "vision"
 
 #: Each registered task's package (``vision/<name>/``) and its LightningModule's module, in registry order.
-TASK_PACKAGES: dict[str, str] = {f"vision.{task.name}": task.lightning.partition(":")[0] for task in REGISTERED}
+TASK_PACKAGES: dict[str, str] = {f"vision.{task.name}": task.where("lightning")[0] for task in REGISTERED}
 #: The shared backbone: the registered task every other task may build on.
 BACKBONE = "vision.geometry"
 #: The registered tasks that combine others, with the tasks each combines.
 COMBINES: dict[str, tuple[str, ...]] = {"vision.concept": ("vision.detection", "vision.tracking")}
 
 BASE = ("vision.errors", "vision.rng")
-CORE = ("vision.data", "vision.text", "vision.alignment", "vision.checkpoint", "vision.device",
-        "vision.model_folder", "vision.weights")
+CORE = ("vision.data", "vision.text", "vision.alignment", "vision.task_config", "vision.checkpoint",
+        "vision.provenance", "vision.device", "vision.model_folder", "vision.weights")
+CARD = ("vision.export.model_card",)
 EVALUATION = ("vision.evaluation",)
 GEOMETRY = (BACKBONE,)
 TASKS = tuple(p for p in TASK_PACKAGES if p != BACKBONE and p not in COMBINES)
 REGISTRY = ("vision.tasks",)
 TRAINING = ("vision.training",)
-TOP = ("vision.training.cli", "vision.cli", "vision.demo", "vision.prepare", "vision.export")
+#: Each task's entrances, kept in its folder: its command-line parts (``cli.py``, ``fit_light_points.py``), its demo
+#: tab and its logic (``demo.py``, ``demo_handlers.py``) and its ONNX graphs (``onnx.py``). They belong to the layer
+#: of the CLIs, the demo and the export (the Track tab hosts the concept prompts; every tab uses :mod:`vision.demo`,
+#: every graph :mod:`vision.export.graphs`).
+ENTRANCE_PARTS = ("cli", "demo", "demo_handlers", "onnx", "fit_light_points")
+ENTRANCES = tuple(f"{task}.{part}" for task in TASK_PACKAGES for part in ENTRANCE_PARTS)
+TOP = ("vision.training.cli", "vision.cli", "vision.demo", "vision.prepare", "vision.export") + ENTRANCES
 FIT_MODULES = tuple(TASK_PACKAGES[p] for p in GEOMETRY + TASKS)
 INFERENCE = tuple(f"{task}.{part}" for task in TASK_PACKAGES for part in ("task", "predictor")) + (
     "vision.cli.predict", "vision.cli.evaluate")
@@ -81,17 +95,19 @@ class Layer:
 LAYERS = (
     Layer("base", BASE + ("vision",), ()),
     Layer("registry", REGISTRY, BASE),
-    Layer("core", CORE, BASE + REGISTRY + CORE),
+    Layer("core", CORE, BASE + CORE),
+    Layer("card", CARD, BASE + REGISTRY + CORE),
     Layer("evaluation", EVALUATION, BASE + REGISTRY + ("vision.data", "vision.alignment")),
     Layer("synthetic", ("vision.synthetic",), BASE + REGISTRY + ("vision.data",)),
-    Layer("geometry", GEOMETRY, BASE + REGISTRY + CORE + EVALUATION),
-    Layer("tasks", TASKS, BASE + REGISTRY + CORE + EVALUATION + GEOMETRY),
-    *(Layer(f"combined ({package})", (package,), BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + parts)
+    Layer("geometry", GEOMETRY, BASE + REGISTRY + CORE + CARD + EVALUATION),
+    Layer("tasks", TASKS, BASE + REGISTRY + CORE + CARD + EVALUATION + GEOMETRY),
+    *(Layer(f"combined ({package})", (package,), BASE + REGISTRY + CORE + CARD + EVALUATION + GEOMETRY + parts)
       for package, parts in COMBINES.items()),
     Layer("training", TRAINING, BASE + REGISTRY + CORE + EVALUATION),
-    Layer("fitting", FIT_MODULES, BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + TRAINING),
+    Layer("fitting", FIT_MODULES, BASE + REGISTRY + CORE + CARD + EVALUATION + GEOMETRY + TRAINING),
     *(Layer(f"combined fitting ({package})", (TASK_PACKAGES[package],),
-            BASE + REGISTRY + CORE + EVALUATION + GEOMETRY + parts + TRAINING) for package, parts in COMBINES.items()),
+            BASE + REGISTRY + CORE + CARD + EVALUATION + GEOMETRY + parts + TRAINING)
+      for package, parts in COMBINES.items()),
     Layer("top", TOP, ("vision",)),
 )
 EVERYTHING = ("vision",)  # a prefix of every module: the top layer may load anything
@@ -104,6 +120,11 @@ def _matches(module: str, prefix: str) -> bool:
 def _longest(module: str, prefixes: tuple[str, ...]) -> str | None:
     found = [p for p in prefixes if _matches(module, p)]
     return max(found, key=len) if found else None
+
+
+def _parent_of(module: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether ``module`` is a package above one of ``prefixes`` (loaded because Python imports parents first)."""
+    return any(p.startswith(module + ".") for p in prefixes)
 
 
 def layer_of(module: str) -> Layer | None:
@@ -141,7 +162,8 @@ def violations(module: str, loaded: dict) -> list[str]:
         return [f"{module} does not import: {loaded['error']}"]
     problems = []
     ok = allowed(module)
-    bad = sorted({".".join(m.split(".")[:2]) for m in loaded["vision"] if m != "vision" and _longest(m, ok) is None})
+    bad = sorted({".".join(m.split(".")[:2]) for m in loaded["vision"]
+                  if m != "vision" and _longest(m, ok) is None and not _parent_of(m, ok)})
     if bad:
         problems.append(f"{module} ({layer.name}: may load {', '.join(ok)}) loads {', '.join(bad)}")
     if _longest(module, INFERENCE) and any(_matches(m, "vision.training") for m in loaded["vision"]):

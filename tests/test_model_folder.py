@@ -5,6 +5,7 @@ reader takes a folder, and a folder that is not one (or holds another task's mod
 from __future__ import annotations
 
 import csv
+import functools
 import importlib
 import json
 import pickle
@@ -14,7 +15,10 @@ import torch
 
 from vision.checkpoint import load_checkpoint, read_model
 from vision.errors import DataError, InputError
-from vision.model_folder import CARD_FILE, CONFIG_FILE, folder_of_checkpoint, read_model_folder, write_model_folder
+from vision.export.from_checkpoint import folder_of_checkpoint
+from vision.export.model_card import model_card
+from vision.export.task_detection import registered_config
+from vision.model_folder import CARD_FILE, CONFIG_FILE, read_model_folder, write_model_folder
 from vision.tasks import get_task, task_names
 
 
@@ -72,7 +76,7 @@ def predictions(name: str, model: torch.nn.Module) -> list[torch.Tensor]:
 
 def checkpoint_of(name: str, model: torch.nn.Module, config, path, **extra):
     """A checkpoint in the task's LightningModule layout."""
-    hparams = {"_class_path": get_task(name).lightning.replace(":", "."), "config": config.to_dict(), "lr": 0.001}
+    hparams = {"_class_path": ".".join(get_task(name).where("lightning")), "config": config.to_dict(), "lr": 0.001}
     hparams.update(extra.pop("hyper_parameters", {}))
     state = {f"model.{k}": v for k, v in model.state_dict().items()}
     state.update(extra.pop("state_dict", {}))
@@ -105,7 +109,8 @@ def test_a_checkpoint_and_its_folder_load_the_same_model(name, tmp_path):
     config = task.resolve("config")()
     model = task.build_model(config)
     path = checkpoint_of(name, model, config, tmp_path / f"{name}.ckpt")
-    folder = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "folder")
+    folder = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "folder",
+                                card=model_card)
     from_checkpoint, _ = task.load(path)
     from_folder, _ = task.load(folder)
     assert_same_weights(from_checkpoint, from_folder)
@@ -123,7 +128,8 @@ def test_detection_vocabulary_round_trips(tmp_path):
     path = checkpoint_of("detection", model, config, tmp_path / "d.ckpt",
                          hyper_parameters={"class_names": vocabulary.class_names,
                                            "category_ids": vocabulary.category_ids})
-    exported = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "exported")
+    exported = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "exported",
+                                  card=model_card)
     saved = save(model, config, tmp_path / "saved", vocabulary=vocabulary)
     for folder in (exported, saved):
         _, _, trained = load(folder, with_vocabulary=True)
@@ -141,7 +147,8 @@ def test_forensics_frozen_backbone_round_trips(tmp_path):
     fingerprint = {"geometry_checkpoint": "runs/geometry/tiny/checkpoints/last.ckpt", "fingerprint": "abc"}
     path = checkpoint_of("forensics", model, config, tmp_path / "f.ckpt", forensics_backbone=fingerprint,
                          state_dict={f"{BACKBONE_PREFIX}{k}": v for k, v in backbone.state_dict().items()})
-    exported = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "exported")
+    exported = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "exported",
+                                  card=model_card)
     assert (exported / "backbone.safetensors").is_file()
     assert read_model(exported)["forensics_backbone"] == fingerprint  # the reference to the backbone's source
     saved = save(model, config, tmp_path / "saved", backbone=backbone)
@@ -193,12 +200,14 @@ def test_the_card_reports_the_runs_validation_figures(tmp_path):
     path = checkpoint_of("geometry", build_model(config), config, run / "checkpoints" / "best.ckpt",
                          callbacks={"ModelCheckpoint{'monitor': 'val/abs_rel'}": score},
                          datamodule_hyper_parameters={"train_split": "train.json", "val_split": "val.json"})
-    folder = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "folder")
+    folder = write_model_folder(folder_of_checkpoint(load_checkpoint(path), path), tmp_path / "folder",
+                                card=model_card)
     card = (folder / CARD_FILE).read_text()
     assert "`val/abs_rel` = 0.125" in card
     assert "| val/delta1 | 0.75 |" in card and "| val/abs_rel | 0.125 |" in card  # the row of epoch 2
     assert 'train_split=`"train.json"`' in card and "epoch: `2`" in card
-    again = write_model_folder(read_model_folder(folder), tmp_path / "again")  # a folder re-saved keeps its record
+    # a folder re-saved keeps its record
+    again = write_model_folder(read_model_folder(folder), tmp_path / "again", card=model_card)
     assert (again / CARD_FILE).read_text() == card
 
 
@@ -235,7 +244,7 @@ def test_another_tasks_folder_is_refused_by_name(geometry_folder):
         load(geometry_folder)
     _rewrite(geometry_folder, task="segmentation")
     with pytest.raises(DataError, match="unknown task"):
-        read_model_folder(geometry_folder)
+        read_model_folder(geometry_folder, config_of=registered_config)
 
 
 @pytest.mark.parametrize("name", ["../model.safetensors", "/etc/passwd.safetensors", "model.pt", "sub/x.safetensors"])
@@ -277,10 +286,10 @@ def test_writing_never_clobbers_other_files(geometry_folder, tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "keep.txt").write_text("mine")
     with pytest.raises(InputError, match="not empty and not a model folder"):
-        write_model_folder(folder, tmp_path / "notes")
+        write_model_folder(folder, tmp_path / "notes", card=model_card)
     with pytest.raises(InputError, match="already holds a model folder"):
-        write_model_folder(folder, geometry_folder)
-    assert write_model_folder(folder, geometry_folder, overwrite=True) == geometry_folder
+        write_model_folder(folder, geometry_folder, card=model_card)
+    assert write_model_folder(folder, geometry_folder, overwrite=True, card=model_card) == geometry_folder
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["geometry", "notes"]  # no staging folder left
 
@@ -366,7 +375,7 @@ HOSTILE_FOLDERS = {
 def test_a_hostile_config_json_is_one_error_naming_file_field_and_value(saved_folders, tmp_path, case):
     task, edit, named = HOSTILE_FOLDERS[case]
     folder = _edited(saved_folders, tmp_path, task, edit)
-    for read in (read_model_folder, get_task(task).load):
+    for read in (functools.partial(read_model_folder, config_of=registered_config), get_task(task).load):
         with pytest.raises(DataError) as info:
             read(folder)
         text = str(info.value)

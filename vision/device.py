@@ -11,7 +11,8 @@
 - :func:`device_error` turns the error a backend raises for an operator it lacks (MPS) into one line.
 - :func:`placement` is the one device / precision preamble of every predictor's constructor, and
   :func:`load_for_inference` the one of every ``from_checkpoint``: the pair is checked before anything is read, then
-  the model is read through its task's ``load`` (:mod:`vision.tasks`) straight onto the device.
+  the model is read through the task's ``load`` (its folder's ``task.py``, given by the predictor) straight onto the
+  device.
 
 Nothing here imports Lightning: inference code uses it.
 """
@@ -21,12 +22,12 @@ from __future__ import annotations
 import contextlib
 import re
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, ContextManager
 
 import torch
 
 from vision.errors import InputError, VisionError
-from vision.tasks import get_task
 
 __all__ = ["DEVICES", "PRECISIONS", "PRECISION_CHOICES", "autocast", "check_precision", "describe_device",
            "device_error", "load_for_inference", "model_device", "parse_precision", "placement", "precision_name",
@@ -183,18 +184,18 @@ def placement(device: str | torch.device | None, precision: str | torch.dtype | 
     return resolved, dtype
 
 
-def load_for_inference(task: str, checkpoint: str | Path, device: str | torch.device | None = "cpu",
+def load_for_inference(load: Callable[..., Any], checkpoint: str | Path, device: str | torch.device | None = "cpu",
                        precision: str | torch.dtype | None = "32", **options: Any
                        ) -> tuple[Any, torch.device, torch.dtype]:
     """The preamble of every predictor's ``from_checkpoint``: :func:`placement` of ``device`` and ``precision`` (so
     an unavailable device or precision is refused before the checkpoint is read), then the task's one loader,
-    ``vision.<task>.task.load(checkpoint, device=device, **options)`` (:meth:`vision.tasks.Task.resolve`), which
-    returns the model in eval mode on ``device``.
+    ``load(checkpoint, device=device, **options)`` (``vision.<task>.task.load``, of the predictor's own task folder),
+    which returns the model in eval mode on ``device``.
 
     Returns:
         ``(what load returned, device, dtype)``: ``load``'s tuple (``(model, config)``, longer where an option asks
         for more, e.g. the forensic backbone), the resolved ``torch.device`` and the compute dtype.
     """
     device, dtype = placement(device, precision)
-    loaded = get_task(task).resolve("load")(checkpoint, device=device, **options)
+    loaded = load(checkpoint, device=device, **options)
     return loaded, device, dtype

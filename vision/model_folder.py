@@ -19,15 +19,14 @@ checkpoint it came from are one code path (:func:`vision.checkpoint.read_model`)
 only, never unpickled; every file name comes from ``config.json`` and is checked to be a plain name inside the
 folder.
 
-:func:`folder_of_checkpoint` turns a checkpoint (a Lightning checkpoint read with ``weights_only=True``) into a
-:class:`ModelFolder`, with the figures its run's validation logged (the ``ModelCheckpoint`` score stored in the
-checkpoint, and the ``val/*`` row of the run's ``metrics.csv`` at the checkpoint's epoch); :func:`write_model_folder`
-writes it atomically (a temporary folder renamed into place).
+:func:`read_model_folder` checks a folder's task and config with the reader's config class (``config_of``: a task's
+own, :func:`one_task`) before any weights are read; :func:`write_model_folder` writes a folder atomically (a
+temporary folder renamed into place), its card written by the caller's ``card`` (:mod:`vision.export.model_card`).
+Finding which task a checkpoint is, and turning a training checkpoint into a folder, are :mod:`vision.export`'s.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import errno
 import json
@@ -47,11 +46,11 @@ from safetensors.torch import load_file, save_file
 
 from vision.data.files import read_json, regular_file
 from vision.errors import DataError, InputError
-from vision.tasks import TASKS, get_task, task_names
+from vision.task_config import TaskConfig
 
-__all__ = ["FOLDER_FORMAT", "FORMAT_VERSION", "CONFIG_FILE", "CARD_FILE", "ModelFolder", "is_model_folder",
-           "read_model_folder", "write_model_folder", "check_model_folder_out", "folder_of_checkpoint",
-           "task_of_checkpoint", "task_of_class_path", "model_card", "run_validation_metrics"]
+__all__ = ["FOLDER_FORMAT", "FORMAT_VERSION", "CONFIG_FILE", "CARD_FILE", "ONNX_FOLDER", "ConfigOf", "ModelFolder",
+           "is_model_folder", "is_plain", "one_task", "read_model_folder", "write_model_folder",
+           "check_model_folder_out"]
 
 FOLDER_FORMAT = "vision-model-folder"
 FORMAT_VERSION = 1
@@ -64,13 +63,29 @@ MAX_CONFIG_DEPTH = 32
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WEIGHTS_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.safetensors$")
 
+#: ``config_of(task) -> config class``: the :class:`~vision.task_config.TaskConfig` class that checks a folder's
+#: ``config``, given the ``task`` the folder names; a ``LookupError`` (its message the reason) for a task the reader
+#: does not take
+ConfigOf = Callable[[Any], "type[TaskConfig]"]
+
+
+def one_task(config_cls: type[TaskConfig]) -> ConfigOf:
+    """The :data:`ConfigOf` of a reader of one task's models: ``config_cls`` for its task (``config_cls.task``),
+    a refusal naming any other."""
+    def config_of(task: Any) -> type[TaskConfig]:
+        if task != config_cls.task:
+            raise LookupError(f"holds a {task} model, not a {config_cls.task} model; give a {config_cls.task} "
+                              "checkpoint or model folder")
+        return config_cls
+    return config_of
+
 
 @dataclasses.dataclass
 class ModelFolder:
     """A model folder's contents.
 
     Args:
-        task: the registered task's name (:data:`vision.tasks.TASKS`).
+        task: the task's name (its config class's ``task``).
         config: the task config's fields (``TaskConfig.to_dict()``).
         weights: state dicts by checkpoint prefix (``"model"``: the model's; ``"backbone"``: forensics' frozen
             backbone), tensors on any device.
@@ -104,15 +119,22 @@ def is_model_folder(path: str | Path) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------- reading
-def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolder:
+def read_model_folder(path: str | Path, map_location: Any = "cpu", config_of: ConfigOf | None = None
+                      ) -> ModelFolder:
     """Read and check a model folder; the weights go to ``map_location`` (a device or its name).
+
+    ``config_of`` (:data:`ConfigOf`) gives the config class that checks the folder's ``config`` before any weights
+    are read: a task's own (:func:`one_task`), or any registered task's
+    (:func:`vision.export.task_detection.registered_config`); None: the folder must name a task, and its config is
+    checked by whoever builds a model from it.
 
     Raises:
         DataError: ``path`` is not a folder, has no ``config.json`` (not a model folder), the file is not valid
             JSON (:func:`vision.data.files.read_json`: an integer too long for a float is read as infinite) or
-            nested more than :data:`MAX_CONFIG_DEPTH` levels, is not this format, names an unknown task, a config
-            its task's :class:`~vision.checkpoint.TaskConfig` refuses (``config.<field>``), or an unsafe / missing
-            weights file, or a weights file is not a readable safetensors file (naming the file and the field).
+            nested more than :data:`MAX_CONFIG_DEPTH` levels, is not this format, names no task or a task
+            ``config_of`` refuses, a config its task's :class:`~vision.task_config.TaskConfig` refuses
+            (``config.<field>``), or an unsafe / missing weights file, or a weights file is not a readable
+            safetensors file (naming the file and the field).
     """
     path = Path(path)
     if not path.is_dir():
@@ -134,16 +156,21 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu") -> ModelFolde
         raise DataError(f"unsupported model folder version (this code reads 1..{FORMAT_VERSION})", file=config_path,
                         field="version", value=version)
     task = content.get("task")
-    if task not in task_names():
-        raise DataError(f"unknown task; expected one of {', '.join(task_names())}", file=config_path, field="task",
-                        value=task)
+    config_cls = None
+    if config_of is not None:
+        try:
+            config_cls = config_of(task)
+        except LookupError as exc:
+            raise DataError(str(exc.args[0]), file=config_path, field="task", value=task) from None
+    elif not isinstance(task, str) or not task:
+        raise DataError("must name the model's task", file=config_path, field="task", value=task)
     for field in ("config", "weights", "hyper_parameters", "extras", "training"):
         if not isinstance(content.get(field, {}), dict):
             raise DataError("must be a JSON object", file=config_path, field=field, value=content.get(field))
     if not isinstance(content.get("config"), dict):
         raise DataError("missing: the task's model config", file=config_path, field="config")
-    # the config's fields are checked (types, ranges) before any weights are read or any model is built
-    get_task(task).resolve("config").from_value(content["config"], file=config_path, field="config")
+    if config_cls is not None:  # the config's fields are checked (types, ranges) before any weights are read
+        config_cls.from_value(content["config"], file=config_path, field="config")
     _check_training(content.get("training") or {}, config_path)
     files = content.get("weights") or {}
     if "model" not in files:
@@ -327,11 +354,11 @@ def _write_error(exc: BaseException, out: Path, staging: Path | None, current: P
 
 
 def write_model_folder(folder: ModelFolder, out: str | Path, overwrite: bool = False, *,
-                       inputs: Sequence[str | Path] = (), add: Callable[[Path], Any] | None = None,
-                       flag: str = "--out") -> Path:
+                       card: Callable[[ModelFolder], str], inputs: Sequence[str | Path] = (),
+                       add: Callable[[Path], Any] | None = None, flag: str = "--out") -> Path:
     """Write ``folder`` to the directory ``out`` (created; its parent must exist): the weights files, config.json
-    and the model card. Written to a temporary sibling first and renamed into place, so a failure leaves nothing
-    (and a replaced folder stays as it was).
+    and the model card, ``card(folder)`` (:func:`vision.export.model_card.model_card`). Written to a temporary
+    sibling first and renamed into place, so a failure leaves nothing (and a replaced folder stays as it was).
 
     ``out`` is checked by :func:`check_model_folder_out` (``overwrite``, ``inputs``: not empty unless a model
     folder with nothing else in it, no input inside it, a writable parent). ``add(staging)`` may add files (the
@@ -370,7 +397,7 @@ def write_model_folder(folder: ModelFolder, out: str | Path, overwrite: bool = F
         current = staging / CONFIG_FILE
         current.write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
         current = staging / CARD_FILE
-        current.write_text(model_card(folder), encoding="utf-8")
+        current.write_text(card(folder), encoding="utf-8")
         current = None
         if add is not None:
             add(staging)
@@ -426,224 +453,10 @@ def _plain(value: Any, field: str) -> Any:
     raise InputError(f"{field} is a {type(value).__name__}, not plain data a model folder can store")
 
 
-# ---------------------------------------------------------------------------------------------------- from a checkpoint
-def task_of_class_path(class_path: str) -> str | None:
-    """The registered task whose training module ``class_path`` names (a Lightning checkpoint's
-    ``hyper_parameters._class_path``): the task whose ``lightning`` part it is, else the one task whose training
-    module's package holds it (``vision.detection.lightning.<Module>``: detection; a task registered from outside
-    the package, such as ``tests.toy_task``, by its own package, not by a ``vision.<task>`` name); None otherwise."""
-    exact = [task.name for task in TASKS if task.lightning.replace(":", ".") == class_path]
-    if exact:
-        return exact[0]
-    packages = [task.name for task in TASKS
-                if class_path.startswith(task.lightning.partition(":")[0].rpartition(".")[0] + ".")]
-    return packages[0] if len(packages) == 1 else None
-
-
-def task_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path) -> str:
-    """The task a checkpoint belongs to: a folder's ``task``, else the training module's ``_class_path``
-    (:func:`task_of_class_path`), else the one task whose config takes ``hyper_parameters.config``.
-
-    Raises:
-        DataError: none of these tells (naming the file; give the task explicitly).
-    """
-    if checkpoint.get("task") in task_names():
-        return str(checkpoint["task"])
-    hparams = checkpoint.get("hyper_parameters")
-    if not isinstance(hparams, Mapping) or not isinstance(hparams.get("config"), Mapping):
-        raise DataError("not a task checkpoint of this version (no hyper_parameters.config)", file=path,
-                        field="hyper_parameters.config")
-    class_path = str(hparams.get("_class_path") or "")
-    named = task_of_class_path(class_path)
-    if named is not None:
-        return named
-    fits = []
-    for name in task_names():
-        try:
-            get_task(name).resolve("config").from_value(hparams["config"])
-        except (InputError, DataError, TypeError):
-            continue
-        fits.append(name)
-    if len(fits) != 1:
-        raise DataError(f"cannot tell which task this checkpoint is for (its config fits {fits or 'no task'}); "
-                        f"name it with --task", file=path, field="hyper_parameters._class_path", value=class_path)
-    return fits[0]
-
-
-def folder_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path, task: str | None = None,
-                         metrics: str | Path | None = None) -> ModelFolder:
-    """The :class:`ModelFolder` of a checkpoint read from ``path``: its config, its weights grouped by prefix, its
-    hyper-parameters and plain-data extras, and what it was trained on (the training module, the datamodule's
-    hyper-parameters, the epoch) with the validation figures: the ``ModelCheckpoint`` monitor and score stored in
-    the checkpoint, and the run's logged ``val/*`` row at the checkpoint's epoch (:func:`run_validation_metrics`,
-    from ``metrics`` or the run folder's ``metrics.csv`` files). A checkpoint that is itself a folder's keeps its
-    ``training`` record.
-
-    Raises:
-        DataError: not a task checkpoint, or (``task`` given) another task's.
-    """
-    found = task_of_checkpoint(checkpoint, path)
-    if task is not None and task != found:
-        raise DataError(f"holds a {found} model, not a {task} model", file=path, field="task", value=found)
-    hparams = dict(checkpoint["hyper_parameters"])
-    config = dict(hparams.pop("config"))
-    weights: dict[str, dict[str, torch.Tensor]] = {}
-    for key, value in (checkpoint.get("state_dict") or {}).items():
-        prefix, _, rest = key.partition(".")
-        if rest and isinstance(value, torch.Tensor):
-            weights.setdefault(prefix, {})[rest] = value
-    if "model" not in weights:
-        raise DataError(f"not a {found} checkpoint (no weights under 'model.')", file=path, field="state_dict")
-    extras = {k: checkpoint[k] for k in get_task(found).folder_extras if k in checkpoint}
-    training = dict(checkpoint.get("training") or {}) or _training_record(checkpoint, hparams, Path(path), metrics)
-    return ModelFolder(task=found, config=config, weights=weights, hyper_parameters=hparams, extras=extras,
-                       training=training)
-
-
-def _is_plain(value: Any) -> bool:
+def is_plain(value: Any) -> bool:
+    """Whether ``value`` is data a model folder can store (what ``write_model_folder`` writes as JSON)."""
     try:
         _plain(value, "")
     except InputError:
         return False
     return True
-
-
-def _training_record(checkpoint: Mapping[str, Any], hparams: Mapping[str, Any], path: Path,
-                     metrics: str | Path | None) -> dict[str, Any]:
-    record: dict[str, Any] = {"checkpoint": path.name}
-    if hparams.get("_class_path"):
-        record["module"] = hparams["_class_path"]
-    for key in ("epoch", "global_step"):
-        if isinstance(checkpoint.get(key), int):
-            record[key] = checkpoint[key]
-    data = checkpoint.get("datamodule_hyper_parameters")
-    if isinstance(data, Mapping) and _is_plain(data):
-        record["data"] = {k: v for k, v in data.items() if k != "_instantiator"}
-    validation: dict[str, Any] = {}
-    for name, state in (checkpoint.get("callbacks") or {}).items():
-        if str(name).startswith("ModelCheckpoint") and isinstance(state, Mapping) and state.get("monitor"):
-            score = state.get("current_score")
-            score = state.get("best_model_score") if score is None else score
-            if isinstance(score, torch.Tensor) and score.numel() == 1:
-                validation.update(monitor=str(state["monitor"]), score=float(score))
-                break
-    logged = run_validation_metrics(path, record.get("epoch"), metrics)
-    if logged is not None:
-        validation["metrics"], validation["source"] = logged
-    if validation:
-        record["validation"] = validation
-    return record
-
-
-def _metrics_files(root: Path) -> list[Path]:
-    """The regular files named ``metrics.csv`` under the folder ``root`` (a FIFO of that name would block the
-    read); a folder that cannot be listed, or vanishes while it is searched, is skipped."""
-    found = []
-    for folder, _, names in os.walk(root):
-        if "metrics.csv" in names and os.path.isfile(os.path.join(folder, "metrics.csv")):
-            found.append(Path(folder) / "metrics.csv")
-    return sorted(found)
-
-
-def _modified(file: Path) -> float:
-    try:
-        return file.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def run_validation_metrics(checkpoint: Path, epoch: int | None, metrics: str | Path | None = None
-                           ) -> tuple[dict[str, float], str] | None:
-    """The ``val/*`` figures a run logged at ``epoch`` (its last such row) and the file they came from.
-
-    ``metrics``: a CSV logger's ``metrics.csv`` (or a folder searched for them); None: the run folder of a checkpoint
-    under ``<run>/checkpoints/`` (``<run>/**/metrics.csv``, newest file first). None when no file has a ``val/*`` row
-    at that epoch (or ``epoch`` is None)."""
-    if epoch is None:
-        return None
-    if metrics is not None:
-        root = Path(metrics)
-        if not root.exists():
-            raise InputError(f"--metrics {root} does not exist")
-        files = [root] if root.is_file() else _metrics_files(root)
-    elif checkpoint.parent.name == "checkpoints":
-        files = _metrics_files(checkpoint.parent.parent)
-    else:
-        return None
-    files.sort(key=_modified, reverse=True)
-    for file in files:
-        try:
-            with file.open(newline="", encoding="utf-8") as handle:
-                rows = list(csv.DictReader(handle))
-        except (OSError, UnicodeDecodeError, csv.Error):
-            continue
-        found = None
-        for row in rows:
-            values = {k: v for k, v in row.items() if k and k.startswith("val/") and v not in (None, "")}
-            if values and row.get("epoch") == str(epoch):
-                found = values
-        if found:
-            figures = {}
-            for key, value in found.items():
-                try:
-                    figures[key] = float(value)
-                except ValueError:
-                    continue
-            return figures, str(file)
-    return None
-
-
-# ---------------------------------------------------------------------------------------------------- the card
-def model_card(folder: ModelFolder) -> str:
-    """The model card (Markdown) of ``folder``: the task, the config, what it was trained on and the validation
-    figures, all read from ``folder`` (nothing typed in); what was not recorded is said so."""
-    task = get_task(folder.task)
-    training = folder.training
-    lines = [f"# {folder.task} model", "", f"{task.summary[0].upper()}{task.summary[1:]}.", "",
-             "## Use", "", "```python", f"from {task.module} import load", "",
-             "model, config = load(\"path/to/this/folder\")  # weights from model.safetensors, never unpickled",
-             "```", ""]
-    if task.predictor is not None:
-        needs = f" {task.predict_usage}" if task.predict_usage else ""
-        lines += [f"or `vision-predict --task {folder.task} --ckpt path/to/this/folder{needs} INPUT`.", ""]
-    lines += ["## Model config", "", "| field | value |", "|---|---|"]
-    lines += [f"| {k} | `{json.dumps(v)}` |" for k, v in folder.config.items()]
-    sizes = {p: sum(t.numel() for t in w.values()) for p, w in folder.weights.items()}
-    lines += ["", "Weights: " + ", ".join(f"`{'model' if p == 'model' else p}.safetensors` {n:,} values"
-                                          for p, n in sizes.items()) + ".", ""]
-    names = folder.hyper_parameters.get("class_names")
-    if isinstance(names, list):
-        lines += ["Training vocabulary (the default vocabulary): " + ", ".join(f"`{n}`" for n in names) + ".", ""]
-    lines += ["## Training", ""]
-    if not training:
-        lines += ["Not recorded: this folder was saved from a model, not exported from a training checkpoint.", ""]
-    else:
-        facts = [f"{k.replace('_', ' ')}: `{training[k]}`" for k in ("checkpoint", "module", "epoch", "global_step")
-                 if k in training]
-        lines += [f"- {fact}" for fact in facts]
-        data = training.get("data") or {}
-        if data:
-            lines += ["- data: " + ", ".join(f"{k}=`{json.dumps(v)}`" for k, v in data.items())]
-        trained_with = {k: v for k, v in folder.hyper_parameters.items()
-                        if k not in ("_class_path", "_instantiator", "class_names", "category_ids")}
-        if trained_with:
-            lines += ["- training hyper-parameters: "
-                      + ", ".join(f"{k}=`{json.dumps(v)}`" for k, v in trained_with.items())]
-        fit = training.get("light_points")
-        if fit:
-            lines += ["- light point maps fitted after training (`vision-fit-light-points`): "
-                      + ", ".join(f"{k}=`{json.dumps(v)}`" for k, v in fit.items())
-                      + "; the validation figures below were logged by the training run, with the point head"]
-        lines += [""]
-    lines += ["## Validation", ""]
-    validation = training.get("validation") or {}
-    if "score" in validation:
-        lines += [f"The checkpoint's monitored figure: `{validation['monitor']}` = {validation['score']:.4g}.", ""]
-    if validation.get("metrics"):
-        lines += [f"Logged at epoch {training.get('epoch')} (`{validation.get('source')}`):", "",
-                  "| metric | value |", "|---|---|"]
-        lines += [f"| {k} | {v:.4g} |" for k, v in validation["metrics"].items()]
-        lines += [""]
-    if not validation:
-        lines += ["No validation figures were recorded in the checkpoint or found in its run folder.", ""]
-    return "\n".join(lines)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vision.checkpoint import ConfigError
 from vision.data.coco import load_split
 from vision.data.datasets import MultiViewClipDataset, collate_clips
 from vision.data.transforms import build_multiview_transform
@@ -20,6 +19,7 @@ from vision.geometry.model import BACKBONE_CONFIGS, create_backbone
 from vision.geometry.patch_embed import MobileNetV2PatchEmbed, build_patch_embed, embed_patches, patch_size_of
 from vision.geometry.task import GeometryConfig, build_model, load
 from vision.synthetic.scenes import write_split
+from vision.task_config import ConfigError
 from vision.weights.store import ENV, WeightsError
 
 REGISTERED = "mobilenetv2-imagenet"

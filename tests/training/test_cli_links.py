@@ -6,7 +6,7 @@ import dataclasses
 
 import lightning as L
 
-from vision.checkpoint import TaskConfig
+from vision.task_config import TaskConfig
 from vision.training.cli import VisionCLI
 
 
