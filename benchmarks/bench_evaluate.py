@@ -1,4 +1,4 @@
-"""Scoring detections: ``tools/evaluate.py --task detection`` (bbox + segm) against pycocotools' ``COCOeval``.
+"""Scoring detections: ``vision evaluate --task detection`` (bbox + segm) against pycocotools' ``COCOeval``.
 
     python benchmarks/bench_evaluate.py [--images 5000] [--annotations 36000] [--detections 107000] [--reps 3]
                                         [--out DIR] [--profile]
@@ -22,7 +22,7 @@ The table gives the minimum and median over ``--reps`` runs and the ratio ours /
 of both IoU types are compared (they must be identical). ``--profile`` prints cProfile's top lines of ours.
 
 ``--process`` times them as a user runs them instead: each run is a whole fresh process, started to finished, with
-its imports, measured from outside (wall time, and peak RSS from ``os.wait4``): the ``vision-evaluate`` console
+its imports, measured from outside (wall time, and peak RSS from ``os.wait4``): the ``vision evaluate`` console
 script of this environment (``--split --results --task detection --out``; its default ``--processes``, and
 ``--processes 1`` beside it) against a pycocotools script (:data:`PYCOCOTOOLS_SCRIPT`, written next to the files:
 the scoring above, its figures written as JSON). They run in turn within each repetition. ``--iou-workers`` times
@@ -117,7 +117,7 @@ def _ours(split: Path, results: Path) -> dict:
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(["--split", str(split), "--results", str(results), "--task", "detection", "--out", str(out)])
     if code != 0:
-        raise SystemExit(f"vision-evaluate failed with code {code}")
+        raise SystemExit(f"vision evaluate failed with code {code}")
     return json.loads(out.read_text())
 
 
@@ -176,8 +176,8 @@ def _process_runs(split: Path, results: Path, reps: int) -> tuple[dict[str, list
     script = split.parent / "score_pycocotools.py"
     script.write_text(PYCOCOTOOLS_SCRIPT)
     ours_out, ref_out = split.parent / "process_ours.json", split.parent / "process_pycocotools.json"
-    cli = str(Path(sys.executable).parent / "vision-evaluate")
-    ours = [cli, "--split", str(split), "--results", str(results), "--task", "detection", "--out", str(ours_out)]
+    cli = [str(Path(sys.executable).parent / "vision"), "evaluate"]
+    ours = [*cli, "--split", str(split), "--results", str(results), "--task", "detection", "--out", str(ours_out)]
     cmds = {"ours": ours, "ours, 1 process": ours + ["--processes", "1"],
             "pycocotools": [sys.executable, str(script), str(split), str(results), str(ref_out)]}
     runs: dict[str, list[tuple[float, float]]] = {tool: [] for tool in cmds}
@@ -237,7 +237,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="keep the generated files here (and reuse them)")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top lines of ours")
     parser.add_argument("--process", action="store_true",
-                        help="time whole fresh processes, imports included (vision-evaluate against a script)")
+                        help="time whole fresh processes, imports included (vision evaluate against a script)")
     parser.add_argument("--iou-workers", action="store_true",
                         help="time faster-coco-eval's mask IoUs with its thread pool and with one thread")
     parser.add_argument("--_measure", nargs=3, metavar=("TOOL", "SPLIT", "RESULTS"), help=argparse.SUPPRESS)

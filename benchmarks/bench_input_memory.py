@@ -1,17 +1,17 @@
-"""Peak memory of ``tools/predict.py`` on large images: is it bounded by the input limits, not by the input?
+"""Peak memory of ``vision predict`` on large images: is it bounded by the input limits, not by the input?
 
     python benchmarks/bench_input_memory.py [--before REV] [--sizes 640x480 4000x4000 10000x10000]
                                             [--tasks TASK ...]  (default: every registered task with a predictor)
 
 Writes one PNG per size (a smooth colour pattern, so a 10000x10000 file is a few MB, like a photo's PNG), builds a
 checkpoint with random weights for each task (the tests' way: the task's LightningModule, its hyper-parameters and
-state dict; accuracy does not matter here, only what is decoded and drawn), and runs ``tools/predict.py`` on each
+state dict; accuracy does not matter here, only what is decoded and drawn), and runs ``vision predict`` on each
 image in its own process. The table gives each run's peak resident memory (``ru_maxrss`` of that child, from
 ``os.wait4``) and its exit status: 0 ran, 2 refused with a one-line error (printed under the table). An image over
 MAX_INPUT_PIXELS is also run with ``--max-pixels`` raised to its size (column "cap raised"): what the working size
 alone bounds once the user lets such a frame be decoded.
 
-``--before REV`` also runs the ``tools/predict.py`` of git revision ``REV`` (extracted with ``git archive`` into a
+``--before REV`` also runs the ``vision predict`` of git revision ``REV`` (extracted with ``git archive`` into a
 temporary folder; its folder leads ``PYTHONPATH`` so its own ``vision`` package is imported, not the installed
 one) beside the working tree's, e.g. the commit before
 the input limits of vision/data/io.py. The limits themselves: frames over MAX_INPUT_PIXELS are refused from the
@@ -82,6 +82,15 @@ def peak_rss(command: list[str], tree: Path) -> tuple[float, int, str]:
     return usage.ru_maxrss / 2 ** 20, code, lines[-1] if lines else ""  # ru_maxrss is in KiB on Linux
 
 
+def predict_command(tree: Path) -> list[str]:
+    """How to run the predict CLI of ``tree``: its ``tools/predict.py`` in a revision that has one, else the main of
+    ``vision predict`` (the ``vision`` package of ``tree`` leads ``PYTHONPATH``, :func:`peak_rss`)."""
+    script = tree / "tools" / "predict.py"
+    if script.is_file():
+        return [sys.executable, str(script)]
+    return [sys.executable, "-c", "import sys; from vision.cli.predict import main; sys.exit(main())"]
+
+
 def extract(revision: str, into: Path) -> Path:
     """The files of git ``revision`` in ``into`` (``git archive``)."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], check=True, capture_output=True).stdout
@@ -91,7 +100,7 @@ def extract(revision: str, into: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", help="also run tools/predict.py of this git revision")
+    parser.add_argument("--before", help="also run vision predict of this git revision")
     parser.add_argument("--sizes", nargs="+", default=["640x480", "4000x4000", "10000x10000"])
     parser.add_argument("--tasks", nargs="+", default=list(task_names(predictor=True)),
                         choices=task_names(predictor=True))
@@ -120,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                     if extra and w * h <= MAX_INPUT_PIXELS:
                         cells.append("-")
                         continue
-                    command = [sys.executable, str(tree / "tools" / "predict.py"), str(image), "--task", task,
+                    command = [*predict_command(tree), str(image), "--task", task,
                                "--ckpt", str(ckpts[task]), "--out", str(tmp / "out"), *TASK_ARGS[task]]
                     command += [*extra, str(w * h)] if extra else []
                     gib, code, error = peak_rss(command, tree)

@@ -1,6 +1,6 @@
 """OOVDet on held-out real frames: the open-set table against teacher labels, beside its references.
 
-The split is a teacher-labelled test split of real video frames (``vision-prepare-real-detection``; by default
+The split is a teacher-labelled test split of real video frames (``vision prepare real-detection``; by default
 ``datasets/real/real_voc_test.json``: frames of videos never used in training, every COCO-80 object the teacher
 YOLOX-nano finds annotated, VOC's 20 classes known through ``info.vocabulary``, the other 60 unknown). Rows:
 

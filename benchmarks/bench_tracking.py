@@ -5,7 +5,7 @@
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt   # evaluate trained models
         (TrackingModule checkpoints, e.g. from `make train-tracking`; only the validation splits are rendered)
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-light FOLDER
-        (also the model folder vision-fit-light-points wrote from A.ckpt: a third column and speed rows)
+        (also the model folder vision fit-light-points wrote from A.ckpt: a third column and speed rows)
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-multiplex C.ckpt
         (also G2TAM with the multiplexed decoder, configs/tracking/multiplex_tiny.yaml: a column and speed rows)
     python benchmarks/bench_tracking.py --g2tam-ckpt A.ckpt --baseline-ckpt B.ckpt --g2tam-variant patch=D.ckpt
@@ -24,7 +24,7 @@ steps (``--steps``), the image size (``--size``), the seed, the geometry checkpo
 (the splits below are scored after training). Accuracy is the
 pipeline's: each split is tracked and scored with the protocol the training loop validates and tests with
 (:mod:`vision.tracking.inference`: every track prompted once on its first visible view, whole videos, results
-scored by ``vision.evaluation.evaluate`` as ``tools/evaluate.py --task tracking`` scores them), so a trained
+scored by ``vision.evaluation.evaluate`` as ``vision evaluate --task tracking`` scores them), so a trained
 checkpoint's row here is what ``tools/train.py test`` prints on the same split. ``--no-refine`` scores G2TAM
 without the predictor's second pass and ``--refine`` every G2TAM with it (the control has none; by default each
 model decodes as its ``second_pass`` says: the multiplexed decoder once). Figures are printed as a table; nothing
@@ -276,7 +276,7 @@ def main() -> None:
     ap.add_argument("--memory-points", type=int, default=None,
                     help="G2TAM's carried 3D points per object in the accuracy rows (default the protocol's)")
     ap.add_argument("--g2tam-light", default=None,
-                    help="also time and score this G2TAM model folder with light point maps (vision-fit-light-points)")
+                    help="also time and score this G2TAM model folder with light point maps (vision fit-light-points)")
     ap.add_argument("--light-memory-points", type=int, nargs="+", default=None,
                     help="the --g2tam-light rows with these carried 3D points per object (one row each; default the "
                          "protocol's)")

@@ -1,4 +1,4 @@
-"""Scoring video object segmentation at DAVIS-val size: ``vision-evaluate --task tracking`` against PyPI
+"""Scoring video object segmentation at DAVIS-val size: ``vision evaluate --task tracking`` against PyPI
 ``vos-benchmark`` on the same masks.
 
     python benchmarks/bench_tracking_eval.py [--videos 30] [--frames 67] [--objects 2] [--reps 3] [--out DIR]
@@ -7,7 +7,7 @@ Generates, in ``--out`` (kept, and reused when it holds files of the same sizes)
 DAVIS-2017-val-sized case: ``--videos`` videos of ``--frames`` 854 x 480 frames, ``--objects`` moving ellipses each
 (30 x 67 x 2: 2,010 frames, 60 objects; some enter late, leave early or overlap), as palette PNGs of object ids
 (``gt/<video>/<frame>.png``) and a prediction of each (``pred/...``: the ellipses moved, resized, sometimes missed).
-The same masks are written as a COCO-video split and a results file (RLE; what ``vision-prepare-vos`` and the
+The same masks are written as a COCO-video split and a results file (RLE; what ``vision prepare vos`` and the
 tracker's predictions give).
 
 Each measurement runs in a fresh process that first imports both libraries (imports are not timed):
@@ -134,7 +134,7 @@ def _measure(tool: str, gt: str, pred: str, split: str, results: str, processes:
             code = vision.cli.evaluate.main(["--split", split, "--results", results, "--task", "tracking",
                                              "--skip-first-and-last", "--out", str(out)])
         if code != 0:
-            raise SystemExit(f"vision-evaluate failed with code {code}")
+            raise SystemExit(f"vision evaluate failed with code {code}")
         metrics = json.loads(out.read_text())
         jf, j, f = metrics["J&F"], metrics["J"], metrics["F"]
     print(json.dumps({"seconds": time.perf_counter() - start, "J&F": jf, "J": j, "F": f}))

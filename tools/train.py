@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Train any task: ``python tools/train.py --config configs/geometry/tiny.yaml [overrides] [--ckpt_path CKPT]``.
 
-The same as the console script ``vision-train`` (:mod:`vision.cli.train`); the package must be installed
+The same as ``vision train`` (:mod:`vision.cli.train`), kept as the README's command; the package must be installed
 (``make setup`` or ``pip install -e .``).
 """
 

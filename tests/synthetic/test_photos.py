@@ -212,7 +212,7 @@ def test_missing_packages_raise_input_error(fresh_bank, monkeypatch, tmp_path):
 
 @pytest.mark.slow
 def test_cli_textures_flag(tmp_path):
-    cmd = [sys.executable, str(ROOT / "tools" / "make_synthetic.py"), "--out", str(tmp_path), "--split", "val",
+    cmd = [str(Path(sys.executable).parent / "vision"), "synthetic", "--out", str(tmp_path), "--split", "val",
            "--scenes", "1", "--views", "1", "--size", "16", "--seed", "2", "--no-progress", "--threads", "1",
            "--textures", "photo"]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)

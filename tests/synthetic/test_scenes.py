@@ -289,7 +289,7 @@ def test_bad_arguments_raise_input_error(tmp_path, kwargs):
 
 @pytest.mark.slow
 def test_cli_writes_a_split(tmp_path):
-    cmd = [sys.executable, str(ROOT / "tools" / "make_synthetic.py"), "--out", str(tmp_path), "--split", "val",
+    cmd = [str(Path(sys.executable).parent / "vision"), "synthetic", "--out", str(tmp_path), "--split", "val",
            "--scenes", "1", "--views", "2", "--size", "32", "--mode", "unordered", "--seed", "3", "--no-progress",
            "--vocab", "iv=sphere,cube;novel=torus;oov=cone"]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)

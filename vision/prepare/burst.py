@@ -1,5 +1,5 @@
 """Convert a BURST annotation file (TAO-based video instance masks) into one COCO-video split
-(``vision-prepare-burst``).
+(``vision prepare burst``).
 
 Read: a BURST JSON (``train/all_classes.json``, ``val/all_classes.json``, ``val/common_classes.json`` ...; the
 layout of ``ANNOTATION_FORMAT.md`` in Ali2500/BURST-benchmark, read as its ``burstapi`` reads it):
@@ -29,14 +29,13 @@ or hard-linked to ``OUT/<name>/<split>/<dataset>/<seq_name>/<frame>``):
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from vision.data.checker import Checker
 from vision.data.io import MAX_INPUT_PIXELS
-from vision.errors import DataError, VisionError
+from vision.errors import DataError
+from vision.prepare.converter import add_link, add_out, converter_parser, run
 from vision.prepare.instances import (Conversion, add_categories, declared_size, decode_segmentation,
                                       read_document)
 
@@ -137,17 +136,12 @@ def convert_burst(annotations: str | Path, frames: str | Path, out: str | Path, 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``), convert and print the split's path; 0 on success, 2 with one
     ``error:`` line naming the file and field on bad input."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = converter_parser(__doc__)
     parser.add_argument("annotations", help="BURST annotation JSON (e.g. val/all_classes.json)")
     parser.add_argument("--frames", required=True, help="TAO frames folder holding <split>/<dataset>/<seq_name>/")
-    parser.add_argument("--out", required=True, help="output folder (the split JSON + its frames)")
+    add_out(parser, help="output folder (the split JSON + its frames)")
     parser.add_argument("--name", default=None, help="split name (default: <split>_<file stem>)")
-    parser.add_argument("--link", action="store_true", help="hard-link frames instead of copying")
+    add_link(parser, "frames")
     parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS, help="per-frame pixel limit")
-    args = parser.parse_args(argv)
-    try:
-        print(convert_burst(args.annotations, args.frames, args.out, args.name, args.link, args.max_pixels))
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run(parser, argv, lambda args: [
+        convert_burst(args.annotations, args.frames, args.out, args.name, args.link, args.max_pixels)])

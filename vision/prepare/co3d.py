@@ -1,5 +1,5 @@
 """Convert one CO3Dv2 category into a multi-view split with cameras, optional depth and the object's mask track
-(``vision-prepare-co3d``, or ``python datasets/prepare_co3d.py``).
+(``vision prepare co3d``).
 
 Input (CO3Dv2 as downloaded; every path inside the annotation files is relative to ROOT)::
 
@@ -13,7 +13,7 @@ One frame annotation: ``{sequence_name, frame_number, frame_timestamp, image: {p
 scale_adjustment, mask_path} | null, mask: {path, mass} | null, viewpoint: {R, T, focal_length, principal_point,
 intrinsics_format}}``.
 
-``python datasets/prepare_co3d.py ROOT --category apple [--sequences S1,S2 | --set-list NAME [--subset test]]
+``vision prepare co3d ROOT --category apple [--sequences S1,S2 | --set-list NAME [--subset test]]
 --out OUT [--frames N] [--scale 1|mean] [--depth [--depth-mask]] [--link]``
 
 Output: ``OUT/<split>.json`` (default: the set list's subset, else ``test``) with one video per sequence (``name`` =
@@ -73,7 +73,6 @@ import gzip
 import json
 import math
 import posixpath
-import sys
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,8 +85,9 @@ from pycocotools import mask as mask_utils
 from vision.data.coco import read_json, write_depth_npz, write_split
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
 from vision.data.resize import resize_nearest
-from vision.errors import DataError, InputError, VisionError
+from vision.errors import DataError, InputError
 from vision.prepare.cameras import first_view_world, parse_scale
+from vision.prepare.converter import add_link, add_out, converter_parser, run
 from vision.prepare.files import output_folder, place_file
 
 __all__ = ["INTRINSICS_FORMATS", "MAX_ANNOTATION_BYTES", "Co3dFrame", "read_jgz", "read_frame_annotations",
@@ -539,10 +539,10 @@ def convert_co3d(root: str | Path, category: str, out: str | Path, *, sequences:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``) and convert; 0 on success, 2 with one ``error:`` line on bad input
     or arguments."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = converter_parser(__doc__)
     parser.add_argument("root", help="CO3Dv2 root (holds <category>/frame_annotations.jgz)")
     parser.add_argument("--category", required=True, help="category folder, e.g. apple")
-    parser.add_argument("--out", required=True, help="output folder")
+    add_out(parser, help="output folder")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--sequences", default=None, help="comma-separated sequence names (default: all)")
     which.add_argument("--set-list", default=None, help="set list name, e.g. manyview_dev_0")
@@ -552,17 +552,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scale", default="1.0", help="factor on translations / depth, or 'mean' (default: 1.0)")
     parser.add_argument("--depth", action="store_true", help="write the depth maps")
     parser.add_argument("--depth-mask", action="store_true", help="zero depths outside CO3D's depth masks")
-    parser.add_argument("--link", action="store_true", help="hard-link images instead of copying")
-    args = parser.parse_args(argv)
+    add_link(parser, "images")
+    return run(parser, argv, _convert)
+
+
+def _convert(args: argparse.Namespace) -> list[Path]:
     sequences = None
     if args.sequences is not None:
         sequences = [s.strip() for s in args.sequences.split(",") if s.strip()]
-    try:
-        path = convert_co3d(args.root, args.category, args.out, sequences=sequences, set_list=args.set_list,
-                            subset=args.subset, split=args.split, frames=args.frames, scale=args.scale,
-                            depth=args.depth, depth_mask=args.depth_mask, link=args.link)
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(path)
-    return 0
+    return [convert_co3d(args.root, args.category, args.out, sequences=sequences, set_list=args.set_list,
+                         subset=args.subset, split=args.split, frames=args.frames, scale=args.scale,
+                         depth=args.depth, depth_mask=args.depth_mask, link=args.link)]

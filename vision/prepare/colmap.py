@@ -1,5 +1,4 @@
-"""Convert a COLMAP text model into one unordered multi-view split (``vision-prepare-colmap``, or
-``python datasets/prepare_colmap.py``).
+"""Convert a COLMAP text model into one unordered multi-view split (``vision prepare colmap``).
 
 Input (COLMAP's text model, e.g. ``sparse/0`` after ``colmap model_converter --output_type TXT``)::
 
@@ -8,7 +7,7 @@ Input (COLMAP's text model, e.g. ``sparse/0`` after ``colmap model_converter --o
     MODEL/points3D.txt    POINT3D_ID X Y Z R G B ERROR (IMAGE_ID POINT2D_IDX)*   (optional)
     IMAGES/NAME           the image files, NAME relative to IMAGES
 
-``python datasets/prepare_colmap.py MODEL --images IMAGES --out OUT [--scale 1|mean] [--depth DIR] [--link]``
+``vision prepare colmap MODEL --images IMAGES --out OUT [--scale 1|mean] [--depth DIR] [--link]``
 
 Output: ``OUT/<split>.json`` (default ``OUT/test.json``) with one video ``{ordered: false}`` holding every
 registered image as a view, ``OUT/images/NAME`` (copied, or hard-linked with ``--link``), optionally
@@ -66,9 +65,10 @@ import torch
 
 from vision.data.coco import write_depth_npz, write_split
 from vision.data.io import MAX_INPUT_PIXELS, atomic_write_bytes, check_pixels, image_size, resolve_inside
-from vision.errors import DataError, InputError, VisionError
+from vision.errors import DataError, InputError
 from vision.geometry.camera import quat_to_matrix
 from vision.prepare.cameras import first_view_world, parse_scale
+from vision.prepare.converter import add_link, add_out, converter_parser, run
 from vision.prepare.files import output_folder, place_file
 
 __all__ = ["ColmapCamera", "ColmapImage", "read_cameras", "read_images", "read_points3d", "read_colmap_depth",
@@ -453,10 +453,10 @@ def convert_colmap(model_dir: str | Path, images_dir: str | Path, out: str | Pat
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``) and convert; 0 on success, 2 with one ``error:`` line on a bad model
     or arguments."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = converter_parser(__doc__)
     parser.add_argument("model", help="folder with cameras.txt, images.txt, points3D.txt (COLMAP text model)")
     parser.add_argument("--images", required=True, help="folder the NAME column of images.txt is relative to")
-    parser.add_argument("--out", required=True, help="output folder")
+    add_out(parser, help="output folder")
     parser.add_argument("--split", default="test", help="JSON file stem (default: test)")
     parser.add_argument("--name", default=None, help="video name (default: the images folder's name)")
     parser.add_argument("--reference", default=None, help="NAME of the view that defines the world frame")
@@ -464,18 +464,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--distortion", default="undistort", choices=DISTORTION_MODES)
     parser.add_argument("--depth", default=None, help="folder of depth maps (NAME.geometric.bin or NAME.npy)")
     parser.add_argument("--require-depth", action="store_true", help="every view must have a depth map")
-    parser.add_argument("--link", action="store_true", help="hard-link images instead of copying")
-    args = parser.parse_args(argv)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            path = convert_colmap(args.model, args.images, args.out, split=args.split, name=args.name,
-                                  reference=args.reference, scale=args.scale, distortion=args.distortion,
-                                  depth_dir=args.depth, require_depth=args.require_depth, link=args.link)
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    add_link(parser, "images")
+    return run(parser, argv, _convert)
+
+
+def _convert(args: argparse.Namespace) -> list[Path]:
+    """The split's path; the conversion's warnings are printed once it has succeeded, one ``warning:`` line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = convert_colmap(args.model, args.images, args.out, split=args.split, name=args.name,
+                              reference=args.reference, scale=args.scale, distortion=args.distortion,
+                              depth_dir=args.depth, require_depth=args.require_depth, link=args.link)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
-    print(path)
-    return 0
+    return [path]

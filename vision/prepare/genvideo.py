@@ -1,12 +1,11 @@
-"""Convert a GenVideo-style folder layout into our split format (``vision-prepare-genvideo``, or
-``python datasets/prepare_genvideo.py``).
+"""Convert a GenVideo-style folder layout into our split format (``vision prepare genvideo``).
 
 Layout read::
 
     ROOT/real/**/*.mp4                  real videos
     ROOT/fake/<generator>/**/*.mp4      generated videos, one folder per generator
 
-``vision-prepare-genvideo ROOT --out datasets/genvideo [--val 0.1] [--test 0.2] [--link]``
+``vision prepare genvideo ROOT --out datasets/genvideo [--val 0.1] [--test 0.2] [--link]``
 
 Every video is assigned to ``train``, ``val`` or ``test`` by a hash of its path relative to ROOT (stable across
 runs and machines); ``--holdout GEN`` puts all of generator GEN into ``test`` (leave-one-generator-out). The
@@ -25,7 +24,8 @@ from pathlib import Path
 from vision.data.coco import write_split
 from vision.data.io import VIDEO_SUFFIXES
 from vision.data.video import probe_video
-from vision.errors import DataError, InputError, VideoError, VisionError
+from vision.errors import DataError, InputError, VideoError
+from vision.prepare.converter import add_link, add_out, converter_parser, run
 from vision.prepare.files import output_folder, place_file
 
 __all__ = ["scan", "assign_side", "convert", "main"]
@@ -96,19 +96,16 @@ def convert(root: str | Path, out: str | Path, val: float = 0.1, test: float = 0
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``) and convert; 0 on success, 2 with one ``error:`` line on a bad layout
     or arguments."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = converter_parser(__doc__)
     parser.add_argument("root")
-    parser.add_argument("--out", required=True)
+    add_out(parser)
     parser.add_argument("--val", type=float, default=0.1)
     parser.add_argument("--test", type=float, default=0.2)
     parser.add_argument("--holdout", default=None, help="put this generator entirely into test")
-    parser.add_argument("--link", action="store_true", help="hard-link instead of copying (a copy across file systems)")
-    args = parser.parse_args(argv)
-    try:
-        paths = convert(args.root, args.out, args.val, args.test, args.holdout, args.link)
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for side, path in paths.items():
-        print(f"{side}: {path}")
-    return 0
+    add_link(parser, "the videos")
+    return run(parser, argv, _convert)
+
+
+def _convert(args: argparse.Namespace) -> list[str]:
+    paths = convert(args.root, args.out, args.val, args.test, args.holdout, args.link)
+    return [f"{side}: {path}" for side, path in paths.items()]

@@ -1,5 +1,5 @@
 """Build OOV-COCO / OOV-VOC-style open-set splits from a real COCO annotation file, by category lists, or from an
-LVIS v1 file by category frequency (``vision-prepare-oov-coco``, or ``python datasets/prepare_oov_coco.py``).
+LVIS v1 file by category frequency (``vision prepare oov-coco``).
 
 Each listed category gets ``split: iv | novel | oov``; categories not listed are dropped with their annotations.
 ``--oov`` defaults to every category that is neither IV nor novel.
@@ -15,7 +15,7 @@ VOC classes known, the other 60 COCO classes OOV). Image ``file_name`` entries a
 not escape its folder, so write the split into the folder holding the COCO images). The split is written as
 ``OUT/<split>.json``, ``split`` defaulting to the mode (``train`` / ``test``).
 
-    vision-prepare-oov-coco --annotations data/coco/annotations/instances_val2017.json \
+    vision prepare oov-coco --annotations data/coco/annotations/instances_val2017.json \
         --iv voc --mode test --image-prefix coco/val2017 --out data --split oov_voc_test
 
 LVIS v1 (``--by-frequency``, :func:`prepare_lvis_oov_split`): the categories are partitioned by their LVIS
@@ -46,7 +46,7 @@ every instance of it is. How the split treats them:
   LVIS's federated AP and not comparable to published LVIS numbers. Each image keeps ``neg_category_ids`` and
   ``not_exhaustive_category_ids`` (restricted to the kept categories) for a federated evaluator (lvis-api).
 
-    vision-prepare-oov-coco --annotations data/lvis/lvis_v1_val.json --by-frequency \
+    vision prepare oov-coco --annotations data/lvis/lvis_v1_val.json --by-frequency \
         --mode test --image-prefix coco --out data --split oov_lvis_test
 """
 
@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
@@ -63,7 +62,8 @@ import numpy as np
 
 from vision.data.coco import read_json, write_split
 from vision.data.masks import encode_mask
-from vision.errors import DataError, InputError, VisionError
+from vision.errors import DataError, InputError
+from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.files import output_folder
 
 __all__ = ["VOC_CLASSES", "LVIS_FREQUENCY_PARTITION", "prepare_oov_split", "lvis_frequency_groups",
@@ -285,7 +285,7 @@ def _split_name(split: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``), convert and write the split; 0 on success, 2 with one ``error:``
     line naming the file and field when the annotations or category lists are bad."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = converter_parser(__doc__, full_doc=True)
     parser.add_argument("--annotations", required=True, help="COCO instances JSON")
     parser.add_argument("--iv", default=None, help="comma-separated IV names, or 'voc'")
     parser.add_argument("--by-frequency", nargs="?", const="f=iv,c=novel,r=oov", default=None, metavar="SPEC",
@@ -294,30 +294,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--oov", default=None, help="comma-separated OOV names (default: every other category)")
     parser.add_argument("--mode", choices=MODES, default="test")
     parser.add_argument("--image-prefix", default="", help="prefix of image file names, relative to --out")
-    parser.add_argument("--out", required=True, help="output folder: the split is written as OUT/<split>.json")
+    add_out(parser, help="output folder: the split is written as OUT/<split>.json")
     parser.add_argument("--split", default=None, help="JSON file stem (default: the mode, train or test)")
     parser.add_argument("--check-files", action="store_true", help="check that every image file exists")
-    args = parser.parse_args(argv)
-    try:
-        out = output_folder(args.out) / f"{_split_name(args.split or args.mode)}.json"
-        source = read_json(args.annotations)
-        if args.by_frequency is not None:
-            if args.iv or args.novel or args.oov:
-                raise DataError("--by-frequency replaces --iv / --novel / --oov; give one or the other",
-                                field="--by-frequency", value=args.by_frequency)
-            if not isinstance(source, dict):
-                raise DataError("expected a JSON object", file=args.annotations)
-            split = prepare_lvis_oov_split(source, args.by_frequency, args.mode, args.image_prefix,
-                                           file=args.annotations)
-        else:
-            if not args.iv:
-                raise DataError("give --iv (category names or 'voc') or --by-frequency (LVIS)", field="--iv")
-            split = prepare_oov_split(source, args.iv, args.novel, args.oov, args.mode, args.image_prefix,
-                                      file=args.annotations)
-        write_split(out, split, check_files=args.check_files)
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"{out}: {len(split['images'])} images, {len(split['annotations'])} annotations, "
-          f"{len(split['categories'])} categories ({args.mode})")
-    return 0
+    return run(parser, argv, _convert)
+
+
+def _convert(args: argparse.Namespace) -> list[str]:
+    out = output_folder(args.out) / f"{_split_name(args.split or args.mode)}.json"
+    source = read_json(args.annotations)
+    if args.by_frequency is not None:
+        if args.iv or args.novel or args.oov:
+            raise DataError("--by-frequency replaces --iv / --novel / --oov; give one or the other",
+                            field="--by-frequency", value=args.by_frequency)
+        if not isinstance(source, dict):
+            raise DataError("expected a JSON object", file=args.annotations)
+        split = prepare_lvis_oov_split(source, args.by_frequency, args.mode, args.image_prefix,
+                                       file=args.annotations)
+    else:
+        if not args.iv:
+            raise DataError("give --iv (category names or 'voc') or --by-frequency (LVIS)", field="--iv")
+        split = prepare_oov_split(source, args.iv, args.novel, args.oov, args.mode, args.image_prefix,
+                                  file=args.annotations)
+    write_split(out, split, check_files=args.check_files)
+    return [f"{out}: {len(split['images'])} images, {len(split['annotations'])} annotations, "
+            f"{len(split['categories'])} categories ({args.mode})"]

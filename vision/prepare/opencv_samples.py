@@ -1,8 +1,8 @@
 """Real camera videos from OpenCV's sample data, as Debian's ``opencv-doc`` package ships them.
 
-``vision-fetch-opencv-samples --out datasets/opencv_samples`` (or ``python datasets/fetch_opencv_samples.py``)
-downloads the package with ``apt-get download`` (Debian's package registry; no root needed) and extracts only
-:data:`FILES` into ``--out``; nothing else of the package is kept. Where the package is installed
+``vision prepare opencv-samples --out datasets/opencv_samples`` downloads the package with ``apt-get download``
+(Debian's package registry; no root needed) and extracts only :data:`FILES` into ``--out``; nothing else of the
+package is kept. Where the package is installed
 (``apt-get install opencv-doc``) the files are copied from ``/usr/share/doc/opencv-doc`` instead.
 
 The videos are camera footage (people on a campus walkway; a hand turning a printed box; a hand moving a cup) under
@@ -17,13 +17,13 @@ import argparse
 import gzip
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from vision.errors import InputError, VisionError
+from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.files import output_folder
 
 __all__ = ["PACKAGE", "FILES", "INSTALLED", "missing", "fetch", "main"]
@@ -95,14 +95,11 @@ def fetch(out: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="datasets/opencv_samples")
-    args = parser.parse_args(argv)
-    try:
-        folder = fetch(args.out)
-    except (VisionError, OSError, subprocess.CalledProcessError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for name in FILES:
-        print(folder / name)
-    return 0
+    parser = converter_parser(__doc__)
+    add_out(parser, default="datasets/opencv_samples")
+    return run(parser, argv, _fetch, errors=(VisionError, OSError, subprocess.CalledProcessError))
+
+
+def _fetch(args: argparse.Namespace) -> list[Path]:
+    folder = fetch(args.out)
+    return [folder / name for name in FILES]

@@ -1,7 +1,7 @@
 """Real frames with a monocular teacher's relative disparity, for the geometry backbone's optional real-depth term
-(``vision-prepare-real-depth``; ``make data-real-depth``).
+(``vision prepare real-depth``; ``make data-real-depth``).
 
-``vision-prepare-real-depth [--out datasets/real/real_depth_train.npz] [--footage DIR ...] [--opencv-samples DIR]
+``vision prepare real-depth [--out datasets/real/real_depth_train.npz] [--footage DIR ...] [--opencv-samples DIR]
 [--if-present] [--size 64] [--teacher-size 128] [--max-frames 120] [--duplicate-threshold 0.5] [--threads 1]``
 
 Sources: the *training-role* sources of the detection teacher's converter (:mod:`vision.prepare.teacher`:
@@ -37,7 +37,6 @@ import argparse
 import hashlib
 import io
 import json
-import sys
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -48,6 +47,7 @@ import torch
 from vision.data.files import output_file
 from vision.data.io import atomic_write_bytes, atomic_write_json, read_image, resize_frame
 from vision.errors import InputError, VisionError
+from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.teacher import DUPLICATE_THRESHOLD, Source, check_options, default_sources, sample_video
 
 __all__ = ["DEFAULT_OUT", "HELD_OUT", "TEACHER", "held_out", "training_sources", "square_crop", "prepare", "main"]
@@ -260,13 +260,13 @@ def prepare(out: str | Path, sources: Sequence[Source], size: int = 64, teacher_
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``) and write the file; 0 on success, 2 with one ``error:`` line on bad
     arguments, unreadable sources or missing weights."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=DEFAULT_OUT, help=f"the .npz to write (default {DEFAULT_OUT}); the "
-                                                          "manifest goes beside it as .json")
+    parser = converter_parser(__doc__)
+    add_out(parser, default=DEFAULT_OUT,
+            help=f"the .npz to write (default {DEFAULT_OUT}); the manifest goes beside it as .json")
     parser.add_argument("--footage", action="append", default=[], metavar="DIR",
-                        help="a folder of real camera videos (as vision-prepare-real-detection); repeatable")
+                        help="a folder of real camera videos (as vision prepare real-detection); repeatable")
     parser.add_argument("--opencv-samples", default=None, metavar="DIR",
-                        help="OpenCV's sample videos (vision-fetch-opencv-samples; default datasets/opencv_samples, "
+                        help="OpenCV's sample videos (vision prepare opencv-samples; default datasets/opencv_samples, "
                              "skipped with a note when absent)")
     parser.add_argument("--if-present", action="store_true",
                         help="skip an absent --opencv-samples / --footage folder with a note instead of an error")
@@ -278,7 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a frame whose 32x32 grey thumbnail differs from the last kept one's by less (mean "
                              "absolute difference, 0-255) is dropped")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of the teacher (default 1)")
-    args = parser.parse_args(argv)
+    return run(parser, argv, _prepare, one_line=True)
+
+
+def _prepare(args: argparse.Namespace) -> Iterator[str]:
+    """The file and its manifest, one line; an ``OSError`` becomes the one-line error naming the file
+    (:func:`vision.data.files.write_failure`)."""
     try:
         _check_arguments(args.size, args.teacher_size, args.max_frames, args.duplicate_threshold, args.threads)
         torch.set_num_threads(args.threads)
@@ -286,14 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         npz, manifest = prepare(args.out, sources, size=args.size, teacher_size=args.teacher_size,
                                 max_frames=args.max_frames, duplicate_threshold=args.duplicate_threshold,
                                 left_out=left_out)
-    except VisionError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
     except OSError as exc:
         from vision.data.files import write_failure
 
-        print(f"error: {' '.join(str(write_failure(exc)).split())}", file=sys.stderr)
-        return 2
+        raise write_failure(exc) from exc
     counts = json.loads(manifest.read_text())["frames"]
-    print(f"{npz}: {counts} frames; manifest {manifest}")
-    return 0
+    yield f"{npz}: {counts} frames; manifest {manifest}"

