@@ -15,7 +15,7 @@ import torch
 from tests.tools.test_predict_cli import _untrained_checkpoint
 from vision import device as dev
 from vision.cli import predict as predict_cli
-from vision.cli import tracking as tracking_cli
+from vision.tracking import cli as tracking_cli
 from vision.cli.batch import expand_inputs, output_folders
 
 

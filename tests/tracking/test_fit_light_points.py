@@ -1,5 +1,5 @@
-"""vision-fit-light-points (vision.tracking.fit_light_points): a G2TAM checkpoint becomes a model folder whose tracking reads
-light point maps; bad input is one ``error:`` line and exit status 2, with nothing written."""
+"""vision-fit-light-points (vision.tracking.fit_light_points): a G2TAM checkpoint becomes a model folder whose
+tracking reads light point maps; bad input is one ``error:`` line and exit status 2, with nothing written."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from vision.cli import light_points as light_cli
+from vision.tracking import fit_light_points as light_cli
 from tests.cli.conftest import write_task_checkpoint
 from vision.tasks import get_task
 from vision.tracking.predictor import TrackerPredictor

@@ -94,6 +94,30 @@ REGISTRY: dict[str, WeightsEntry] = {e.name: e for e in (
         "YuNet face detector at 120x160: face boxes and five landmarks",
         "Kazuhito00/Image-Processing-Node-Editor@46979d5: node/deep_learning_node/face_detection/YuNet/model/"),
     WeightsEntry(
+        "nanotrack-v2-backbone", "nanotrack_v2_backbone_sim.onnx",
+        f"{_GH}/HonglinChu/SiamTrackers/raw/248663f/NanoTrack/models/nanotrackv2/nanotrack_backbone_sim.onnx",
+        "530bdd0cd00f19afab79a863e71ba71e3312395a5dc9151af675082bdaaa2fc4", "Apache-2.0", "onnx",
+        "NanoTrack v2's MobileNetV3 backbone (template and search-region features), OpenCV's TrackerNano pair",
+        "HonglinChu/SiamTrackers@248663f: NanoTrack/models/nanotrackv2/nanotrack_backbone_sim.onnx"),
+    WeightsEntry(
+        "nanotrack-v2-head", "nanotrack_v2_head_sim.onnx",
+        f"{_GH}/HonglinChu/SiamTrackers/raw/248663f/NanoTrack/models/nanotrackv2/nanotrack_head_sim.onnx",
+        "0d8c0637be849f092cc7236cae02e55c8b9455ebe37ba50601d6115db4247cd9", "Apache-2.0", "onnx",
+        "NanoTrack v2's classification and box-regression head, OpenCV's TrackerNano pair",
+        "HonglinChu/SiamTrackers@248663f: NanoTrack/models/nanotrackv2/nanotrack_head_sim.onnx"),
+    WeightsEntry(
+        "nanotrack-v2", "nanotrackv2.pth",
+        f"{_GH}/HonglinChu/SiamTrackers/raw/248663f/NanoTrack/models/pretrained/nanotrackv2.pth",
+        "938a320c560fd8c8d6a148a76a072bca29c529ce16591c9a2157859ee0ecc5e1", "Apache-2.0", "torch",
+        "NanoTrack v2 single-object tracker weights (its pickle holds NumPy scalars, which weights_only=True refuses without an allow-list)",
+        "HonglinChu/SiamTrackers@248663f: NanoTrack/models/pretrained/nanotrackv2.pth (network: NanoTrack/)"),
+    WeightsEntry(
+        "nanotrack-v3", "nanotrackv3.pth",
+        f"{_GH}/HonglinChu/SiamTrackers/raw/248663f/NanoTrack/models/pretrained/nanotrackv3.pth",
+        "4f0d25108385a67bdec5fa01ca37c74acb72343b53996dd645fe18b86e512e69", "Apache-2.0", "torch",
+        "NanoTrack v3 single-object tracker weights (its pickle holds NumPy scalars, which weights_only=True refuses without an allow-list)",
+        "HonglinChu/SiamTrackers@248663f: NanoTrack/models/pretrained/nanotrackv3.pth (network: NanoTrack/)"),
+    WeightsEntry(
         "deeplabv3-voc", "deeplab_v3_1_default_1.onnx",
         f"{_GH}/Kazuhito00/Image-Processing-Node-Editor/raw/46979d5/node/deep_learning_node/semantic_segmentation/"
         "deeplab_v3/model/deeplab_v3_1_default_1.onnx",
