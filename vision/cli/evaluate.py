@@ -1,4 +1,4 @@
-"""``vision-evaluate`` (and ``python tools/evaluate.py``): score a results file against a split.
+"""``vision evaluate`` (alias ``vision-evaluate``): score a results file against a split.
 
     vision-evaluate --split SPLIT.json --results RESULTS.json --task TASK (a registered task, vision.tasks)
                     [--out METRICS.json]

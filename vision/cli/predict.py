@@ -1,4 +1,4 @@
-"""``vision-predict`` (and ``python tools/predict.py``): run a trained model on an image, a folder of images or a
+"""``vision predict`` (alias ``vision-predict``): run a trained model on an image, a folder of images or a
 video.
 
   vision-predict --task detection --ckpt CKPT --vocabulary "mug,chair,lamp" INPUT [--out DIR]

@@ -1,6 +1,6 @@
 """Write a synthetic COCO-format split: ``DIR/NAME.json`` plus PNG images and 16-bit depth under ``DIR/NAME/``.
 
-``vision-synthetic`` (and ``python tools/make_synthetic.py``), for example::
+``vision synthetic`` (alias ``vision-synthetic``), for example::
 
     vision-synthetic --out datasets/synthetic --split train --scenes 100 --views 16 --size 128 \\
         --mode video --seed 0 --vocab "iv=cube,sphere,mug;novel=chair;oov=lamp"

@@ -8,7 +8,7 @@ Input-size limits, one definition for every task, the command line tools and the
 * :data:`MAX_WORKING_PIXELS`: frames with more pixels are downscaled (aspect ratio kept, :func:`fit_within`) when
   they are read for drawing: annotated videos, overlays and the demo's frames are at most this size. The command
   line tools still report results (boxes, masks) in the input's pixels.
-* :data:`MAX_INPUT_FRAMES`: frames used per request by ``tools/predict.py`` (its ``--max-frames``) and the upper
+* :data:`MAX_INPUT_FRAMES`: frames used per request by ``vision predict`` (its ``--max-frames``) and the upper
   bound of the demo's frame limits; longer inputs are cut to their first frames, and the output says so.
 
 Peak memory of a prediction is then bounded by these constants (and the model's own working size), not by the
@@ -38,13 +38,13 @@ __all__ = ["atomic_write_bytes", "atomic_write_json", "resolve_inside", "MAX_INP
 MAX_INPUT_PIXELS = 4096 * 4096
 #: Frames with more pixels (1280 x 720) are downscaled for drawing: annotated videos, overlays, demo frames.
 MAX_WORKING_PIXELS = 1280 * 720
-#: Frames used per request (the first ones) by tools/predict.py and, at most, by the demo.
+#: Frames used per request (the first ones) by vision predict and, at most, by the demo.
 MAX_INPUT_FRAMES = 1000
 
-#: Image files accepted as input (lower-case suffixes) by tools/predict.py, the demo and :func:`read_image` (Pillow
+#: Image files accepted as input (lower-case suffixes) by vision predict, the demo and :func:`read_image` (Pillow
 #: reads their headers, OpenCV decodes them; TIFF included).
 IMAGE_SUFFIXES: tuple[str, ...] = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
-#: Video files accepted as input (lower-case suffixes) by tools/predict.py, the demo and the dataset converters.
+#: Video files accepted as input (lower-case suffixes) by vision predict, the demo and the dataset converters.
 VIDEO_SUFFIXES: tuple[str, ...] = (".mp4", ".mov", ".m4v", ".avi", ".mkv", ".webm")
 
 

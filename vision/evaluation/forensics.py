@@ -123,7 +123,7 @@ def binary_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float, fpr
 
 def format_forensics(metrics: dict[str, Any], title: str) -> str:
     """The fixed-width table of :func:`evaluate_forensics`'s ``metrics``: one row per generator, ``macro`` and
-    ``all``, the class counts and the threshold (in full, as ``tools/evaluate.py --threshold`` takes it)."""
+    ``all``, the class counts and the threshold (in full, as ``vision evaluate --threshold`` takes it)."""
     rows = sorted({key.split("/")[0] for key in metrics if "/" in key} - {"macro", "cgi"}) + ["macro"]
     header = f"{title:14s}" + "".join(f"{c:>11s}" for c in METRICS)
     lines = [header, "-" * len(header)]

@@ -9,7 +9,7 @@
   across ranks, :mod:`vision.training.evaluator`); ``test --config C --ckpt_path P`` prints the test split's table;
   ``predict --config C --ckpt_path P [--results out.json]`` writes one merged COCO-format results file
   (:class:`~vision.training.writer.ResultsWriter`; default ``<default_root_dir>/predictions.json``) that
-  ``tools/evaluate.py`` scores to the same figures.
+  ``vision evaluate`` scores to the same figures.
 - Values that must agree between ``model:`` and ``data:`` are linked, not repeated: the data's ``image_size``
   (and, for forensics, ``tools`` and ``max_frames``) come from the model's ``config``.
 - Checkpoints: the configs keep the best (by the task metric) and the last one; every write is atomic

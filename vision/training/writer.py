@@ -3,7 +3,7 @@
 A task's ``predict_step`` returns a list of ``(key, results)`` pairs (see :mod:`vision.training.collect`); the
 writer keeps them, gathers them from every rank at the end of the epoch (one copy per key, in key order) and rank 0
 writes the results as one JSON list, atomically, to ``output`` (default ``<default_root_dir>/predictions.json``).
-``tools/evaluate.py`` scores that file to the figures ``tools/train.py test`` prints.
+``vision evaluate`` scores that file to the figures ``tools/train.py test`` prints.
 """
 
 from __future__ import annotations
