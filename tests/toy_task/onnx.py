@@ -11,11 +11,22 @@ from torch import nn
 
 from vision.export.graphs import Graph
 
-__all__ = ["graphs"]
+__all__ = ["ToyGraph", "graphs"]
+
+
+class ToyGraph(nn.Module):
+    """The toy model with the graph's output convention: a tuple with one tensor, ``brightness [B, H, W]``."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor]:
+        return (self.model(images),)
 
 
 def graphs(model: nn.Module, config: Any, folder: Any = None, seed: int = 0) -> list[Graph]:
-    """The toy model itself is a graph (tensors in, a tensor out); its example is two random 12 x 16 images."""
+    """The toy graph; its example is two random 12 x 16 images."""
     images = torch.rand(2, 3, 12, 16, generator=torch.Generator().manual_seed(seed))
-    return [Graph("toy", model, (images,), ("images",), ("brightness",),
+    return [Graph("toy", ToyGraph(model), (images,), ("images",), ("brightness",),
                   {"images": {0: "batch", 2: "height", 3: "width"}})]
