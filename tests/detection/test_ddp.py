@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -131,7 +132,7 @@ def test_test_prints_the_table_and_predict_scores_to_its_figures(run, tmp_path, 
     split = json.loads(run["splits"]["val"].read_text())
     ids = [c["id"] for c in split["categories"] if c["name"] in split["info"]["vocabulary"]]
     out = tmp_path / "metrics.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "evaluate.py"), "--split", str(run["splits"]["val"]),
+    proc = subprocess.run([str(Path(sys.executable).parent / "vision"), "evaluate", "--split", str(run["splits"]["val"]),
                            "--results", str(results), "--task", "detection", "--category-ids",
                            ",".join(map(str, ids)), "--unknown-category-id", "1000", "--out", str(out)],
                           capture_output=True, text=True, timeout=120)
