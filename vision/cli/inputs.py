@@ -1,18 +1,27 @@
-"""The input of ``vision-predict``: a video, an image or a folder of images, checked before any model is loaded.
+"""The input of ``vision predict``: a video, an image or a folder of images, checked before any model is loaded
+and decoded once.
 
 Limits (:mod:`vision.data.io`): a frame over ``max_pixels`` is refused from the file's header, before decoding;
 only the first ``max_frames`` frames are used (:attr:`Input.note` says so); frames over ``MAX_WORKING_PIXELS`` are
 downscaled when they are read for drawing (:meth:`Input.working_frames`).
+
+One pass per input: :func:`load_input` checks the file once (its header, and a video's packets without decoding
+them); a predictor then reads :attr:`Input.source`, a :class:`~vision.data.video.FrameSource` that decodes each frame
+once into the model's size and the working size, so the frames drawn come from the same pass.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vision.data.io import IMAGE_SUFFIXES, MAX_INPUT_FRAMES, MAX_INPUT_PIXELS, MAX_WORKING_PIXELS, fit_within
 from vision.errors import InputError
+
+if TYPE_CHECKING:
+    from vision.data.video import FrameSource
 
 __all__ = ["Input", "load_input", "print_notes", "progress_bar"]
 
@@ -25,13 +34,22 @@ class Input:
 
     def __init__(self, video: Path | None, images: list[Path], width: int, height: int, fps: float,
                  frames: int | None, max_frames: int, max_pixels: int, note: str = "") -> None:
+        from vision.data.video import FrameSource
+
         self.video, self.images = video, images
         self.width, self.height, self.fps, self.frames = width, height, fps, frames
         self.max_frames, self.max_pixels, self.note = max_frames, max_pixels, note
+        self._frames = FrameSource(video, images, width, height, max_frames, max_pixels, keep=self.working_size)
 
     @property
-    def source(self) -> Path | list[Path]:
-        """What the predictors read: the video path or the list of image paths."""
+    def source(self) -> FrameSource:
+        """What the predictors' ``init_state`` reads: the frames, decoded once (at the model's size, and at
+        :attr:`working_size` in the same pass)."""
+        return self._frames
+
+    @property
+    def paths(self) -> Path | list[Path]:
+        """The video path or the list of image paths (for a reader that streams the file itself)."""
         return self.video if self.video is not None else self.images
 
     @property
@@ -40,13 +58,9 @@ class Input:
         return fit_within(self.width, self.height, MAX_WORKING_PIXELS)
 
     def working_frames(self) -> np.ndarray:
-        """The frames used, at :attr:`working_size`, uint8 [T, H, W, 3] RGB."""
-        from vision.data.video import read_frames_from_paths, read_video
-
-        if self.video is not None:
-            return read_video(self.video, max_frames=self.max_frames, size=self.working_size,
-                              max_pixels=self.max_pixels)
-        return read_frames_from_paths(self.images, size=self.working_size, max_pixels=self.max_pixels)
+        """The frames used, at :attr:`working_size`, uint8 [T, H, W, 3] RGB (from the pass that read
+        :attr:`source` for the model, when one did)."""
+        return self._frames.kept()
 
 
 def load_input(path: Path, max_frames: int = MAX_INPUT_FRAMES, max_pixels: int = MAX_INPUT_PIXELS) -> Input:

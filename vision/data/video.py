@@ -49,6 +49,7 @@ from vision.data.io import MAX_INPUT_PIXELS, check_pixels, read_image, resize_fr
 from vision.errors import InputError, VideoError
 
 __all__ = [
+    "FrameSource",
     "first_video_stream",
     "VideoInfo",
     "probe_video",
@@ -349,11 +350,11 @@ def check_video(path: str | Path, max_pixels: int | None = MAX_INPUT_PIXELS) -> 
     Raises:
         VideoError: as :func:`iter_frames` (missing, empty, corrupt, truncated, over ``max_pixels``).
     """
-    info = probe_video(path)
-    check_pixels(info.width, info.height, path, max_pixels)
-    container, stream = _open_for_reading(path)
+    container, stream = _open_for_reading(path)  # one opening: the header, then every packet
     tally = _Tally()
     try:
+        info = _header(container, stream, path)
+        check_pixels(info.width, info.height, path, max_pixels)
         expected = _expected_frames(container, stream)
         for packet in container.demux(stream):
             tally.add(packet)
@@ -373,25 +374,31 @@ def probe_video(path: str | Path) -> VideoInfo:
     """
     container, stream = _open_for_reading(path)
     try:
-        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-        if not rate or float(rate) <= 0:
-            raise VideoError("the video stream has no frame rate", file=path)
-        fps = float(rate)
-        if stream.duration is not None and stream.time_base is not None:
-            duration = float(stream.duration * stream.time_base)
-        elif container.duration is not None:
-            duration = float(container.duration) / av.time_base
-        else:
-            duration = 0.0
-        num_frames = int(stream.frames) if stream.frames else int(round(duration * fps))
-        width = int(stream.codec_context.width)
-        height = int(stream.codec_context.height)
-        if width <= 0 or height <= 0:
-            raise VideoError(f"the video stream has an invalid frame size {width}x{height}", file=path)
-        return VideoInfo(fps=fps, num_frames=num_frames, width=width, height=height,
-                         codec=str(stream.codec_context.name), duration=duration)
+        return _header(container, stream, path)
     finally:
         container.close()
+
+
+def _header(container: av.container.InputContainer, stream: av.video.stream.VideoStream,
+            path: str | Path) -> VideoInfo:
+    """The :class:`VideoInfo` of an opened video's header (see :func:`probe_video`)."""
+    rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+    if not rate or float(rate) <= 0:
+        raise VideoError("the video stream has no frame rate", file=path)
+    fps = float(rate)
+    if stream.duration is not None and stream.time_base is not None:
+        duration = float(stream.duration * stream.time_base)
+    elif container.duration is not None:
+        duration = float(container.duration) / av.time_base
+    else:
+        duration = 0.0
+    num_frames = int(stream.frames) if stream.frames else int(round(duration * fps))
+    width = int(stream.codec_context.width)
+    height = int(stream.codec_context.height)
+    if width <= 0 or height <= 0:
+        raise VideoError(f"the video stream has an invalid frame size {width}x{height}", file=path)
+    return VideoInfo(fps=fps, num_frames=num_frames, width=width, height=height,
+                     codec=str(stream.codec_context.name), duration=duration)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -552,19 +559,79 @@ def read_frames_from_paths(paths: Sequence[str | Path], size: SizeArg = None,
     return np.stack(frames, axis=0)
 
 
+class FrameSource:
+    """A checked input whose frames are decoded once: a video file (its first ``max_frames`` frames) or image files,
+    of ``width`` x ``height`` pixels (the pixels of prompts and results).
+
+    The first :meth:`read` decodes every frame used a single time and resizes each decoded frame both to the size
+    asked for (a model's input: what :func:`read_frames` hands a predictor) and to ``keep`` (the size the caller
+    draws on, :meth:`kept`), with the same resize as :func:`read_video`, so the frames equal those of two separate
+    reads. Later reads at the same size return the same frames; another size is resized from a new pass.
+
+    Args:
+        video: the video file, or None for ``images`` (sorted as the caller wants them, one size).
+        width, height: the input's frame size (read from its header by the caller's check).
+        max_frames: the frames used, the first ones; max_pixels: frames with more pixels are refused.
+        keep: ``(W, H)`` of the kept frames (None: the input's size).
+    """
+
+    def __init__(self, video: Path | None, images: Sequence[Path], width: int, height: int, max_frames: int,
+                 max_pixels: int | None, keep: tuple[int, int] | None = None) -> None:
+        self.video, self.images = video, list(images)
+        self.width, self.height = int(width), int(height)
+        self.max_frames, self.max_pixels, self.keep = max_frames, max_pixels, keep
+        self._read: dict[tuple[int, int] | None, np.ndarray] = {}
+
+    def _decoded(self) -> Iterator[np.ndarray]:
+        """Each frame used, decoded at the input's size."""
+        if self.video is not None:
+            yield from iter_frames(self.video, max_frames=self.max_frames, max_pixels=self.max_pixels)
+        else:
+            for path in self.images:
+                yield read_image(path, max_pixels=self.max_pixels)
+
+    def _pass(self, sizes: Sequence[tuple[int, int] | None]) -> None:
+        """One decoding pass that stores the frames at each of ``sizes`` (``(W, H)``; None: the input's)."""
+        frames: dict[tuple[int, int] | None, list[np.ndarray]] = {size: [] for size in sizes}
+        for image in self._decoded():
+            for size, out in frames.items():
+                out.append(resize_frame(image, _target_size(image.shape[1], image.shape[0], size)))
+        for size, out in frames.items():
+            self._read[size] = np.stack(out, axis=0)
+
+    def read(self, size: SizeArg = None) -> tuple[np.ndarray, tuple[int, int]]:
+        """The frames at ``size`` (the policy of :func:`read_video`), uint8 ``[T, H', W', 3]`` RGB, and the input's
+        ``(height, width)``; the first call also keeps the frames at ``keep``."""
+        out = _target_size(self.width, self.height, size)
+        if out not in self._read:
+            self._pass([out] + ([self.keep] if self.keep not in self._read and self.keep != out else []))
+        return self._read[out], (self.height, self.width)
+
+    def kept(self) -> np.ndarray:
+        """The frames at ``keep`` (decoded now unless a :meth:`read` already did)."""
+        if self.keep not in self._read:
+            self._pass([self.keep])
+        return self._read[self.keep]
+
+
 def read_frames(source: object, size: SizeArg = None, stride: int = 1, max_frames: int | None = None,
                 max_pixels: int | None = MAX_INPUT_PIXELS) -> tuple[np.ndarray, tuple[int, int]]:
     """Read a model's input, whatever its form, into ``uint8 [T, H', W', 3]`` RGB under the ``size`` policy.
 
     ``source``: a video path (:func:`read_video`, with ``stride`` and ``max_frames``), a list of image paths
-    (:func:`read_frames_from_paths`), frames ``uint8 [T, H, W, 3]`` RGB, or a torch float tensor ``[T, 3, H, W]``
-    in [0, 1] (rounded to uint8); files with frames over ``max_pixels`` are refused before decoding. Returns the
+    (:func:`read_frames_from_paths`), a :class:`FrameSource` (decoded once, under its own limits; ``stride`` must
+    be 1), frames ``uint8 [T, H, W, 3]`` RGB, or a torch float tensor ``[T, 3, H, W]`` in [0, 1] (rounded to
+    uint8); files with frames over ``max_pixels`` are refused before decoding. Returns the
     frames and the input's ``(height, width)`` (the video's, the first image's, the frames'), the pixels prompts
     and results are given in.
 
     Raises:
         InputError: an empty list, frames of another dtype or shape. VideoError: as the readers above.
     """
+    if isinstance(source, FrameSource):
+        if stride != 1:
+            raise InputError(f"a FrameSource is read whole: stride must be 1, got {stride!r}")
+        return source.read(size)
     if isinstance(source, (str, Path)):
         info = probe_video(source)
         frames = read_video(source, stride=stride, max_frames=max_frames, size=size, max_pixels=max_pixels)

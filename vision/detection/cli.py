@@ -29,10 +29,15 @@ def add_flags(group: argparse._ArgumentGroup) -> None:
 
 
 def _vocabularies(args: argparse.Namespace) -> list[list[str]]:
-    """Each ``--vocabulary`` text read by the one rule (:func:`vision.text.vocabulary.parse_vocabulary`)."""
+    """Each ``--vocabulary`` text read by the one rule (:func:`vision.text.vocabulary.parse_vocabulary`), once per
+    command: the names are kept on ``args`` for every input that follows."""
     from vision.text.vocabulary import parse_vocabulary
 
-    return [parse_vocabulary(text, field="--vocabulary") for text in args.vocabulary]
+    parsed = vars(args).get("_vocabularies")
+    if parsed is None or parsed[0] != args.vocabulary:
+        parsed = (list(args.vocabulary), [parse_vocabulary(text, field="--vocabulary") for text in args.vocabulary])
+        args._vocabularies = parsed
+    return parsed[1]
 
 
 def check(args: argparse.Namespace) -> None:
@@ -59,7 +64,7 @@ def run(args: argparse.Namespace, out: Path) -> None:
         folder.mkdir(exist_ok=True)
         predictor.set_vocabulary(vocabulary)
         with progress_bar(source.frames, "detecting") as bar:
-            predictor.predict(source.source, results_path=folder / "results.json",
+            predictor.predict(source.paths, results_path=folder / "results.json",
                               video_path=folder / "annotated.mp4", fps=source.fps, max_frames=source.max_frames,
                               max_pixels=source.max_pixels, progress=lambda done: bar.update(done - bar.n))
         print(f"wrote {folder / 'results.json'} and {folder / 'annotated.mp4'} ({', '.join(vocabulary)})")
