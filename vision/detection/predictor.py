@@ -98,20 +98,14 @@ def _as_frames(inputs: Any, stride: int = 1, max_frames: int | None = None,
         return _video_frames(inputs, stride, max_frames, max_pixels), False
     if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(f, (str, Path)) for f in inputs):
         return _image_files(inputs, max_pixels), False
-    if isinstance(inputs, torch.Tensor):
+    if isinstance(inputs, (torch.Tensor, np.ndarray)):
         if inputs.ndim == 3:
             return [(_frame_array(inputs, 0), (1.0, 1.0))], True
         if inputs.ndim == 4 and len(inputs):
             return [(_frame_array(f, i), (1.0, 1.0)) for i, f in enumerate(inputs)], False
-        raise InputError(f"images tensor must be [3, H, W] or [T, 3, H, W] with T >= 1, got shape "
-                         f"{tuple(inputs.shape)}")
-    if isinstance(inputs, np.ndarray):
-        if inputs.ndim == 3:
-            return [(_frame_array(inputs, 0), (1.0, 1.0))], True
-        if inputs.ndim == 4 and len(inputs):
-            return [(_frame_array(f, i), (1.0, 1.0)) for i, f in enumerate(inputs)], False
-        raise InputError(f"images array must be [H, W, 3] or [T, H, W, 3] with T >= 1, got shape "
-                         f"{tuple(inputs.shape)}")
+        kind, shapes = (("tensor", "[3, H, W] or [T, 3, H, W]") if isinstance(inputs, torch.Tensor) else
+                        ("array", "[H, W, 3] or [T, H, W, 3]"))
+        raise InputError(f"images {kind} must be {shapes} with T >= 1, got shape {tuple(inputs.shape)}")
     if isinstance(inputs, (list, tuple)):
         if not inputs:
             raise InputError("no frames given (empty list)")

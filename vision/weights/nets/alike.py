@@ -81,9 +81,9 @@ class ConvBlock(nn.Module):
         return F.relu(self.bn2(self.conv2(x)))
 
 
-class ResBlock(nn.Module):
-    """A ResNet basic block (stride 1) whose shortcut is a 1x1 conv with bias (``downsample``, upstream's name).
-    ``[B, in, H, W] -> [B, out, H, W]``.
+class ResBlock(ConvBlock):
+    """A ResNet basic block (stride 1): :class:`ConvBlock`'s two 3x3 conv-BN layers, the second's ReLU after the
+    shortcut, a 1x1 conv with bias (``downsample``, upstream's name). ``[B, in, H, W] -> [B, out, H, W]``.
 
     Args:
         in_channels: input channels.
@@ -91,11 +91,7 @@ class ResBlock(nn.Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int) -> None:
-        super().__init__()
-        self.conv1 = _conv3x3(in_channels, out_channels)
-        self.bn1 = nn.BatchNorm2d(out_channels)
-        self.conv2 = _conv3x3(out_channels, out_channels)
-        self.bn2 = nn.BatchNorm2d(out_channels)
+        super().__init__(in_channels, out_channels)
         self.downsample = nn.Conv2d(in_channels, out_channels, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
