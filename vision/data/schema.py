@@ -30,6 +30,7 @@ fields that scoring one task reads, for each task's split check (``check_split``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +112,8 @@ def validate_split(dataset: Any, root: str | Path, file: str | Path, check_files
 
 def _check_categories(c: Checker, dataset: dict) -> dict[int, dict]:
     categories: dict[int, dict] = {}
-    first: dict[int, int] = {}
     names: dict[str, int] = {}
-    for i, cat in enumerate(c.list_(dataset["categories"], "categories")):
-        field = f"categories[{i}]"
-        c.dict_(cat, field)
-        ident = c.unique_id(first, cat, field)
+    for i, field, cat, ident in each_entry(c, c.list_(dataset["categories"], "categories"), "categories"):
         name = c.str_(c.key(cat, "name", field), f"{field}.name", nonempty=True)
         if name in names:
             raise c.fail(f"duplicate category name (first used by categories[{names[name]}])", f"{field}.name", name)
@@ -124,7 +121,6 @@ def _check_categories(c: Checker, dataset: dict) -> dict[int, dict]:
             c.choice(cat["split"], f"{field}.split", CATEGORY_SPLITS)
         if "supercategory" in cat:
             c.str_(cat["supercategory"], f"{field}.supercategory")
-        first[ident] = i
         names[name] = i
         categories[ident] = cat
     return categories
@@ -133,11 +129,7 @@ def _check_categories(c: Checker, dataset: dict) -> dict[int, dict]:
 def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool,
                   categories: dict[int, dict]) -> dict[int, dict]:
     videos: dict[int, dict] = {}
-    first: dict[int, int] = {}
-    for i, video in enumerate(c.list_(dataset.get("videos", []), "videos")):
-        field = f"videos[{i}]"
-        c.dict_(video, field)
-        ident = c.unique_id(first, video, field)
+    for _, field, video, ident in each_entry(c, c.list_(dataset.get("videos", []), "videos"), "videos"):
         c.str_(c.key(video, "name", field), f"{field}.name")
         for key in ("width", "height"):
             if key in video:
@@ -154,7 +146,6 @@ def _check_videos(c: Checker, dataset: dict, root: Path, check_files: bool,
                 _check_file(c, path, "video file", f"{field}.file_name", video["file_name"])
         if "concepts" in video:
             check_concepts(c, video["concepts"], f"{field}.concepts", categories)
-        first[ident] = i
         videos[ident] = video
     return videos
 
@@ -200,11 +191,7 @@ def check_provenance(c: Checker, video: dict, field: str) -> None:
 
 def _check_tracks(c: Checker, dataset: dict, videos: dict[int, dict], categories: dict[int, dict]) -> dict[int, dict]:
     tracks: dict[int, dict] = {}
-    first: dict[int, int] = {}
-    for i, track in enumerate(c.list_(dataset.get("tracks", []), "tracks")):
-        field = f"tracks[{i}]"
-        c.dict_(track, field)
-        ident = c.unique_id(first, track, field)
+    for _, field, track, ident in each_entry(c, c.list_(dataset.get("tracks", []), "tracks"), "tracks"):
         video_id = c.int_(c.key(track, "video_id", field), f"{field}.video_id")
         if video_id not in videos:
             raise c.fail("track points to a video id that is not in 'videos'", f"{field}.video_id", video_id)
@@ -214,7 +201,6 @@ def _check_tracks(c: Checker, dataset: dict, videos: dict[int, dict], categories
                          category_id)
         if "caption" in track and track["caption"] is not None:
             c.str_(track["caption"], f"{field}.caption")
-        first[ident] = i
         tracks[ident] = track
     return tracks
 
@@ -474,18 +460,22 @@ def top_list(c: Checker, dataset: dict, key: str, required: bool = True) -> list
     return c.list_(dataset[key], key)
 
 
-def entries(c: Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
-    """``(field, entry, id)`` of each object of a top-level list; a non-object, a missing or a duplicate id is
-    refused."""
-    out: list[tuple[str, dict, int]] = []
+def each_entry(c: Checker, items: list, key: str) -> Iterator[tuple[int, str, dict, int]]:
+    """``(index, field, entry, id)`` of each object of the list ``items`` (``dataset[key]``), checked as it comes: a
+    non-object, a missing or a duplicate id is refused. An entry's id counts as taken once the caller's loop has
+    checked the entry, so the first problem in list order is the one reported."""
     first: dict[int, int] = {}
     for i, item in enumerate(items):
         field = f"{key}[{i}]"
         c.dict_(item, field)
         ident = c.unique_id(first, item, field)
+        yield i, field, item, ident
         first[ident] = i
-        out.append((field, item, ident))
-    return out
+
+
+def entries(c: Checker, items: list, key: str) -> list[tuple[str, dict, int]]:
+    """``(field, entry, id)`` of each object of a top-level list (:func:`each_entry`)."""
+    return [(field, item, ident) for _, field, item, ident in each_entry(c, items, key)]
 
 
 def scored_images(c: Checker, dataset: dict, annotated: bool = False) -> dict[int, dict]:

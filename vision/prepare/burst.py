@@ -35,8 +35,7 @@ from pathlib import Path
 from vision.data.checker import Checker
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.errors import DataError
-from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.instances import (Conversion, add_categories, declared_size, decode_segmentation,
+from vision.prepare.instances import (Conversion, add_categories, annotation_main, declared_size, decode_segmentation,
                                       read_document)
 
 __all__ = ["convert_burst", "main"]
@@ -134,14 +133,7 @@ def convert_burst(annotations: str | Path, frames: str | Path, out: str | Path, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (None: ``sys.argv[1:]``), convert and print the split's path; 0 on success, 2 with one
-    ``error:`` line naming the file and field on bad input."""
-    parser = converter_parser(__doc__)
-    parser.add_argument("annotations", help="BURST annotation JSON (e.g. val/all_classes.json)")
-    parser.add_argument("--frames", required=True, help="TAO frames folder holding <split>/<dataset>/<seq_name>/")
-    add_out(parser, help="output folder (the split JSON + its frames)")
-    parser.add_argument("--name", default=None, help="split name (default: <split>_<file stem>)")
-    add_link(parser, "frames")
-    parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS, help="per-frame pixel limit")
-    return run(parser, argv, lambda args: [
-        convert_burst(args.annotations, args.frames, args.out, args.name, args.link, args.max_pixels)])
+    """``vision prepare burst``: :func:`~vision.prepare.instances.annotation_main` with the BURST help texts."""
+    return annotation_main(argv, __doc__, convert_burst, "frames", "BURST annotation JSON (e.g. val/all_classes.json)",
+                           "TAO frames folder holding <split>/<dataset>/<seq_name>/",
+                           name_default="<split>_<file stem>")

@@ -82,13 +82,13 @@ import cv2
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from vision.data.coco import read_json, write_depth_npz, write_split
+from vision.data.coco import read_json, write_depth_npz
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
 from vision.data.resize import resize_nearest
 from vision.errors import DataError, InputError
 from vision.prepare.cameras import first_view_world, parse_scale
 from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.files import output_folder, place_file
+from vision.prepare.files import decode_mask_png, output_folder, place_file, write_named_split
 
 __all__ = ["INTRINSICS_FORMATS", "MAX_ANNOTATION_BYTES", "Co3dFrame", "read_jgz", "read_frame_annotations",
            "viewpoint_to_opencv", "read_depth_png", "read_mask_png", "convert_co3d", "main"]
@@ -296,24 +296,13 @@ def read_mask_png(path: str | Path, size_hw: tuple[int, int] | None = None,
                   max_pixels: int | None = MAX_INPUT_PIXELS) -> np.ndarray:
     """A CO3D mask PNG (``Prob(fg) * 255``, 8-bit grey or 1-bit) -> the probability as float32 ``[H, W]`` in
     [0, 1]; ``size_hw`` (H, W), when given, must match."""
-    from PIL import Image
-
     path = Path(path)
     width, height = image_size(path)
     check_pixels(width, height, path, max_pixels)
     if size_hw is not None and (height, width) != tuple(size_hw):
         raise DataError(f"mask is {width}x{height} but its image is {size_hw[1]}x{size_hw[0]}", file=path)
-    try:
-        with Image.open(path) as image:
-            if image.mode not in ("L", "1"):
-                raise DataError(f"mask must be a single-channel 8-bit (mode 'L') or 1-bit PNG; got mode "
-                                f"{image.mode!r}", file=path, value=image.mode)
-            values = np.array(image.convert("L"), dtype=np.float32)
-    except DataError:
-        raise
-    except (OSError, ValueError, SyntaxError) as exc:
-        raise DataError(f"cannot read mask (corrupt or unsupported): {exc}", file=path) from None
-    return values / 255.0
+    values = decode_mask_png(path, ("L", "1"), "a single-channel 8-bit (mode 'L') or 1-bit PNG")
+    return values.astype(np.float32) / 255.0
 
 
 def _fit(array: np.ndarray, size_hw: tuple[int, int], path: Path, what: str) -> np.ndarray:
@@ -531,9 +520,7 @@ def convert_co3d(root: str | Path, category: str, out: str | Path, *, sequences:
                      "subset": subset if set_list is not None else None, "frames": frames}}
     dataset = {"info": info, "videos": videos, "images": images, "tracks": tracks, "annotations": anns,
                "categories": [{"id": 1, "name": category}]}
-    path = out / f"{split}.json"
-    write_split(path, dataset)
-    return path
+    return write_named_split(out, split, dataset)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

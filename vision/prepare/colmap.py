@@ -63,13 +63,13 @@ import cv2
 import numpy as np
 import torch
 
-from vision.data.coco import write_depth_npz, write_split
+from vision.data.coco import write_depth_npz
 from vision.data.io import MAX_INPUT_PIXELS, atomic_write_bytes, check_pixels, image_size, resolve_inside
 from vision.errors import DataError, InputError
 from vision.geometry.camera import quat_to_matrix
 from vision.prepare.cameras import first_view_world, parse_scale
 from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.files import output_folder, place_file
+from vision.prepare.files import output_folder, place_file, write_named_split
 
 __all__ = ["ColmapCamera", "ColmapImage", "read_cameras", "read_images", "read_points3d", "read_colmap_depth",
            "convert_colmap", "main", "CAMERA_MODELS"]
@@ -445,9 +445,7 @@ def convert_colmap(model_dir: str | Path, images_dir: str | Path, out: str | Pat
     if len(sizes) == 1:
         video["width"], video["height"] = sizes.pop()
     dataset = {"info": info, "images": entries, "annotations": [], "categories": [], "videos": [video]}
-    path = out / f"{split}.json"
-    write_split(path, dataset)
-    return path
+    return write_named_split(out, split, dataset)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

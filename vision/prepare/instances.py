@@ -1,7 +1,8 @@
 """What the concept / video-instance converters share (:mod:`vision.prepare.ytvis`, :mod:`vision.prepare.burst`,
 :mod:`vision.prepare.saco`): reading an upstream annotation JSON with errors that name its file and field, turning
 an upstream segmentation (RLE with compressed or uncompressed counts, or polygons) into a checked mask, and
-:class:`Conversion`, which collects categories, videos, frames, tracks and masks and writes one COCO-video split.
+:class:`Conversion`, which collects categories, videos, frames, tracks and masks and writes one COCO-video split, and
+:func:`annotation_main`, their common command line.
 
 Nothing is written on bad input: every frame header, declared size and mask is read and checked while the split is
 collected, the split is validated (:func:`vision.data.schema.validate_split`, files aside) before the first frame is
@@ -10,6 +11,7 @@ copied, and the JSON is written last (atomically, by :func:`vision.data.coco.wri
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,11 @@ from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_i
 from vision.data.masks import decode_rle, encode_mask, mask_to_bbox
 from vision.data.schema import MAX_IMAGE_SIDE, check_segmentation, validate_split
 from vision.errors import InputError
+from vision.prepare.converter import add_link, add_out, converter_parser, run
 from vision.prepare.files import output_folder, place_file
 
 __all__ = ["read_document", "check_split_name", "phrase_of", "declared_size", "decode_segmentation", "iscrowd_of",
-           "add_categories", "Conversion"]
+           "video_and_category", "add_categories", "Conversion", "annotation_main"]
 
 
 def read_document(path: str | Path) -> tuple[dict, Checker]:
@@ -225,6 +228,20 @@ def iscrowd_of(c: Checker, entry: dict, field: str) -> int:
     return int(value)
 
 
+def video_and_category(conv: Conversion, c: Checker, entry: Any, field: str, video_ids: Container[int],
+                       what: str) -> tuple[int, int]:
+    """``(video_id, category_id)`` of the upstream entry ``field`` (a dict; ``what`` names it in errors: annotation,
+    pair) that points to one of ``video_ids`` and to a category added to ``conv`` before.
+
+    Raises:
+        DataError: naming the field: not a dict, a missing or unknown video or category id.
+    """
+    c.dict_(entry, field)
+    video_id = c.int_(c.key(entry, "video_id", field), f"{field}.video_id")
+    if video_id not in video_ids:
+        raise c.fail(f"{what} points to a video id that is not in 'videos'", f"{field}.video_id", video_id)
+    return video_id, conv.category(c, f"{field}.category_id", c.key(entry, "category_id", field))
+
 
 def add_categories(conv: Conversion, c: Checker, doc: dict, identifiers: bool) -> None:
     """Add the document's ``categories`` ``[{id, name, ...}]`` to ``conv``, ids kept. ``identifiers``: the names
@@ -241,3 +258,28 @@ def add_categories(conv: Conversion, c: Checker, doc: dict, identifiers: bool) -
         phrase = phrase_of(upstream) if identifiers else upstream
         conv.add_category(c, field, c.int_(c.key(category, "id", field), f"{field}.id"), phrase,
                           **({"source_name": upstream} if upstream != phrase else {}))
+
+
+def annotation_main(argv: Sequence[str] | None, doc: str,
+                    convert: Callable[[str, str, str, str | None, bool, int], Path], source: str,
+                    annotations_help: str, source_help: str, name_default: str = "the annotation file's stem",
+                    unit: str = "frame") -> int:
+    """The command line of a converter of one annotation JSON: ``ANNOTATIONS --<source> DIR --out OUT [--name NAME]
+    [--link] [--max-pixels N]``, parsed from ``argv`` (None: ``sys.argv[1:]``), then ``convert(annotations, DIR,
+    OUT, NAME, link, max_pixels)`` and the split's path printed; 0 on success, 2 with one ``error:`` line naming
+    the file and field on bad input.
+
+    ``doc`` is the converter's module docstring (its first line describes the command); ``source`` names the folder
+    the annotation's file names are relative to (``frames``, ``media``: also what ``--link`` links and ``--out``
+    holds); ``name_default`` says in words what ``--name`` defaults to; ``unit`` is what ``--max-pixels`` bounds
+    (``frame``, ``image``).
+    """
+    parser = converter_parser(doc)
+    parser.add_argument("annotations", help=annotations_help)
+    parser.add_argument(f"--{source}", required=True, help=source_help)
+    add_out(parser, help=f"output folder (the split JSON + its {source})")
+    parser.add_argument("--name", default=None, help=f"split name (default: {name_default})")
+    add_link(parser, source)
+    parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS, help=f"per-{unit} pixel limit")
+    return run(parser, argv, lambda args: [
+        convert(args.annotations, getattr(args, source), args.out, args.name, args.link, args.max_pixels)])

@@ -55,7 +55,7 @@ from __future__ import annotations
 import argparse
 import copy
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from urllib.parse import urlparse
 
 import numpy as np

@@ -38,9 +38,8 @@ from typing import Any
 from vision.data.checker import Checker
 from vision.data.io import MAX_INPUT_PIXELS, resolve_inside
 from vision.errors import DataError
-from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.instances import (Conversion, add_categories, declared_size, decode_segmentation, iscrowd_of,
-                                      read_document)
+from vision.prepare.instances import (Conversion, add_categories, annotation_main, declared_size, decode_segmentation,
+                                      iscrowd_of, read_document, video_and_category)
 from vision.prepare.ytvis import add_ytvis_videos
 
 __all__ = ["LAYOUTS", "layout_of", "convert_saco", "main"]
@@ -133,11 +132,7 @@ def _add_video_pairs(conv: Conversion, doc: dict, c: Checker, media: Path) -> No
     queried: dict[int, set[int]] = {ident: set() for ident in conv.videos}
     for i, pair in enumerate(c.list_(doc.get("video_np_pairs", []), "video_np_pairs")):
         field = f"video_np_pairs[{i}]"
-        c.dict_(pair, field)
-        video_id = c.int_(c.key(pair, "video_id", field), f"{field}.video_id")
-        if video_id not in queried:
-            raise c.fail("pair points to a video id that is not in 'videos'", f"{field}.video_id", video_id)
-        category_id = conv.category(c, f"{field}.category_id", c.key(pair, "category_id", field))
+        video_id, category_id = video_and_category(conv, c, pair, field, queried, "pair")
         if category_id in queried[video_id]:
             raise c.fail(f"the same (video, phrase) pair is listed twice (video {video_id})", f"{field}.category_id",
                          category_id)
@@ -177,14 +172,7 @@ def convert_saco(annotations: str | Path, media: str | Path, out: str | Path, na
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (None: ``sys.argv[1:]``), convert and print the split's path; 0 on success, 2 with one
-    ``error:`` line naming the file and field on bad input."""
-    parser = converter_parser(__doc__)
-    parser.add_argument("annotations", help="SA-Co annotation JSON (Gold / Silver images, or VEval videos)")
-    parser.add_argument("--media", required=True, help="the folder the file names are relative to")
-    add_out(parser, help="output folder (the split JSON + its media)")
-    parser.add_argument("--name", default=None, help="split name (default: the annotation file's stem)")
-    add_link(parser, "media")
-    parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS, help="per-image pixel limit")
-    return run(parser, argv, lambda args: [
-        convert_saco(args.annotations, args.media, args.out, args.name, args.link, args.max_pixels)])
+    """``vision prepare saco``: :func:`~vision.prepare.instances.annotation_main` with the SA-Co help texts."""
+    return annotation_main(argv, __doc__, convert_saco, "media",
+                           "SA-Co annotation JSON (Gold / Silver images, or VEval videos)",
+                           "the folder the file names are relative to", unit="image")

@@ -45,11 +45,11 @@ from pathlib import Path
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from vision.data.coco import read_json, write_split
+from vision.data.coco import read_json
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
 from vision.errors import DataError, InputError
 from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.files import output_folder, place_file
+from vision.prepare.files import decode_mask_png, output_folder, place_file, write_named_split
 
 __all__ = ["LAYOUTS", "VOID", "read_mask", "convert_vos", "main"]
 
@@ -68,24 +68,13 @@ def read_mask(path: str | Path, size: tuple[int, int], max_pixels: int | None = 
         DataError: the file cannot be read, is not a palette / single-channel image, or its size differs from
             ``size`` (the message names the file and both sizes).
     """
-    from PIL import Image
-
     path = Path(path)
     width, height = image_size(path)
     check_pixels(width, height, path, max_pixels)
     if (width, height) != tuple(size):
         raise DataError(f"mask is {width}x{height} but its frame is {size[0]}x{size[1]}", file=path)
-    try:
-        with Image.open(path) as image:
-            if image.mode not in ("P", "L"):
-                raise DataError(f"mask must be a palette PNG (mode 'P', pixel value = object id) or single-channel "
-                                f"ids (mode 'L'); got mode {image.mode!r}", file=path, value=image.mode)
-            ids = np.array(image, dtype=np.uint8)
-    except DataError:
-        raise
-    except (OSError, ValueError, SyntaxError) as exc:
-        raise DataError(f"cannot read mask (corrupt or unsupported): {exc}", file=path) from None
-    return ids
+    return decode_mask_png(path, ("P", "L"),
+                           "a palette PNG (mode 'P', pixel value = object id) or single-channel ids (mode 'L')")
 
 
 def _frames(folder: Path) -> list[Path]:
@@ -244,9 +233,7 @@ def convert_vos(root: str | Path, out: str | Path, layout: str = "davis", subset
         "videos": videos, "images": images, "tracks": tracks, "annotations": annotations,
         "categories": [{"id": i, "name": n} for n, i in category_ids.items()],
     }
-    path = out / f"{name}.json"
-    write_split(path, dataset)
-    return path
+    return write_named_split(out, name, dataset)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

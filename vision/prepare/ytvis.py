@@ -37,9 +37,8 @@ from pathlib import Path, PurePosixPath
 from vision.data.checker import Checker
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.errors import DataError
-from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.instances import (Conversion, add_categories, declared_size, decode_segmentation,
-                                      iscrowd_of, read_document)
+from vision.prepare.instances import (Conversion, add_categories, annotation_main, declared_size, decode_segmentation,
+                                      iscrowd_of, read_document, video_and_category)
 
 __all__ = ["convert_ytvis", "add_ytvis_videos", "main"]
 
@@ -74,11 +73,7 @@ def add_ytvis_videos(conv: Conversion, doc: dict, c: Checker, frames: Path, sour
     present: dict[int, set[int]] = {ident: set() for ident in frame_ids}
     for i, ann in enumerate(c.list_(annotations, "annotations") if annotated else []):
         field = f"annotations[{i}]"
-        c.dict_(ann, field)
-        video_id = c.int_(c.key(ann, "video_id", field), f"{field}.video_id")
-        if video_id not in frame_ids:
-            raise c.fail("annotation points to a video id that is not in 'videos'", f"{field}.video_id", video_id)
-        category_id = conv.category(c, f"{field}.category_id", c.key(ann, "category_id", field))
+        video_id, category_id = video_and_category(conv, c, ann, field, frame_ids, "annotation")
         iscrowd = iscrowd_of(c, ann, field)
         segmentations = c.list_(c.key(ann, "segmentations", field), f"{field}.segmentations")
         images = frame_ids[video_id]
@@ -131,14 +126,7 @@ def convert_ytvis(annotations: str | Path, frames: str | Path, out: str | Path, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (None: ``sys.argv[1:]``), convert and print the split's path; 0 on success, 2 with one
-    ``error:`` line naming the file and field on bad input."""
-    parser = converter_parser(__doc__)
-    parser.add_argument("annotations", help="YouTube-VIS / LV-VIS annotation JSON (train.json, valid.json, ...)")
-    parser.add_argument("--frames", required=True, help="the folder the file_names are relative to (JPEGImages)")
-    add_out(parser, help="output folder (the split JSON + its frames)")
-    parser.add_argument("--name", default=None, help="split name (default: the annotation file's stem)")
-    add_link(parser, "frames")
-    parser.add_argument("--max-pixels", type=int, default=MAX_INPUT_PIXELS, help="per-frame pixel limit")
-    return run(parser, argv, lambda args: [
-        convert_ytvis(args.annotations, args.frames, args.out, args.name, args.link, args.max_pixels)])
+    """``vision prepare ytvis``: :func:`~vision.prepare.instances.annotation_main` with the YouTube-VIS help texts."""
+    return annotation_main(argv, __doc__, convert_ytvis, "frames",
+                           "YouTube-VIS / LV-VIS annotation JSON (train.json, valid.json, ...)",
+                           "the folder the file_names are relative to (JPEGImages)")

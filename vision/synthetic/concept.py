@@ -38,13 +38,11 @@ from typing import Iterable
 
 import numpy as np
 
-from vision.data.io import atomic_write_bytes
 from vision.errors import InputError
 from vision.synthetic.objects import CATEGORIES, COLOUR_NAMES, NOMINAL_SIZE, TEXTURES, category_mesh
 from vision.synthetic.render import ROOM_HALF, ObjectSpec, Scene, SceneSpec, look_at, render_scene
 from vision.synthetic.scenes import (_SPLIT_NAME, DEFAULT_VOCAB, FRAME_INFO, _camera_poses, _check_args, _intrinsics,
-                                     _object_style, _place_objects, _room, caption_for, scene_seed,
-                                     scene_to_coco)
+                                     _object_style, _place_objects, _room, add_scene, caption_for, scene_seed)
 
 __all__ = ["TARGET_PHRASES", "NEAR_CATEGORIES", "OUTSIDE_CATEGORIES", "OCCLUDER_CATEGORY", "CONCEPT_MODES", "ROLES",
            "ConceptSpec", "sample_concept_spec", "generate_concept_scene", "visibility_events",
@@ -377,17 +375,11 @@ def write_concept_split(out_dir: str | Path, split_name: str, scenes: int, views
         indices = tqdm(indices, desc=f"concept {split_name}", unit="scene")
     for index in indices:
         concept, scene = generate_concept_scene(scene_seed(seed, split_name, index), views, size, mode, pool, threads)
-        video, imgs, anns, trks, files = scene_to_coco(scene, index + 1, f"scene_{index:05d}", split_name,
-                                                      first_ids, category_ids)
+        video = add_scene(out_dir, scene, index, split_name, first_ids, category_ids, videos, images, annotations,
+                          tracks)
         asked = (*concept.targets, concept.negative)
         queried.update(asked)
         video["concepts"] = sorted(category_ids[p] for p in asked)
-        for rel, data in files.items():
-            atomic_write_bytes(out_dir / rel, data)
-        videos.append(video)
-        images += imgs
-        annotations += anns
-        tracks += trks
     phrases_used = [p for p in pool if p in queried]
     dataset = {
         "info": {

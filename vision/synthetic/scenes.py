@@ -46,7 +46,7 @@ from vision.synthetic.render import (ROOM_HALF, ObjectSpec, Photometric, Scene, 
 __all__ = [
     "CATEGORIES", "COLOURS", "COLOUR_NAMES", "TEXTURES", "DEFAULT_VOCAB", "MODES", "TEXTURE_MODES", "Scene",
     "SceneSpec", "ObjectSpec", "SurfaceStyle", "Photometric", "parse_vocab", "format_vocab", "scene_seed",
-    "caption_for", "sample_scene_spec", "generate_scene", "scene_to_coco", "write_split", "look_at", "render_scene",
+    "caption_for", "sample_scene_spec", "generate_scene", "add_scene", "scene_to_coco", "write_split", "look_at", "render_scene",
 ]
 
 MODES = ("video", "unordered")
@@ -398,6 +398,22 @@ def _png(image: np.ndarray) -> bytes:
     return buf.tobytes()
 
 
+def add_scene(out_dir: Path, scene: Scene, index: int, split: str, first_ids: dict[str, int],
+              category_ids: dict[str, int], videos: list[dict], images: list[dict], annotations: list[dict],
+              tracks: list[dict]) -> dict:
+    """Scene ``index`` of a split: its files (:func:`scene_to_coco`, video ``index + 1`` named ``scene_<index>``)
+    written under ``out_dir`` and its records appended to the split's lists; returns its video record."""
+    video, imgs, anns, trks, files = scene_to_coco(scene, index + 1, f"scene_{index:05d}", split, first_ids,
+                                                  category_ids)
+    for rel, data in files.items():
+        atomic_write_bytes(out_dir / rel, data)
+    videos.append(video)
+    images.extend(imgs)
+    annotations.extend(anns)
+    tracks.extend(trks)
+    return video
+
+
 def scene_to_coco(scene: Scene, video_id: int, video_name: str, split: str, first_ids: dict[str, int],
                   category_ids: dict[str, int]) -> tuple[dict, list[dict], list[dict], list[dict], dict[str, bytes]]:
     """COCO records and file contents of one rendered scene.
@@ -503,14 +519,7 @@ def write_split(out_dir: str | Path, split_name: str, scenes: int, views: int, s
     for index in indices:
         scene = generate_scene(scene_seed(seed, split_name, index), views, size, mode, used, min_objects,
                                max_objects, threads, textures)
-        video, imgs, anns, trks, files = scene_to_coco(scene, index + 1, f"scene_{index:05d}", split_name,
-                                                      first_ids, category_ids)
-        for rel, data in files.items():
-            atomic_write_bytes(out_dir / rel, data)
-        videos.append(video)
-        images += imgs
-        annotations += anns
-        tracks += trks
+        add_scene(out_dir, scene, index, split_name, first_ids, category_ids, videos, images, annotations, tracks)
     arguments = {"split": split_name, "scenes": int(scenes), "views": int(views), "size": int(size), "mode": mode,
                  "seed": int(seed), "vocab": format_vocab(vocabulary), "min_objects": int(min_objects),
                  "max_objects": int(max_objects)}

@@ -28,7 +28,7 @@ from torch import nn
 from vision.geometry.model import GeometryBackbone, create_backbone
 from vision.text import TEXT_DIM
 from vision.tracking.decoder import MaskDecoder
-from vision.tracking.layers import Attention, LayerNorm2d
+from vision.tracking.layers import Attention, BackboneTracker, LayerNorm2d
 from vision.tracking.model import select_best_mask
 from vision.tracking.prompts import PAD, PromptEncoder, Prompts
 
@@ -55,7 +55,7 @@ class MemoryAttentionLayer(nn.Module):
         return x + self.mlp(self.norm3(x))
 
 
-class MemoryBankTracker(nn.Module):
+class MemoryBankTracker(BackboneTracker):
     """SAM2-style appearance-memory tracker (see the module docstring); same outputs as :class:`G2TAM.decode`.
 
     Args:
@@ -97,15 +97,6 @@ class MemoryBankTracker(nn.Module):
         self.no_object = nn.Parameter(torch.zeros(dim))
         self.no_memory = nn.Parameter(torch.zeros(dim))
         self.slot_embed = nn.Parameter(torch.randn(memory_size + 1, dim) * 0.02)
-
-    @property
-    def patch_size(self) -> int:
-        return self.backbone.patch_size
-
-    @property
-    def image_size(self) -> int:
-        """The square input size the backbone is built for."""
-        return int(self.backbone.aggregator.img_size)
 
     def tracking_encoding(self, images: torch.Tensor) -> dict[str, Any]:
         """The encoding of a window ``images [1, S, 3, s, s]`` for tracking: :meth:`encode` (no geometry)."""

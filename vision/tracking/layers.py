@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["Mlp", "LayerNorm2d", "FourierFeatures", "Attention", "gaussian_falloff", "hires_stem", "encode_hires"]
+__all__ = ["BackboneTracker", "Mlp", "LayerNorm2d", "FourierFeatures", "Attention", "gaussian_falloff", "hires_stem", "encode_hires"]
 
 #: exponent beyond which :func:`gaussian_falloff` is 0: exp(-80) = 1.8e-35 is still a normal float32, while larger
 #: exponents underflow into subnormals or zero, which the CPU's exp computes about 30x slower
@@ -120,3 +120,20 @@ def encode_hires(stem: nn.Module, rgb: torch.Tensor, grid_hw: tuple[int, int]) -
     if rgb.shape[-2:] != (8 * gh, 8 * gw):
         rgb = F.interpolate(rgb, size=(8 * gh, 8 * gw), mode="bilinear", align_corners=False)
     return stem(rgb)
+
+
+class BackboneTracker(nn.Module):
+    """Base of the trackers built on a geometry backbone (``self.backbone``, a
+    :class:`~vision.geometry.model.GeometryBackbone`): the input sizes they read from it."""
+
+    backbone: nn.Module
+
+    @property
+    def patch_size(self) -> int:
+        """The backbone's patch side in pixels."""
+        return self.backbone.patch_size
+
+    @property
+    def image_size(self) -> int:
+        """The square input size the backbone is built for."""
+        return int(self.backbone.aggregator.img_size)

@@ -19,7 +19,7 @@ from vision.geometry.model import GeometryBackbone, create_backbone
 from vision.geometry.solver import CameraSolver
 from vision.text import TEXT_DIM
 from vision.tracking.decoder import MaskDecoder
-from vision.tracking.layers import LayerNorm2d
+from vision.tracking.layers import BackboneTracker, LayerNorm2d
 from vision.tracking.light_points import LightPointHead, PatchPointHead
 from vision.tracking.multiplex import MultiplexDecoder
 from vision.tracking.prompts import PromptEncoder, Prompts
@@ -45,7 +45,7 @@ def select_best_mask(masks: torch.Tensor, iou: torch.Tensor) -> tuple[torch.Tens
     return torch.gather(masks, -3, idx)[..., 0, :, :], torch.gather(iou, -1, best[..., None])[..., 0]
 
 
-class G2TAM(nn.Module):
+class G2TAM(BackboneTracker):
     """Promptable instance tracking in 3D with geometry as implicit memory.
 
     Args:
@@ -137,15 +137,6 @@ class G2TAM(nn.Module):
             self.light_points = LightPointHead(self.backbone.point_head.features)
         elif tracking_points == "patch":
             self.light_points = PatchPointHead(2 * self.backbone.embed_dim, self.backbone.patch_size)
-
-    @property
-    def patch_size(self) -> int:
-        return self.backbone.patch_size
-
-    @property
-    def image_size(self) -> int:
-        """The square input size the backbone is built for."""
-        return int(self.backbone.aggregator.img_size)
 
     def features_from_geometry(self, geometry: dict[str, Any]) -> dict[str, Any]:
         """Add ``feats [B, S, dim, gh, gw]`` and ``hires [B, S, dim/8, 4gh, 4gw]`` to a backbone output dict."""
