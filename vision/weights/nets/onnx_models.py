@@ -34,7 +34,8 @@ from scipy.ndimage import maximum_filter
 from vision.errors import InputError
 from vision.weights.store import weights_path
 
-__all__ = ["COCO_CLASSES", "VOC_CLASSES", "DeepLabV3VOC", "XFeat", "YOLOXNano", "YuNet", "nms_xyxy"]
+__all__ = ["COCO_CLASSES", "VOC_CLASSES", "DeepLabV3VOC", "XFeat", "YOLOXNano", "YuNet", "nms_xyxy", "yolox_letterbox",
+           "yolox_anchor_points", "yolox_detections"]
 
 #: the 80 COCO class names in YOLOX's (contiguous) index order
 COCO_CLASSES = (
@@ -268,36 +269,133 @@ class XFeat:
                 "descriptors": descriptors.numpy().astype(np.float32), "scores": scores.numpy().astype(np.float32)}
 
 
+#: YOLOX's feature strides (the head's three levels) and the grey of its letterbox canvas
+YOLOX_STRIDES = (8, 16, 32)
+YOLOX_PAD_VALUE = 114
+
+
+def yolox_letterbox(image: np.ndarray, height: int, width: int) -> tuple[np.ndarray, float]:
+    """YOLOX's input for ``image``, letterboxed as upstream (``preproc`` of Megvii YOLOX and Kazuhito00's sample).
+
+    The image is scaled by ``r = min(height / H, width / W)`` (bilinear; the scaled size is truncated to integers),
+    placed at the top-left of a ``height`` x ``width`` canvas of grey :data:`YOLOX_PAD_VALUE`, and its channels
+    swapped to BGR (YOLOX trains on OpenCV's BGR images and the sample feeds BGR frames).
+
+    Args:
+        image: uint8 [H, W, 3] RGB.
+        height, width: the network's input size.
+
+    Returns:
+        ``(blob, r)``: float32 [1, 3, height, width] BGR in 0-255 (no normalisation), and the scale ``r`` (a box in
+        the network's pixels divided by ``r`` is in ``image``'s pixels).
+
+    Raises:
+        InputError: ``image`` is not uint8 [H, W, 3].
+    """
+    image = _check_image(image)
+    image_height, image_width = image.shape[:2]
+    ratio = min(height / image_height, width / image_width)
+    resized = cv2.resize(image[:, :, ::-1], (int(image_width * ratio), int(image_height * ratio)),
+                         interpolation=cv2.INTER_LINEAR)
+    canvas = np.full((height, width, 3), YOLOX_PAD_VALUE, dtype=np.uint8)
+    canvas[:resized.shape[0], :resized.shape[1]] = resized
+    return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None], dtype=np.float32), ratio
+
+
+def yolox_anchor_points(height: int, width: int,
+                        strides: tuple[int, ...] = YOLOX_STRIDES) -> tuple[np.ndarray, np.ndarray]:
+    """The anchor points of YOLOX's output rows for a ``height`` x ``width`` input: level by level (``strides``),
+    row-major within a level (the order of the network's output rows; 3549 points at 416x416).
+
+    Returns:
+        ``(grid, stride)``: float32 [A, 2], each point's grid cell (x, y) at its level, and float32 [A, 1], its
+        stride in pixels.
+    """
+    grids, per_point = [], []
+    for stride in strides:
+        rows, cols = height // stride, width // stride
+        ys, xs = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+        grids.append(np.stack([xs.ravel(), ys.ravel()], axis=1))
+        per_point.append(np.full(rows * cols, stride))
+    return np.concatenate(grids).astype(np.float32), np.concatenate(per_point).astype(np.float32)[:, None]
+
+
+def yolox_detections(rows: np.ndarray, grid: np.ndarray, stride: np.ndarray, ratio: float,
+                     image_size: tuple[int, int], score_threshold: float,
+                     nms_threshold: float) -> dict[str, np.ndarray]:
+    """Boxes from YOLOX's raw output rows: grid decoding and class-aware NMS (Megvii YOLOX's ``demo_postprocess``
+    and ``multiclass_nms``).
+
+    Each row is (x, y, log w, log h) relative to its grid cell, then the objectness and the class probabilities
+    (sigmoids applied). The box centre is ``(xy + grid) * stride``, its size ``exp(log wh) * stride``, in network
+    pixels, divided by ``ratio`` into image pixels; a row's class scores are objectness x class probability. For each
+    class the rows scoring above ``score_threshold`` go through greedy NMS (:func:`nms_xyxy`); the kept boxes of all
+    classes are sorted by score and clipped to the image.
+
+    Args:
+        rows: float [A, 5 + C], one image's output rows.
+        grid, stride: from :func:`yolox_anchor_points` for the network's input size.
+        ratio: the letterbox scale (:func:`yolox_letterbox`).
+        image_size: the image's (H, W).
+        score_threshold: the lowest score (objectness x class probability) kept.
+        nms_threshold: IoU above which the lower-scoring of two boxes of one class is dropped.
+
+    Returns:
+        ``boxes`` float32 [N, 4] (x0, y0, x1, y1) in the image's pixels, ``scores`` float32 [N], ``classes`` int64
+        [N] (class indices), highest score first.
+    """
+    height, width = image_size
+    centres = (rows[:, 0:2] + grid) * stride
+    sizes = np.exp(rows[:, 2:4]) * stride
+    boxes = np.concatenate([centres - sizes / 2, centres + sizes / 2], axis=1) / ratio
+    class_scores = rows[:, 4:5] * rows[:, 5:]
+
+    kept_boxes, kept_scores, kept_classes = [], [], []
+    for cls in range(class_scores.shape[1]):
+        candidates = np.flatnonzero(class_scores[:, cls] > score_threshold)
+        if candidates.size == 0:
+            continue
+        kept = candidates[nms_xyxy(boxes[candidates], class_scores[candidates, cls], nms_threshold)]
+        kept_boxes.append(boxes[kept])
+        kept_scores.append(class_scores[kept, cls])
+        kept_classes.append(np.full(len(kept), cls, dtype=np.int64))
+    if not kept_boxes:
+        return {"boxes": np.zeros((0, 4), np.float32), "scores": np.zeros(0, np.float32),
+                "classes": np.zeros(0, np.int64)}
+    boxes, scores, classes = (np.concatenate(x) for x in (kept_boxes, kept_scores, kept_classes))
+    order = np.argsort(-scores, kind="stable")
+    boxes = boxes[order]
+    boxes[:, 0::2] = np.clip(boxes[:, 0::2], 0, width)
+    boxes[:, 1::2] = np.clip(boxes[:, 1::2], 0, height)
+    return {"boxes": boxes.astype(np.float32), "scores": scores[order].astype(np.float32),
+            "classes": classes[order]}
+
+
 class YOLOXNano:
     """YOLOX-nano COCO-80 detector (registry name ``yolox-nano``): 416x416 input, 3549 anchor points.
 
-    The image is letterboxed as upstream: scaled by ``r = min(416 / H, 416 / W)`` (bilinear), placed at the top-left
-    of a 416x416 canvas of grey 114, fed as float 0-255 NCHW in BGR order (YOLOX trains on OpenCV's BGR images and
-    the sample feeds BGR frames). Each output row is (x, y, log w, log h) relative to its grid cell at strides 8, 16,
-    32, then the objectness and 80 class probabilities (sigmoids inside the graph); a row's class scores are
-    objectness x class probability. Class-aware greedy NMS (YOLOX's ``multiclass_nms``) keeps the boxes; they are
-    divided by ``r`` and clipped to the image.
+    The image is letterboxed as upstream (:func:`yolox_letterbox`): scaled by ``r = min(416 / H, 416 / W)``
+    (bilinear), placed at the top-left of a 416x416 canvas of grey 114, fed as float 0-255 NCHW in BGR order (YOLOX
+    trains on OpenCV's BGR images and the sample feeds BGR frames). Each output row is (x, y, log w, log h) relative
+    to its grid cell at strides 8, 16, 32, then the objectness and 80 class probabilities (sigmoids inside the
+    graph); a row's class scores are objectness x class probability. Class-aware greedy NMS (YOLOX's
+    ``multiclass_nms``) keeps the boxes; they are divided by ``r`` and clipped to the image
+    (:func:`yolox_detections`). :class:`vision.weights.nets.yolox.YOLOXNano` is the same network in PyTorch, read
+    from the same file, with the same pre- and post-processing.
 
     Args:
         threads: onnxruntime intra-op threads.
     """
 
-    STRIDES = (8, 16, 32)
-    PAD_VALUE = 114
+    STRIDES = YOLOX_STRIDES
+    PAD_VALUE = YOLOX_PAD_VALUE
 
     def __init__(self, threads: int = 1) -> None:
         self.session = _session("yolox-nano", threads)
         self.input_name = self.session.get_inputs()[0].name
         _, _, self.height, self.width = self.session.get_inputs()[0].shape
         # per anchor point: its grid cell (x, y) and stride, level by level, row-major within a level
-        grids, strides = [], []
-        for stride in self.STRIDES:
-            rows, cols = self.height // stride, self.width // stride
-            ys, xs = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-            grids.append(np.stack([xs.ravel(), ys.ravel()], axis=1))
-            strides.append(np.full(rows * cols, stride))
-        self.grid = np.concatenate(grids).astype(np.float32)
-        self.stride = np.concatenate(strides).astype(np.float32)[:, None]
+        self.grid, self.stride = yolox_anchor_points(self.height, self.width, self.STRIDES)
 
     def detect(self, image: np.ndarray, score_threshold: float = 0.3,
                nms_threshold: float = 0.45) -> dict[str, np.ndarray]:
@@ -312,40 +410,10 @@ class YOLOXNano:
             ``boxes`` float32 [N, 4] (x0, y0, x1, y1) in ``image``'s pixels, ``scores`` float32 [N], ``classes``
             int64 [N] (indices into :data:`COCO_CLASSES`), highest score first.
         """
-        image = _check_image(image)
-        height, width = image.shape[:2]
-        ratio = min(self.height / height, self.width / width)
-        resized = cv2.resize(image[:, :, ::-1], (int(width * ratio), int(height * ratio)),
-                             interpolation=cv2.INTER_LINEAR)
-        canvas = np.full((self.height, self.width, 3), self.PAD_VALUE, dtype=np.uint8)
-        canvas[:resized.shape[0], :resized.shape[1]] = resized
-        blob = np.ascontiguousarray(canvas.transpose(2, 0, 1)[None], dtype=np.float32)
+        blob, ratio = yolox_letterbox(image, self.height, self.width)  # checks the image
         rows = self.session.run(None, {self.input_name: blob})[0][0]
-
-        centres = (rows[:, 0:2] + self.grid) * self.stride
-        sizes = np.exp(rows[:, 2:4]) * self.stride
-        boxes = np.concatenate([centres - sizes / 2, centres + sizes / 2], axis=1) / ratio
-        class_scores = rows[:, 4:5] * rows[:, 5:]
-
-        kept_boxes, kept_scores, kept_classes = [], [], []
-        for cls in range(class_scores.shape[1]):
-            candidates = np.flatnonzero(class_scores[:, cls] > score_threshold)
-            if candidates.size == 0:
-                continue
-            kept = candidates[nms_xyxy(boxes[candidates], class_scores[candidates, cls], nms_threshold)]
-            kept_boxes.append(boxes[kept])
-            kept_scores.append(class_scores[kept, cls])
-            kept_classes.append(np.full(len(kept), cls, dtype=np.int64))
-        if not kept_boxes:
-            return {"boxes": np.zeros((0, 4), np.float32), "scores": np.zeros(0, np.float32),
-                    "classes": np.zeros(0, np.int64)}
-        boxes, scores, classes = (np.concatenate(x) for x in (kept_boxes, kept_scores, kept_classes))
-        order = np.argsort(-scores, kind="stable")
-        boxes = boxes[order]
-        boxes[:, 0::2] = np.clip(boxes[:, 0::2], 0, width)
-        boxes[:, 1::2] = np.clip(boxes[:, 1::2], 0, height)
-        return {"boxes": boxes.astype(np.float32), "scores": scores[order].astype(np.float32),
-                "classes": classes[order]}
+        return yolox_detections(rows, self.grid, self.stride, ratio, np.shape(image)[:2], score_threshold,
+                                nms_threshold)
 
 
 class DeepLabV3VOC:
