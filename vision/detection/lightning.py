@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 from vision.detection.attribution import attribution_evidence, dirichlet_uncertainty, mine_pseudo_oov
 from vision.detection.kde import low_density_penalty
-from vision.detection.losses import assign_targets, detection_losses
+from vision.detection.losses import assign_by_prediction, assign_targets, detection_losses, drop_vocabulary
 from vision.detection.oov_synthesis import ClassGaussianBank
 from vision.detection.results import UNKNOWN_CATEGORY_ID, image_results
 from vision.detection.task import DetectionConfig, build_model
@@ -90,6 +90,12 @@ class OOVDetModule(L.LightningModule):
         box_weight: weight of the GIoU loss. quality_objectness: IoU-valued objectness targets with GFL's quality
             focal loss (:func:`~vision.detection.losses.detection_losses`); False: FCOS's 0 / 1 focal loss. lr, weight_decay, warmup_steps: AdamW with warm-up + cosine.
         flip: random horizontal flips of training batches.
+        assignment: which locations learn an object: ``centre`` (FCOS's rule on the location grid,
+            :func:`~vision.detection.losses.assign_targets`) or ``prediction`` (the locations whose predicted box
+            overlaps it by ``assignment_iou``, :func:`~vision.detection.losses.assign_by_prediction`: for a
+            pretrained, frozen box body).
+        vocabulary_dropout: the probability that a training class is left out of a training step's vocabulary, its
+            objects then trained as out-of-vocabulary (:func:`~vision.detection.losses.drop_vocabulary`); 0 never.
     """
 
     def __init__(self, config: DetectionConfig = DetectionConfig(), class_names: list[str] | None = None,
@@ -100,8 +106,13 @@ class OOVDetModule(L.LightningModule):
                  mining_min_objectness: float = 0.1, mining_topk: int = 3,
                  kde_prior: bool = True, kde_weight: float = 0.1, kde_reference: int = 512,
                  box_weight: float = 2.0, quality_objectness: bool = False, lr: float = 1e-3,
-                 weight_decay: float = 0.05, warmup_steps: int = 50, flip: bool = True) -> None:
+                 weight_decay: float = 0.05, warmup_steps: int = 50, flip: bool = True,
+                 assignment: str = "centre", assignment_iou: float = 0.5, vocabulary_dropout: float = 0.0) -> None:
         super().__init__()
+        if assignment not in ("centre", "prediction"):
+            raise InputError(f"assignment must be 'centre' or 'prediction', got {assignment!r}")
+        if not 0.0 <= vocabulary_dropout < 1.0:
+            raise InputError(f"vocabulary_dropout is a probability in [0, 1), got {vocabulary_dropout!r}")
         config = DetectionConfig.from_value(config)
         if not config.oov_class and (synthesis or mining or kde_prior):
             raise InputError("config.oov_class=False (closed-vocabulary baseline) needs synthesis, mining and "
@@ -111,6 +122,9 @@ class OOVDetModule(L.LightningModule):
         self.config = config
         self.model = build_model(config)
         if geometry_checkpoint:
+            if config.body != "vggt":
+                raise InputError(f"geometry_checkpoint initialises the vggt body's backbone; this config's body is "
+                                 f"{config.body!r}")
             load_backbone(self.model.backbone, geometry_checkpoint)
         self.register_buffer("text_embeddings", torch.zeros(0, config.embed_dim), persistent=False)
         self.bank: ClassGaussianBank | None = None
@@ -223,14 +237,26 @@ class OOVDetModule(L.LightningModule):
         gt_boxes, gt_labels = self._targets(batch, flip, images.shape[-1])
         out = self.model(images)
         k = self.text_embeddings.shape[0]
-        assigned = [assign_targets(out["points"], out["strides"], b, l, k) for b, l in zip(gt_boxes, gt_labels)]
+        if hp.assignment == "prediction":
+            assigned = [assign_by_prediction(out["boxes"][i], b, l, k, hp.assignment_iou)
+                        for i, (b, l) in enumerate(zip(gt_boxes, gt_labels))]
+        else:
+            assigned = [assign_targets(out["points"], out["strides"], b, l, k) for b, l in zip(gt_boxes, gt_labels)]
         labels = torch.stack([a[0] for a in assigned])
         box_targets = torch.stack([a[1] for a in assigned])
         text = self.text_embeddings
+        class_index = torch.arange(k, device=self.device)  # a row of ``text`` -> its training class
+        if train and hp.vocabulary_dropout > 0:
+            keep = torch.rand(k) >= hp.vocabulary_dropout
+            if not keep.any():
+                keep[torch.randint(k, (1,))] = True
+            keep = keep.to(self.device)
+            labels = drop_vocabulary(labels, keep)
+            text, class_index, k = text[keep], class_index[keep], int(keep.sum())
         progress = self._progress()
         stats: dict[str, torch.Tensor] = {}
         if train and hp.mining and progress >= hp.mining_start:
-            evidence = attribution_evidence(out["features"], self.model.head.project,
+            evidence = attribution_evidence(out["features"], self.model.project,
                                             self.model.classifier.table(text), self.config.temperature)
             uncertainty = dirichlet_uncertainty(evidence)
             labels, mined = mine_pseudo_oov(uncertainty, out["objectness"], out["boxes"], labels, gt_boxes, k,
@@ -244,7 +270,7 @@ class OOVDetModule(L.LightningModule):
         total = losses["loss_objectness"] + hp.box_weight * losses["loss_box"] + losses["loss_cls"]
         positive = labels < k
         if train and self.bank is not None and (hp.synthesis or hp.kde_prior):
-            self._push_bank(out["embeddings"][positive].detach(), labels[positive])
+            self._push_bank(out["embeddings"][positive].detach(), class_index[labels[positive]])
         if train and hp.synthesis and progress >= hp.synthesis_start and self.bank.ready_classes().numel() > 0:
             outliers, _ = self.bank.synthesize(hp.samples_per_class, hp.keep_per_class)
             outlier_logits = self.model.classify(F.normalize(outliers.to(self.device), dim=-1), text)

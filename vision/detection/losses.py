@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torchvision.ops import box_iou, generalized_box_iou_loss, sigmoid_focal_loss
 
-__all__ = ["level_size_ranges", "assign_targets", "detection_losses", "quality_focal_loss"]
+__all__ = ["level_size_ranges", "assign_targets", "assign_by_prediction", "drop_vocabulary", "detection_losses", "quality_focal_loss"]
 
 
 def level_size_ranges(strides: torch.Tensor, factor: float = 4.0) -> torch.Tensor:
@@ -82,6 +82,60 @@ def assign_targets(points: torch.Tensor, strides: torch.Tensor, gt_boxes: torch.
     box_targets[pos] = gt_boxes[best[pos]]
     matched[pos] = best[pos]
     return labels, box_targets, matched
+
+
+def assign_by_prediction(pred_boxes: torch.Tensor, gt_boxes: torch.Tensor, gt_labels: torch.Tensor,
+                         num_classes: int, iou_threshold: float = 0.5
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Assign one image's ground truth to the locations whose *predicted* box covers it: a location is a positive
+    for the ground-truth box its predicted box overlaps most when that IoU is at least ``iou_threshold``.
+
+    For a pretrained, frozen box body (the YOLOX-nano body of :mod:`vision.detection.yolox_body`) this labels
+    exactly the locations that turn into detections of the object at inference, whatever level or anchor the
+    body's own training assigned it to, so the embedding branch learns where the boxes come from.
+
+    Args:
+        pred_boxes: ``[N, 4]`` XYXY px (the body's boxes); gt_boxes: ``[G, 4]`` XYXY px; gt_labels: ``[G]`` in
+            0..K-1. num_classes: ``K`` (background label = K). iou_threshold: the least IoU of a positive.
+
+    Returns:
+        ``labels [N]`` int64 (K = background), ``box_targets [N, 4]`` XYXY px (zeros at negatives),
+        ``matched [N]`` int64 index into gt (-1 at negatives), as :func:`assign_targets`.
+    """
+    n = pred_boxes.shape[0]
+    device = pred_boxes.device
+    labels = torch.full((n,), num_classes, dtype=torch.int64, device=device)
+    box_targets = torch.zeros(n, 4, device=device)
+    matched = torch.full((n,), -1, dtype=torch.int64, device=device)
+    if gt_boxes.numel() == 0:
+        return labels, box_targets, matched
+    best_iou, best = box_iou(pred_boxes.detach().float(), gt_boxes.float()).max(dim=-1)
+    pos = best_iou >= iou_threshold
+    labels[pos] = gt_labels[best[pos]]
+    box_targets[pos] = gt_boxes[best[pos]]
+    matched[pos] = best[pos]
+    return labels, box_targets, matched
+
+
+def drop_vocabulary(labels: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Labels of a step whose vocabulary is the kept rows of the training vocabulary (vocabulary dropout): the
+    objects of a left-out class become out-of-vocabulary, which is what a user's vocabulary that does not name them
+    makes them at inference.
+
+    Args:
+        labels: ``[...]`` int64 over the full vocabulary (0..K-1 class, K background, K + 1 OOV).
+        keep: ``[K]`` bool, the rows kept (at least one).
+
+    Returns:
+        ``[...]`` int64 over the kept vocabulary of ``K' = keep.sum()`` rows: a kept class its rank among the kept
+        rows, a left-out class ``K' + 1`` (OOV), background ``K'``, OOV ``K' + 1``.
+    """
+    k = keep.numel()
+    kept = int(keep.sum())
+    new_index = torch.full((k + 2,), kept + 1, dtype=torch.int64, device=labels.device)
+    new_index[:k][keep] = torch.arange(kept, device=labels.device)
+    new_index[k] = kept
+    return new_index[labels]
 
 
 def quality_focal_loss(logits: torch.Tensor, target: torch.Tensor, beta: float = 2.0) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""OOVDetector: geometry backbone (S = 1) + feature pyramid + dense head + open-vocabulary classifier.
+"""OOVDetector: a body that finds regions (the geometry backbone (S = 1) + feature pyramid + dense head, or a
+pretrained body such as :class:`~vision.detection.yolox_body.YOLOXBody`) + the open-vocabulary classifier.
 
 Classification (RegionCLIP / OpenDet2 style): for region embeddings ``e`` (unit norm, ``[.., D]``) and a text table
 ``T`` (unit rows, ``[K, D]``, the vocabulary given at inference), the logits are
@@ -112,6 +113,9 @@ class OOVDetector(nn.Module):
     :class:`~vision.detection.task.DetectionConfig`'s).
 
     Args:
+        body: a pretrained region body (:class:`~vision.detection.yolox_body.YOLOXBody`) giving the head's outputs
+            from images; None: the geometry-backbone body the arguments ``size`` to ``pixel_stem`` and
+            ``patch_embed_weights`` define (unused with a ``body``).
         size: backbone size (:func:`vision.geometry.model.create_backbone`); image_size: its ``img_size``.
         feature_layers: aggregator layers whose patch maps feed the pyramid (negative = from the end).
         channels: pyramid / head width. embed_dim: text space dimension (:data:`vision.text.TEXT_DIM`).
@@ -124,11 +128,20 @@ class OOVDetector(nn.Module):
             None for none.
     """
 
-    def __init__(self, *, size: str, image_size: int, feature_layers: Sequence[int], channels: int, embed_dim: int,
-                 num_oov_prompts: int, temperature: float, score_threshold: float, nms_iou: float,
-                 max_detections: int, pre_nms_topk: int, pixel_stem: bool,
-                 text_projection: bool, patch_embed_weights: str | Path | None = None) -> None:
+    def __init__(self, *, embed_dim: int, num_oov_prompts: int, temperature: float, score_threshold: float,
+                 nms_iou: float, max_detections: int, pre_nms_topk: int, text_projection: bool,
+                 body: nn.Module | None = None, size: str = "tiny", image_size: int = 64,
+                 feature_layers: Sequence[int] = (1, -1), channels: int = 96, pixel_stem: bool = False,
+                 patch_embed_weights: str | Path | None = None) -> None:
         super().__init__()
+        self.classifier = OpenVocabClassifier(embed_dim, num_oov_prompts, temperature, text_projection)
+        self.score_threshold = float(score_threshold)
+        self.nms_iou = float(nms_iou)
+        self.max_detections = int(max_detections)
+        self.pre_nms_topk = int(pre_nms_topk)
+        self.body = body
+        if body is not None:
+            return
         self.backbone = create_backbone(size, img_size=image_size, enable_camera=False, enable_depth=False,
                                         enable_points=False, patch_embed_weights=patch_embed_weights)
         depth = int(self.backbone.aggregator.depth)
@@ -140,15 +153,20 @@ class OOVDetector(nn.Module):
         self.pyramid = FeaturePyramid(2 * self.backbone.embed_dim, len(self.feature_layers), channels)
         self.pixel_stem = PixelStem(channels, patch) if pixel_stem else None
         self.head = DenseDetectionHead(channels, embed_dim, tower_depth=2, num_levels=3)
-        self.classifier = OpenVocabClassifier(embed_dim, num_oov_prompts, temperature, text_projection)
-        self.score_threshold = float(score_threshold)
-        self.nms_iou = float(nms_iou)
-        self.max_detections = int(max_detections)
-        self.pre_nms_topk = int(pre_nms_topk)
 
     @property
     def patch_size(self) -> int:
-        return self.backbone.patch_size
+        """The input sides must be multiples of this."""
+        return int(self.body.patch_size) if self.body is not None else self.backbone.patch_size
+
+    @property
+    def keeps_aspect(self) -> bool:
+        """Whether the input is letterboxed (the body's training geometry) rather than stretched to the square."""
+        return bool(getattr(self.body, "keeps_aspect", False))
+
+    def project(self, features: torch.Tensor) -> torch.Tensor:
+        """Region features ``[..., C]`` (the outputs' ``features``) -> unit embeddings ``[..., D]``."""
+        return (self.body if self.body is not None else self.head).project(features)
 
     def forward(self, images: Any) -> dict[str, torch.Tensor]:
         """``images`` float [0, 1] ``[B, 3, H, W]`` or ``[B, 1, 3, H, W]`` (S = 1), H, W multiples of the patch size.
@@ -160,6 +178,8 @@ class OOVDetector(nn.Module):
         if isinstance(images, torch.Tensor) and images.ndim == 5 and images.shape[1] != 1:
             raise InputError(f"the detector takes single images (S = 1); got S = {images.shape[1]} "
                              f"(shape {tuple(images.shape)})")
+        if self.body is not None:
+            return self.body(images[:, 0])
         tokens, start, images = self.backbone.aggregate(images)
         hw = (images.shape[-2], images.shape[-1])
         maps = [self.backbone.tokens_to_feature_map(tokens[i], start, hw)[:, 0] for i in self.feature_layers]

@@ -204,10 +204,27 @@ class DetectorPredictor:
 
     def model_input(self, frames: Sequence[np.ndarray]) -> torch.Tensor:
         """The model's input batch ``[B, 3, s, s]`` float in [0, 1] on its device: each uint8 ``[H, W, 3]`` RGB frame
-        resized to the square input size (:func:`vision.data.resize.resize_image`; a frame of that size as is)."""
+        resized to the square input size (:func:`vision.data.resize.resize_image`; a frame of that size as is), or,
+        for a body that keeps the aspect ratio (``model.keeps_aspect``), letterboxed into it
+        (:func:`vision.weights.nets.onnx_models.letterbox`)."""
         size = self.image_size
-        batch = np.stack([resize_image(f, (size, size)) if f.shape[:2] != (size, size) else f for f in frames])
+        if self.model.keeps_aspect:
+            from vision.weights.nets.onnx_models import letterbox
+
+            batch = np.stack([letterbox(f, size, size)[0] for f in frames])
+        else:
+            batch = np.stack([resize_image(f, (size, size)) if f.shape[:2] != (size, size) else f for f in frames])
         return torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
+
+    def input_geometry(self, frame: np.ndarray) -> tuple[tuple[int, int], tuple[float, float]]:
+        """Where ``frame`` lies in the model's input (:meth:`model_input`): its ``(H, W)`` there (boxes are clipped
+        to it) and the ``(x, y)`` scale from input pixels back to the frame's."""
+        size = self.image_size
+        height, width = frame.shape[:2]
+        if not self.model.keeps_aspect:
+            return (size, size), (width / size, height / size)
+        ratio = min(size / height, size / width)
+        return (int(height * ratio), int(width * ratio)), (1.0 / ratio, 1.0 / ratio)
 
     @torch.no_grad()
     def outputs(self, frames: Sequence[np.ndarray]) -> dict[str, torch.Tensor]:
@@ -219,13 +236,13 @@ class DetectorPredictor:
 
     @torch.no_grad()
     def _run(self, frames: list[np.ndarray]) -> list[dict[str, Any]]:
-        size = self.image_size
         outputs = self.outputs(frames)
+        geometry = [self.input_geometry(frame) for frame in frames]
         with autocast(self.device, self.dtype):
-            dets = self.model.postprocess(outputs, self.text, [(size, size)] * len(frames))
+            dets = self.model.postprocess(outputs, self.text, [clip for clip, _ in geometry])
         dets = [{k: v.float() if v.is_floating_point() else v for k, v in det.items()} for det in dets]
-        return [label_detections(det, self.vocabulary, self.category_ids, self.unknown_category_id,
-                                 (frame.shape[1] / size, frame.shape[0] / size)) for frame, det in zip(frames, dets)]
+        return [label_detections(det, self.vocabulary, self.category_ids, self.unknown_category_id, scale)
+                for (_, scale), det in zip(geometry, dets)]
 
     def _detections(self, frames: Iterable[Scaled],
                     progress: Callable[[int], None] | None) -> Iterator[tuple[np.ndarray, dict[str, Any], tuple]]:

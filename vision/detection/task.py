@@ -42,6 +42,14 @@ class DetectionConfig(TaskConfig):
     """What defines an OOV detector.
 
     Args:
+        body: what finds the boxes: ``vggt`` (the geometry backbone (S = 1) + feature pyramid + dense head, trained
+            here; the fields ``size`` to ``pixel_stem`` and ``patch_embed_weights`` are its) or ``yolox-nano``
+            (:class:`~vision.detection.yolox_body.YOLOXBody`: the pretrained YOLOX-nano's boxes and objectness,
+            region embeddings in the text space trained here; ``image_size`` a multiple of 32, its input side).
+        body_weights: the ``yolox-nano`` body's pretrained weights, read when the detector is first built: the
+            registered name ``yolox-nano`` (``vision fetch-weights``) or a local ONNX file of that network; None: a
+            random body (for tests). Not read again by :func:`load` (the checkpoint holds the weights).
+        freeze_body: keep the ``yolox-nano`` body's network fixed (only its embedding projection trains).
         size: backbone size (a key of :data:`vision.geometry.model.BACKBONE_CONFIGS`: ``tiny``, ``tiny_mobilenet``,
             ``base``, ``vggt_1b``).
         image_size: the square model input side in pixels (a multiple of the patch size); the data's
@@ -72,6 +80,9 @@ class DetectionConfig(TaskConfig):
 
     task: ClassVar[str] = "detection"  # the registry name its checkpoints and model folders record
 
+    body: str = checked("vggt", choices=("vggt", "yolox-nano"))
+    body_weights: str | None = None
+    freeze_body: bool = True
     size: str = checked("tiny", choices=BACKBONE_CONFIGS)
     image_size: int = checked(64, low=8, high=MAX_IMAGE_SIZE)
     feature_layers: list[int] = checked(factory=lambda: [1, -1], low=-64, high=63, items=(1, 8))
@@ -91,7 +102,14 @@ class DetectionConfig(TaskConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_image_size(self, self.size)
+        if self.body == "yolox-nano":
+            if self.image_size % 32:
+                raise self.field_error("image_size", "must be a multiple of 32 for the yolox-nano body")
+        else:
+            check_image_size(self, self.size)
+            if self.body_weights is not None:
+                raise self.field_error("body_weights", "is for the yolox-nano body; the vggt body reads "
+                                                       "patch_embed_weights")
         check_patch_embed_weights(self, BACKBONE_CONFIGS[self.size]["patch_embed"])
         depth = int(BACKBONE_CONFIGS[self.size]["depth"])
         for index, layer in enumerate(self.feature_layers):
@@ -124,6 +142,8 @@ def build_model(config: DetectionConfig | dict | None = None) -> OOVDetector:
     """A freshly initialised :class:`OOVDetector` for ``config`` (a config, a mapping of its fields, or None for
     the defaults). ``config.patch_embed_weights`` is read here."""
     config = DetectionConfig.from_value(config)
+    if config.body == "yolox-nano":
+        return _yolox_detector(config)
     return OOVDetector(
         size=config.size, image_size=config.image_size, feature_layers=config.feature_layers,
         channels=config.channels, embed_dim=config.embed_dim,
@@ -131,6 +151,34 @@ def build_model(config: DetectionConfig | dict | None = None) -> OOVDetector:
         score_threshold=config.score_threshold, nms_iou=config.nms_iou, max_detections=config.max_detections,
         pre_nms_topk=config.pre_nms_topk, pixel_stem=config.pixel_stem,
         text_projection=config.text_projection, patch_embed_weights=config.patch_embed_weights)
+
+
+def _yolox_detector(config: DetectionConfig) -> OOVDetector:
+    """The detector on the YOLOX-nano body; with ``config.body_weights`` the network's pretrained weights and the
+    embedding projection started from the COCO names' text rows (:class:`~vision.detection.yolox_body.YOLOXBody`)."""
+    from vision.detection.yolox_body import YOLOXBody
+
+    text_init = None
+    pretrained = None
+    if config.body_weights is not None:
+        from vision.detection.vocabulary import encode_vocabulary
+        from vision.weights.nets.onnx_models import COCO_CLASSES
+        from vision.weights.nets.yolox import load_yolox_nano
+
+        from vision.weights.nets.yolox import YOLOXNano
+
+        local = Path(config.body_weights)
+        pretrained = YOLOXNano.from_onnx(local) if local.suffix == ".onnx" and local.is_file() \
+            else load_yolox_nano(config.body_weights)
+        text_init = encode_vocabulary(list(COCO_CLASSES), config.prompt_template)
+    body = YOLOXBody(config.embed_dim, freeze=config.freeze_body, text_init=text_init)
+    if pretrained is not None:
+        body.net.load_state_dict(pretrained.state_dict())
+    return OOVDetector(
+        body=body, embed_dim=config.embed_dim,
+        num_oov_prompts=config.num_oov_prompts if config.oov_class else 0, temperature=config.temperature,
+        score_threshold=config.score_threshold, nms_iou=config.nms_iou, max_detections=config.max_detections,
+        pre_nms_topk=config.pre_nms_topk, text_projection=config.text_projection)
 
 
 class TrainingVocabulary(NamedTuple):
@@ -164,7 +212,7 @@ def load(checkpoint: str | Path, device: str | torch.device = "cpu", *, with_voc
             or its training vocabulary is not a list of names with one category id each (names the file).
     """
     config, weights, ckpt = read_task_checkpoint(checkpoint, DetectionConfig, prefix="model.", map_location=device)
-    model = build_model(config.replace(patch_embed_weights=None))  # the checkpoint's weights replace them
+    model = build_model(config.replace(patch_embed_weights=None, body_weights=None))  # the checkpoint's replace them
     load_weights(model, weights, checkpoint)
     model = model.to(device).eval()
     vocabulary = _training_vocabulary(ckpt["hyper_parameters"], checkpoint)

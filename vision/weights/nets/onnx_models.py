@@ -34,7 +34,7 @@ from scipy.ndimage import maximum_filter
 from vision.errors import InputError
 from vision.weights.store import weights_path
 
-__all__ = ["COCO_CLASSES", "VOC_CLASSES", "DeepLabV3VOC", "XFeat", "YOLOXNano", "YuNet", "nms_xyxy", "yolox_letterbox",
+__all__ = ["COCO_CLASSES", "VOC_CLASSES", "DeepLabV3VOC", "XFeat", "YOLOXNano", "YuNet", "letterbox", "nms_xyxy", "yolox_letterbox",
            "yolox_anchor_points", "yolox_detections"]
 
 #: the 80 COCO class names in YOLOX's (contiguous) index order
@@ -292,14 +292,34 @@ def yolox_letterbox(image: np.ndarray, height: int, width: int) -> tuple[np.ndar
     Raises:
         InputError: ``image`` is not uint8 [H, W, 3].
     """
+    canvas, ratio = letterbox(image, height, width)
+    return np.ascontiguousarray(canvas[:, :, ::-1].transpose(2, 0, 1)[None], dtype=np.float32), ratio
+
+
+def letterbox(image: np.ndarray, height: int, width: int) -> tuple[np.ndarray, float]:
+    """``image`` scaled by ``r = min(height / H, width / W)`` (bilinear; the scaled size truncated to integers) at
+    the top-left of a ``height`` x ``width`` canvas of grey :data:`YOLOX_PAD_VALUE`: YOLOX's letterbox, in the
+    image's own channel order.
+
+    Args:
+        image: uint8 [H, W, 3].
+        height, width: the canvas size.
+
+    Returns:
+        ``(canvas, r)``: uint8 [height, width, 3], and ``r`` (a box on the canvas divided by ``r`` is in ``image``'s
+        pixels).
+
+    Raises:
+        InputError: ``image`` is not uint8 [H, W, 3].
+    """
     image = _check_image(image)
     image_height, image_width = image.shape[:2]
     ratio = min(height / image_height, width / image_width)
-    resized = cv2.resize(image[:, :, ::-1], (int(image_width * ratio), int(image_height * ratio)),
+    resized = cv2.resize(image, (int(image_width * ratio), int(image_height * ratio)),
                          interpolation=cv2.INTER_LINEAR)
     canvas = np.full((height, width, 3), YOLOX_PAD_VALUE, dtype=np.uint8)
     canvas[:resized.shape[0], :resized.shape[1]] = resized
-    return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None], dtype=np.float32), ratio
+    return canvas, ratio
 
 
 def yolox_anchor_points(height: int, width: int,

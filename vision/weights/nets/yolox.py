@@ -285,16 +285,25 @@ class YOLOXHead(nn.Module):
         self.reg_preds = nn.ModuleList([nn.Conv2d(hidden, 4, 1) for _ in in_channels])
         self.obj_preds = nn.ModuleList([nn.Conv2d(hidden, 1, 1) for _ in in_channels])
 
+    def levels(self, features: tuple[Tensor, ...]) -> list[dict[str, Tensor]]:
+        """The head's maps per level, for the neck's maps (strides 8, 16, 32): ``features`` [B, hidden, h, w] (the
+        classification branch's last features), ``class_logits`` [B, num_classes, h, w], ``box`` [B, 4, h, w] (the
+        box terms of :meth:`forward`) and ``objectness`` [B, 1, h, w] (logits)."""
+        out = []
+        for k, x in enumerate(features):
+            x = self.stems[k](x)
+            cls_feat = self.cls_convs[k](x)
+            reg_feat = self.reg_convs[k](x)
+            out.append({"features": cls_feat, "class_logits": self.cls_preds[k](cls_feat),
+                        "box": self.reg_preds[k](reg_feat), "objectness": self.obj_preds[k](reg_feat)})
+        return out
+
     def forward(self, features: tuple[Tensor, ...]) -> Tensor:
         """The neck's maps (strides 8, 16, 32) -> logits [B, A, 5 + num_classes]: per anchor point the box terms
         (x, y, log w, log h; relative to the point's grid cell, in units of its stride), the objectness logit and the
         class logits (no sigmoid); A = the maps' pixels, level by level, row-major within a level."""
-        levels = []
-        for k, x in enumerate(features):
-            x = self.stems[k](x)
-            cls_logits = self.cls_preds[k](self.cls_convs[k](x))
-            reg_feat = self.reg_convs[k](x)
-            levels.append(torch.cat([self.reg_preds[k](reg_feat), self.obj_preds[k](reg_feat), cls_logits], dim=1))
+        levels = [torch.cat([level["box"], level["objectness"], level["class_logits"]], dim=1)
+                  for level in self.levels(features)]
         return torch.cat([level.flatten(start_dim=2) for level in levels], dim=2).permute(0, 2, 1)
 
 
