@@ -32,6 +32,8 @@ CONVERTERS: dict[str, Command] = {
     "saco": Command("vision.prepare.saco:main", "SA-Co Gold / Silver / VEval -> a concept split"),
     "real-detection": Command("vision.prepare.teacher:main",
                               "real frames labelled by the YOLOX-nano teacher, as COCO splits"),
+    "real-checked": Command("vision.prepare.real_checked:main",
+                            "real frames with boxes checked by eye (detection evaluation), as COCO splits"),
     "real-depth": Command("vision.prepare.real_depth:main", "real frames with a monocular teacher's disparity"),
     "opencv-samples": Command("vision.prepare.opencv_samples:main",
                               "OpenCV's real sample videos, from Debian's opencv-doc package"),

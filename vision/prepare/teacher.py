@@ -89,6 +89,11 @@ ROLES: dict[str, str] = {
     "mmaction2_pool": "val",
     "bikes": "train", "carphone_pristine": "train", "vtest": "train", "box": "train", "mmaction2_makeup": "train",
     **{Path(name).stem: "train" for name in PHOTOS},
+    # held out: the photographs of the hand-checked evaluation set (vision prepare real-checked), never trained on
+    **{stem: "test" for stem in (
+        "messi5", "fruits", "building", "basketball1", "squirrel_cls", "apple", "orange", "stuff", "ela_original",
+        "aloeL", "licenseplate_motion", "butterfly", "chicky_512", "baboon", "box_in_scene",  # OpenCV's samples
+        "grace_hopper", "bus", "zidane")},  # matplotlib's sample data; Ultralytics' assets
 }
 #: The role of a source :data:`ROLES` does not list (another ``--footage`` video).
 DEFAULT_ROLE = "train"
