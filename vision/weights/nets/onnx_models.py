@@ -34,8 +34,8 @@ from scipy.ndimage import maximum_filter
 from vision.errors import InputError
 from vision.weights.store import weights_path
 
-__all__ = ["COCO_CLASSES", "VOC_CLASSES", "DeepLabV3VOC", "XFeat", "YOLOXNano", "YuNet", "letterbox", "nms_xyxy", "yolox_letterbox",
-           "yolox_anchor_points", "yolox_detections"]
+__all__ = ["COCO_CLASSES", "VOC_CLASSES", "DeepLabV3VOC", "XFeat", "YOLOXNano", "YuNet", "letterbox", "nms_xyxy",
+           "yolox_letterbox", "yolox_anchor_points", "yolox_detections"]
 
 #: the 80 COCO class names in YOLOX's (contiguous) index order
 COCO_CLASSES = (
