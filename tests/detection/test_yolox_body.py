@@ -21,7 +21,8 @@ skimage_data = pytest.importorskip("skimage.data")
 
 @pytest.fixture(scope="module")
 def config(pretrained_weights: Path) -> DetectionConfig:
-    return DetectionConfig(body="yolox-nano", body_weights="yolox-nano", image_size=416)
+    return DetectionConfig(body="yolox-nano", body_weights="yolox-nano", image_size=416, score_threshold=0.001,
+                           competitor_similarity=0.62)
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +47,45 @@ def test_boxes_are_the_pretrained_networks(model, config) -> None:
 
     image = skimage_data.astronaut()
     teacher = OrtYOLOXNano(threads=2).detect(image, score_threshold=0.3)
-    predictor = DetectorPredictor(model, list(COCO_CLASSES), config.image_size)
+    predictor = DetectorPredictor(model, list(COCO_CLASSES), config.image_size,
+                                  competitor_similarity=config.competitor_similarity)
     ours = predictor.predict(image)
     person = [b for b, c in zip(teacher["boxes"], teacher["classes"]) if COCO_CLASSES[c] == "person"]
     assert len(person) == 1
     found = [np.asarray(b) for b, n in zip(ours["boxes"], ours["labels"]) if n == "person"]
     assert found, f"no person found: {ours['labels']}"
     assert np.abs(found[0] - person[0]).max() < 1.0
+    # on YOLOX's scale: the person's score is the teacher's confidence x p(person), p near 1
+    assert abs(float(ours["scores"][0]) - float(teacher["scores"][0])) < 0.05
+
+
+def test_a_known_object_no_name_explains_is_unknown(model, config) -> None:
+    """With competitors, the astronaut is not boxed as a "chair" (person, which "chair" does not explain, wins the
+    OOV column), while a synonym ("man") still answers; without competitors the chair box is shown."""
+    from vision.detection.predictor import DetectorPredictor
+
+    image = skimage_data.astronaut()
+    shown = 0.3
+    with_competitors = DetectorPredictor(model, ["chair"], config.image_size,
+                                         competitor_similarity=config.competitor_similarity)
+    result = with_competitors.predict(image)
+    assert not any(n == "chair" and s >= shown for n, s in zip(result["labels"], result["scores"]))
+    assert any(n == "unknown" and s >= shown for n, s in zip(result["labels"], result["scores"]))
+    with_competitors.set_vocabulary(["man"])
+    result = with_competitors.predict(image)
+    assert any(n == "man" and s >= shown for n, s in zip(result["labels"], result["scores"]))
+    without = DetectorPredictor(model, ["chair"], config.image_size).predict(image)
+    assert any(n == "chair" and s >= shown for n, s in zip(without["labels"], without["scores"]))
+
+
+def test_competitor_rows_leave_out_the_names_a_vocabulary_explains() -> None:
+    from vision.detection.vocabulary import competitor_rows
+
+    known = torch.eye(3)
+    vocabulary = torch.nn.functional.normalize(torch.tensor([[1.0, 0.1, 0.0]]), dim=-1)
+    kept = competitor_rows(known, vocabulary, similarity=0.9)
+    torch.testing.assert_close(kept, known[1:])
+    torch.testing.assert_close(competitor_rows(known, vocabulary, similarity=1.01), known)
 
 
 def test_untrained_embeddings_answer_names_and_synonyms_by_text(model, config) -> None:

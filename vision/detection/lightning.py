@@ -51,7 +51,7 @@ from vision.detection.oov_synthesis import ClassGaussianBank
 from vision.detection.results import UNKNOWN_CATEGORY_ID, image_results
 from vision.detection.task import DetectionConfig, build_model
 from vision.geometry.weights import load_backbone
-from vision.detection.vocabulary import check_vocabulary, encode_vocabulary
+from vision.detection.vocabulary import check_vocabulary, competitor_rows, encode_vocabulary
 from vision.errors import DataError, InputError
 from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import decay_param_groups, warmup_cosine
@@ -182,6 +182,14 @@ class OOVDetModule(L.LightningModule):
         names, ids, text = self._eval_vocabularies[path]
         return names, ids, text.to(self.device)
 
+    def eval_competitors(self, text: torch.Tensor) -> torch.Tensor | None:
+        """The body's known names no row of ``text`` explains (:func:`competitor_rows`), as the predictor computes
+        them; None without ``config.competitor_similarity`` or known names."""
+        if self.config.competitor_similarity is None or not self.model.known_names:
+            return None
+        known = encode_vocabulary(list(self.model.known_names), self.config.prompt_template, self.text_encoder)
+        return competitor_rows(known.to(text.device), text, self.config.competitor_similarity)
+
     # ------------------------------------------------------------------ checkpoint
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """The OOV bank's queues are training state outside the parameters: they go into the checkpoint."""
@@ -246,12 +254,15 @@ class OOVDetModule(L.LightningModule):
         box_targets = torch.stack([a[1] for a in assigned])
         text = self.text_embeddings
         class_index = torch.arange(k, device=self.device)  # a row of ``text`` -> its training class
+        competitors = None  # the left-out classes no kept name explains (config.competitor_similarity)
         if train and hp.vocabulary_dropout > 0:
             keep = torch.rand(k) >= hp.vocabulary_dropout
             if not keep.any():
                 keep[torch.randint(k, (1,))] = True
             keep = keep.to(self.device)
             labels = drop_vocabulary(labels, keep)
+            if self.config.competitor_similarity is not None:
+                competitors = competitor_rows(text[~keep], text[keep], self.config.competitor_similarity)
             text, class_index, k = text[keep], class_index[keep], int(keep.sum())
         progress = self._progress()
         stats: dict[str, torch.Tensor] = {}
@@ -264,7 +275,9 @@ class OOVDetModule(L.LightningModule):
                                             topk=hp.mining_topk)
             stats["mined_regions"] = (labels == k + 1).sum().float()
             stats["uncertainty"] = uncertainty.mean().detach()
-        logits = self.model.classify(out["embeddings"], text)
+        if not train:
+            competitors = self.eval_competitors(text)
+        logits = self.model.classify(out["embeddings"], text, competitors)
         losses = detection_losses(out["objectness"], out["boxes"], logits, labels, box_targets, k,
                                   quality=hp.quality_objectness)
         total = losses["loss_objectness"] + hp.box_weight * losses["loss_box"] + losses["loss_cls"]
@@ -273,7 +286,7 @@ class OOVDetModule(L.LightningModule):
             self._push_bank(out["embeddings"][positive].detach(), class_index[labels[positive]])
         if train and hp.synthesis and progress >= hp.synthesis_start and self.bank.ready_classes().numel() > 0:
             outliers, _ = self.bank.synthesize(hp.samples_per_class, hp.keep_per_class)
-            outlier_logits = self.model.classify(F.normalize(outliers.to(self.device), dim=-1), text)
+            outlier_logits = self.model.classify(F.normalize(outliers.to(self.device), dim=-1), text, competitors)
             target = torch.full((outlier_logits.shape[0],), k + 1, dtype=torch.int64, device=self.device)
             losses["loss_synthesis"] = F.cross_entropy(outlier_logits, target)
             total = total + hp.synthesis_weight * losses["loss_synthesis"]
@@ -320,7 +333,7 @@ class OOVDetModule(L.LightningModule):
         names, ids, text = self.eval_vocabulary(stage)
         split = self.trainer.datamodule.eval_dataset(stage).split
         sizes = [(int(h), int(w)) for h, w in batch["image_sizes"].tolist()]
-        detections = self.model.postprocess(outputs, text, sizes)
+        detections = self.model.postprocess(outputs, text, sizes, self.eval_competitors(text))
         return image_results(detections, batch["image_ids"].tolist(), sizes, split.images, names, ids)
 
     def _evaluation_step(self, batch: dict[str, Any], stage: str) -> None:

@@ -6,7 +6,10 @@ Classification (RegionCLIP / OpenDet2 style): for region embeddings ``e`` (unit 
 
     [ e . T_k / tau  (k = 1..K),   0  (background: a zero vector),   max_m e . P_m / tau  (OOV prompts) ]
 
-where ``P`` are the learnable OOV prompt vectors (normalised). ``use_oov=False`` drops the OOV column (the
+where ``P`` are the learnable OOV prompt vectors (normalised) and, when competitor rows ``C`` are given (the names
+the body knows that no vocabulary name explains, :func:`~vision.detection.vocabulary.competitor_rows`), the OOV
+column is ``max(max_m e . P_m, max_c e . C_c) / tau``: a region a known but unnamed class fits better than any
+given name is unknown. ``use_oov=False`` drops the OOV column (the
 closed-vocabulary baseline). Column order: ``0..K-1`` vocabulary, ``K`` background, ``K + 1`` OOV.
 
 Inference: per location, the label is the arg-max over the foreground columns (vocabulary + OOV); the score is
@@ -34,7 +37,7 @@ __all__ = ["OOVDetector", "OpenVocabClassifier", "UNKNOWN_LABEL", "location_scor
 UNKNOWN_LABEL = -1
 
 
-def location_scores(logits: torch.Tensor, objectness: torch.Tensor, num_classes: int
+def location_scores(logits: torch.Tensor, objectness: torch.Tensor, num_classes: int, exponent: float = 0.5
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """The detection score and foreground column of every location (the module docstring's inference rule).
 
@@ -43,16 +46,20 @@ def location_scores(logits: torch.Tensor, objectness: torch.Tensor, num_classes:
             columns ``0..K-1`` vocabulary, ``K`` background, ``K + 1`` OOV.
         objectness: the head's objectness logits ``[...]``.
         num_classes: ``K``, the vocabulary's size.
+        exponent: the power of the product, 0.5 (the geometric mean) for the trained dense head; 1 for a
+            pretrained body whose objectness is already a calibrated detection confidence (YOLOX's), so that the
+            scores keep its scale (a box at 0.3 is one its own detector shows at 0.3). The order of the scores,
+            hence AP, does not depend on it.
 
     Returns:
-        ``scores`` ``[...]``: ``sqrt(sigmoid(objectness) * p)`` with ``p`` the softmax probability (over all columns)
+        ``scores`` ``[...]``: ``(sigmoid(objectness) * p) ** exponent`` with ``p`` the softmax probability (over all columns)
         of the best foreground column; ``index`` ``[...]`` int64: that column among the foreground ones,
         ``0..K-1`` a vocabulary row, ``K`` the OOV column.
     """
     probs = logits.softmax(dim=-1)
     foreground = torch.cat([probs[..., :num_classes], probs[..., num_classes + 1:]], dim=-1)  # vocabulary (+ OOV)
     best, index = foreground.max(dim=-1)
-    return (objectness.sigmoid() * best).clamp_min(0).sqrt(), index
+    return (objectness.sigmoid() * best).clamp_min(0).pow(exponent), index
 
 
 class OpenVocabClassifier(nn.Module):
@@ -94,17 +101,25 @@ class OpenVocabClassifier(nn.Module):
             return text
         return F.normalize(self.text_projection(text), dim=-1)
 
-    def forward(self, embeddings: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
-        """``embeddings [.., D]`` (unit norm), ``text [K, D]`` (unit rows) -> logits ``[.., K + 1 (+1)]``."""
-        return self.with_rows(embeddings, self.table(text))
+    def forward(self, embeddings: torch.Tensor, text: torch.Tensor,
+                competitors: torch.Tensor | None = None) -> torch.Tensor:
+        """``embeddings [.., D]`` (unit norm), ``text [K, D]`` (unit rows), optional ``competitors [C, D]`` (unit
+        text rows) -> logits ``[.., K + 1 (+1)]``."""
+        return self.with_rows(embeddings, self.table(text),
+                              None if competitors is None or competitors.numel() == 0 else self.table(competitors))
 
-    def with_rows(self, embeddings: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    def with_rows(self, embeddings: torch.Tensor, rows: torch.Tensor,
+                  competitors: torch.Tensor | None = None) -> torch.Tensor:
         """The logits against rows already in the region-embedding space (:meth:`table` of a text table, or
-        region embeddings themselves, as exemplars are): ``rows [K, D]`` -> ``[.., K + 1 (+1)]``."""
+        region embeddings themselves, as exemplars are): ``rows [K, D]`` -> ``[.., K + 1 (+1)]``; ``competitors``
+        ``[C, D]`` (same space) join the OOV column (the module docstring)."""
         iv = embeddings @ rows.t() / self.temperature
         columns = [iv, iv.new_zeros(iv.shape[:-1] + (1,))]
         if self.use_oov:
-            columns.append((embeddings @ self.prompts().t()).amax(dim=-1, keepdim=True) / self.temperature)
+            oov = (embeddings @ self.prompts().t()).amax(dim=-1, keepdim=True)
+            if competitors is not None and competitors.numel() > 0:
+                oov = torch.maximum(oov, (embeddings @ competitors.t()).amax(dim=-1, keepdim=True))
+            columns.append(oov / self.temperature)
         return torch.cat(columns, dim=-1)
 
 
@@ -134,14 +149,19 @@ class OOVDetector(nn.Module):
                  feature_layers: Sequence[int] = (1, -1), channels: int = 96, pixel_stem: bool = False,
                  patch_embed_weights: str | Path | None = None) -> None:
         super().__init__()
-        self.classifier = OpenVocabClassifier(embed_dim, num_oov_prompts, temperature, text_projection)
         self.score_threshold = float(score_threshold)
         self.nms_iou = float(nms_iou)
         self.max_detections = int(max_detections)
         self.pre_nms_topk = int(pre_nms_topk)
         self.body = body
-        if body is not None:
-            return
+        if body is None:  # the geometry-backbone body, built before the classifier (the order of seeded random draws)
+            self._build_dense_body(size, image_size, feature_layers, channels, embed_dim, pixel_stem,
+                                   patch_embed_weights)
+        self.classifier = OpenVocabClassifier(embed_dim, num_oov_prompts, temperature, text_projection)
+
+    def _build_dense_body(self, size: str, image_size: int, feature_layers: Sequence[int], channels: int,
+                          embed_dim: int, pixel_stem: bool, patch_embed_weights: str | Path | None) -> None:
+        """The geometry backbone (S = 1), the feature pyramid, the optional pixel stem and the dense head."""
         self.backbone = create_backbone(size, img_size=image_size, enable_camera=False, enable_depth=False,
                                         enable_points=False, patch_embed_weights=patch_embed_weights)
         depth = int(self.backbone.aggregator.depth)
@@ -158,6 +178,12 @@ class OOVDetector(nn.Module):
     def patch_size(self) -> int:
         """The input sides must be multiples of this."""
         return int(self.body.patch_size) if self.body is not None else self.backbone.patch_size
+
+    @property
+    def score_exponent(self) -> float:
+        """The power of ``sigmoid(objectness) * p`` that scores a detection (:func:`location_scores`): the body's
+        own (``score_exponent``) or 0.5."""
+        return float(getattr(self.body, "score_exponent", 0.5))
 
     @property
     def keeps_aspect(self) -> bool:
@@ -186,18 +212,28 @@ class OOVDetector(nn.Module):
         pixel_levels = self.pixel_stem(images[:, 0]) if self.pixel_stem is not None else None
         return self.head(self.pyramid(maps, pixel_levels), self.strides)
 
-    def classify(self, embeddings: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+    def classify(self, embeddings: torch.Tensor, text: torch.Tensor,
+                 competitors: torch.Tensor | None = None) -> torch.Tensor:
         """See :class:`OpenVocabClassifier`."""
-        return self.classifier(embeddings, text)
+        return self.classifier(embeddings, text, competitors)
+
+    @property
+    def known_names(self) -> tuple[str, ...]:
+        """The names the body itself knows (YOLOX-nano's 80 COCO classes), whose text rows compete for the OOV
+        column when a vocabulary does not explain them; empty for the geometry-backbone body."""
+        return tuple(getattr(self.body, "known_names", ()))
 
     @torch.no_grad()
     def postprocess(self, outputs: dict[str, torch.Tensor], text: torch.Tensor,
-                    image_sizes: Sequence[tuple[int, int]] | None = None) -> list[dict[str, torch.Tensor]]:
+                    image_sizes: Sequence[tuple[int, int]] | None = None,
+                    competitors: torch.Tensor | None = None) -> list[dict[str, torch.Tensor]]:
         """Detections per image: ``{"boxes" [n, 4] XYXY px, "scores" [n], "labels" [n] int64}`` with labels
         indexing the rows of ``text`` and :data:`UNKNOWN_LABEL` (-1) for OOV; sorted by score, at most
-        ``max_detections``. ``image_sizes``: (H, W) per image to clip boxes (default: no clipping)."""
+        ``max_detections``. ``image_sizes``: (H, W) per image to clip boxes (default: no clipping).
+        ``competitors``: unit text rows ``[C, D]`` that join the OOV column (:class:`OpenVocabClassifier`)."""
         k = text.shape[0]
-        scores, index = location_scores(self.classify(outputs["embeddings"], text), outputs["objectness"], k)
+        scores, index = location_scores(self.classify(outputs["embeddings"], text, competitors),
+                                        outputs["objectness"], k, self.score_exponent)
         labels = torch.where(index >= k, torch.full_like(index, UNKNOWN_LABEL), index)
         results = []
         for b in range(scores.shape[0]):

@@ -33,7 +33,8 @@ class DetectorGraph(nn.Module):
 
         outputs = self.model(images)
         k = text.shape[0]
-        scores, index = location_scores(self.model.classify(outputs["embeddings"], text), outputs["objectness"], k)
+        scores, index = location_scores(self.model.classify(outputs["embeddings"], text), outputs["objectness"], k,
+                                        self.model.score_exponent)
         labels = torch.where(index >= k, torch.full_like(index, UNKNOWN_LABEL), index)
         return outputs["boxes"], scores, labels, outputs["embeddings"]
 

@@ -37,7 +37,7 @@ from vision.data.resize import resize_image
 from vision.detection.model import UNKNOWN_LABEL, OOVDetector
 from vision.detection.results import UNKNOWN_CATEGORY_ID, UNKNOWN_NAME, coco_results, label_detections
 from vision.detection.task import load
-from vision.detection.vocabulary import DEFAULT_TEMPLATE, encode_vocabulary
+from vision.detection.vocabulary import DEFAULT_TEMPLATE, competitor_rows, encode_vocabulary
 from vision.device import autocast, load_for_inference, placement
 from vision.errors import InputError
 from vision.text.vocabulary import check_vocabulary, parse_vocabulary
@@ -144,12 +144,15 @@ class DetectorPredictor:
         device: where the model runs (``"auto"``, ``"cpu"``, ``"cuda[:N]"``, ``"mps"``, a ``torch.device``; the model
             is moved there; default: where it is). precision: ``"32"``, ``"bf16"``, ``"16"`` or a ``torch.dtype``,
             the compute dtype of :func:`vision.device.autocast` (weights stay float32; results are float32).
+        competitor_similarity: the config's :attr:`~vision.detection.task.DetectionConfig.competitor_similarity`
+            (the body's known names no vocabulary name explains compete for the OOV column); None: none.
     """
 
     def __init__(self, model: OOVDetector, vocabulary: str | Sequence[str], image_size: int,
                  category_ids: Sequence[int] | None = None, unknown_category_id: int = UNKNOWN_CATEGORY_ID,
                  prompt_template: str = DEFAULT_TEMPLATE, encoder: Any = None, batch_size: int = 16,
-                 device: str | torch.device | None = None, precision: str | torch.dtype = "32") -> None:
+                 device: str | torch.device | None = None, precision: str | torch.dtype = "32",
+                 competitor_similarity: float | None = None) -> None:
         self.device, self.dtype = placement(device, precision, model)
         self.model = model.to(self.device).eval()
         self.image_size = int(image_size)
@@ -159,6 +162,7 @@ class DetectorPredictor:
         self.prompt_template = prompt_template
         self.encoder = encoder
         self.batch_size = int(batch_size)
+        self.competitor_similarity = None if competitor_similarity is None else float(competitor_similarity)
         self.set_vocabulary(vocabulary, category_ids)
 
     @classmethod
@@ -179,6 +183,7 @@ class DetectorPredictor:
             vocabulary = trained.class_names
             category_ids = trained.category_ids if category_ids is None else category_ids
         kwargs.setdefault("prompt_template", config.prompt_template)
+        kwargs.setdefault("competitor_similarity", config.competitor_similarity)
         return cls(model, vocabulary, config.image_size, category_ids=category_ids, device=device,
                    precision=dtype, **kwargs)
 
@@ -201,6 +206,15 @@ class DetectorPredictor:
             raise InputError(f"the text encoder gives {text.shape[-1]}-d embeddings but this detector's embed_dim "
                              f"is {width}: its checkpoint was trained with another text encoder")
         self.text = text.to(self.device)
+        self.competitors = self._competitors(text)
+
+    def _competitors(self, text: torch.Tensor) -> torch.Tensor | None:
+        """The body's known names that no vocabulary name explains (:func:`competitor_rows`), on the device; None
+        without a ``competitor_similarity`` or known names."""
+        if self.competitor_similarity is None or not self.model.known_names:
+            return None
+        known = encode_vocabulary(list(self.model.known_names), self.prompt_template, self.encoder)
+        return competitor_rows(known, text, self.competitor_similarity).to(self.device)
 
     def model_input(self, frames: Sequence[np.ndarray]) -> torch.Tensor:
         """The model's input batch ``[B, 3, s, s]`` float in [0, 1] on its device: each uint8 ``[H, W, 3]`` RGB frame
@@ -239,7 +253,7 @@ class DetectorPredictor:
         outputs = self.outputs(frames)
         geometry = [self.input_geometry(frame) for frame in frames]
         with autocast(self.device, self.dtype):
-            dets = self.model.postprocess(outputs, self.text, [clip for clip, _ in geometry])
+            dets = self.model.postprocess(outputs, self.text, [clip for clip, _ in geometry], self.competitors)
         dets = [{k: v.float() if v.is_floating_point() else v for k, v in det.items()} for det in dets]
         return [label_detections(det, self.vocabulary, self.category_ids, self.unknown_category_id, scale)
                 for (_, scale), det in zip(geometry, dets)]

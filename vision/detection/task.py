@@ -50,6 +50,10 @@ class DetectionConfig(TaskConfig):
             registered name ``yolox-nano`` (``vision fetch-weights``) or a local ONNX file of that network; None: a
             random body (for tests). Not read again by :func:`load` (the checkpoint holds the weights).
         freeze_body: keep the ``yolox-nano`` body's network fixed (only its embedding projection trains).
+        competitor_similarity: with a body that knows names of its own (``yolox-nano``: COCO-80), those names
+            that no vocabulary name explains (text cosine under this) compete for the OOV column, so an object of
+            a known class the vocabulary does not name is unknown
+            (:func:`~vision.detection.vocabulary.competitor_rows`); None: no competitors.
         size: backbone size (a key of :data:`vision.geometry.model.BACKBONE_CONFIGS`: ``tiny``, ``tiny_mobilenet``,
             ``base``, ``vggt_1b``).
         image_size: the square model input side in pixels (a multiple of the patch size); the data's
@@ -83,6 +87,7 @@ class DetectionConfig(TaskConfig):
     body: str = checked("vggt", choices=("vggt", "yolox-nano"))
     body_weights: str | None = None
     freeze_body: bool = True
+    competitor_similarity: float | None = checked(None, low=-1.0, high=1.0)
     size: str = checked("tiny", choices=BACKBONE_CONFIGS)
     image_size: int = checked(64, low=8, high=MAX_IMAGE_SIZE)
     feature_layers: list[int] = checked(factory=lambda: [1, -1], low=-64, high=63, items=(1, 8))

@@ -20,7 +20,7 @@ from vision.errors import InputError
 from vision.text import get_text_encoder
 from vision.text.vocabulary import check_vocabulary
 
-__all__ = ["DEFAULT_TEMPLATE", "check_vocabulary", "shared_text_encoder", "encode_vocabulary"]
+__all__ = ["DEFAULT_TEMPLATE", "check_vocabulary", "shared_text_encoder", "encode_vocabulary", "competitor_rows"]
 
 DEFAULT_TEMPLATE = "a {}"
 
@@ -34,6 +34,18 @@ def shared_text_encoder(name: str = "minilm") -> Any:
     if name not in _ENCODERS:
         _ENCODERS[name] = get_text_encoder(name)
     return _ENCODERS[name]
+
+
+def competitor_rows(known: torch.Tensor, vocabulary: torch.Tensor, similarity: float) -> torch.Tensor:
+    """The rows of ``known`` (unit text rows ``[C, D]`` of the names a body knows) that no row of ``vocabulary``
+    (unit ``[K, D]``, the names given) explains: those whose cosine with every vocabulary row is under
+    ``similarity``. An object that one of them fits better than any given name is "unknown" (the OOV column of
+    :class:`~vision.detection.model.OpenVocabClassifier`); a known name a given name explains (``man`` for
+    ``person``) is left out, so that the synonym answers. Returns ``[C', D]``."""
+    if known.numel() == 0 or vocabulary.numel() == 0:
+        return known
+    explained = (known @ vocabulary.t()).amax(dim=1) >= similarity
+    return known[~explained]
 
 
 def encode_vocabulary(vocabulary: Sequence[str], template: str = DEFAULT_TEMPLATE, encoder: Any = None

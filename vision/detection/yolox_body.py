@@ -22,8 +22,8 @@ XYXY px (YOLOX's grid decoding), ``features [B, N, C + 80]`` and ``embeddings [B
 
 ``objectness`` is the logit of YOLOX's own detection confidence, objectness x the highest class probability: YOLOX
 trains its class probabilities towards the box's IoU, so this product, not the objectness alone, ranks its boxes
-by how well they are localised; the detector's score ``sqrt(sigmoid(objectness) * p_name)`` then keeps YOLOX's
-ranking of the boxes of an object and adds the vocabulary's verdict.
+by how well they are localised; the detector's score then keeps YOLOX's ranking of the boxes of an object and adds the vocabulary's verdict. The body scores a detection
+``sigmoid(objectness) * p_name`` (:attr:`YOLOXBody.score_exponent` 1), on the scale of YOLOX's own scores.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from vision.weights.nets.onnx_models import yolox_anchor_points
+from vision.weights.nets.onnx_models import COCO_CLASSES, yolox_anchor_points
 from vision.weights.nets.yolox import YOLOXNano
 
 __all__ = ["YOLOXBody"]
@@ -52,6 +52,10 @@ class YOLOXBody(nn.Module):
     keeps_aspect = True
     #: the input sides must be multiples of this
     patch_size = 32
+    #: the names YOLOX itself knows (its classes, in its order)
+    known_names = COCO_CLASSES
+    #: a detection's score is ``confidence x p_name`` (YOLOX's scale), not its square root
+    score_exponent = 1.0
 
     def __init__(self, embed_dim: int, freeze: bool = True, text_init: Tensor | None = None) -> None:
         super().__init__()
