@@ -347,6 +347,18 @@ def test_detection_eval_is_resize() -> None:
     np.testing.assert_array_equal(out["image"], again["image"])
 
 
+def test_detection_keep_aspect_resizes_the_longer_side() -> None:
+    """With keep_aspect the 90 x 60 image becomes 45 x 30 (YOLOX's letterbox size, unpadded): one scale for both
+    axes, masks and boxes following; a random crop keeps its own aspect too."""
+    sample = _detection_sample()
+    out = build_detection_transform(45, train=False, keep_aspect=True)(sample)
+    assert out["image"].shape == (30, 45, 3)
+    assert out["masks"].shape[1:] == (30, 45)
+    np.testing.assert_allclose(out["boxes"], sample["boxes"] * 0.5, atol=1.0)
+    train = build_detection_transform(45, train=True, keep_aspect=True, seed=0)(sample)
+    assert max(train["image"].shape[:2]) == 45
+
+
 def test_detection_train_photometric_and_flip() -> None:
     sample = _detection_sample()
     out = build_detection_transform(48, train=True, scale=(1.0, 1.0), ratio=(1.0, 1.0), flip_prob=1.0, seed=1)(sample)

@@ -330,6 +330,8 @@ class DetectionDataModule(SplitDataModule):
         test_split / predict_split: the splits of ``test`` and ``predict`` (default: ``val_split``).
         mosaic: probability that a training sample is a mosaic of four images (:func:`vision.data.mosaic.mosaic`;
             0 never); validation never.
+        keep_aspect: resize to the longer side ``image_size`` instead of the square (a pretrained body's letterbox
+            geometry, :class:`~vision.data.transforms.DetectionTransform`); the batch is padded at the bottom/right.
     """
 
     collate = staticmethod(collate_detection)
@@ -337,7 +339,7 @@ class DetectionDataModule(SplitDataModule):
     def __init__(self, train_split: str, val_split: str, batch_size: int = 2, num_workers: int = 0,
                  image_size: int | None = None, augment: bool = True,
                  train_category_splits: list[str] | None = None, test_split: str | None = None,
-                 predict_split: str | None = None, mosaic: float = 0.0) -> None:
+                 predict_split: str | None = None, mosaic: float = 0.0, keep_aspect: bool = False) -> None:
         super().__init__()
         _positive("batch_size", batch_size)
         _positive("num_workers", num_workers, minimum=0)
@@ -349,6 +351,7 @@ class DetectionDataModule(SplitDataModule):
         self.batch_size, self.num_workers = batch_size, num_workers
         self.image_size, self.augment = image_size, augment
         self.mosaic = float(mosaic)
+        self.keep_aspect = bool(keep_aspect)
         self.train_category_splits = list(train_category_splits) if train_category_splits is not None else None
 
     def _transforms(self) -> tuple[Callable | None, Callable | None]:
@@ -356,8 +359,8 @@ class DetectionDataModule(SplitDataModule):
             return None, None
         from vision.data.transforms import build_detection_transform
 
-        return (build_detection_transform(self.image_size, train=self.augment),
-                build_detection_transform(self.image_size, train=False))
+        return (build_detection_transform(self.image_size, train=self.augment, keep_aspect=self.keep_aspect),
+                build_detection_transform(self.image_size, train=False, keep_aspect=self.keep_aspect))
 
     def setup(self, stage: str | None = None) -> None:
         train_tf, val_tf = self._transforms()

@@ -181,14 +181,25 @@ class _Resize(A.Resize):
         return resize_nearest(mask, (self.height, self.width))
 
 
+def keep_aspect_size(height: int, width: int, image_size: int) -> tuple[int, int]:
+    """``(H', W')`` of a ``height x width`` image scaled by ``r = image_size / max(height, width)``, each side
+    truncated to an integer (at least 1): YOLOX's letterbox size
+    (:func:`vision.weights.nets.onnx_models.letterbox`) without its padding."""
+    ratio = image_size / max(height, width)
+    return max(1, int(height * ratio)), max(1, int(width * ratio))
+
+
 def _geometric(crop: CropBox, image_size: int, flip: bool, targets: dict[str, str],
-               bbox_params: A.BboxParams | None = None) -> A.Compose:
-    """Crop, resize to ``image_size`` square (:mod:`vision.data.resize`: area when shrinking, bilinear when
-    enlarging, masks pixel-centre nearest) and optionally mirror horizontally."""
+               bbox_params: A.BboxParams | None = None, keep_aspect: bool = False) -> A.Compose:
+    """Crop, resize to ``image_size`` square (or, with ``keep_aspect``, to :func:`keep_aspect_size`: the longer
+    side ``image_size``) (:mod:`vision.data.resize`: area when shrinking, bilinear when enlarging, masks
+    pixel-centre nearest) and optionally mirror horizontally."""
     x0, y0, x1, y1 = crop
+    height, width = (keep_aspect_size(y1 - y0, x1 - x0, image_size) if keep_aspect
+                     else (image_size, image_size))
     steps: list[A.BasicTransform] = [
         A.Crop(x_min=x0, y_min=y0, x_max=x1, y_max=y1),
-        _Resize(height=image_size, width=image_size),
+        _Resize(height=height, width=width),
     ]
     if flip:
         steps.append(A.HorizontalFlip(p=1.0))
@@ -373,7 +384,9 @@ class DetectionTransform(_RandomTransform):
     """Augmentation of a detection sample (XYXY pixel boxes, per-instance masks).
 
     Train: a random crop (same policy as the multi-view one) resized to ``image_size`` square, horizontal flip,
-    photometric noise. Eval: resize to ``image_size`` square. Boxes go through albumentations (``pascal_voc``,
+    photometric noise. Eval: resize to ``image_size`` square. With ``keep_aspect`` the crop (eval: the image) is
+    resized to its longer side ``image_size`` instead (:func:`keep_aspect_size`; a pretrained body's letterbox
+    geometry, the batch padded by the collate). Boxes go through albumentations (``pascal_voc``,
     clipped to the image); an instance is dropped, with its mask and every per-instance field
     (:data:`DETECTION_INSTANCE_KEYS`), when its box leaves the image (less than 1 px² left). When an instance has a
     non-empty mask, its output box is the tight box of the transformed mask (``[x0, y0, x1 + 1, y1 + 1]`` over its
@@ -386,8 +399,9 @@ class DetectionTransform(_RandomTransform):
 
     def __init__(self, image_size: int, train: bool, scale: tuple[float, float] = (0.3, 1.0),
                  ratio: tuple[float, float] = (3 / 4, 4 / 3), flip_prob: float = 0.5, photometric: bool = True,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, keep_aspect: bool = False) -> None:
         super().__init__(image_size, train, scale, ratio, flip_prob, photometric, seed)
+        self.keep_aspect = bool(keep_aspect)
         self.bbox_params = A.BboxParams(format="pascal_voc", label_fields=["instance_index"], min_area=1.0,
                                         clip=True, filter_invalid_bboxes=True)
 
@@ -414,7 +428,7 @@ class DetectionTransform(_RandomTransform):
         rng = self._random(seed)
         crop = _draw_crop(rng, height, width, self.scale, self.ratio) if self.train else (0, 0, width, height)
         flip = self.train and rng.random() < self.flip_prob
-        geometric = _geometric(crop, size, flip, {}, bbox_params=self.bbox_params)
+        geometric = _geometric(crop, size, flip, {}, bbox_params=self.bbox_params, keep_aspect=self.keep_aspect)
         inputs: dict[str, Any] = {"image": image, "bboxes": boxes, "instance_index": np.arange(num)}
         if masks is not None and num > 0:  # albumentations cannot take an empty stack of masks
             inputs["masks"] = masks
@@ -427,8 +441,9 @@ class DetectionTransform(_RandomTransform):
         out_boxes = np.asarray(result["bboxes"], np.float32).reshape(-1, 4)
         out_masks = None
         if masks is not None:
-            all_masks = np.asarray(result["masks"]).reshape(num, size, size) if num > 0 \
-                else np.zeros((0, size, size), np.uint8)
+            out_height, out_width = out_image.shape[:2]
+            all_masks = np.asarray(result["masks"]).reshape(num, out_height, out_width) if num > 0 \
+                else np.zeros((0, out_height, out_width), np.uint8)
             out_masks = all_masks[kept].astype(bool)
             had_mask = masks.reshape(num, height * width).any(axis=1)[kept]
             keep = np.ones(len(kept), bool)
@@ -466,5 +481,5 @@ class DetectionTransform(_RandomTransform):
 
 def build_detection_transform(image_size: int, train: bool, **kwargs: Any) -> Callable[[Sample], Sample]:
     """The detection pipeline: train = random crop + resize + flip + photometric; eval = resize.
-    ``kwargs`` (scale, ratio, flip_prob, photometric, seed) go to :class:`DetectionTransform`."""
+    ``kwargs`` (scale, ratio, flip_prob, photometric, seed, keep_aspect) go to :class:`DetectionTransform`."""
     return DetectionTransform(image_size, train, **kwargs)

@@ -94,6 +94,9 @@ class OOVDetModule(L.LightningModule):
             :func:`~vision.detection.losses.assign_targets`) or ``prediction`` (the locations whose predicted box
             overlaps it by ``assignment_iou``, :func:`~vision.detection.losses.assign_by_prediction`: for a
             pretrained, frozen box body).
+        background_loss: train the classifier's background column at background locations; False for a
+            pretrained body whose frozen objectness separates objects from background
+            (:func:`~vision.detection.losses.detection_losses`).
         vocabulary_dropout: the probability that a training class is left out of a training step's vocabulary, its
             objects then trained as out-of-vocabulary (:func:`~vision.detection.losses.drop_vocabulary`); 0 never.
     """
@@ -107,7 +110,8 @@ class OOVDetModule(L.LightningModule):
                  kde_prior: bool = True, kde_weight: float = 0.1, kde_reference: int = 512,
                  box_weight: float = 2.0, quality_objectness: bool = False, lr: float = 1e-3,
                  weight_decay: float = 0.05, warmup_steps: int = 50, flip: bool = True,
-                 assignment: str = "centre", assignment_iou: float = 0.5, vocabulary_dropout: float = 0.0) -> None:
+                 assignment: str = "centre", assignment_iou: float = 0.5, vocabulary_dropout: float = 0.0,
+                 background_loss: bool = True) -> None:
         super().__init__()
         if assignment not in ("centre", "prediction"):
             raise InputError(f"assignment must be 'centre' or 'prediction', got {assignment!r}")
@@ -279,7 +283,7 @@ class OOVDetModule(L.LightningModule):
             competitors = self.eval_competitors(text)
         logits = self.model.classify(out["embeddings"], text, competitors)
         losses = detection_losses(out["objectness"], out["boxes"], logits, labels, box_targets, k,
-                                  quality=hp.quality_objectness)
+                                  quality=hp.quality_objectness, background=hp.background_loss)
         total = losses["loss_objectness"] + hp.box_weight * losses["loss_box"] + losses["loss_cls"]
         positive = labels < k
         if train and self.bank is not None and (hp.synthesis or hp.kde_prior):

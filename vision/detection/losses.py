@@ -13,7 +13,9 @@ Losses (dict keys ``loss_*``):
   they are localised;
 - ``loss_box``: GIoU loss at positives (mean);
 - ``loss_cls``: cross entropy of the open-vocabulary logits: mean over foreground targets (vocabulary + OOV)
-  plus mean over background locations.
+  plus, unless ``background=False``, mean over background locations (a body whose frozen objectness already
+  tells objects from background needs no background column trained, and training it on the thousands of
+  background locations pulls every embedding away from every name).
 """
 
 from __future__ import annotations
@@ -146,13 +148,15 @@ def quality_focal_loss(logits: torch.Tensor, target: torch.Tensor, beta: float =
 
 
 def detection_losses(objectness: torch.Tensor, boxes: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor,
-                     box_targets: torch.Tensor, num_classes: int, quality: bool = False) -> dict[str, torch.Tensor]:
+                     box_targets: torch.Tensor, num_classes: int, quality: bool = False,
+                     background: bool = True) -> dict[str, torch.Tensor]:
     """Losses over a batch.
 
     Args:
         objectness: ``[B, N]`` logits; boxes: ``[B, N, 4]`` XYXY px; logits: ``[B, N, K + 1 (+1)]``.
         labels: ``[B, N]`` (0..K-1 class, K background, K + 1 OOV); box_targets: ``[B, N, 4]``.
         num_classes: ``K``. quality: IoU-valued objectness targets with the quality focal loss (module docstring).
+        background: train the background column at background locations (module docstring).
     """
     positive = labels < num_classes
     oov = labels == num_classes + 1
@@ -171,7 +175,7 @@ def detection_losses(objectness: torch.Tensor, boxes: torch.Tensor, logits: torc
     else:
         loss_box = boxes.sum() * 0.0
     ce = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none").view(labels.shape)
-    background = labels == num_classes
     loss_fg = ce[foreground].mean() if foreground.any() else ce.sum() * 0.0
-    loss_bg = ce[background].mean() if background.any() else ce.sum() * 0.0
+    at_background = labels == num_classes
+    loss_bg = ce[at_background].mean() if background and at_background.any() else ce.sum() * 0.0
     return {"loss_objectness": loss_obj, "loss_box": loss_box, "loss_cls": loss_fg + loss_bg}

@@ -13,8 +13,8 @@ linear map starts as ``W = [0 ; T^T]``, ``b = 0``: the embedding is the probabil
 text rows, so the untrained body already answers synonyms of COCO names by text; training moves it from there (the
 features part starts at zero).
 
-Conventions: input float ``[B, 3, H, W]`` RGB in [0, 1] (the detector's), H and W multiples of 32, letterboxed as
-YOLOX was trained (:func:`vision.weights.nets.onnx_models.letterbox`; the predictor does this, see
+Conventions: input float ``[B, 3, H, W]`` RGB in [0, 1] (the detector's), padded at the bottom/right to multiples of
+32 with YOLOX's grey, letterboxed as YOLOX was trained (:func:`vision.weights.nets.onnx_models.letterbox`; the predictor does this, see
 :attr:`YOLOXBody.keeps_aspect`); the network reads BGR in 0-255. Outputs are those of
 :class:`~vision.detection.head.DenseDetectionHead`, over YOLOX's anchor points in its order (level by level,
 row-major): ``points [N, 2]`` (the cell centres, px), ``strides [N]``, ``objectness [B, N]``, ``boxes [B, N, 4]``
@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from vision.weights.nets.onnx_models import COCO_CLASSES, yolox_anchor_points
+from vision.weights.nets.onnx_models import COCO_CLASSES, YOLOX_PAD_VALUE, yolox_anchor_points
 from vision.weights.nets.yolox import YOLOXNano
 
 __all__ = ["YOLOXBody"]
@@ -97,8 +97,10 @@ class YOLOXBody(nn.Module):
     def forward(self, images: Tensor) -> dict[str, Tensor]:
         """``images`` ``[B, 3, H, W]`` RGB in [0, 1] -> the outputs of the module docstring."""
         height, width = images.shape[-2:]
-        if height % self.patch_size or width % self.patch_size:
-            raise ValueError(f"YOLOX's input sides must be multiples of 32, got {height} x {width}")
+        pad_bottom, pad_right = -height % self.patch_size, -width % self.patch_size
+        if pad_bottom or pad_right:  # YOLOX's grey letterbox canvas, so any size runs (boxes are top-left anchored)
+            images = F.pad(images, (0, pad_right, 0, pad_bottom), value=YOLOX_PAD_VALUE / 255.0)
+            height, width = images.shape[-2:]
         bgr = images.flip(1) * 255.0
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.freeze):
             levels = self.net.head.levels(self.net.backbone(bgr))
