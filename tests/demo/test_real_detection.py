@@ -77,7 +77,7 @@ def test_the_demo_looks_for_the_real_detector_at_its_training_run():
     from vision.demo.app import parse_args
 
     assert parse_args([]).real_detection_ckpt == REAL_DETECTION_CKPT == Path(
-        "runs/detection/real_coco/checkpoints/last.ckpt")
+        "runs/detection/real/checkpoints/last.ckpt")
     assert parse_args(["--real-detection-ckpt", "x.ckpt"]).real_detection_ckpt == Path("x.ckpt")
 
 

@@ -24,8 +24,9 @@ How:
    (:meth:`vision.detection.predictor.DetectorPredictor.outputs`, the one definition of its input);
 2. proposals of every phrase with rejection (:func:`vision.concept.proposals.propose` and
    :func:`~vision.concept.proposals.phrase_rows`): the competitors are the detector's training vocabulary minus the
-   phrases, plus its OOV column and the negative exemplars' embeddings, so a close cousin of a phrase or an object
-   outside every name is rejected; a positive exemplar box is a proposal of its view with score 1;
+   phrases (and, with the detector's ``competitor_similarity``, minus the names a phrase explains,
+   :func:`~vision.detection.vocabulary.competitor_rows`), plus its OOV column and the negative exemplars'
+   embeddings, so a close cousin of a phrase or an object outside every name is rejected; a positive exemplar box is a proposal of its view with score 1;
 3. :class:`OnlineAssociator` links the proposals of a phrase frame to frame: the affinity of a track and a
    proposal is ``iou_weight * IoU + (1 - iou_weight) * cosine`` (the track's box moved by its velocity, the
    proposal's box; the track's running region embedding, the proposal's), pairs come from the Hungarian assignment
@@ -50,6 +51,7 @@ from scipy.optimize import linear_sum_assignment
 
 from vision.concept.predictor import Concept, ConceptPredictor, check_exemplar, new_phrase
 from vision.concept.proposals import ViewProposals, exemplar_embedding, phrase_rows, propose
+from vision.detection.vocabulary import competitor_rows
 from vision.data.io import MAX_INPUT_PIXELS
 from vision.errors import InputError
 from vision.evaluation.concept_boxes import box_iou_xyxy
@@ -383,7 +385,14 @@ class DetectorConceptPredictor:
         rows = phrase_rows(model, text, positives)
         lowered = {p.lower() for _, p in named}
         rivals = [n for n in self.competitors if n.lower() not in lowered]
-        parts = [model.classifier.table(self._text(rivals)).float()] if rivals else []
+        parts = []
+        if rivals:
+            rival_rows = self._text(rivals)
+            similarity = self.detector.competitor_similarity
+            if similarity is not None and named:  # a rival a phrase explains ("person" for "man") is left out
+                rival_rows = competitor_rows(rival_rows, text[[k for k, _ in named]], similarity)
+            if len(rival_rows):
+                parts.append(model.classifier.table(rival_rows).float())
         negatives = [embedding(v, b) for c in concepts for v, b in c.negatives]
         if negatives:
             parts.append(torch.stack(negatives).float())

@@ -15,8 +15,8 @@ checkpoints default to the ``make train`` runs under ``runs/``, and the example 
 launch into ``demo/examples/`` (``--examples-dir``).
 
 Real footage: the synthetic checkpoints have learned 64-px renders. When the detector trained on real frames exists
-(``--real-detection-ckpt``, default ``runs/detection/real_coco/checkpoints/last.ckpt``: real frames labelled by a
-teacher, the 80 COCO classes known; used only when the file is there), the Detect tab runs it, and the Track tab
+(``--real-detection-ckpt``, default ``runs/detection/real/checkpoints/last.ckpt``: OOVDet on the pretrained
+YOLOX-nano body, ``make train-real-detection``; used only when the file is there), the Detect tab runs it, and the Track tab
 answers phrases ("every instance of") with it alone, its boxes for masks
 (:class:`vision.concept.detector_only.DetectorConceptPredictor`); point and box prompts stay with the tracker. Every
 answer ends with the model that gave it and what that model was trained on. The page opens on
@@ -83,7 +83,7 @@ def build_app(config: handlers.DemoConfig, examples: Examples | None, tab: str =
                   for t in missing]
         if config.real_detection is not None and config.real_detector() is None:
             notes.append(f"no detector trained on real frames at `{config.real_detection}` (python tools/train.py "
-                         f"--config configs/detection/real_coco.yaml): Detect and the phrases of Track use the "
+                         f"--config configs/detection/real.yaml): Detect and the phrases of Track use the "
                          f"models of synthetic renders")
         elif config.real_detector() is not None:
             notes.append(f"Detect and the phrases of Track run the detector trained on real frames "

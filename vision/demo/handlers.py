@@ -26,9 +26,9 @@ from vision.tasks import TASKS, get_task
 __all__ = ["DemoConfig", "REAL_DETECTION_CKPT", "preferred_checkpoint", "Models", "Progress", "no_progress",
            "one_run_at_a_time", "media_preview"]
 
-#: Where the OOV detector trained on real frames is written (``configs/detection/real_coco.yaml``: real frames
-#: labelled by a teacher, the 80 COCO classes known); the demo's default ``--real-detection-ckpt``.
-REAL_DETECTION_CKPT = Path("runs/detection/real_coco/checkpoints/last.ckpt")
+#: Where the default real-frame detector is written (``configs/detection/real.yaml``, ``make train-real-detection``:
+#: OOVDet on the pretrained YOLOX-nano body, any vocabulary by text); the demo's default ``--real-detection-ckpt``.
+REAL_DETECTION_CKPT = Path("runs/detection/real/checkpoints/last.ckpt")
 
 #: ``progress(fraction, description)``: a handler's report of its long work (fraction in [0, 1]).
 Progress = Callable[[float, str], None]

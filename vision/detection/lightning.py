@@ -94,6 +94,9 @@ class OOVDetModule(L.LightningModule):
             :func:`~vision.detection.losses.assign_targets`) or ``prediction`` (the locations whose predicted box
             overlaps it by ``assignment_iou``, :func:`~vision.detection.losses.assign_by_prediction`: for a
             pretrained, frozen box body).
+        freeze_embedding: keep the region embeddings' projection fixed (the YOLOX body's starts as the COCO
+            names' text rows weighted by YOLOX's class probabilities): only the OOV column (and any unfrozen body
+            part) trains.
         background_loss: train the classifier's background column at background locations; False for a
             pretrained body whose frozen objectness separates objects from background
             (:func:`~vision.detection.losses.detection_losses`).
@@ -111,7 +114,7 @@ class OOVDetModule(L.LightningModule):
                  box_weight: float = 2.0, quality_objectness: bool = False, lr: float = 1e-3,
                  weight_decay: float = 0.05, warmup_steps: int = 50, flip: bool = True,
                  assignment: str = "centre", assignment_iou: float = 0.5, vocabulary_dropout: float = 0.0,
-                 background_loss: bool = True) -> None:
+                 background_loss: bool = True, freeze_embedding: bool = False) -> None:
         super().__init__()
         if assignment not in ("centre", "prediction"):
             raise InputError(f"assignment must be 'centre' or 'prediction', got {assignment!r}")
@@ -130,6 +133,9 @@ class OOVDetModule(L.LightningModule):
                 raise InputError(f"geometry_checkpoint initialises the vggt body's backbone; this config's body is "
                                  f"{config.body!r}")
             load_backbone(self.model.backbone, geometry_checkpoint)
+        if freeze_embedding:
+            projection = self.model.body.embed_proj if self.model.body is not None else self.model.head.embed_proj
+            projection.requires_grad_(False)
         self.register_buffer("text_embeddings", torch.zeros(0, config.embed_dim), persistent=False)
         self.bank: ClassGaussianBank | None = None
         self._cat_to_index: dict[int, int] = {}
