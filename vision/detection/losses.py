@@ -42,6 +42,13 @@ def level_size_ranges(strides: torch.Tensor, factor: float = 4.0) -> torch.Tenso
     return ranges
 
 
+def _unassigned(n: int, num_classes: int, device: torch.device
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every one of ``n`` locations a negative: ``labels`` K (background), zero box targets, ``matched`` -1."""
+    return (torch.full((n,), num_classes, dtype=torch.int64, device=device), torch.zeros(n, 4, device=device),
+            torch.full((n,), -1, dtype=torch.int64, device=device))
+
+
 def assign_targets(points: torch.Tensor, strides: torch.Tensor, gt_boxes: torch.Tensor, gt_labels: torch.Tensor,
                    num_classes: int, center_radius: float = 1.5) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Assign one image's ground truth to locations.
@@ -55,10 +62,7 @@ def assign_targets(points: torch.Tensor, strides: torch.Tensor, gt_boxes: torch.
         ``matched [N]`` int64 index into gt (-1 at negatives).
     """
     n = points.shape[0]
-    device = points.device
-    labels = torch.full((n,), num_classes, dtype=torch.int64, device=device)
-    box_targets = torch.zeros(n, 4, device=device)
-    matched = torch.full((n,), -1, dtype=torch.int64, device=device)
+    labels, box_targets, matched = _unassigned(n, num_classes, points.device)
     if gt_boxes.numel() == 0:
         return labels, box_targets, matched
     x, y = points[:, 0:1], points[:, 1:2]
@@ -104,11 +108,7 @@ def assign_by_prediction(pred_boxes: torch.Tensor, gt_boxes: torch.Tensor, gt_la
         ``labels [N]`` int64 (K = background), ``box_targets [N, 4]`` XYXY px (zeros at negatives),
         ``matched [N]`` int64 index into gt (-1 at negatives), as :func:`assign_targets`.
     """
-    n = pred_boxes.shape[0]
-    device = pred_boxes.device
-    labels = torch.full((n,), num_classes, dtype=torch.int64, device=device)
-    box_targets = torch.zeros(n, 4, device=device)
-    matched = torch.full((n,), -1, dtype=torch.int64, device=device)
+    labels, box_targets, matched = _unassigned(pred_boxes.shape[0], num_classes, pred_boxes.device)
     if gt_boxes.numel() == 0:
         return labels, box_targets, matched
     best_iou, best = box_iou(pred_boxes.detach().float(), gt_boxes.float()).max(dim=-1)
