@@ -59,7 +59,8 @@ def location_scores(logits: torch.Tensor, objectness: torch.Tensor, num_classes:
     probs = logits.softmax(dim=-1)
     foreground = torch.cat([probs[..., :num_classes], probs[..., num_classes + 1:]], dim=-1)  # vocabulary (+ OOV)
     best, index = foreground.max(dim=-1)
-    return (objectness.sigmoid() * best).clamp_min(0).pow(exponent), index
+    product = (objectness.sigmoid() * best).clamp_min(0)
+    return (product.sqrt() if exponent == 0.5 else product.pow(exponent)), index
 
 
 class OpenVocabClassifier(nn.Module):
