@@ -40,6 +40,18 @@ def test_config_rules() -> None:
         DetectionConfig(body="yolov8")
 
 
+def test_config_with_weights_builds_on_the_meta_device(config) -> None:
+    """The weights file is read on the CPU whatever the default device (the configs' fuzz test builds on meta)."""
+    import warnings
+
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")  # copying the file's tensors into meta parameters is a no-op, said once each
+        built = build_model(config)
+    assert next(built.parameters()).device.type == "meta"
+    with pytest.raises(InputError, match="body_weights"):
+        DetectionConfig(body="yolox-nano", body_weights="")
+
+
 def test_boxes_are_the_pretrained_networks(model, config) -> None:
     """The predictor's boxes with the 80 COCO names are the teacher's (onnxruntime on the registered file) on a
     real photograph: the same objects, boxes within a pixel, in the photograph's pixels (the input letterboxed)."""

@@ -47,8 +47,8 @@ class DetectionConfig(TaskConfig):
             (:class:`~vision.detection.yolox_body.YOLOXBody`: the pretrained YOLOX-nano's boxes and objectness,
             region embeddings in the text space trained here; ``image_size`` a multiple of 32, its input side).
         body_weights: the ``yolox-nano`` body's pretrained weights, read when the detector is first built: the
-            registered name ``yolox-nano`` (``vision fetch-weights``) or a local ONNX file of that network; None: a
-            random body (for tests). Not read again by :func:`load` (the checkpoint holds the weights).
+            registered name ``yolox-nano`` (``vision fetch-weights``); None: a random body (for tests). Not read
+            again by :func:`load` (the checkpoint holds the weights).
         freeze_body: keep the ``yolox-nano`` body's network fixed (only its embedding projection trains).
         competitor_similarity: with a body that knows names of its own (``yolox-nano``: COCO-80), those names
             that no vocabulary name explains (text cosine under this) compete for the OOV column, so an object of
@@ -85,7 +85,7 @@ class DetectionConfig(TaskConfig):
     task: ClassVar[str] = "detection"  # the registry name its checkpoints and model folders record
 
     body: str = checked("vggt", choices=("vggt", "yolox-nano"))
-    body_weights: str | None = None
+    body_weights: str | None = checked(None, choices=("yolox-nano",))
     freeze_body: bool = True
     competitor_similarity: float | None = checked(None, low=-1.0, high=1.0)
     size: str = checked("tiny", choices=BACKBONE_CONFIGS)
@@ -170,12 +170,9 @@ def _yolox_detector(config: DetectionConfig) -> OOVDetector:
         from vision.weights.nets.onnx_models import COCO_CLASSES
         from vision.weights.nets.yolox import load_yolox_nano
 
-        from vision.weights.nets.yolox import YOLOXNano
-
-        local = Path(config.body_weights)
-        pretrained = YOLOXNano.from_onnx(local) if local.suffix == ".onnx" and local.is_file() \
-            else load_yolox_nano(config.body_weights)
-        text_init = encode_vocabulary(list(COCO_CLASSES), config.prompt_template)
+        with torch.device("cpu"):  # the file's tensors, whatever the default device the detector is built on
+            pretrained = load_yolox_nano(config.body_weights)
+            text_init = encode_vocabulary(list(COCO_CLASSES), config.prompt_template)
     body = YOLOXBody(config.embed_dim, freeze=config.freeze_body, text_init=text_init)
     if pretrained is not None:
         body.net.load_state_dict(pretrained.state_dict())
