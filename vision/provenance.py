@@ -38,12 +38,14 @@ COCO_NAMES = frozenset((
 class Provenance:
     """A checkpoint and what it was trained on: ``checkpoint`` (its path), ``data`` (the training data in words,
     e.g. ``"real frames, teacher-labelled (yolox-nano)"``), ``real`` (True for real frames, False for synthetic
-    renders, None when the record does not say), ``classes`` (the known classes in words, or None)."""
+    renders, None when the record does not say), ``classes`` (the known classes in words, or None), ``body`` (a
+    pretrained body the model is built on, e.g. ``"yolox-nano"``, from its config's ``body``; None for none)."""
 
     checkpoint: Path
     data: str
     real: bool | None = None
     classes: str | None = None
+    body: str | None = None
 
     @property
     def name(self) -> str:
@@ -52,7 +54,8 @@ class Provenance:
         return "/".join(parts[-3:]) if len(parts) >= 3 and parts[-2] == "checkpoints" else self.checkpoint.name
 
     def __str__(self) -> str:
-        return f"{self.name} (trained on {self.data}" + (f", {self.classes}" if self.classes else "") + ")"
+        body = f"on the pretrained {self.body} body, " if self.body else ""
+        return f"{self.name} ({body}trained on {self.data}" + (f", {self.classes}" if self.classes else "") + ")"
 
 
 def _split_kind(path: Path) -> tuple[str, bool | None]:
@@ -99,11 +102,13 @@ def read_provenance(checkpoint: str | Path, root: str | Path | None = None) -> P
     if not isinstance(data, Mapping):
         data = ((ckpt.get("training") or {}).get("data") if isinstance(ckpt.get("training"), Mapping) else None)
     classes = _classes(hparams.get("class_names"))
+    config = hparams.get("config") if isinstance(hparams.get("config"), Mapping) else {}
+    body = config.get("body") if isinstance(config.get("body"), str) and config.get("body") != "vggt" else None
     splits = data.get("train_split") if isinstance(data, Mapping) else None
     splits = [splits] if isinstance(splits, str) else [s for s in splits or [] if isinstance(s, str)]
     if not splits:
-        return Provenance(path, "data its checkpoint does not record", None, classes)
+        return Provenance(path, "data its checkpoint does not record", None, classes, body)
     kinds = [_split_kind(Path(root or ".") / s) for s in splits]
     words = ", ".join(dict.fromkeys(k for k, _ in kinds))
     real = {r for _, r in kinds}
-    return Provenance(path, words, real.pop() if len(real) == 1 else None, classes)
+    return Provenance(path, words, real.pop() if len(real) == 1 else None, classes, body)
