@@ -17,13 +17,12 @@ import argparse
 import gzip
 import shutil
 import subprocess
-import tarfile
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from vision.errors import InputError, VisionError
+from vision.errors import VisionError
 from vision.prepare.converter import add_out, converter_parser, run
+from vision.prepare.debian import download_members
 from vision.prepare.files import output_folder
 
 __all__ = ["PACKAGE", "FILES", "INSTALLED", "missing", "fetch", "main"]
@@ -62,25 +61,8 @@ def _from_installed(out: Path) -> bool:
 
 
 def _from_package(out: Path) -> None:
-    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
-        raise InputError(f"fetching {PACKAGE} needs Debian's apt-get and dpkg-deb; neither is on PATH here")
-    with tempfile.TemporaryDirectory() as tmp:
-        done = subprocess.run(["apt-get", "download", PACKAGE], cwd=tmp, capture_output=True, text=True)
-        debs = sorted(Path(tmp).glob(f"{PACKAGE}_*.deb"))
-        if done.returncode != 0 or not debs:
-            raise InputError(f"apt-get download {PACKAGE} failed ({done.returncode}): "
-                             f"{(done.stderr or done.stdout).strip()[-300:]}")
-        data = Path(tmp) / "data.tar"
-        with open(data, "wb") as f:
-            subprocess.run(["dpkg-deb", "--fsys-tarfile", str(debs[0])], stdout=f, check=True)
-        wanted = {"./" + member: name for name, member in FILES.items()}
-        with tarfile.open(data) as tar:
-            for info in tar:
-                name = wanted.pop(info.name, None)
-                if name is not None and info.isfile():
-                    _copy_member(tar.extractfile(info), out / name, info.name.endswith(".gz"))
-        if wanted:
-            raise InputError(f"{debs[0].name} lacks {sorted(wanted)}")
+    download_members(PACKAGE, FILES, out,
+                     lambda source, destination, member: _copy_member(source, destination, member.endswith(".gz")))
 
 
 def fetch(out: str | Path) -> Path:

@@ -63,7 +63,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -73,6 +72,7 @@ import numpy as np
 
 from vision.errors import InputError, VisionError
 from vision.prepare.converter import add_out, converter_parser, run
+from vision.prepare.debian import download_members
 from vision.prepare.files import output_folder
 
 __all__ = ["LABELS", "DEFAULT_PHOTOS", "WHERE", "load_labels", "check_labels", "locate_sources", "check_sources",
@@ -300,27 +300,8 @@ def _debian_members(package: str, members: Mapping[str, str], folder: Path) -> N
             shutil.copyfile(installed, folder / name)
         else:
             missing[name] = member
-    if not missing:
-        return
-    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
-        raise InputError(f"fetching {', '.join(missing)} needs Debian's apt-get and dpkg-deb (package {package})")
-    with tempfile.TemporaryDirectory() as tmp:
-        _run(["apt-get", "download", package], Path(tmp))
-        debs = sorted(Path(tmp).glob(f"{package}_*.deb"))
-        if not debs:
-            raise InputError(f"apt-get download {package} left no {package}_*.deb")
-        data = Path(tmp) / "data.tar"
-        with open(data, "wb") as f:
-            subprocess.run(["dpkg-deb", "--fsys-tarfile", str(debs[0])], stdout=f, check=True)
-        wanted = {"./" + member: name for name, member in missing.items()}
-        with tarfile.open(data) as tar:
-            for info in tar:
-                name = wanted.pop(info.name, None)
-                if name is not None and info.isfile():
-                    with tar.extractfile(info) as src, open(folder / name, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
-        if wanted:
-            raise InputError(f"{debs[0].name} lacks {', '.join(sorted(wanted))}")
+    if missing:
+        download_members(package, missing, folder)
 
 
 def _wheel_members(requirement: str, members: Mapping[str, str], folder: Path) -> None:
