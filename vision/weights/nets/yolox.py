@@ -359,18 +359,9 @@ class YOLOXNano(nn.Module):
     @torch.no_grad()
     def detect(self, image: np.ndarray, score_threshold: float = 0.3,
                nms_threshold: float = 0.45) -> dict[str, np.ndarray]:
-        """COCO objects in ``image``: what :meth:`vision.weights.nets.onnx_models.YOLOXNano.detect` returns, with the
-        same letterbox, grid decoding and NMS (the network runs on the module's device, in its current mode).
-
-        Args:
-            image: uint8 [H, W, 3] RGB.
-            score_threshold: the lowest score (objectness x class probability) kept.
-            nms_threshold: IoU above which the lower-scoring of two boxes of one class is dropped.
-
-        Returns:
-            ``boxes`` float32 [N, 4] (x0, y0, x1, y1) in ``image``'s pixels, ``scores`` float32 [N], ``classes``
-            int64 [N] (indices into :data:`~vision.weights.nets.onnx_models.COCO_CLASSES`), highest score first.
-        """
+        """COCO objects in ``image`` (uint8 [H, W, 3] RGB): the arguments and the result of
+        :meth:`vision.weights.nets.onnx_models.YOLOXNano.detect`, with the same letterbox, grid decoding and NMS (the
+        network runs on the module's device, in its current mode)."""
         height, width = self.input_size
         blob, ratio = yolox_letterbox(image, height, width)  # checks the image
         device = next(self.parameters()).device
