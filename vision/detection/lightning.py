@@ -51,7 +51,7 @@ from vision.detection.oov_synthesis import ClassGaussianBank
 from vision.detection.results import UNKNOWN_CATEGORY_ID, image_results
 from vision.detection.task import DetectionConfig, build_model
 from vision.geometry.weights import load_backbone
-from vision.detection.vocabulary import check_vocabulary, competitor_rows, encode_vocabulary
+from vision.detection.vocabulary import check_vocabulary, competitor_rows, encode_vocabulary, known_competitors
 from vision.errors import DataError, InputError
 from vision.training.evaluator import TaskEvaluator, log_losses
 from vision.training.optim import decay_param_groups, warmup_cosine
@@ -195,10 +195,8 @@ class OOVDetModule(L.LightningModule):
     def eval_competitors(self, text: torch.Tensor) -> torch.Tensor | None:
         """The body's known names no row of ``text`` explains (:func:`competitor_rows`), as the predictor computes
         them; None without ``config.competitor_similarity`` or known names."""
-        if self.config.competitor_similarity is None or not self.model.known_names:
-            return None
-        known = encode_vocabulary(list(self.model.known_names), self.config.prompt_template, self.text_encoder)
-        return competitor_rows(known.to(text.device), text, self.config.competitor_similarity)
+        return known_competitors(self.model.known_names, text, self.config.competitor_similarity,
+                                 self.config.prompt_template, self.text_encoder)
 
     # ------------------------------------------------------------------ checkpoint
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

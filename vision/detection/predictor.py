@@ -37,7 +37,7 @@ from vision.data.resize import resize_image
 from vision.detection.model import UNKNOWN_LABEL, OOVDetector
 from vision.detection.results import UNKNOWN_CATEGORY_ID, UNKNOWN_NAME, coco_results, label_detections
 from vision.detection.task import load
-from vision.detection.vocabulary import DEFAULT_TEMPLATE, competitor_rows, encode_vocabulary
+from vision.detection.vocabulary import DEFAULT_TEMPLATE, encode_vocabulary, known_competitors
 from vision.device import autocast, load_for_inference, placement
 from vision.errors import InputError
 from vision.text.vocabulary import check_vocabulary, parse_vocabulary
@@ -206,15 +206,8 @@ class DetectorPredictor:
             raise InputError(f"the text encoder gives {text.shape[-1]}-d embeddings but this detector's embed_dim "
                              f"is {width}: its checkpoint was trained with another text encoder")
         self.text = text.to(self.device)
-        self.competitors = self._competitors(text)
-
-    def _competitors(self, text: torch.Tensor) -> torch.Tensor | None:
-        """The body's known names that no vocabulary name explains (:func:`competitor_rows`), on the device; None
-        without a ``competitor_similarity`` or known names."""
-        if self.competitor_similarity is None or not self.model.known_names:
-            return None
-        known = encode_vocabulary(list(self.model.known_names), self.prompt_template, self.encoder)
-        return competitor_rows(known, text, self.competitor_similarity).to(self.device)
+        self.competitors = known_competitors(self.model.known_names, self.text, self.competitor_similarity,
+                                             self.prompt_template, self.encoder)
 
     def model_input(self, frames: Sequence[np.ndarray]) -> torch.Tensor:
         """The model's input batch ``[B, 3, s, s]`` float in [0, 1] on its device: each uint8 ``[H, W, 3]`` RGB frame

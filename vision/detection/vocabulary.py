@@ -20,7 +20,8 @@ from vision.errors import InputError
 from vision.text import get_text_encoder
 from vision.text.vocabulary import check_vocabulary
 
-__all__ = ["DEFAULT_TEMPLATE", "check_vocabulary", "shared_text_encoder", "encode_vocabulary", "competitor_rows"]
+__all__ = ["DEFAULT_TEMPLATE", "check_vocabulary", "shared_text_encoder", "encode_vocabulary", "competitor_rows",
+           "known_competitors"]
 
 DEFAULT_TEMPLATE = "a {}"
 
@@ -46,6 +47,17 @@ def competitor_rows(known: torch.Tensor, vocabulary: torch.Tensor, similarity: f
         return known
     explained = (known @ vocabulary.t()).amax(dim=1) >= similarity
     return known[~explained]
+
+
+def known_competitors(known_names: Sequence[str], vocabulary: torch.Tensor, similarity: float | None,
+                      template: str = DEFAULT_TEMPLATE, encoder: Any = None) -> torch.Tensor | None:
+    """The text rows of a body's ``known_names`` that no row of ``vocabulary`` (unit ``[K, D]``) explains
+    (:func:`competitor_rows`), on ``vocabulary``'s device: what the predictor and the training module's evaluation
+    hand the OOV column. None when ``similarity`` is None or the body knows no names."""
+    if similarity is None or not known_names:
+        return None
+    known = encode_vocabulary(list(known_names), template, encoder)
+    return competitor_rows(known.to(vocabulary.device), vocabulary, similarity)
 
 
 def encode_vocabulary(vocabulary: Sequence[str], template: str = DEFAULT_TEMPLATE, encoder: Any = None

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from vision.weights.nets.onnx_models import COCO_CLASSES, YOLOX_PAD_VALUE, yolox_anchor_points
+from vision.weights.nets.onnx_models import COCO_CLASSES, YOLOX_PAD_VALUE, yolox_anchor_points, yolox_boxes
 from vision.weights.nets.yolox import YOLOXNano
 
 __all__ = ["YOLOXBody"]
@@ -83,11 +83,11 @@ class YOLOXBody(nn.Module):
         return self
 
     def anchors(self, height: int, width: int, device: torch.device) -> tuple[Tensor, Tensor]:
-        """``(grid [N, 2], stride [N])`` of the anchor points for an input of ``height x width`` (cached)."""
+        """``(grid [N, 2], stride [N, 1])`` of the anchor points for an input of ``height x width`` (cached)."""
         key = (height, width, str(device))
         if key not in self._anchors:
             grid, stride = yolox_anchor_points(height, width, tuple(self.net.STRIDES))
-            self._anchors[key] = (torch.from_numpy(grid).to(device), torch.from_numpy(stride[:, 0]).to(device))
+            self._anchors[key] = (torch.from_numpy(grid).to(device), torch.from_numpy(stride).to(device))
         return self._anchors[key]
 
     def project(self, features: Tensor) -> Tensor:
@@ -110,11 +110,9 @@ class YOLOXBody(nn.Module):
         probabilities = probabilities.sigmoid()                                                        # [B, N, 80]
         branch = torch.cat([level["features"].flatten(2) for level in levels], dim=2).transpose(1, 2)  # [B, N, C]
         features = torch.cat([branch, probabilities], dim=-1)                                          # [B, N, C+80]
-        confidence = (objectness.sigmoid() * probabilities.amax(dim=-1)).clamp(1e-7, 1 - 1e-7)
+        confidence = objectness.sigmoid() * probabilities.amax(dim=-1)
         grid, stride = self.anchors(int(height), int(width), images.device)
-        centre = (terms[..., :2] + grid) * stride[:, None]
-        size = terms[..., 2:].exp() * stride[:, None]
-        boxes = torch.cat([centre - size / 2, centre + size / 2], dim=-1)
-        return {"points": (grid + 0.5) * stride[:, None], "strides": stride,
-                "objectness": confidence.log() - (-confidence).log1p(),
-                "boxes": boxes, "features": features, "embeddings": self.project(features)}
+        return {"points": (grid + 0.5) * stride, "strides": stride[:, 0],
+                "objectness": torch.logit(confidence, eps=1e-7),
+                "boxes": yolox_boxes(terms, grid, stride), "features": features,
+                "embeddings": self.project(features)}

@@ -35,7 +35,7 @@ from vision.errors import InputError
 from vision.weights.store import weights_path
 
 __all__ = ["COCO_CLASSES", "VOC_CLASSES", "DeepLabV3VOC", "XFeat", "YOLOXNano", "YuNet", "letterbox", "nms_xyxy",
-           "yolox_letterbox", "yolox_anchor_points", "yolox_detections"]
+           "yolox_boxes", "yolox_letterbox", "yolox_anchor_points", "yolox_detections"]
 
 #: the 80 COCO class names in YOLOX's (contiguous) index order
 COCO_CLASSES = (
@@ -340,6 +340,17 @@ def yolox_anchor_points(height: int, width: int,
     return np.concatenate(grids).astype(np.float32), np.concatenate(per_point).astype(np.float32)[:, None]
 
 
+def yolox_boxes(terms, grid, stride):
+    """YOLOX's grid decoding: box terms ``[..., 4]`` (x, y, log w, log h relative to the anchor point's grid cell,
+    in units of its stride) -> XYXY boxes ``[..., 4]`` in network pixels: centre ``(xy + grid) * stride``, size
+    ``exp(log wh) * stride``. NumPy arrays or torch tensors (``grid [A, 2]``, ``stride [A, 1]``, from
+    :func:`yolox_anchor_points`), the same operations either way."""
+    exp, cat = (np.exp, np.concatenate) if isinstance(terms, np.ndarray) else (torch.exp, torch.cat)
+    centres = (terms[..., 0:2] + grid) * stride
+    sizes = exp(terms[..., 2:4]) * stride
+    return cat([centres - sizes / 2, centres + sizes / 2], -1)
+
+
 def yolox_detections(rows: np.ndarray, grid: np.ndarray, stride: np.ndarray, ratio: float,
                      image_size: tuple[int, int], score_threshold: float,
                      nms_threshold: float) -> dict[str, np.ndarray]:
@@ -365,9 +376,7 @@ def yolox_detections(rows: np.ndarray, grid: np.ndarray, stride: np.ndarray, rat
         [N] (class indices), highest score first.
     """
     height, width = image_size
-    centres = (rows[:, 0:2] + grid) * stride
-    sizes = np.exp(rows[:, 2:4]) * stride
-    boxes = np.concatenate([centres - sizes / 2, centres + sizes / 2], axis=1) / ratio
+    boxes = yolox_boxes(rows[:, 0:4], grid, stride) / ratio
     class_scores = rows[:, 4:5] * rows[:, 5:]
 
     kept_boxes, kept_scores, kept_classes = [], [], []
