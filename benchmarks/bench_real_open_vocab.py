@@ -44,9 +44,9 @@ import numpy as np  # noqa: E402
 
 from vision.data.coco import load_split  # noqa: E402
 
-#: A detector as the benchmark runs it: (frame uint8 [H, W, 3] RGB, vocabulary names) -> (boxes XYXY px [n, 4],
-#: scores [n], names [n]).
-Detect = Callable[[np.ndarray, list[str]], tuple[np.ndarray, np.ndarray, list[str]]]
+#: A detector as the benchmark runs it: (frame uint8 [H, W, 3] RGB, vocabulary names[, exemplars]) -> (boxes XYXY
+#: px [n, 4], scores [n], names [n]); exemplars (only for a detector that takes them): (name, frame, box XYXY px).
+Detect = Callable[..., tuple[np.ndarray, np.ndarray, list[str]]]
 
 #: twenty everyday names for the speed row's vocabulary
 SPEED_VOCABULARY = ["person", "car", "chair", "cup", "bottle", "dog", "cat", "bicycle", "tv", "laptop", "book",
@@ -56,9 +56,14 @@ SPEED_VOCABULARY = ["person", "car", "chair", "cup", "bottle", "dog", "cat", "bi
 def predictor_detect(predictor: Any) -> Detect:
     """A :class:`~vision.detection.predictor.DetectorPredictor` as a :data:`Detect` (the vocabulary set per call;
     its text rows are cached by the encoder)."""
-    def detect(frame: np.ndarray, names: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    def detect(frame: np.ndarray, names: list[str],
+               exemplars: list[tuple[str, np.ndarray, np.ndarray]] = ()) -> tuple[np.ndarray, np.ndarray, list[str]]:
         if predictor.vocabulary != names:
             predictor.set_vocabulary(names)
+        if predictor.exemplars is not None:
+            predictor.exemplars.clear()
+        for name, image, box in exemplars:
+            predictor.add_exemplar(name, image, box)
         result = predictor.predict(frame)
         return result["boxes"], result["scores"], list(result["labels"])
     return detect
@@ -104,8 +109,38 @@ def coco_ap50(detect: Detect, split_path: Path) -> float:
     return 100.0 * float(metrics["AP50"])
 
 
-def open_vocabulary(detect: Detect, split_path: Path, shown: float) -> dict[str, Any]:
-    """The open-vocabulary figures of the module docstring on ``open.json``."""
+def source_of(image: dict) -> str:
+    """The video or photograph a frame of the hand-checked splits comes from."""
+    return str(image.get("video", image.get("file_name", image["id"])))
+
+
+def exemplar_choice(split: Any) -> dict[tuple[int, int], tuple[int, list[float]]]:
+    """For every (frame, listed name) with a box of that name on another frame: the exemplar ``(image id, box XYXY
+    px)``, the first box of that name (by image id, then annotation id) on a frame of another source, else on
+    another frame of the same source. Absent names get one too when another frame holds them."""
+    boxes: dict[int, list[tuple[int, int, list[float]]]] = {}
+    for image_id in sorted(split.images):
+        for a in sorted(split.annotations_by_image[image_id], key=lambda a: a["id"]):
+            if not a.get("iscrowd", 0):
+                x, y, w, h = a["bbox"]
+                boxes.setdefault(a["category_id"], []).append((image_id, a["id"], [x, y, x + w, y + h]))
+    chosen = {}
+    for image_id in sorted(split.images):
+        image = split.images[image_id]
+        listed = {a["category_id"] for a in split.annotations_by_image[image_id]}
+        listed |= {int(c) for c in image.get("neg_category_ids", [])}
+        for cid in sorted(listed):
+            others = [b for b in boxes.get(cid, []) if b[0] != image_id]
+            other_source = [b for b in others if source_of(split.images[b[0]]) != source_of(image)]
+            if others:
+                first = (other_source or others)[0]
+                chosen[(image_id, cid)] = (first[0], first[2])
+    return chosen
+
+
+def open_vocabulary(detect: Detect, split_path: Path, shown: float, exemplars: bool = False) -> dict[str, Any]:
+    """The open-vocabulary figures of the module docstring on ``open.json``; with ``exemplars`` each listed name
+    also gets the exemplar box of :func:`exemplar_choice` (from another frame) where there is one."""
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
 
@@ -114,6 +149,7 @@ def open_vocabulary(detect: Detect, split_path: Path, shown: float) -> dict[str,
     by_name = {n: cid for cid, n in names.items()}
     listed: dict[int, set[int]] = {cid: set() for cid in names}    # category -> the frames whose vocabulary holds it
     results, checks, boxed = [], 0, []
+    chosen = exemplar_choice(split) if exemplars else {}
     for image_id in sorted(split.images):
         image = split.images[image_id]
         present = sorted({a["category_id"] for a in split.annotations_by_image[image_id]})
@@ -121,7 +157,9 @@ def open_vocabulary(detect: Detect, split_path: Path, shown: float) -> dict[str,
         vocabulary = [names[c] for c in present + absent]
         for cid in present + absent:
             listed[cid].add(image_id)
-        boxes, scores, labels = detect(split.load_image(image), vocabulary)
+        given = [(names[c], split.load_image(split.images[chosen[image_id, c][0]]), chosen[image_id, c][1])
+                 for c in present + absent if (image_id, c) in chosen]
+        boxes, scores, labels = detect(split.load_image(image), vocabulary, *([given] if exemplars else []))
         for box, score, label in zip(boxes, scores, labels):
             if label not in by_name:
                 continue  # "unknown"
@@ -179,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--competitor-similarity", type=float, default=0.62,
                         help="the untrained competitors row's DetectionConfig.competitor_similarity")
     parser.add_argument("--shown", type=float, default=0.3, help="the score at which a box counts as shown")
+    parser.add_argument("--exemplars", action="store_true",
+                        help="each --detector also with exemplar boxes from other frames (its own open row)")
     parser.add_argument("--speed-frames", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
@@ -206,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
                                           competitor_similarity=similarity)
             name = "untrained body" + ("" if similarity is None else f", competitors {similarity:g}")
             rows.append((name, predictor_detect(predictor)))
+    exemplar_rows = set()
     for spec in args.detector:
         name, _, path = spec.partition("=")
+        exemplar_rows.add(name)
         if not path:
             parser.error(f"--detector {spec!r}: expected NAME=CKPT")
         rows.append((name, predictor_detect(DetectorPredictor.from_checkpoint(path, vocabulary=SPEED_VOCABULARY))))
@@ -223,6 +265,14 @@ def main(argv: list[str] | None = None) -> int:
         print("    per name: " + ", ".join(f"{n} {v:.0f}" for n, v in sorted(opened["per_name"].items())))
         if opened["absent_boxed"]:
             print("    absent names boxed: " + ", ".join(opened["absent_boxed"]))
+        if args.exemplars and name in exemplar_rows:
+            opened = open_vocabulary(detect, args.splits / "open.json", args.shown, exemplars=True)
+            boxed = f"{len(opened['absent_boxed'])} of {opened['checks']}"
+            print(f"{name + ' + exemplars':28s} {'-':>10s} {opened['open_AP50']:10.1f} {boxed:>13s} {'-':>9s}",
+                  flush=True)
+            print("    per name: " + ", ".join(f"{n} {v:.0f}" for n, v in sorted(opened["per_name"].items())))
+            if opened["absent_boxed"]:
+                print("    absent names boxed: " + ", ".join(opened["absent_boxed"]))
     return 0
 
 

@@ -7,6 +7,10 @@ vocabularies (the registry's ``run``, ``add_flags``, ``check`` and ``USAGE`` of 
          and the name "unknown") + DIR/annotated.mp4
   vision-predict --task detection --ckpt CKPT INPUT --vocabulary "mug" --vocabulary "cat,dog"
       -> DIR/vocabulary_<k>/... per vocabulary
+  vision-predict --task detection --ckpt runs/detection/real/checkpoints/last.ckpt INPUT --vocabulary "person,sandal" \
+                 --exemplar-box "sandal=photo.jpg:120,300,180,340" [--exemplar-box "sandal=photo.jpg:10,10,60,40,neg"]
+      -> objects like the exemplar box (on any image) are also reported under its name; ``neg``: not like this one
+         (a detector on the pretrained body, vision/detection/visual_exemplars.py)
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 
 from vision.errors import InputError
 
-__all__ = ["USAGE", "add_flags", "check", "run"]
+__all__ = ["USAGE", "add_flags", "check", "run", "parse_exemplar_box"]
 
 #: what `vision-predict --task detection --ckpt FOLDER` needs besides the input (the model card's example)
 USAGE = "--vocabulary 'name,name'"
@@ -26,6 +30,27 @@ def add_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--vocabulary", action="append",
                        help="class names separated by commas, semicolons or line breaks; repeat it for several "
                             "vocabularies (each writes into vocabulary_<k>/)")
+    group.add_argument("--exemplar-box", action="append", default=[], metavar="NAME=IMAGE:x0,y0,x1,y1[,neg]",
+                       help="an exemplar of a vocabulary name: a box (pixels) on an image file; objects like it are "
+                            "reported under that name (',neg' at the end: objects like it are not); repeatable")
+
+
+def parse_exemplar_box(text: str) -> tuple[str, Path, list[float], bool]:
+    """``"NAME=IMAGE:x0,y0,x1,y1[,neg]"`` -> ``(name, image path, [x0, y0, x1, y1], positive)``; the box's values
+    are checked by :func:`vision.concept.exemplars.parse_exemplar`'s rule (view 0 of the image). :class:`InputError`
+    naming the flag and the text otherwise."""
+    from vision.concept.exemplars import parse_exemplar
+    from vision.text.vocabulary import parse_vocabulary
+
+    name, eq, rest = str(text).partition("=")
+    image, colon, box = rest.rpartition(":")
+    if not eq or not colon or not name.strip() or not image:
+        raise InputError(f"--exemplar-box {text!r} must be NAME=IMAGE:x0,y0,x1,y1 or NAME=IMAGE:x0,y0,x1,y1,neg")
+    names = parse_vocabulary(name, field="--exemplar-box")
+    if len(names) != 1:
+        raise InputError(f"--exemplar-box {text!r} names {len(names)} names; give one")
+    _, values, positive = parse_exemplar("0," + box, "--exemplar-box")
+    return names[0], Path(image), values, positive
 
 
 def _vocabularies(args: argparse.Namespace) -> list[list[str]]:
@@ -45,7 +70,12 @@ def check(args: argparse.Namespace) -> None:
     repeated name)."""
     if not args.vocabulary:
         raise InputError("--task detection needs --vocabulary 'name,name,...'")
-    _vocabularies(args)
+    vocabularies = _vocabularies(args)
+    for text in args.exemplar_box:
+        name = parse_exemplar_box(text)[0]
+        for vocabulary in vocabularies:
+            if name not in vocabulary:
+                raise InputError(f"--exemplar-box {text!r}: {name!r} is not in the vocabulary {vocabulary}")
 
 
 def run(args: argparse.Namespace, out: Path) -> None:
@@ -63,6 +93,11 @@ def run(args: argparse.Namespace, out: Path) -> None:
         folder = out if len(vocabularies) == 1 else out / f"vocabulary_{k}"
         folder.mkdir(exist_ok=True)
         predictor.set_vocabulary(vocabulary)
+        for text in args.exemplar_box:
+            from vision.data.io import read_image
+
+            name, image, box, positive = parse_exemplar_box(text)
+            predictor.add_exemplar(name, read_image(image, max_pixels=args.max_pixels), box, positive)
         with progress_bar(source.frames, "detecting") as bar:
             predictor.predict(source.paths, results_path=folder / "results.json",
                               video_path=folder / "annotated.mp4", fps=source.fps, max_frames=source.max_frames,

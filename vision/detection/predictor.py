@@ -163,6 +163,7 @@ class DetectorPredictor:
         self.encoder = encoder
         self.batch_size = int(batch_size)
         self.competitor_similarity = None if competitor_similarity is None else float(competitor_similarity)
+        self.exemplars: Any = None  # an ExemplarMatcher once add_exemplar is called
         self.set_vocabulary(vocabulary, category_ids)
 
     @classmethod
@@ -206,8 +207,27 @@ class DetectorPredictor:
             raise InputError(f"the text encoder gives {text.shape[-1]}-d embeddings but this detector's embed_dim "
                              f"is {width}: its checkpoint was trained with another text encoder")
         self.text = text.to(self.device)
+        if self.exemplars is not None:
+            self.exemplars.clear()  # exemplars belong to the names of one vocabulary
         self.competitors = known_competitors(self.model.known_names, self.text, self.competitor_similarity,
                                              self.prompt_template, self.encoder)
+
+    def add_exemplar(self, name: str, frame: np.ndarray, box: Sequence[float], positive: bool = True) -> None:
+        """An exemplar box (XYXY pixels of ``frame``, uint8 ``[H, W, 3]`` RGB; any frame of any video) for the
+        vocabulary name ``name``: later frames also report the objects that look like it under that name (or, with
+        ``positive=False``, stop reporting those that look like it; :mod:`vision.detection.visual_exemplars`).
+        Needs a detector on a pretrained body (``body: yolox-nano``, whose class-agnostic objectness proposes the
+        boxes) and the registered ``mobilenetv2-imagenet`` weights; changing the vocabulary forgets the exemplars."""
+        if name not in self.vocabulary:
+            raise InputError(f"exemplar name {name!r} is not in the vocabulary {self.vocabulary}")
+        if not self.model.keeps_aspect:
+            raise InputError("exemplar boxes on real frames need a detector on a pretrained body (body: yolox-nano); "
+                             "this detector's body has no class-agnostic proposals")
+        if self.exemplars is None:
+            from vision.detection.visual_exemplars import CropEmbedder, ExemplarMatcher
+
+            self.exemplars = ExemplarMatcher(CropEmbedder.from_registry(device=self.device))
+        self.exemplars.add(name, frame, box, positive)
 
     def model_input(self, frames: Sequence[np.ndarray]) -> torch.Tensor:
         """The model's input batch ``[B, 3, s, s]`` float in [0, 1] on its device: each uint8 ``[H, W, 3]`` RGB frame
@@ -248,8 +268,16 @@ class DetectorPredictor:
         with autocast(self.device, self.dtype):
             dets = self.model.postprocess(outputs, self.text, [clip for clip, _ in geometry], self.competitors)
         dets = [{k: v.float() if v.is_floating_point() else v for k, v in det.items()} for det in dets]
-        return [label_detections(det, self.vocabulary, self.category_ids, self.unknown_category_id, scale)
-                for (_, scale), det in zip(geometry, dets)]
+        results = [label_detections(det, self.vocabulary, self.category_ids, self.unknown_category_id, scale)
+                   for (_, scale), det in zip(geometry, dets)]
+        if self.exemplars is None or not self.exemplars.names:
+            return results
+        from vision.detection.visual_exemplars import merge_matches
+
+        return [merge_matches(result, self.exemplars.find(frame, outputs["boxes"][n], outputs["agnostic_objectness"][n],
+                                                          clip, scale),
+                              self.vocabulary, self.category_ids, self.unknown_category_id)
+                for n, (frame, (clip, scale), result) in enumerate(zip(frames, geometry, results))]
 
     def _detections(self, frames: Iterable[Scaled],
                     progress: Callable[[int], None] | None) -> Iterator[tuple[np.ndarray, dict[str, Any], tuple]]:

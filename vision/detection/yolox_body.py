@@ -24,6 +24,8 @@ XYXY px (YOLOX's grid decoding), ``features [B, N, C + 80]`` and ``embeddings [B
 trains its class probabilities towards the box's IoU, so this product, not the objectness alone, ranks its boxes
 by how well they are localised; the detector's score then keeps YOLOX's ranking of the boxes of an object and adds the vocabulary's verdict. The body scores a detection
 ``sigmoid(objectness) * p_name`` (:attr:`YOLOXBody.score_exponent` 1), on the scale of YOLOX's own scores.
+``agnostic_objectness [B, N]`` is YOLOX's object head alone (logits, before any class): the class-agnostic proposals
+of exemplar prompts (:mod:`vision.detection.visual_exemplars`), which must reach objects outside COCO-80.
 """
 
 from __future__ import annotations
@@ -113,6 +115,6 @@ class YOLOXBody(nn.Module):
         confidence = objectness.sigmoid() * probabilities.amax(dim=-1)
         grid, stride = self.anchors(int(height), int(width), images.device)
         return {"points": (grid + 0.5) * stride, "strides": stride[:, 0],
-                "objectness": torch.logit(confidence, eps=1e-7),
+                "objectness": torch.logit(confidence, eps=1e-7), "agnostic_objectness": objectness,
                 "boxes": yolox_boxes(terms, grid, stride), "features": features,
                 "embeddings": self.project(features)}
