@@ -263,3 +263,29 @@ def test_from_a_checkpoint_it_says_which_model_answers(tmp_path):
                                     "(yolox-nano), 3 known classes)")
     _, out = answers(predictor, frames_with([[(RED, (4, 4, 30, 30))]] * 2), "cup")
     assert len(out) == 2 and all(m.shape[1:] == (80, 96) for _, _, _, m, _ in out)
+
+
+def test_on_the_pretrained_body_frames_keep_their_aspect_ratio(pretrained_weights):
+    """A detector on the YOLOX body letterboxes its input; the concept state reads frames with their aspect ratio
+    kept, so a phrase's box on a 600x400 photograph is the detector's own box on it (not a box of a squashed
+    frame), in the photograph's pixels."""
+    skimage_data = pytest.importorskip("skimage.data")
+    from vision.evaluation.concept_boxes import box_iou_xyxy
+
+    torch.manual_seed(0)
+    config = DetectionConfig(body="yolox-nano", body_weights="yolox-nano", image_size=416, score_threshold=0.001,
+                             competitor_similarity=0.62)
+    detector = DetectorPredictor(build_model(config).eval(), ["cup"], config.image_size,
+                                 competitor_similarity=config.competitor_similarity)
+    image = skimage_data.coffee()                                  # 400 x 600, a cup of coffee
+    found = detector.predict(image)
+    cup = found["boxes"][[n == "cup" for n in found["labels"]]][0]
+    predictor = DetectorConceptPredictor(detector)
+    state = predictor.init_state(np.stack([image, image]))
+    assert state.frames.shape[1:3] == (416, 624)                    # shorter side at the input size
+    predictor.add_concept(state, "cup")
+    boxes = [state.results[view].boxes for view, *_ in predictor.propagate(state)]
+    for frame_boxes in boxes:
+        assert len(frame_boxes) >= 1
+        assert box_iou_xyxy(frame_boxes[:1], cup[None])[0, 0] > 0.9
+        assert frame_boxes[:, [0, 2]].max() <= 600 and frame_boxes[:, [1, 3]].max() <= 400

@@ -19,8 +19,10 @@ Usage::
 
 How:
 
-1. the frames are read at the detector's square input size (:func:`vision.data.video.read_frames`, the input
-   handling and limits of every state-based predictor) and run batch by batch through the detector
+1. the frames are read at the detector's square input size, or for a detector that keeps the aspect ratio (the
+   pretrained YOLOX body) with their shorter side at that size, letterboxed by the detector as it was trained
+   (:func:`vision.data.video.read_frames`, the input handling and limits of every state-based predictor) and run
+   batch by batch through the detector
    (:meth:`vision.detection.predictor.DetectorPredictor.outputs`, the one definition of its input);
 2. proposals of every phrase with rejection (:func:`vision.concept.proposals.propose` and
    :func:`~vision.concept.proposals.phrase_rows`): the competitors are the detector's training vocabulary minus the
@@ -237,7 +239,8 @@ class BoxFrame:
 @dataclass
 class DetectorConceptState:
     """A concept session over one video or image set, answered by the detector alone: ``frames`` uint8
-    ``[T, s, s, 3]`` at the detector's input size, the input's ``height`` / ``width``, the ``concepts``, and after
+    ``[T, H', W', 3]`` at the detector's input size (``s x s``, or the shorter side ``s`` for a detector that keeps
+    the aspect ratio), the input's ``height`` / ``width``, the ``concepts``, and after
     :meth:`DetectorConceptPredictor.propagate`: ``results`` (one :class:`BoxFrame` per frame), ``presence [T, K]``,
     ``instances`` (obj_id -> concept index), ``scores`` (obj_id -> mean score). ``mask_source`` is ``"box"``: the
     masks are the detector's boxes (``mask_note`` says why)."""
@@ -258,10 +261,10 @@ class DetectorConceptState:
     def num_views(self) -> int:
         return int(len(self.frames))
 
-    @property
-    def size(self) -> int:
-        """The detector's square input size."""
-        return int(self.frames.shape[1])
+    #: ``(x, y)`` from the detector's input pixels to the input's (set by :meth:`DetectorConceptPredictor.init_state`)
+    model_scale: tuple[float, float] = (1.0, 1.0)
+    #: the detector's square input size
+    size: int = 0
 
     def invalidate(self) -> None:
         """Forget the results (frames stay)."""
@@ -324,19 +327,22 @@ class DetectorConceptPredictor:
         from vision.data.video import read_frames
 
         s = self.detector.image_size
-        frames, (height, width) = read_frames(source, (s, s), stride=stride, max_frames=max_frames,
-                                              max_pixels=max_pixels)
+        keeps_aspect = self.detector.model.keeps_aspect
+        frames, (height, width) = read_frames(source, s if keeps_aspect else (s, s), stride=stride,
+                                              max_frames=max_frames, max_pixels=max_pixels)
         if ordered is None:
             ordered = not isinstance(source, (list, tuple))
-        return DetectorConceptState(np.ascontiguousarray(frames), int(height), int(width), bool(ordered))
+        frames = np.ascontiguousarray(frames)
+        _, (sx, sy) = self.detector.input_geometry(frames[0])  # model px -> frame px
+        scale = (sx * width / frames.shape[2], sy * height / frames.shape[1])
+        return DetectorConceptState(frames, int(height), int(width), bool(ordered), model_scale=scale, size=s)
 
     def add_concept(self, state: DetectorConceptState, phrase: str | None = None,
                     exemplars: Sequence[tuple[int, Any, bool]] = ()) -> int:
         """Add a concept: a noun ``phrase`` and/or ``exemplars`` ``(view, box XYXY input pixels, positive)``, as
         :meth:`ConceptPredictor.add_concept` takes them. Returns its index (the ``concepts`` of :meth:`propagate`)."""
         concept = Concept(new_phrase(phrase, state.concepts, self.config.max_phrases))
-        s = state.size
-        scale = np.array([s / state.width, s / state.height] * 2)
+        scale = 1.0 / np.array(state.model_scale * 2)
         for i, exemplar in enumerate(exemplars):
             if not isinstance(exemplar, (tuple, list)) or len(exemplar) not in (2, 3):
                 raise InputError(f"exemplar {i} must be (view, box) or (view, box, positive), got {exemplar!r}")
@@ -406,7 +412,8 @@ class DetectorConceptPredictor:
         rows, competitors, positives = self._rows(state)
         associator = OnlineAssociator(config)
         presence = np.zeros((state.num_views, len(state.concepts)), np.float32)
-        to_input = np.array([state.width / s, state.height / s] * 2, np.float32)
+        to_input = np.array(state.model_scale * 2, np.float32)
+        limits = np.array([state.width, state.height] * 2, np.float32)
         results: list[BoxFrame] = []
         for start in range(0, state.num_views, config.batch_size):
             batch = list(state.frames[start:start + config.batch_size])
@@ -417,7 +424,7 @@ class DetectorConceptPredictor:
                 view = start + offset
                 # a positive exemplar box is a proposal of its view (score 1), as in the concept model
                 proposals = ConceptPredictor._with_exemplars(state, proposals, view, positives)
-                results.append(self._frame(view, proposals, associator, presence, to_input))
+                results.append(self._frame(view, proposals, associator, presence, to_input, limits))
         state.results, state.presence = results, presence
         tracks = associator.finished + associator.tracks
         state.instances = {t.obj_id: t.concept for t in sorted(tracks, key=lambda t: t.obj_id)}
@@ -425,7 +432,7 @@ class DetectorConceptPredictor:
 
     @staticmethod
     def _frame(view: int, proposals: ViewProposals, associator: OnlineAssociator, presence: np.ndarray,
-               to_input: np.ndarray) -> BoxFrame:
+               to_input: np.ndarray, limits: np.ndarray) -> BoxFrame:
         boxes = proposals.boxes.float().cpu().numpy()
         scores = proposals.scores.float().cpu().numpy()
         concepts = proposals.phrases.cpu().numpy()
@@ -434,7 +441,9 @@ class DetectorConceptPredictor:
         ids = associator.step(boxes, proposals.embeddings.float().cpu().numpy(), concepts, scores)
         keep = np.nonzero(ids > 0)[0]
         keep = keep[np.argsort(ids[keep], kind="stable")]
-        return BoxFrame(view, ids[keep].tolist(), concepts[keep].tolist(), (boxes[keep] * to_input).astype(np.float32),
+        # in the input's pixels, within its frame (a letterboxed detector's boxes may reach into the padding)
+        boxes = np.minimum(np.maximum(boxes * to_input, 0.0), limits)
+        return BoxFrame(view, ids[keep].tolist(), concepts[keep].tolist(), boxes[keep].astype(np.float32),
                         scores[keep].astype(np.float32))
 
     # ------------------------------------------------------------------ the user's call
