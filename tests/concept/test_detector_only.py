@@ -289,3 +289,35 @@ def test_on_the_pretrained_body_frames_keep_their_aspect_ratio(pretrained_weight
         assert len(frame_boxes) >= 1
         assert box_iou_xyxy(frame_boxes[:1], cup[None])[0, 0] > 0.9
         assert frame_boxes[:, [0, 2]].max() <= 600 and frame_boxes[:, [1, 3]].max() <= 400
+
+
+def test_a_phrase_naming_a_voc_class_gets_deeplab_masks_and_others_boxes(pretrained_weights):
+    """On the astronaut photograph "man" names VOC's person: its mask is DeepLabV3's person pixels inside the box
+    (most of the box, not all of it); "cup" names no VOC class and keeps its box; the answer says which; the
+    config's ``masks: box`` gives boxes for both."""
+    skimage_data = pytest.importorskip("skimage.data")
+
+    torch.manual_seed(0)
+    config = DetectionConfig(body="yolox-nano", body_weights="yolox-nano", image_size=416, score_threshold=0.001,
+                             competitor_similarity=0.62)
+    detector = DetectorPredictor(build_model(config).eval(), ["person"], config.image_size,
+                                 competitor_similarity=config.competitor_similarity)
+    image = skimage_data.astronaut()
+    for masks_setting in ("deeplabv3", "box"):
+        predictor = DetectorConceptPredictor(detector, {"masks": masks_setting})
+        state = predictor.init_state(image[None])
+        predictor.add_concept(state, "man")
+        predictor.add_concept(state, "cup")
+        _, ids, concepts, masks, _ = next(predictor.propagate(state))
+        man = [n for n, c in enumerate(concepts) if c == 0]
+        assert man, "the astronaut is not found as a man"
+        x0, y0, x1, y1 = state.results[0].boxes[man[0]]
+        box_area = (np.ceil(x1) - np.floor(x0)) * (np.ceil(y1) - np.floor(y0))
+        share = masks[man[0]].sum() / box_area
+        if masks_setting == "deeplabv3":
+            assert 0.3 < share < 0.95, share
+            assert "DeepLabV3" in state.masks_line and "man (as VOC person)" in state.masks_line
+            assert "cup (not a VOC class)" in state.masks_line
+        else:
+            assert share == pytest.approx(1.0, abs=0.02)
+            assert state.masks_line.startswith("boxes from the detector")

@@ -148,14 +148,16 @@ def load_concept_predictor(checkpoint: Path, device: Any, precision: str
                          f"{CONCEPT_HINT}") from None
 
 
-def describe_answer(predictor: "ConceptPredictor | DetectorConceptPredictor", checkpoint: Path) -> list[str]:
+def describe_answer(predictor: "ConceptPredictor | DetectorConceptPredictor", checkpoint: Path,
+                    state: Any = None) -> list[str]:
     """Two lines for the user: which model answered (the checkpoint and what it was trained on,
     :func:`vision.provenance.read_provenance`) and what its masks are."""
     from vision.concept.detector_only import DetectorConceptPredictor
     from vision.provenance import read_provenance
 
     if isinstance(predictor, DetectorConceptPredictor):
-        return [f"model: {predictor.describe()}", f"masks: boxes from the detector ({predictor.mask_note})"]
+        line = getattr(state, "masks_line", "") or f"boxes from the detector ({predictor.mask_note})"
+        return [f"model: {predictor.describe()}", f"masks: {line}"]
     return [f"model: the concept model (detector + G2TAM tracker): {read_provenance(checkpoint)}",
             "masks: the concept model's tracker, decoded from each proposal's box"]
 
@@ -189,7 +191,7 @@ def run(args: argparse.Namespace, out: Path) -> None:
                        progress=lambda done, total: bar.update(done - bar.n))
     if source.note:
         print(f"note: {source.note}")
-    for line in loaded(args, "concept answer", lambda: describe_answer(predictor, args.ckpt)):
+    for line in loaded(args, "concept answer", lambda: describe_answer(predictor, args.ckpt, state)):
         print(line)
     for line in export.summary(state.num_views):
         print(line)

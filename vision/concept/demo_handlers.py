@@ -111,7 +111,7 @@ def run_concept(models: Models, files: Any, phrases: str, exemplars: str = "",
         lines.append(media.note)
     if alone:
         lines += [f"model: the detector alone {models.answered_by('concept')}",
-                  f"masks: boxes from the detector ({predictor.mask_note}); no 3D view"]
+                  f"masks: {state.masks_line or 'boxes from the detector'}; no 3D view"]
     else:
         lines += [f"model: the concept model (detector + G2TAM tracker) {models.answered_by('concept')}",
                   "masks: the concept model's tracker"]

@@ -86,6 +86,8 @@ class DetectorConceptConfig:
         max_missed: frames a track stays alive without a match (its id can come back within them).
         embedding_momentum: a track's embedding after a match: ``normalize(m * old + (1 - m) * new)``.
         batch_size: frames per detector pass.
+        masks: ``"deeplabv3"``: an instance of a phrase that names a PASCAL VOC class is masked by the registered
+            DeepLabV3 inside its box (:mod:`vision.concept.voc_masks`), any other by its box; ``"box"``: boxes only.
     """
 
     score_threshold: float = 0.3
@@ -99,8 +101,11 @@ class DetectorConceptConfig:
     max_missed: int = 3
     embedding_momentum: float = 0.5
     batch_size: int = 16
+    masks: str = "deeplabv3"
 
     def __post_init__(self) -> None:
+        if self.masks not in ("deeplabv3", "box"):
+            raise InputError(f"DetectorConceptConfig.masks must be 'deeplabv3' or 'box', got {self.masks!r}")
         for name in ("score_threshold", "birth_score", "nms_iou", "iou_weight", "match_threshold",
                      "embedding_momentum"):
             value = getattr(self, name)
@@ -223,16 +228,22 @@ class BoxFrame:
     concepts: list[int]
     boxes: np.ndarray
     scores: np.ndarray
+    #: each instance's PASCAL VOC class (None: masked by its box) and the frame's DeepLabV3 label map, if run
+    classes: list[int | None] = field(default_factory=list)
+    labels: np.ndarray | None = None
 
     def masks(self, height: int, width: int, scale: tuple[float, float] = (1.0, 1.0)) -> np.ndarray:
-        """The boxes as filled masks ``bool [N, height, width]`` (boxes multiplied by ``scale`` ``(x, y)`` first,
-        for a frame drawn at another size than the input's); every box covers at least one pixel."""
+        """The masks ``bool [N, height, width]`` (boxes multiplied by ``scale`` ``(x, y)`` first, for a frame drawn
+        at another size than the input's): the VOC class's pixels inside the box where the instance has a class and
+        the frame a label map (:func:`vision.concept.voc_masks.box_or_class_mask`), else the filled box; every box
+        covers at least one pixel."""
+        from vision.concept.voc_masks import box_or_class_mask
+
         out = np.zeros((len(self.obj_ids), height, width), bool)
+        classes = self.classes or [None] * len(self.obj_ids)
         for n, box in enumerate(self.boxes):
-            x0, y0, x1, y1 = (box * np.array([scale[0], scale[1]] * 2)).tolist()
-            c0, r0 = min(max(int(np.floor(x0)), 0), width - 1), min(max(int(np.floor(y0)), 0), height - 1)
-            c1, r1 = min(max(int(np.ceil(x1)), c0 + 1), width), min(max(int(np.ceil(y1)), r0 + 1), height)
-            out[n, r0:r1, c0:c1] = True
+            out[n] = box_or_class_mask(box * np.array([scale[0], scale[1]] * 2), classes[n], self.labels, height,
+                                       width)[0]
         return out
 
 
@@ -256,6 +267,8 @@ class DetectorConceptState:
     scores: dict[int, float] = field(default_factory=dict)
     mask_source: str = MASK_SOURCE
     mask_note: str = MASK_NOTE
+    #: what the masks are, per concept, in one line (:func:`vision.concept.voc_masks.mask_sources`), once run
+    masks_line: str = ""
 
     @property
     def num_views(self) -> int:
@@ -415,6 +428,7 @@ class DetectorConceptPredictor:
         to_input = np.array(state.model_scale * 2, np.float32)
         limits = np.array([state.width, state.height] * 2, np.float32)
         results: list[BoxFrame] = []
+        classes, segmenter = self._voc_classes(state)
         for start in range(0, state.num_views, config.batch_size):
             batch = list(state.frames[start:start + config.batch_size])
             outputs = self.detector.outputs(batch)
@@ -424,11 +438,31 @@ class DetectorConceptPredictor:
                 view = start + offset
                 # a positive exemplar box is a proposal of its view (score 1), as in the concept model
                 proposals = ConceptPredictor._with_exemplars(state, proposals, view, positives)
-                results.append(self._frame(view, proposals, associator, presence, to_input, limits))
+                frame = self._frame(view, proposals, associator, presence, to_input, limits)
+                frame.classes = [classes[k] for k in frame.concepts]
+                if segmenter is not None and any(c is not None for c in frame.classes):
+                    frame.labels = segmenter.labels(state.frames[view])
+                results.append(frame)
         state.results, state.presence = results, presence
         tracks = associator.finished + associator.tracks
         state.instances = {t.obj_id: t.concept for t in sorted(tracks, key=lambda t: t.obj_id)}
         state.scores = {t.obj_id: float(np.mean(t.scores)) for t in tracks}
+
+    def _voc_classes(self, state: DetectorConceptState) -> tuple[list[int | None], Any]:
+        """Each concept's PASCAL VOC class (None: boxes) and the segmenter (None when no concept has a class, the
+        config says ``box`` or the weights are not fetched); sets ``state.masks_line``."""
+        from vision.concept.voc_masks import VOCSegmenter, mask_sources, voc_classes
+
+        phrases = [c.phrase for c in state.concepts]
+        similarity = self.detector.competitor_similarity
+        if self.config.masks == "box" or similarity is None:
+            state.masks_line = f"boxes from the detector ({self.mask_note})"
+            return [None] * len(phrases), None
+        available = VOCSegmenter.available()
+        classes = voc_classes(phrases, similarity, self.detector.prompt_template, self.detector.encoder) \
+            if available else [None] * len(phrases)
+        state.masks_line = mask_sources(phrases, classes, available)
+        return classes, (VOCSegmenter() if any(c is not None for c in classes) else None)
 
     @staticmethod
     def _frame(view: int, proposals: ViewProposals, associator: OnlineAssociator, presence: np.ndarray,
