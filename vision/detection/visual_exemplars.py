@@ -53,7 +53,7 @@ class ExemplarSettings:
     proposals: int = 200
     nms_iou: float = 0.6
     crop_size: int = 96
-    calibration: tuple[float, float, float] = (11.28, 0.67, -7.56)
+    calibration: tuple[float, float, float] = (11.18, 0.67, -7.49)
     min_score: float = 0.01
 
     def __post_init__(self) -> None:
