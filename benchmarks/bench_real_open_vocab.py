@@ -150,6 +150,7 @@ def open_vocabulary(detect: Detect, split_path: Path, shown: float, exemplars: b
     listed: dict[int, set[int]] = {cid: set() for cid in names}    # category -> the frames whose vocabulary holds it
     results, checks, boxed = [], 0, []
     chosen = exemplar_choice(split) if exemplars else {}
+    exemplar_images: dict[int, np.ndarray] = {}                    # each exemplar's frame, read once
     for image_id in sorted(split.images):
         image = split.images[image_id]
         present = sorted({a["category_id"] for a in split.annotations_by_image[image_id]})
@@ -157,8 +158,13 @@ def open_vocabulary(detect: Detect, split_path: Path, shown: float, exemplars: b
         vocabulary = [names[c] for c in present + absent]
         for cid in present + absent:
             listed[cid].add(image_id)
-        given = [(names[c], split.load_image(split.images[chosen[image_id, c][0]]), chosen[image_id, c][1])
-                 for c in present + absent if (image_id, c) in chosen]
+        given = []
+        for c in present + absent:
+            if (image_id, c) in chosen:
+                owner, box = chosen[image_id, c]
+                if owner not in exemplar_images:
+                    exemplar_images[owner] = split.load_image(split.images[owner])
+                given.append((names[c], exemplar_images[owner], box))
         boxes, scores, labels = detect(split.load_image(image), vocabulary, *([given] if exemplars else []))
         for box, score, label in zip(boxes, scores, labels):
             if label not in by_name:

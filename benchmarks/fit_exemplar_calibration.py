@@ -58,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         outputs = predictor.outputs([image])
         clip, scale = predictor.input_geometry(image)
         boxes, objectness = class_agnostic_proposals(outputs["boxes"][0], outputs["agnostic_objectness"][0],
-                                                     settings, clip)
-        boxes = boxes * np.array([scale[0], scale[1], scale[0], scale[1]])
+                                                     settings, clip, scale)
         truth = [(a["category_id"], [a["bbox"][0], a["bbox"][1], a["bbox"][0] + a["bbox"][2],
                                      a["bbox"][1] + a["bbox"][3]])
                  for a in sorted(split.annotations_by_image[image_id], key=lambda a: a["id"]) if not a.get("iscrowd")]

@@ -265,18 +265,25 @@ def test_from_a_checkpoint_it_says_which_model_answers(tmp_path):
     assert len(out) == 2 and all(m.shape[1:] == (80, 96) for _, _, _, m, _ in out)
 
 
-def test_on_the_pretrained_body_frames_keep_their_aspect_ratio(pretrained_weights):
+@pytest.fixture(scope="module")
+def yolox_detector(pretrained_weights) -> DetectorPredictor:
+    """A detector on the untrained YOLOX-nano body (its boxes are the pretrained network's), with competitors."""
+    torch.manual_seed(0)
+    config = DetectionConfig(body="yolox-nano", body_weights="yolox-nano", image_size=416, score_threshold=0.001,
+                             competitor_similarity=0.62)
+    return DetectorPredictor(build_model(config).eval(), ["person"], config.image_size,
+                             competitor_similarity=config.competitor_similarity)
+
+
+def test_on_the_pretrained_body_frames_keep_their_aspect_ratio(yolox_detector):
     """A detector on the YOLOX body letterboxes its input; the concept state reads frames with their aspect ratio
     kept, so a phrase's box on a 600x400 photograph is the detector's own box on it (not a box of a squashed
     frame), in the photograph's pixels."""
     skimage_data = pytest.importorskip("skimage.data")
     from vision.evaluation.concept_boxes import box_iou_xyxy
 
-    torch.manual_seed(0)
-    config = DetectionConfig(body="yolox-nano", body_weights="yolox-nano", image_size=416, score_threshold=0.001,
-                             competitor_similarity=0.62)
-    detector = DetectorPredictor(build_model(config).eval(), ["cup"], config.image_size,
-                                 competitor_similarity=config.competitor_similarity)
+    detector = yolox_detector
+    detector.set_vocabulary(["cup"])
     image = skimage_data.coffee()                                  # 400 x 600, a cup of coffee
     found = detector.predict(image)
     cup = found["boxes"][[n == "cup" for n in found["labels"]]][0]
@@ -291,17 +298,14 @@ def test_on_the_pretrained_body_frames_keep_their_aspect_ratio(pretrained_weight
         assert frame_boxes[:, [0, 2]].max() <= 600 and frame_boxes[:, [1, 3]].max() <= 400
 
 
-def test_a_phrase_naming_a_voc_class_gets_deeplab_masks_and_others_boxes(pretrained_weights):
+def test_a_phrase_naming_a_voc_class_gets_deeplab_masks_and_others_boxes(yolox_detector):
     """On the astronaut photograph "man" names VOC's person: its mask is DeepLabV3's person pixels inside the box
     (most of the box, not all of it); "cup" names no VOC class and keeps its box; the answer says which; the
     config's ``masks: box`` gives boxes for both."""
     skimage_data = pytest.importorskip("skimage.data")
 
-    torch.manual_seed(0)
-    config = DetectionConfig(body="yolox-nano", body_weights="yolox-nano", image_size=416, score_threshold=0.001,
-                             competitor_similarity=0.62)
-    detector = DetectorPredictor(build_model(config).eval(), ["person"], config.image_size,
-                                 competitor_similarity=config.competitor_similarity)
+    detector = yolox_detector
+    detector.set_vocabulary(["person"])
     image = skimage_data.astronaut()
     for masks_setting in ("deeplabv3", "box"):
         predictor = DetectorConceptPredictor(detector, {"masks": masks_setting})

@@ -138,3 +138,20 @@ def test_a_detector_without_a_pretrained_body_refuses_exemplars() -> None:
     predictor = DetectorPredictor(build_model(config).eval(), ["coin"], config.image_size)
     with pytest.raises(InputError, match="pretrained body"):
         predictor.add_exemplar("coin", np.zeros((64, 64, 3), np.uint8), [0, 0, 10, 10])
+
+
+def test_the_exemplar_box_flag_is_read_and_checked_before_any_model() -> None:
+    import argparse
+
+    from vision.detection.cli import check, parse_exemplar_box
+
+    assert parse_exemplar_box("sandal=a/b.jpg:1,2,30,40") == ("sandal", Path("a/b.jpg"), [1.0, 2.0, 30.0, 40.0], True)
+    assert parse_exemplar_box("sandal=c:/x.png:1,2,30,40,neg")[1:] == (Path("c:/x.png"), [1.0, 2.0, 30.0, 40.0], False)
+    for bad, message in (("sandal", "must be NAME=IMAGE"), ("=a.jpg:1,2,3,4", "must be NAME=IMAGE"),
+                         ("a,b=a.jpg:1,2,3,4", "names 2 names"), ("sandal=a.jpg:1,2,3", "must be NAME=IMAGE"),
+                         ("sandal=a.jpg:5,2,3,4", "--exemplar-box")):
+        with pytest.raises(InputError, match=message):
+            parse_exemplar_box(bad)
+    args = argparse.Namespace(vocabulary=["person,sandal", "person"], exemplar_box=["sandal=a.jpg:1,2,3,4"])
+    with pytest.raises(InputError, match="not in the vocabulary"):
+        check(args)

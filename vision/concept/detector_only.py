@@ -4,8 +4,9 @@ each frame by one detector pass, with persistent ids from an online 2D associati
 What it is for: the concept model of :mod:`vision.concept.predictor` (detector + G2TAM tracker + heads) has learned
 64-px synthetic renders only; on real footage its tracker's masks and 3D association find nothing. A detector
 trained on real frames (``runs/detection/real_coco``: real frames labelled by a teacher) answers the phrases here;
-the tracker has not learned real images, so the masks are the detector's boxes, filled, and every state says so
-(:attr:`DetectorConceptState.mask_source` ``== "box"``).
+the tracker has not learned real images, so the masks are the detector's boxes, filled, except for phrases that name
+a PASCAL VOC class, masked by DeepLabV3 inside the box (:mod:`vision.concept.voc_masks`); every state says which
+(:attr:`DetectorConceptState.masks_line`).
 
 Usage::
 
@@ -237,13 +238,13 @@ class BoxFrame:
         at another size than the input's): the VOC class's pixels inside the box where the instance has a class and
         the frame a label map (:func:`vision.concept.voc_masks.box_or_class_mask`), else the filled box; every box
         covers at least one pixel."""
-        from vision.concept.voc_masks import box_or_class_mask
+        from vision.concept.voc_masks import box_or_class_mask, resize_labels
 
         out = np.zeros((len(self.obj_ids), height, width), bool)
         classes = self.classes or [None] * len(self.obj_ids)
+        labels = resize_labels(self.labels, height, width) if any(c is not None for c in classes) else None
         for n, box in enumerate(self.boxes):
-            out[n] = box_or_class_mask(box * np.array([scale[0], scale[1]] * 2), classes[n], self.labels, height,
-                                       width)[0]
+            out[n] = box_or_class_mask(box * np.array([scale[0], scale[1]] * 2), classes[n], labels, height, width)
         return out
 
 
@@ -254,7 +255,8 @@ class DetectorConceptState:
     the aspect ratio), the input's ``height`` / ``width``, the ``concepts``, and after
     :meth:`DetectorConceptPredictor.propagate`: ``results`` (one :class:`BoxFrame` per frame), ``presence [T, K]``,
     ``instances`` (obj_id -> concept index), ``scores`` (obj_id -> mean score). ``mask_source`` is ``"box"``: the
-    masks are the detector's boxes (``mask_note`` says why)."""
+    masks come from the detector's boxes, not a tracker (``mask_note`` says why); ``masks_line`` says, per phrase,
+    whether they are DeepLabV3's pixels inside the box or the filled box."""
 
     frames: np.ndarray
     height: int

@@ -18,7 +18,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-__all__ = ["VOC_NAMES", "voc_classes", "box_or_class_mask", "mask_sources", "VOCSegmenter"]
+__all__ = ["VOC_NAMES", "voc_classes", "box_or_class_mask", "resize_labels", "mask_sources", "VOCSegmenter"]
 
 #: VOC's 20 classes (:data:`vision.weights.nets.onnx_models.VOC_CLASSES` without the background) in words
 VOC_NAMES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow", "dining table",
@@ -47,32 +47,37 @@ def voc_classes(phrases: Sequence[str | None], similarity: float, template: str,
 
 
 def box_or_class_mask(box: np.ndarray, voc_class: int | None, labels: np.ndarray | None, height: int,
-                      width: int) -> tuple[np.ndarray, bool]:
-    """One instance's mask ``bool [height, width]``: the pixels of ``voc_class`` in ``labels`` (resized to the
-    mask's size, nearest) inside ``box`` (XYXY pixels of that size); the filled box where there is no class, no
-    label map, or no such pixel in the box. Returns ``(mask, segmented)``."""
+                      width: int) -> np.ndarray:
+    """One instance's mask ``bool [height, width]``: the pixels of ``voc_class`` in ``labels`` (``[height, width]``,
+    :func:`resize_labels`) inside ``box`` (XYXY pixels of that size); the filled box where there is no class, no
+    label map, or no such pixel in the box."""
     x0, y0, x1, y1 = np.asarray(box, np.float64).tolist()
     c0, r0 = min(max(int(np.floor(x0)), 0), width - 1), min(max(int(np.floor(y0)), 0), height - 1)
     c1, r1 = min(max(int(np.ceil(x1)), c0 + 1), width), min(max(int(np.ceil(y1)), r0 + 1), height)
     mask = np.zeros((height, width), bool)
     if voc_class is not None and labels is not None:
-        if labels.shape != (height, width):
-            labels = cv2.resize(labels, (width, height), interpolation=cv2.INTER_NEAREST)
         inside = labels[r0:r1, c0:c1] == voc_class
         if inside.any():
             mask[r0:r1, c0:c1] = inside
-            return mask, True
+            return mask
     mask[r0:r1, c0:c1] = True
-    return mask, False
+    return mask
+
+
+def resize_labels(labels: np.ndarray | None, height: int, width: int) -> np.ndarray | None:
+    """A label map at ``height x width`` (nearest; None stays None)."""
+    if labels is None or labels.shape == (height, width):
+        return labels
+    return cv2.resize(labels, (width, height), interpolation=cv2.INTER_NEAREST)
 
 
 def mask_sources(phrases: Sequence[str | None], classes: Sequence[int | None], available: bool) -> str:
     """One line for users: which concepts' masks are DeepLabV3's and which are boxes, and why."""
+    if not available:
+        return "boxes from the detector (the DeepLabV3 weights deeplabv3-voc are not fetched: make weights)"
     names = [p if p is not None else f"exemplars {k + 1}" for k, p in enumerate(phrases)]
     segmented = [f"{n} (as VOC {VOC_NAMES[c - 1]})" for n, c in zip(names, classes) if c is not None]
     boxed = [n for n, c in zip(names, classes) if c is None]
-    if not available:
-        return "boxes from the detector (the DeepLabV3 weights deeplabv3-voc are not fetched: make weights)"
     parts = []
     if segmented:
         parts.append("DeepLabV3 (PASCAL VOC) inside each box for " + ", ".join(segmented))

@@ -44,7 +44,7 @@ def parse_exemplar_box(text: str) -> tuple[str, Path, list[float], bool]:
 
     name, eq, rest = str(text).partition("=")
     image, colon, box = rest.rpartition(":")
-    if not eq or not colon or not name.strip() or not image:
+    if not eq or not colon or not name.strip() or not image or len(box.split(",")) not in (4, 5):
         raise InputError(f"--exemplar-box {text!r} must be NAME=IMAGE:x0,y0,x1,y1 or NAME=IMAGE:x0,y0,x1,y1,neg")
     names = parse_vocabulary(name, field="--exemplar-box")
     if len(names) != 1:
@@ -81,6 +81,7 @@ def check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace, out: Path) -> None:
     from vision.cli.batch import loaded
     from vision.cli.inputs import load_input, print_notes, progress_bar
+    from vision.data.io import read_image
     from vision.detection.predictor import DetectorPredictor
 
     check(args)
@@ -88,16 +89,16 @@ def run(args: argparse.Namespace, out: Path) -> None:
     source = load_input(args.input, args.max_frames, args.max_pixels)
     predictor = loaded(args, "detection", lambda: DetectorPredictor.from_checkpoint(
         args.ckpt, vocabulary=vocabularies[0], device=args.device, precision=args.precision))
+    exemplars = loaded(args, "exemplar boxes", lambda: [  # read once per command, for every input
+        (name, read_image(image, max_pixels=args.max_pixels), box, positive)
+        for name, image, box, positive in map(parse_exemplar_box, args.exemplar_box)])
     # one vocabulary writes into the input's folder, several into vocabulary_<k>/ each
     for k, vocabulary in enumerate(vocabularies, 1):
         folder = out if len(vocabularies) == 1 else out / f"vocabulary_{k}"
         folder.mkdir(exist_ok=True)
-        predictor.set_vocabulary(vocabulary)
-        for text in args.exemplar_box:
-            from vision.data.io import read_image
-
-            name, image, box, positive = parse_exemplar_box(text)
-            predictor.add_exemplar(name, read_image(image, max_pixels=args.max_pixels), box, positive)
+        predictor.set_vocabulary(vocabulary)  # forgets the exemplars of the last vocabulary
+        for name, image, box, positive in exemplars:
+            predictor.add_exemplar(name, image, box, positive)
         with progress_bar(source.frames, "detecting") as bar:
             predictor.predict(source.paths, results_path=folder / "results.json",
                               video_path=folder / "annotated.mp4", fps=source.fps, max_frames=source.max_frames,

@@ -143,7 +143,7 @@ class CropEmbedder(nn.Module):
 
 
 def class_agnostic_proposals(boxes: torch.Tensor, objectness: torch.Tensor, settings: ExemplarSettings,
-                             clip: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+                             clip: tuple[int, int], scale: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """The best ``settings.proposals`` boxes of one frame by the body's class-agnostic objectness, after
     class-agnostic NMS (``settings.nms_iou``).
 
@@ -151,9 +151,11 @@ def class_agnostic_proposals(boxes: torch.Tensor, objectness: torch.Tensor, sett
         boxes: ``[N, 4]`` XYXY model-input pixels (the body's ``boxes`` of one view).
         objectness: ``[N]`` logits that a location holds any object (the body's ``agnostic_objectness``).
         clip: ``(H, W)`` the frame occupies in the model input; boxes are clipped to it.
+        scale: ``(x, y)`` from model-input to frame px (:meth:`vision.detection.predictor.DetectorPredictor.
+            input_geometry`).
 
     Returns:
-        ``(boxes float64 [P, 4] model-input px, objectness float64 [P] probabilities)``, best first.
+        ``(boxes float64 [P, 4] frame px, objectness float64 [P] probabilities)``, best first.
     """
     prob = objectness.float().sigmoid().cpu().numpy().astype(np.float64)
     xyxy = boxes.float().cpu().numpy().astype(np.float64)
@@ -162,7 +164,7 @@ def class_agnostic_proposals(boxes: torch.Tensor, objectness: torch.Tensor, sett
     valid = np.flatnonzero((xyxy[:, 2] - xyxy[:, 0] >= 1) & (xyxy[:, 3] - xyxy[:, 1] >= 1))
     order = valid[np.argsort(-prob[valid], kind="stable")][:10 * settings.proposals]  # NMS on the best only
     keep = order[nms_xyxy(xyxy[order], prob[order], settings.nms_iou)][:settings.proposals]
-    return xyxy[keep], prob[keep]
+    return xyxy[keep] * np.array([scale[0], scale[1], scale[0], scale[1]]), prob[keep]
 
 
 def exemplar_scores(descriptors: torch.Tensor, objectness: np.ndarray, positives: torch.Tensor,
@@ -248,8 +250,7 @@ class ExemplarMatcher:
         names = self.names
         if not names:
             return {}
-        proposals, prob = class_agnostic_proposals(boxes, objectness, self.settings, clip)
-        proposals = proposals * np.array([scale[0], scale[1], scale[0], scale[1]])
+        proposals, prob = class_agnostic_proposals(boxes, objectness, self.settings, clip, scale)
         descriptors = self.embedder(frame, proposals)
         found = {}
         for name in names:
