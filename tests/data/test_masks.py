@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vision.data.io import IMAGE_SUFFIXES, image_size, read_image
-from vision.data.masks import decode_rle, encode_mask, mask_to_bbox, rle_area
+from vision.data.masks import decode_rle, encode_mask, mask_to_bbox, rle_area, rle_areas, rle_intersections
 
 
 def _reference_bbox(mask: np.ndarray) -> list[float]:
@@ -61,3 +61,16 @@ def test_every_image_suffix_is_readable(suffix, tmp_path):
     assert rgb.shape == (6, 8, 3) and rgb.dtype == np.uint8
     if suffix not in (".jpg", ".jpeg"):  # lossless formats round-trip exactly
         np.testing.assert_array_equal(rgb, image[..., ::-1])
+
+
+@pytest.mark.parametrize("count", [0, 1, 255, 256, 600])
+def test_areas_and_intersections_of_any_number_of_masks(count):
+    # pycocotools' batched area sizes a uint8 array by the count: 256 masks and more are measured in chunks
+    rng = np.random.default_rng(count)
+    masks = [rng.random((12, 9)) < rng.random() for _ in range(count)]
+    rles = [encode_mask(m) for m in masks]
+    expected = np.array([int(m.sum()) for m in masks], np.int64)
+    assert rle_areas([{"size": r["size"], "counts": r["counts"].encode()} for r in rles]).tolist() == expected.tolist()
+    area_a, area_b, inter = rle_intersections(rles, rles[:3])
+    assert area_a.tolist() == expected.tolist() and area_b.tolist() == expected[:3].tolist()
+    assert inter.tolist() == [[int((a & b).sum()) for b in masks[:3]] for a in masks]

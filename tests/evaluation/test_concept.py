@@ -466,6 +466,24 @@ def test_command_line_scores_a_concept_results_file(tmp_path, capsys):
     assert json.loads((tmp_path / "m.json").read_text()) == pytest.approx(evaluate_concept(split, results))
 
 
+def test_hundreds_of_instances_on_one_frame_are_scored(tmp_path, capsys):
+    # 300 disjoint 2x2 instances on one 40x40 frame, each found exactly: every figure is perfect
+    from vision.cli.evaluate import main
+
+    cells = [(2 * (i // 20), 2 * (i % 20)) for i in range(300)]
+    gt = {t + 1: (1, {0: rect(40, 40, y, x, y + 2, x + 2)}) for t, (y, x) in enumerate(cells)}
+    pred = {t + 1: (1, {0: (rect(40, 40, y, x, y + 2, x + 2), 0.9)}) for t, (y, x) in enumerate(cells)}
+    split, results = build([{"id": 1, "frames": 1, "size": (40, 40), "concepts": [1], "gt": gt, "pred": pred}])
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert main(["--split", str(tmp_path / "split.json"), "--results", str(tmp_path / "results.json"),
+                 "--task", "concept", "--out", str(tmp_path / "m.json")]) == 0
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["HOTA"] == pytest.approx(1.0) and metrics["AP"] == pytest.approx(1.0)
+    precision = 300 / (300 + 1e-4)  # sam3's smoothing
+    assert metrics["pmF1"] == pytest.approx(2 * precision * precision / (2 * precision + 1e-4), abs=1e-12)
+
+
 def test_command_line_passes_the_concept_options_and_refuses_them_elsewhere(tmp_path, capsys):
     from vision.cli.evaluate import main
 

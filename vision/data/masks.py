@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pycocotools import mask as mask_utils
 
-__all__ = ["encode_mask", "decode_rle", "rle_area", "rle_intersections", "mask_to_bbox"]
+__all__ = ["encode_mask", "decode_rle", "rle_area", "rle_areas", "rle_intersections", "mask_to_bbox"]
 
 
 def _fortran_uint8(mask: np.ndarray, caller: str) -> np.ndarray:
@@ -40,6 +40,19 @@ def rle_area(rle: dict) -> int:
     return int(mask_utils.area(_as_pycoco(rle)))
 
 
+#: the most RLEs one ``pycocotools.mask.area`` call takes: it sizes a ``uint8`` array by the count (numpy >= 2 refuses
+#: 256 and more), so longer lists are measured in chunks of this many
+_AREA_CHUNK = 255
+
+
+def rle_areas(rles: list[dict]) -> np.ndarray:
+    """Foreground pixel counts ``int64 [N]`` of pycocotools-ready RLEs (compressed counts, as ``area`` reads them),
+    in chunks of :data:`_AREA_CHUNK` so that any number of masks is measured."""
+    chunks = [np.asarray(mask_utils.area(rles[i:i + _AREA_CHUNK]), np.int64).reshape(-1)
+              for i in range(0, len(rles), _AREA_CHUNK)]
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+
+
 def rle_intersections(a: list[dict], b: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pixel counts of the RLEs ``a`` and ``b`` (all of one size; compressed or uncompressed counts) and the pixel
     count of each pairwise intersection: ``(area_a [A], area_b [B], intersection [A, B])``, int64.
@@ -49,8 +62,7 @@ def rle_intersections(a: list[dict], b: list[dict]) -> tuple[np.ndarray, np.ndar
     recovered as ``i = iou (area_a + area_b) / (1 + iou)`` rounded to the nearest integer (exact: the relative
     error of the division is far below ``1 / (area_a + area_b)`` for any mask of at most 2**28 pixels)."""
     pa, pb = [_as_pycoco_fast(r) for r in a], [_as_pycoco_fast(r) for r in b]
-    area_a = np.asarray(mask_utils.area(pa), np.int64).reshape(len(pa)) if pa else np.zeros(0, np.int64)
-    area_b = np.asarray(mask_utils.area(pb), np.int64).reshape(len(pb)) if pb else np.zeros(0, np.int64)
+    area_a, area_b = rle_areas(pa), rle_areas(pb)
     if not pa or not pb:
         return area_a, area_b, np.zeros((len(pa), len(pb)), np.int64)
     iou = np.asarray(mask_utils.iou(pa, pb, [0] * len(pb)), float).reshape(len(pa), len(pb))
