@@ -121,6 +121,9 @@ class Task:
         demo_tab: the demo tab that uses its model (its ``--<name>-ckpt`` option; None: not in the demo). A task
             without a ``demo`` part only lends its model to that tab.
         demo_options: the predictor's options the demo sets from its configuration (``DemoConfig`` field names).
+        shared_flags: the ``dest`` of another task's ``vision-predict`` flags that this task reads too (the concept
+            task's ``solve_cameras``, a flag of the tracking task): given with ``--task <name>``, they are its
+            check's to accept or refuse, not refused as another task's.
     """
 
     name: str
@@ -130,6 +133,7 @@ class Task:
     alias_of: tuple[str, str] | None = None
     demo_tab: str | None = None
     demo_options: tuple[str, ...] = ()
+    shared_flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.evaluation:
@@ -193,7 +197,8 @@ BUILTIN: tuple[Task, ...] = (
     Task(name="forensics", summary="AI-generated video forensics with an evidence graph",
          package="vision.forensics", demo_tab="forensics"),
     Task(name="concept", summary="concept prompts: every instance of a phrase or of exemplar boxes, tracked in 3D",
-         package="vision.concept", alias_of=("tracking", "concept_prompts"), demo_tab="track"),
+         package="vision.concept", alias_of=("tracking", "concept_prompts"), demo_tab="track",
+         shared_flags=("solve_cameras",)),
 )
 
 _REGISTRY: dict[str, Task] = {task.name: task for task in BUILTIN}

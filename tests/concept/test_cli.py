@@ -79,6 +79,11 @@ def test_concepts_and_their_exemplars_follow_the_command_line_order():
     (["--exemplar", "0,1,2,3,4,neg"], "need at least one positive box"),
     (["--concept", "mug", "--points", "3,4"], "give either --concept / --exemplar or --points, not both"),
     (["--concept", "mug", "--stream"], "--stream does not take --concept"),
+    (["--concept", "mug", "--memory-points", "4"], "--memory-points does not apply to --concept / --exemplar"),
+    (["--concept", "mug", "--view", "1", "--presence-threshold", "0.2"],
+     "--view, --presence-threshold do not apply to --concept / --exemplar"),
+    (["--task", "concept", "--concept", "mug", "--memory-points", "4"],
+     "--memory-points is an option of --task tracking, not --task concept"),
     (["--concept", "mug", "--task", "detection"], "are options of --task concept or tracking, not --task detection"),
     (["--task", "concept"], "--task concept needs --concept PHRASE and/or --exemplar"),
 ])
@@ -116,6 +121,27 @@ def test_a_tracking_checkpoint_with_concept_prompts_says_which_checkpoint_is_nee
     assert code == 2 and err.count("\n") == 1, err
     assert "holds a tracking model; concept prompts (--concept / --exemplar) need a concept checkpoint" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("task", [["--task", "concept"], ["--task", "tracking"]])
+def test_solve_cameras_reaches_the_concept_predictor(tmp_path, monkeypatch, images, concept_model, task):
+    """``--solve-cameras`` with concept prompts (either task name) builds the concept model's tracker on the camera
+    solver's cameras; without it, on the point head."""
+    import vision.concept.cli as cli
+
+    built = []
+
+    def load(*args, **kwargs):
+        built.append(real_load(*args, **kwargs))
+        raise SystemExit(0)  # the predictor is what is checked: stop before it runs
+
+    real_load = cli.load_concept_predictor
+    monkeypatch.setattr(cli, "load_concept_predictor", load)
+    for flags, solving in (([], False), (["--solve-cameras"], True)):
+        with pytest.raises(SystemExit):
+            main([str(images), *task, "--ckpt", str(concept_model), "--out", str(tmp_path / "out"),
+                  "--concept", "mug", "--device", "cpu", *flags])
+        assert (built[-1].tracker.solver is not None) == solving
 
 
 def test_more_concepts_than_the_checkpoint_takes_is_one_line(tmp_path, capsys, images, concept_model):

@@ -82,3 +82,13 @@ def test_a_checkpoint_of_another_task_names_both_that_answer(tmp_path, capsys, v
                          "--out", str(tmp_path / "out"), "--device", "cpu"])
     err = capsys.readouterr().err
     assert code == 2 and "holds a tracking model" in err and "or a detection checkpoint" in err
+
+
+@pytest.mark.parametrize("task", ["concept", "tracking"])
+def test_solve_cameras_with_a_detection_checkpoint_is_refused_by_name(tmp_path, capsys, video, detector, task):
+    code = predict_main([str(video), "--task", task, "--ckpt", str(detector), "--concept", "cup", "--solve-cameras",
+                         "--out", str(tmp_path / "out"), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--solve-cameras needs a concept checkpoint" in err and "holds a detection model" in err
+    assert not (tmp_path / "out").exists()

@@ -94,7 +94,7 @@ def resolve_task(args: argparse.Namespace) -> Task:
 def _check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, task: Task) -> None:
     """Refuse the flags of another task given on the command line; the flags of the ``--task`` a task is an alias
     of are its own check's (``--concept`` with ``--points``)."""
-    for name, given in foreign_flags(parser, args, (task.name, args.task)).items():
+    for name, given in foreign_flags(parser, args, (task.name, args.task), task.shared_flags).items():
         owner = get_task(name)
         shown = " / ".join(dict.fromkeys(a.option_strings[0] for a in given))
         alias = f" or {owner.alias_of[0]}" if owner.alias_of else ""

@@ -29,13 +29,15 @@ def add_task_flags(parser: argparse.ArgumentParser, part: str, title: str = "{na
 
 
 def foreign_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                  allowed: tuple[str, ...]) -> dict[str, list[argparse.Action]]:
-    """The flags given on the command line that belong to tasks other than ``allowed``: task name -> actions."""
+                  allowed: tuple[str, ...], shared: tuple[str, ...] = ()) -> dict[str, list[argparse.Action]]:
+    """The flags given on the command line that belong to tasks other than ``allowed``, but for those whose ``dest``
+    is in ``shared``: task name -> actions."""
     foreign: dict[str, list[argparse.Action]] = {}
     for name, actions in args._task_flags.items():
         if name in allowed:
             continue
-        given = [a for a in actions if getattr(args, a.dest, None) != parser.get_default(a.dest)]
+        given = [a for a in actions
+                 if a.dest not in shared and getattr(args, a.dest, None) != parser.get_default(a.dest)]
         if given:
             foreign[name] = given
     return foreign

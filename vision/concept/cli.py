@@ -25,7 +25,9 @@ Prompts: each ``--concept`` is one phrase with its own set of ids; an ``--exempl
 input; ``neg`` at the end: "not this") belongs to the ``--concept`` given before it on the command line; exemplars
 given before any ``--concept`` form one concept of their own, found by its boxes alone (it needs a positive one).
 A folder of images is a view set (any order); a video's frames are its views. The checkpoint must be a concept or a
-detection checkpoint or model folder.
+detection checkpoint or model folder. Of the tracking flags, ``--solve-cameras`` applies (a concept checkpoint's
+tracker on the camera solver's cameras; refused with a detection checkpoint, which has none); the others
+(``--view``, ``--presence-threshold``, ``--memory-points``) are refused by name.
 
 Bad prompts (an empty phrase, a malformed exemplar, a view the input lacks, a box off the image, more concepts than
 the checkpoint takes) are one ``error:`` line and exit status 2, checked before any model runs.
@@ -123,25 +125,46 @@ def check(args: argparse.Namespace) -> None:
     if mixed:
         raise InputError(f"give either --concept / --exemplar or {', '.join(mixed)}, not both (point, box and text "
                          f"prompts track one object each)")
+    unread = _unread_flags(args)
+    if unread:
+        raise InputError(f"{', '.join(unread)} {'does' if len(unread) == 1 else 'do'} not apply to --concept / "
+                         f"--exemplar (concept prompts take --solve-cameras of the tracking flags)")
     if getattr(args, "stream", False):
         raise InputError("--stream does not take --concept / --exemplar: concept tracking reads the whole input")
     concept_prompts(args)
 
 
-def load_concept_predictor(checkpoint: Path, device: Any, precision: str
+def _unread_flags(args: argparse.Namespace) -> list[str]:
+    """The flags of ``--task tracking`` given with ``--task tracking --concept`` that concept prompts do not read:
+    all but the point / box / text prompts (refused with their own message) and ``--solve-cameras``."""
+    flags = getattr(args, "_task_flags", {})
+    read = {action.dest for action in flags.get("concept", [])} | {"solve_cameras", *_OBJECT_FLAGS}
+    return [action.option_strings[0] for action in flags.get(args.task, [])
+            if action.dest not in read and getattr(args, action.dest, None) != action.default]
+
+
+
+
+def load_concept_predictor(checkpoint: Path, device: Any, precision: str, solve_cameras: bool = False
                            ) -> "ConceptPredictor | DetectorConceptPredictor":
-    """The predictor that answers concept prompts with ``checkpoint``: the concept model of a concept checkpoint,
-    the detector alone (:class:`~vision.concept.detector_only.DetectorConceptPredictor`) of a detection one; a
-    checkpoint of another task is one :class:`InputError` saying which checkpoint is needed."""
+    """The predictor that answers concept prompts with ``checkpoint``: the concept model of a concept checkpoint
+    (its tracker on the camera solver's cameras with ``solve_cameras``), the detector alone
+    (:class:`~vision.concept.detector_only.DetectorConceptPredictor`) of a detection one; a checkpoint of another
+    task, or ``solve_cameras`` with a detection checkpoint (2D boxes, no cameras to solve), is one
+    :class:`InputError` saying which checkpoint is needed."""
     from vision.concept.detector_only import DetectorConceptPredictor
     from vision.concept.predictor import ConceptPredictor
     from vision.detection.task import DetectionConfig
 
     try:
-        return ConceptPredictor.from_checkpoint(checkpoint, device=device, precision=precision)
+        options = {"solve_cameras": True} if solve_cameras else {}
+        return ConceptPredictor.from_checkpoint(checkpoint, device=device, precision=precision, **options)
     except DataError as exc:
         if exc.field != "task":
             raise
+        if exc.value == DetectionConfig.task and solve_cameras:
+            raise InputError(f"--solve-cameras needs a concept checkpoint: {checkpoint} holds a detection model, "
+                             f"which answers with 2D boxes and has no cameras to solve") from None
         if exc.value == DetectionConfig.task:  # the detector it combines answers alone
             return DetectorConceptPredictor.from_checkpoint(checkpoint, device=device, precision=precision)
         raise InputError(f"{checkpoint} holds a {exc.value} model; concept prompts (--concept / --exemplar) need "
@@ -178,7 +201,8 @@ def run(args: argparse.Namespace, out: Path) -> None:
                          f"VIEW,x0,y0,x1,y1[,neg]")
     source: Input = load_input(args.input, args.max_frames, args.max_pixels)
     check_exemplars(prompts, source.width, source.height, source.frames)
-    predictor = loaded(args, "concept", lambda: load_concept_predictor(args.ckpt, args.device, args.precision))
+    predictor = loaded(args, "concept", lambda: load_concept_predictor(args.ckpt, args.device, args.precision,
+                                                                       getattr(args, "solve_cameras", False)))
     check_concept_count(predictor, prompts, "(--concept, or exemplars alone)")
     state = predictor.init_state(source.source, ordered=source.video is not None, max_frames=source.max_frames,
                                  max_pixels=source.max_pixels)
