@@ -116,7 +116,7 @@ def test_every_part_is_found_by_its_fixed_name(name):
     if task.demo_tab is not None:
         assert task.has("predictor")
     assert [f.name for f in dataclasses.fields(task)] == ["name", "summary", "package", "evaluation", "alias_of",
-                                                           "demo_tab", "demo_options"]
+                                                           "demo_tab", "demo_options", "shared_flags"]
 
 
 #: Each built-in task's behaviour: its folder and its evaluation file, nothing else (issue 60's target). The shared
