@@ -202,7 +202,7 @@ def test_bad_input(split, models):
         run_baseline("bytetrack", split, detector, tracker)
     with pytest.raises(InputError, match="needs a detector"):
         run_baseline("detect_then_track", split, None, tracker)
-    with pytest.raises(InputError, match="phrase of category 3 must be a non-empty string"):
+    with pytest.raises(InputError, match="the phrase of category 3 '' is empty"):
         text_prompt_tracker(split, next(iter(split.videos)), {3: ""}, tracker)
     with pytest.raises(InputError, match="video 99 is not in split"):
         detect_then_track(split, 99, {1: "cube"}, detector, tracker)

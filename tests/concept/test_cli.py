@@ -66,7 +66,9 @@ def test_concepts_and_their_exemplars_follow_the_command_line_order():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--concept", "  "], "--concept needs a non-empty phrase, got '  '"),
+    (["--concept", "  "], "--concept '  ' is nothing visible"),
+    (["--concept", "caf\udce9"], "--concept 'caf\\udce9' is not valid UTF-8 text: byte 0xE9 at character 4"),
+    (["--concept", "\u200b"], "--concept '\\u200b' is nothing visible (only spaces, format or zero-width"),
     (["--concept", "mug", "--concept", "Mug"], "--concept 'Mug' is given twice"),
     (["--concept", "mug", "--exemplar", "0,1,2,3"], "must be VIEW,x0,y0,x1,y1 or VIEW,x0,y0,x1,y1,neg (4 values"),
     (["--concept", "mug", "--exemplar", "0,1,2,3,4,5,6"], "(7 values given)"),

@@ -208,7 +208,7 @@ def test_bad_inputs_are_refused(predictor, source, message):
 
 
 @pytest.mark.parametrize("phrase, exemplars, message", [
-    ("", (), "non-empty string"),
+    ("", (), "a concept phrase '' is empty"),
     (None, (), "a phrase or at least one positive exemplar"),
     ("cup", [(5, [0, 0, 5, 5], True)], "view 5, but the input has views 0..1"),
     ("cup", [(0, [0, 0, 97, 5], True)], "off the image"),

@@ -61,8 +61,9 @@ def test_negative_exemplar_removes_the_proposals_it_covers(predictor, scene_fram
 
 
 @pytest.mark.parametrize("phrase, exemplars, message", [
-    ("", (), "non-empty string"),
-    ("   ", (), "non-empty string"),
+    ("", (), "a concept phrase '' is empty"),
+    ("   ", (), "nothing visible"),
+    ("\u200b\u200d", (), "nothing visible"),
     (None, (), "a phrase or at least one positive exemplar"),
     (None, [(0, [10, 10, 20, 20], False)], "a phrase or at least one positive exemplar"),
     ("mug", [(9, [0, 0, 5, 5], True)], "view 9, but the input has views 0..4"),

@@ -43,7 +43,7 @@ def test_bad_masks_and_phrases_are_refused():
         instance_record(3, 11, 2, 7, "mug", np.zeros((4, 4), bool), 0.5)
     with pytest.raises(InputError, match=r"2-D mask \[H, W\]"):
         instance_record(3, 11, 2, 7, "mug", np.ones((1, 4, 4), bool), 0.5)
-    with pytest.raises(InputError, match="phrase must be a non-empty string"):
+    with pytest.raises(InputError, match="phrase ' ' is nothing visible"):
         instance_record(3, 11, 2, 7, " ", _mask(), 0.5)
 
 

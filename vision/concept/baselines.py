@@ -35,6 +35,7 @@ from vision.data.resize import resize_nearest
 from vision.detection.predictor import DetectorPredictor
 from vision.device import autocast
 from vision.errors import InputError
+from vision.text.user_text import check_text
 from vision.tracking.inference import video_frames
 from vision.tracking.predictor import TrackerPredictor
 from vision.tracking.propagation import WindowDecoder
@@ -48,8 +49,7 @@ BASELINES = ("detect_then_track", "text_prompt")
 def _check_phrases(phrases: dict[int, str]) -> list[int]:
     """The category ids of ``phrases`` ``{category id: phrase}``, sorted; InputError for an empty phrase."""
     for cid, phrase in phrases.items():
-        if not isinstance(phrase, str) or not phrase.strip():
-            raise InputError(f"the phrase of category {cid} must be a non-empty string, got {phrase!r}")
+        check_text(phrase, f"the phrase of category {cid}")
     return sorted(int(c) for c in phrases)
 
 

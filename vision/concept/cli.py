@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from vision.concept.exemplars import ConceptPrompt, check_concept_count, check_exemplars, parse_exemplar
 from vision.errors import DataError, InputError
+from vision.text.user_text import check_text
 
 if TYPE_CHECKING:
     from vision.cli.inputs import Input
@@ -98,9 +99,7 @@ def concept_prompts(args: argparse.Namespace) -> list[ConceptPrompt]:
     loose: ConceptPrompt | None = None  # the exemplars given before any phrase
     for kind, value in getattr(args, "concept_prompts", None) or []:
         if kind == "phrase":
-            phrase = " ".join(str(value).split())
-            if not phrase:
-                raise InputError(f"--concept needs a non-empty phrase, got {value!r}")
+            phrase = check_text(value, "--concept")
             if any(p.phrase is not None and p.phrase.lower() == phrase.lower() for p in prompts):
                 raise InputError(f"--concept {phrase!r} is given twice")
             prompts.append(ConceptPrompt(phrase))

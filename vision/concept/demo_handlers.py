@@ -13,6 +13,7 @@ import numpy as np
 from vision.demo.handlers import Models, Progress, no_progress, one_run_at_a_time
 from vision.demo.uploads import load_media
 from vision.errors import InputError
+from vision.text.user_text import check_text_field
 from vision.text.vocabulary import parse_vocabulary
 from vision.tracking.demo_handlers import TrackResult
 
@@ -30,7 +31,7 @@ def parse_phrases(text: str | None) -> list[str]:
 
 
 def _exemplar_lines(text: str | None) -> list[str]:
-    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return [line.strip() for line in check_text_field(text or "", "the exemplar boxes").splitlines() if line.strip()]
 
 
 def click_exemplar(lines: str, positive: bool, view: int, x: float, y: float,

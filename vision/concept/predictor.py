@@ -53,6 +53,7 @@ from vision.data.io import MAX_INPUT_PIXELS
 from vision.data.resize import resize_nearest
 from vision.device import autocast, load_for_inference
 from vision.errors import InputError
+from vision.text.user_text import check_text
 from vision.tracking.predictor import TrackerPredictor
 from vision.tracking.prompts import Prompts, box_to_points
 from vision.tracking.propagation import WindowDecoder, set_visual_prompt, windows
@@ -85,9 +86,7 @@ def new_phrase(phrase: Any, concepts: Sequence["Concept"], max_phrases: int) -> 
     a non-empty string, its whitespace collapsed, not already a phrase of the state (case-insensitive), and the
     state has fewer than ``max_phrases`` concepts; one :class:`InputError` otherwise."""
     if phrase is not None:
-        if not isinstance(phrase, str) or not phrase.strip():
-            raise InputError(f"a concept phrase must be a non-empty string, got {phrase!r}")
-        phrase = " ".join(phrase.split())
+        phrase = check_text(phrase, "a concept phrase")
         if any(c.phrase is not None and c.phrase.lower() == phrase.lower() for c in concepts):
             raise InputError(f"phrase {phrase!r} is already a concept of this state")
     if len(concepts) >= max_phrases:

@@ -35,6 +35,7 @@ import numpy as np
 
 from vision.data.masks import encode_mask, mask_to_bbox
 from vision.errors import InputError
+from vision.text.user_text import check_text
 
 if TYPE_CHECKING:
     from vision.data.coco import Split
@@ -77,8 +78,7 @@ def instance_record(video_id: int, image_id: int, track_id: int, category_id: in
     if not m.any():
         raise InputError(f"the mask of track {track_id} on image {image_id} is empty: an instance record needs "
                          f"a non-empty mask")
-    if not isinstance(phrase, str) or not phrase.strip():
-        raise InputError(f"phrase must be a non-empty string, got {phrase!r}")
+    check_text(phrase, "phrase")
     return {"video_id": int(video_id), "image_id": int(image_id), "track_id": int(track_id),
             "category_id": int(category_id), "phrase": phrase, "segmentation": encode_mask(m),
             "bbox": mask_to_bbox(m), "score": _probability(score, f"the score of track {track_id} on image "

@@ -5,7 +5,8 @@ Input rules, the same for every encoder here:
 
 * ``texts`` must be a ``list`` (or ``tuple``) of ``str``; a bare ``str`` is rejected (not wrapped), because
   silently treating ``"a mug"`` as one text hides the common bug of passing one string where a list is expected.
-* the list must not be empty, and no item may be empty or whitespace only.
+* the list must not be empty, and each item must pass :func:`vision.text.user_text.check_text` (valid Unicode,
+  no control character, something visible, a length bound); it is encoded as given.
 
 Violations raise :class:`~vision.errors.InputError` naming the offending index and value.
 
@@ -27,6 +28,7 @@ import torch
 
 from vision.errors import InputError
 from vision.rng import preserved_rng_state
+from vision.text.user_text import check_text
 
 #: Width of the default text encoder's embeddings (all-MiniLM-L6-v2): the text width every task's model uses
 #: unless its config says otherwise.
@@ -64,8 +66,7 @@ def check_texts(texts: Any) -> list[str]:
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise InputError(f"texts[{index}] must be a str; got {type(text).__name__} {text!r}")
-        if not text.strip():
-            raise InputError(f"texts[{index}] is empty or whitespace only: {text!r}")
+        check_text(text, f"texts[{index}]")
     return list(texts)
 
 

@@ -9,7 +9,9 @@ detector's API, the training data's class names) and :func:`parse_vocabulary` re
   space (``" red   mug "`` -> ``"red mug"``);
 - an empty text, an empty name (two separators in a row, or one at the start or end: ``"mug,,chair"``,
   ``"mug, chair,"``) and a duplicate (compared ignoring case and spacing: ``"mug, Mug"``) are each an
-  :class:`~vision.errors.InputError` that names the name.
+  :class:`~vision.errors.InputError` that names the name;
+- the text and each name pass :mod:`vision.text.user_text`'s check (valid Unicode, no control character, something
+  visible in each name, a length bound).
 
 Plain Python: the CLI imports it before any model.
 """
@@ -20,6 +22,7 @@ import re
 from typing import Any
 
 from vision.errors import InputError
+from vision.text.user_text import check_text, check_text_field
 
 __all__ = ["SEPARATORS", "check_vocabulary", "parse_vocabulary"]
 
@@ -44,9 +47,7 @@ def check_vocabulary(vocabulary: Any, field: str = "vocabulary") -> list[str]:
     for i, name in enumerate(vocabulary):
         if not isinstance(name, str):
             raise InputError(f"{field}[{i}] must be a str, got {type(name).__name__} {name!r}")
-        clean = " ".join(name.split())
-        if not clean:
-            raise InputError(f"{field}[{i}] is empty or whitespace only: {name!r}")
+        clean = check_text(name, f"{field}[{i}]")
         key = _key(clean)
         if key in seen:
             raise InputError(f"{field}[{i}]={name!r} duplicates {field}[{seen[key]}]={vocabulary[seen[key]]!r}")
@@ -60,11 +61,12 @@ def parse_vocabulary(text: str, field: str = "vocabulary") -> list[str]:
     ``["mug", "chair", "lamp"]``. ``field`` names the text in error messages (e.g. ``"--vocabulary"``).
 
     Raises:
-        InputError: ``text`` is not a str, is empty, holds an empty name, or names one class twice (the message
-            gives the text and the names' positions, counted from 1).
+        InputError: ``text`` is not a str, is empty, holds an empty name, names one class twice (the message
+            gives the text and the names' positions, counted from 1) or fails :mod:`vision.text.user_text`'s check.
     """
     if not isinstance(text, str):
         raise InputError(f"{field} must be a text of class names, got {type(text).__name__} {text!r}")
+    check_text_field(text, field)
     if not text.strip():
         raise InputError(f"the {field} is empty: type class names separated by commas, e.g. 'mug, chair, lamp'")
     shown = text.strip()
@@ -74,6 +76,7 @@ def parse_vocabulary(text: str, field: str = "vocabulary") -> list[str]:
         if not name:
             raise InputError(f"{field} {shown!r}: name {i} of {len(names)} is empty (commas, semicolons and line "
                              "breaks separate names; two in a row, or one at either end, leave an empty name)")
+        check_text(name, f"{field} {shown!r}: name {i}")
         if _key(name) in first:
             j = first[_key(name)]
             raise InputError(f"{field} {shown!r}: name {i} {name!r} repeats name {j} {names[j - 1]!r} (names are "

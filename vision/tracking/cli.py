@@ -50,11 +50,13 @@ def add_flags(group: argparse._ArgumentGroup) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    """The presence threshold is a probability and the carried points a count >= 1."""
+    """The presence threshold is a probability, the carried points a count >= 1, and the prompts read (before any
+    input or model)."""
     if not 0.0 <= args.presence_threshold <= 1.0:  # NaN fails this too
         raise InputError(f"--presence-threshold must be a probability in [0, 1], got {args.presence_threshold}")
     if args.memory_points is not None and args.memory_points < 1:
         raise InputError(f"--memory-points must be an integer >= 1, got {args.memory_points}")
+    tracking_prompts(args)
 
 
 def tracking_prompts(args: argparse.Namespace) -> list:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vision.errors import InputError
+from vision.text.user_text import check_text, check_text_field
 
 __all__ = ["ObjectPromptSpec", "parse_prompt_lines", "format_prompt_line", "parse_numbers", "parse_points",
            "parse_labels", "flag_prompts"]
@@ -82,6 +83,7 @@ def parse_prompt_lines(text: str) -> list[ObjectPromptSpec]:
             for one object, points of one object on two frames, a point or box without a frame, no prompt).
     """
     objects: dict[int, ObjectPromptSpec] = {}
+    check_text_field(text, "the prompt lines")
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -98,6 +100,7 @@ def parse_prompt_lines(text: str) -> list[ObjectPromptSpec]:
             words = (match["rest"] or "").strip()
             if not words:
                 raise InputError(f"{where}: a text prompt needs words after 'text'")
+            check_text(words, f"{where}: the text prompt")
             if spec.text is not None:
                 raise InputError(f"{where}: object {obj_id} already has a text prompt")
             spec.text = words
@@ -172,7 +175,7 @@ def flag_prompts(view: int = 0, points: str | None = None, labels: str | None = 
         return parse_prompt_lines("\n".join(lines))
     if not single:
         raise InputError("--task tracking needs a prompt: --points (with --labels), --box, --text, or --prompt lines")
-    texts = list(texts or [])
+    texts = [check_text(text, "--text") for text in texts or []]
     spec = ObjectPromptSpec(1, frame=view if points or box else None, text=texts[0] if texts else None)
     if points:
         spec.points = parse_points(points).tolist()

@@ -18,6 +18,7 @@ import torch
 
 from vision.data.resize import resize_image, resize_nearest
 from vision.errors import InputError
+from vision.text.user_text import check_text
 from vision.tracking.prompts import NEGATIVE, POSITIVE, box_to_points
 
 __all__ = ["ObjectPrompt", "TrackerState", "as_int", "known_world_points", "object_prompt", "set_known_geometry"]
@@ -255,8 +256,7 @@ def object_prompt(state: TrackerState, view: int | None, points: Any = None, lab
         # the mask's coverage of each model pixel (area when shrinking, bilinear when enlarging), at least half
         prompt.mask = resize_image(m.astype(np.float32), (s, s)) > 0.5
     if text is not None:
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(f"text must be a non-empty string, got {text!r}")
+        check_text(text, "text")
         prompt.text = text
     return prompt
 
