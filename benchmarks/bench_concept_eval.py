@@ -3,6 +3,7 @@ runs for its HOTA figures with the references, pycocotools' mask IoU on the RLEs
 split and results, at several image sizes, in one run.
 
     python benchmarks/bench_concept_eval.py [--sizes 128 256 480] [--videos 8] [--frames 30] [--reps 9]
+                                            [--command-reps 5]
 
 The case (seeded, made in memory): ``--videos`` videos of ``--frames`` square frames of each size; each video
 queries three of four phrases, two present (two or three moving ellipses each, entering late or leaving early) and
@@ -20,10 +21,22 @@ at every size, drawn at the size's scale.
   ``HOTA.combine_classes_class_averaged`` over the queried phrases (``ignore_empty_classes=True``, the scorer's
   rule; every phrase of this case has detections).
 
-The table gives the minimum and median over ``--reps`` runs (the two in turn within each) of the CPU time of this
-process (``time.process_time``: both are single-threaded, and other load on the machine does not count) and the
+The first table gives the minimum and median over ``--reps`` runs (the two in turn within each) of the CPU time of
+this process (``time.process_time``: both are single-threaded, and other load on the machine does not count) and the
 ratio ours / reference of the minima and of the medians; the HOTA figures and IDSW of both are compared (they must
 agree to 1e-9).
+
+The second and third tables time the whole evaluation on the split and results written as JSON files, the two in
+turn:
+
+- ours: ``vision.evaluation.evaluate.evaluate(S, R, "concept")``, what ``vision-evaluate --split S --results R
+  --task concept`` runs: reads both files, checks the split and validates every result (each RLE's runs sum to
+  its image's pixels), scores every figure;
+- reference: reads both files with ``json`` and computes the HOTA figures and IDSW as above, with no validation.
+
+The second in this process (``--reps`` runs after one of each, imports done); the third as the commands a user
+types, each run a fresh process (``--command-reps`` runs; the CPU time, user + system, the process used, imports
+included): ``vision-evaluate ... --out M`` against ``python benchmarks/bench_concept_eval.py --reference-files S R``.
 """
 
 from __future__ import annotations
@@ -143,13 +156,88 @@ def reference(split: dict, results: list[dict]) -> dict:
     return {**{k: float(np.mean(res[k])) for k in HOTA_KEYS}, "IDSW": int(switches)}
 
 
+def _child_cpu(argv: list[str]) -> float:
+    """Run ``argv`` as a process (its output discarded) and return the CPU seconds (user + system) it used; a
+    failure ends the benchmark with its error output."""
+    import os
+    import subprocess
+
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    error = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} ... failed: {error.strip()}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def _reference_files(split_file: str, results_file: str) -> dict:
+    """The reference on files: both read with ``json``, then :func:`reference`."""
+    import json
+
+    with open(split_file) as f, open(results_file) as g:
+        return reference(json.load(f), json.load(g))
+
+
+def whole_evaluation(size: int, split: dict, results: list[dict], reps: int, command_reps: int
+                     ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """CPU seconds of the whole evaluation (see the module docstring) on the case written to files: ``reps`` runs
+    in this process, ``command_reps`` as fresh processes; the figures of both are compared as in the first table."""
+    import json
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from vision.evaluation.evaluate import evaluate
+
+    with tempfile.TemporaryDirectory() as folder:
+        split_file, results_file, metrics = (Path(folder) / n for n in ("split.json", "results.json", "m.json"))
+        split_file.write_text(json.dumps(split))
+        results_file.write_text(json.dumps(results))
+        inside: dict[str, list[float]] = {"ours": [], "reference": []}
+        evaluate(split_file, results_file, "concept"), _reference_files(str(split_file), str(results_file))
+        for _ in range(reps):
+            start = time.process_time()
+            evaluate(split_file, results_file, "concept")
+            inside["ours"].append(time.process_time() - start)
+            start = time.process_time()
+            _reference_files(str(split_file), str(results_file))
+            inside["reference"].append(time.process_time() - start)
+        ours = [sys.executable, "-c", "import sys; from vision.cli.evaluate import main; sys.exit(main())",
+                "--split", str(split_file), "--results", str(results_file), "--task", "concept",
+                "--out", str(metrics)]
+        ref = [sys.executable, __file__, "--reference-files", str(split_file), str(results_file)]
+        processes: dict[str, list[float]] = {"ours": [], "reference": []}
+        for _ in range(command_reps):
+            processes["ours"].append(_child_cpu(ours))
+            processes["reference"].append(_child_cpu(ref))
+        scored = json.loads(metrics.read_text())
+    for key, value in reference(split, results).items():
+        if abs(scored[key] - value) > 1e-9:
+            raise SystemExit(f"{size}: {key} differs: vision-evaluate {scored[key]} reference {value}")
+    return inside, processes
+
+
+def _ratio_row(label: str, frames: int, gt_masks: int, records: int, s: dict[str, list[float]]) -> str:
+    return (f"| {label} | {frames} | {gt_masks} | {records} | {min(s['ours']):.3f} / "
+            f"{statistics.median(s['ours']):.3f} | {min(s['reference']):.3f} / "
+            f"{statistics.median(s['reference']):.3f} | {min(s['ours']) / min(s['reference']):.2f}x "
+            f"| {statistics.median(s['ours']) / statistics.median(s['reference']):.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 480])
     parser.add_argument("--videos", type=int, default=8)
     parser.add_argument("--frames", type=int, default=30)
     parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--command-reps", type=int, default=5)
+    parser.add_argument("--reference-files", nargs=2, metavar=("SPLIT", "RESULTS"),
+                        help="be the reference command of the second table on these files, and exit")
     args = parser.parse_args()
+    if args.reference_files:
+        _reference_files(*args.reference_files)
+        return
 
     from vision.evaluation.concept import evaluate_concept
     from vision.evaluation.tasks.concept import validate_concept_results
@@ -170,17 +258,28 @@ def main() -> None:
         for key, value in ref.items():
             if abs(ours[key] - value) > 1e-9:
                 raise SystemExit(f"{size}: {key} differs: ours {ours[key]} reference {value}")
-        rows.append((size, len(split["images"]), len(split["annotations"]), len(results), seconds))
+        rows.append((size, len(split["images"]), len(split["annotations"]), len(results), seconds,
+                     *whole_evaluation(size, split, results, args.reps, args.command_reps)))
     print(f"concept scoring, {args.videos} videos x {args.frames} frames, {args.reps} reps; HOTA figures and IDSW "
           "of ours and the reference agree to 1e-9")
     print("| size | frames | gt masks | records | ours min / median (CPU s) | reference min / median (CPU s) "
           "| ratio min | ratio median |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for size, frames, gt_masks, records, s in rows:
-        print(f"| {size}x{size} | {frames} | {gt_masks} | {records} | {min(s['ours']):.3f} / "
-              f"{statistics.median(s['ours']):.3f} | {min(s['reference']):.3f} / "
-              f"{statistics.median(s['reference']):.3f} | {min(s['ours']) / min(s['reference']):.2f}x "
-              f"| {statistics.median(s['ours']) / statistics.median(s['reference']):.2f}x |")
+    for size, frames, gt_masks, records, s, _, _ in rows:
+        print(_ratio_row(f"{size}x{size}", frames, gt_masks, records, s))
+    for k, title in ((5, f"the whole evaluation in this process ({args.reps} reps): read the files, check the split, "
+                         "validate the results, every figure; against reading the files and the HOTA figures with "
+                         "pycocotools + trackeval"),
+                     (6, f"the whole command, a fresh process each ({args.command_reps} runs, imports included): "
+                         "vision-evaluate --task concept against the reference's process; the figures agree to "
+                         "1e-9")):
+        print()
+        print(title)
+        print("| size | frames | gt masks | records | ours min / median (CPU s) | reference min / median (CPU s) "
+              "| ratio min | ratio median |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for row in rows:
+            print(_ratio_row(f"{row[0]}x{row[0]}", *row[1:4], row[k]))
 
 
 if __name__ == "__main__":

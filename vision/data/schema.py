@@ -532,30 +532,33 @@ def scored_detection_annotations(c: Checker, annotations: list, images: dict[int
 def scored_tracking_annotations(c: Checker, dataset: dict, images: dict[int, dict]) -> None:
     """Videos and tracks (integer ids; a track's video_id an integer) and the fields of each annotation that
     tracking scoring reads: its image, its track (of the image's video; one annotation per track and image) and an
-    RLE segmentation of the image's size."""
+    RLE segmentation of the image's size (compressed counts decoded in batches, :class:`DeferredRle`)."""
     entries(c, top_list(c, dataset, "videos", required=False), "videos")
     has_tracks = dataset.get("tracks") is not None
     track_videos: dict[int, int] = {}
     for field, track, ident in entries(c, top_list(c, dataset, "tracks", required=False), "tracks"):
         track_videos[ident] = c.int_(c.key(track, "video_id", field), f"{field}.video_id")
     seen: dict[tuple[int, int], int] = {}
-    for i, ann in enumerate(top_list(c, dataset, "annotations", required=False)):
-        field = f"annotations[{i}]"
-        image = _annotation_image(c, ann, field, images)
-        if ann.get("track_id") is None:
-            continue
-        track_id = c.int_(ann["track_id"], f"{field}.track_id")
-        if has_tracks and track_id not in track_videos:
-            raise c.fail("annotation points to a track id that is not in 'tracks'", f"{field}.track_id", track_id)
-        if image.get("video_id") is None:
-            raise c.fail(f"image {image['id']} belongs to no video, so it cannot carry a track",
-                         f"{field}.track_id", track_id)
-        if has_tracks and image["video_id"] != track_videos[track_id]:
-            raise c.fail(f"track {track_id} belongs to video {track_videos[track_id]} but image {image['id']} to "
-                         f"video {image['video_id']}", f"{field}.track_id", track_id)
-        if (track_id, image["id"]) in seen:
-            raise c.fail(f"track {track_id} has two annotations on image {image['id']} "
-                         f"(first: annotations[{seen[(track_id, image['id'])]}])", f"{field}.track_id", track_id)
-        seen[(track_id, image["id"])] = i
-        if ann.get("segmentation"):
-            check_rle(c, ann["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+    with DeferredRle(c) as deferred:
+        for i, ann in enumerate(top_list(c, dataset, "annotations", required=False)):
+            field = f"annotations[{i}]"
+            image = _annotation_image(c, ann, field, images)
+            if ann.get("track_id") is None:
+                continue
+            track_id = c.int_(ann["track_id"], f"{field}.track_id")
+            if has_tracks and track_id not in track_videos:
+                raise c.fail("annotation points to a track id that is not in 'tracks'", f"{field}.track_id",
+                             track_id)
+            if image.get("video_id") is None:
+                raise c.fail(f"image {image['id']} belongs to no video, so it cannot carry a track",
+                             f"{field}.track_id", track_id)
+            if has_tracks and image["video_id"] != track_videos[track_id]:
+                raise c.fail(f"track {track_id} belongs to video {track_videos[track_id]} but image {image['id']} "
+                             f"to video {image['video_id']}", f"{field}.track_id", track_id)
+            if (track_id, image["id"]) in seen:
+                raise c.fail(f"track {track_id} has two annotations on image {image['id']} "
+                             f"(first: annotations[{seen[(track_id, image['id'])]}])", f"{field}.track_id", track_id)
+            seen[(track_id, image["id"])] = i
+            seg = ann.get("segmentation")
+            if seg and not deferred.offer(i, seg, image["height"], image["width"]):
+                check_rle(c, seg, f"{field}.segmentation", image["height"], image["width"])

@@ -47,6 +47,7 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
     is a finite number, the segmentation an RLE of exactly the image's pixels and ``prompt_type`` (optional) a
     string."""
     from vision.data.checker import check_rle
+    from vision.data.schema_columns import DeferredRle
     from vision.evaluation.results import ResultsChecker
 
     check_tracking_parts(split, split_file)
@@ -54,24 +55,26 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
     images = {int(img["id"]): img for img in split.get("images", [])}
     videos = {int(v["id"]) for v in split.get("videos") or []} | \
         {int(img["video_id"]) for img in images.values() if img.get("video_id") is not None}
-    for i, r in enumerate(results):
-        field = f"results[{i}]"
-        c.entry(r, field, ("video_id", "track_id", "image_id", "segmentation", "score"))
-        video_id = c.int_(r["video_id"], f"{field}.video_id")
-        c.int_(r["track_id"], f"{field}.track_id")
-        image_id = c.int_(r["image_id"], f"{field}.image_id")
-        c.number(r["score"], f"{field}.score")
-        if video_id not in videos:
-            raise c.fail("video_id is not in the split", f"{field}.video_id", video_id)
-        image = images.get(image_id)
-        if image is None:
-            raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
-        if image.get("video_id") != video_id:
-            raise c.fail(f"image {image_id} belongs to video {image.get('video_id')}, not to this video_id",
-                         f"{field}.video_id", video_id)
-        check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
-        if "prompt_type" in r:
-            c.str_(r["prompt_type"], f"{field}.prompt_type")
+    with DeferredRle(c, "results") as deferred:  # compressed RLE counts decoded in batches
+        for i, r in enumerate(results):
+            field = f"results[{i}]"
+            c.entry(r, field, ("video_id", "track_id", "image_id", "segmentation", "score"))
+            video_id = c.int_(r["video_id"], f"{field}.video_id")
+            c.int_(r["track_id"], f"{field}.track_id")
+            image_id = c.int_(r["image_id"], f"{field}.image_id")
+            c.number(r["score"], f"{field}.score")
+            if video_id not in videos:
+                raise c.fail("video_id is not in the split", f"{field}.video_id", video_id)
+            image = images.get(image_id)
+            if image is None:
+                raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
+            if image.get("video_id") != video_id:
+                raise c.fail(f"image {image_id} belongs to video {image.get('video_id')}, not to this video_id",
+                             f"{field}.video_id", video_id)
+            if not deferred.offer(i, r["segmentation"], image["height"], image["width"]):
+                check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
+            if "prompt_type" in r:
+                c.str_(r["prompt_type"], f"{field}.prompt_type")
 
 
 def add_flags(group: argparse._ArgumentGroup) -> None:
