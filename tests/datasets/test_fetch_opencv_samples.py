@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.prepare import opencv_samples
 from vision.prepare.opencv_samples import FILES, fetch, main, missing
 
@@ -80,3 +81,23 @@ def test_out_that_is_a_file_is_refused(tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     assert main(["--out", str(tmp_path / "f")]) == 2
     assert "is a file" in capsys.readouterr().err
+
+
+def test_a_late_failure_leaves_the_folder_as_it_was(tmp_path, monkeypatch, capsys):
+    """The last file fails as it is copied: the two copied before it do not replace the old ones either."""
+    _package_tree(tmp_path / "root")
+    monkeypatch.setattr(opencv_samples, "INSTALLED", tmp_path / "root")
+    out = tmp_path / "out"
+    add_user_file(out)
+    assert main(["--out", str(out)]) == 0
+    (out / "cup.mp4").unlink()  # one missing: the next run fetches all three again
+    before = snapshot(out)
+    for member in FILES.values():  # a newer package
+        path = tmp_path / "root" / member
+        path.write_bytes(gzip.compress(b"newer") if member.endswith(".gz") else b"newer")
+    written = fail_late(monkeypatch, opencv_samples, "_copy_member", call=len(FILES))
+    capsys.readouterr()
+    assert main(["--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(written) == len(FILES) and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"root", "out"})

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from pycocotools import mask as mask_utils
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.coco import load_split
 from vision.data.masks import decode_rle
 from vision.errors import DataError
 from vision.evaluation.evaluate import evaluate
-from vision.prepare import burst
+from vision.prepare import burst, instances
 
 W, H = 8, 6
 
@@ -155,3 +156,20 @@ def test_the_cli_prints_the_split(tmp_path, capsys):
     src = tmp_path / "burst" / "frames" / "val" / "LaSOT" / "seq_b" / "frame0001.jpg"
     assert (out / "burst_val" / "val" / "LaSOT" / "seq_b" / "frame0001.jpg").stat().st_ino == src.stat().st_ino
     assert load_split(out / "burst_val.json").dataset["videos"][1]["concepts"] == [4]
+
+
+def test_a_late_failure_leaves_the_old_output_whole(tmp_path, capsys, monkeypatch):
+    path, doc, _ = _dataset(tmp_path / "burst")
+    out = tmp_path / "out"
+    add_user_file(out)
+    argv = [str(path), "--frames", str(tmp_path / "burst" / "frames"), "--out", str(out)]
+    assert burst.main(argv) == 0
+    before = snapshot(out)
+    doc["categories"][1]["name"] = "pedestrian"
+    path.write_text(json.dumps(doc))
+    written = fail_late(monkeypatch, instances, "write_split")  # after every frame was placed
+    capsys.readouterr()
+    assert burst.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert written and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"burst", "out"})

@@ -25,6 +25,7 @@ from pycocotools import mask as mask_utils
 from scipy.spatial.transform import Rotation
 
 from tests.datasets.cameras import mean_distance_from_first_camera, project_with_split_camera
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.coco import load_split
 from vision.errors import DataError, InputError
 from vision.prepare import co3d as prepare_co3d
@@ -301,3 +302,23 @@ def test_the_cli_converts_and_reports_errors_in_one_line(tmp_path: Path, capsys)
     assert prepare_co3d.main([str(root), "--category", CATEGORY, "--out", str(out), "--set-list", "missing"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "set_lists_missing.json" in err[0]
+
+
+def test_subsets_share_out_and_a_late_failure_leaves_it_whole(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Two subsets into one --out keep each other's frames (the folders are merged, not replaced); a third run
+    that fails once every frame and depth map is written leaves all of it as it was."""
+    root = write_co3d(tmp_path / "co3d")
+    out = tmp_path / "out"
+    add_user_file(out)
+    argv = [str(root), "--category", CATEGORY, "--out", str(out), "--depth"]
+    assert prepare_co3d.main([*argv, "--set-list", "manyview_dev_0", "--subset", "train"]) == 0
+    assert prepare_co3d.main([*argv, "--set-list", "manyview_dev_0", "--subset", "test"]) == 0
+    assert len(load_split(out / "train.json").dataset["images"]) == 3  # its files are all still there
+    assert len(load_split(out / "test.json").dataset["images"]) == 2
+    before = snapshot(out)
+    written = fail_late(monkeypatch, prepare_co3d, "write_named_split")
+    capsys.readouterr()
+    assert prepare_co3d.main([*argv, "--scale", "mean"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert written and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"co3d", "out"})

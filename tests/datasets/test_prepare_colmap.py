@@ -16,6 +16,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from tests.datasets.cameras import mean_distance_from_first_camera, project_with_split_camera
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.coco import load_split
 from vision.errors import DataError
 from vision.prepare import colmap as prepare_colmap
@@ -268,3 +269,18 @@ def test_the_cli_converts_and_reports_errors_in_one_line(tmp_path: Path, capsys)
     assert prepare_colmap.main([str(model), "--images", str(images), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "cameras.txt: line 1" in err[0]
+
+
+def test_a_late_failure_leaves_the_old_output_whole(tmp_path: Path, capsys, monkeypatch) -> None:
+    model, images = write_model(tmp_path)
+    out = tmp_path / "out"
+    add_user_file(out)
+    assert prepare_colmap.main([str(model), "--images", str(images), "--out", str(out)]) == 0
+    before, siblings = snapshot(out), {p.name for p in tmp_path.iterdir()}
+    written = fail_late(monkeypatch, prepare_colmap, "write_named_split")  # after the images and points3D.npz
+    capsys.readouterr()
+    assert prepare_colmap.main([str(model), "--images", str(images), "--out", str(out), "--scale", "mean",
+                                "--distortion", "ignore"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert written and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, siblings)

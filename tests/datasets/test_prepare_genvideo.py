@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.coco import load_split
 from vision.data.video import write_video
 from vision.errors import DataError
@@ -62,3 +63,16 @@ def test_the_cli_converts_and_reports_a_bad_layout_in_one_line(layout: Path, tmp
     assert prepare_genvideo.main([str(tmp_path / "empty"), "--out", str(tmp_path / "o2")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "real/" in err[0]
+
+
+def test_a_late_failure_leaves_the_old_output_whole(layout: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    out = tmp_path / "out"
+    add_user_file(out)
+    assert prepare_genvideo.main([str(layout), "--out", str(out), "--test", "0.3"]) == 0
+    before = snapshot(out)
+    written = fail_late(monkeypatch, prepare_genvideo, "write_split")  # after every video was placed
+    capsys.readouterr()
+    assert prepare_genvideo.main([str(layout), "--out", str(out), "--test", "0.6", "--holdout", "sora"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert written and len(err) == 1 and err[0].startswith("error:") and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"genvideo", "out"})

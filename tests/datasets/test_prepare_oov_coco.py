@@ -3,8 +3,11 @@
 import copy
 import json
 
+import cv2
+import numpy as np
 import pytest
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.errors import DataError
 from vision.prepare import oov_coco as prep
 
@@ -206,3 +209,24 @@ def test_lvis_bad_input(lvis, tmp_path, capsys):
                       str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--by-frequency" in err[0]
+
+
+def test_a_late_failure_leaves_the_old_output_whole(coco, tmp_path, capsys, monkeypatch):
+    """The split is checked against the images in --out (``--check-files``) and written beside it; a failure as
+    it is written leaves the old split."""
+    src = tmp_path / "instances.json"
+    src.write_text(json.dumps(coco))
+    out = tmp_path / "data"
+    add_user_file(out)
+    (out / "coco").mkdir()
+    for image in coco["images"]:
+        assert cv2.imwrite(str(out / "coco" / image["file_name"]), np.zeros((20, 20, 3), np.uint8))
+    argv = ["--annotations", str(src), "--iv", "voc", "--image-prefix", "coco", "--check-files", "--out", str(out)]
+    assert prep.main(argv) == 0
+    before = snapshot(out)
+    written = fail_late(monkeypatch, prep, "write_split")
+    capsys.readouterr()
+    assert prep.main([*argv, "--mode", "train", "--split", "test"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert written and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"instances.json", "data"})

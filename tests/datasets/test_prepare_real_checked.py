@@ -18,6 +18,7 @@ from vision.prepare.teacher import COCO_CATEGORY_IDS, ROLES
 from vision.weights.nets.onnx_models import COCO_CLASSES
 
 from tests.conftest import REPO, shared_folder
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 
 LABELS = json.loads(rc.LABELS.read_text())
 
@@ -139,6 +140,25 @@ def test_an_altered_or_absent_source_is_one_error_line_naming_it(tmp_path, capsy
     assert not (tmp_path / "out").exists()
     assert rc.main([*argv, "--if-present"]) == 2  # every source skipped: nothing to write
     assert "no labelled frame" in capsys.readouterr().err
+
+
+def test_a_late_failure_leaves_the_old_output_whole(tmp_path, capsys, monkeypatch):
+    import vision.data.coco
+
+    path, photos, labels = _photo_labels(tmp_path)
+    out = tmp_path / "out"
+    add_user_file(out)
+    argv = ["--out", str(out), "--labels", str(path), "--photos", str(photos)]
+    assert rc.main(argv) == 0
+    before = snapshot(out)
+    labels["frames"][0]["coco"][0]["bbox"] = [130, 64, 250, 128]
+    path.write_text(json.dumps(labels))
+    written = fail_late(monkeypatch, vision.data.coco, "write_split", call=2)  # the second split, frames written
+    capsys.readouterr()
+    assert rc.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(written) == 2 and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"photos", "labels.json", "out"})
 
 
 def test_the_shipped_labels_on_the_sources_present(tmp_path):

@@ -8,13 +8,15 @@ at 32 px frames and a 64 px teacher input to stay fast."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.real_depth import RealDepthFrames
-from vision.errors import InputError
+from vision.errors import DataError, InputError
 from vision.prepare import real_depth as prep
 from vision.prepare.aigv import skimage_data_dir
 from vision.prepare.teacher import PHOTOS, Source, default_sources
@@ -102,6 +104,22 @@ def test_rerun_is_byte_identical(built, tmp_path):
     again = prep.prepare(tmp_path / "depth.npz", _sources(clip), **OPTIONS, log=lambda _: None)
     assert again[0].read_bytes() == npz.read_bytes()
     assert again[1].read_bytes() == manifest.read_bytes()
+
+
+def test_a_late_failure_leaves_the_old_pair_whole(built, tmp_path, monkeypatch):
+    """The manifest fails as it is written (the new .npz is written by then): the old pair stays, and the other
+    files of the folder with it."""
+    npz, manifest, clip, _ = built
+    out = tmp_path / "real"
+    add_user_file(out)
+    shutil.copy2(npz, out / npz.name)
+    shutil.copy2(manifest, out / manifest.name)
+    before = snapshot(out)
+    written = fail_late(monkeypatch, prep, "atomic_write_json")
+    with pytest.raises(DataError, match="injected late failure"):
+        prep.prepare(out / npz.name, _sources(clip), **{**OPTIONS, "max_frames": 3}, log=lambda _: None)
+    assert written
+    assert_left_as_it_was(out, before, {"real"})
 
 
 def test_the_middlebury_photograph_is_never_a_training_source(tmp_path):

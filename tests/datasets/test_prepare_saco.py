@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from pycocotools import mask as mask_utils
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.coco import load_split
 from vision.data.masks import decode_rle
 from vision.errors import DataError
-from vision.prepare import saco
+from vision.prepare import instances, saco
 
 W, H = 8, 6
 POLYGON = [[4.0, 0.0, 8.0, 0.0, 8.0, 3.0]]
@@ -194,3 +195,20 @@ def test_bad_video_input_is_one_data_error(tmp_path, mutate, match):
     with pytest.raises(DataError, match=r"sav_val\.json: " + match):
         saco.convert_saco(path, tmp_path / "veval" / "JPEGImages_24fps", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_late_failure_leaves_the_old_output_whole(tmp_path, capsys, monkeypatch):
+    path, doc, _ = _gold(tmp_path / "gold")
+    out = tmp_path / "out"
+    add_user_file(out)
+    argv = [str(path), "--media", str(tmp_path / "gold" / "images"), "--out", str(out)]
+    assert saco.main(argv) == 0
+    before = snapshot(out)
+    doc["images"][0]["text_input"] = "red chili"
+    path.write_text(json.dumps(doc))
+    written = fail_late(monkeypatch, instances, "write_split")  # after every image was placed
+    capsys.readouterr()
+    assert saco.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert written and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"gold", "out"})

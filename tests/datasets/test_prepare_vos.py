@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 from pycocotools import mask as mask_utils
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.coco import load_split
 from vision.errors import DataError, InputError
 from vision.evaluation.evaluate import evaluate
@@ -225,3 +226,20 @@ def test_malformed_inputs_name_the_file(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("error:") and "valid/Annotations" in err[0]
     assert vos.main([str(root), "--out", str(tmp_path / "o2"), "--subset", "train"]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "o2" / "train.json")
+
+
+def test_a_late_failure_leaves_the_old_output_whole(tmp_path, capsys, monkeypatch):
+    """The second subset fails as its split is written: the first one is not put in place either."""
+    _davis(tmp_path / "DAVIS")
+    out = tmp_path / "out"
+    add_user_file(out)
+    argv = [str(tmp_path / "DAVIS"), "--layout", "davis", "--subset", "train", "val", "--out", str(out)]
+    assert vos.main(argv) == 0
+    before = snapshot(out)
+    (tmp_path / "DAVIS" / "ImageSets" / "2017" / "train.txt").write_text("dog\n")
+    written = fail_late(monkeypatch, vos, "write_named_split", call=2)
+    capsys.readouterr()
+    assert vos.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(written) == 2 and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"DAVIS", "out"})

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from pycocotools import mask as mask_utils
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.coco import load_split
 from vision.data.masks import decode_rle
-from vision.errors import DataError
-from vision.prepare import ytvis
+from vision.errors import DataError, InputError
+from vision.prepare import instances, ytvis
 
 W, H = 8, 6
 POLYGON = [[1.0, 1.0, 6.0, 1.0, 6.0, 4.0, 1.0, 4.0]]
@@ -168,3 +169,30 @@ def test_converting_into_the_frame_folder_itself_keeps_the_frames(tmp_path):
     split = load_split(ytvis.convert_ytvis(path, tmp_path / "ytvis" / "JPEGImages", tmp_path / "ytvis",
                                            name="JPEGImages"))
     assert frame.read_bytes() == before and split.dataset["images"][0]["file_name"] == "JPEGImages/vid_a/00000.jpg"
+
+
+def test_a_late_failure_leaves_the_old_output_whole(tmp_path, capsys, monkeypatch):
+    path, doc, _ = _dataset(tmp_path / "ytvis")
+    out = tmp_path / "out"
+    add_user_file(out)
+    argv = [str(path), "--frames", str(tmp_path / "ytvis" / "JPEGImages"), "--out", str(out)]
+    assert ytvis.main(argv) == 0
+    before = snapshot(out)
+    doc["categories"][0]["name"] = "panda"
+    path.write_text(json.dumps(doc))
+    written = fail_late(monkeypatch, instances, "write_split")  # after every frame was placed
+    capsys.readouterr()
+    assert ytvis.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert written and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"ytvis", "out"})
+
+
+def test_a_frame_folder_inside_the_one_written_is_refused_before_writing(tmp_path):
+    """``--frames ytvis/all/JPEGImages --out ytvis --name all``: writing ``ytvis/all`` anew would replace the
+    frames it copies from."""
+    path, _, _ = _dataset(tmp_path / "ytvis" / "all")
+    before = snapshot(tmp_path / "ytvis")
+    with pytest.raises(InputError, match="lies inside .*all.*another --out or --name"):
+        ytvis.convert_ytvis(path, tmp_path / "ytvis" / "all" / "JPEGImages", tmp_path / "ytvis", name="all")
+    assert snapshot(tmp_path / "ytvis") == before and sorted(p.name for p in tmp_path.iterdir()) == ["ytvis"]

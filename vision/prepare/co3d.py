@@ -88,7 +88,7 @@ from vision.data.resize import resize_nearest
 from vision.errors import DataError, InputError
 from vision.prepare.cameras import first_view_world, parse_scale
 from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.files import decode_mask_png, output_folder, place_file, write_named_split
+from vision.prepare.files import decode_mask_png, output_folder, place_file, staged_output, write_named_split
 
 __all__ = ["INTRINSICS_FORMATS", "MAX_ANNOTATION_BYTES", "Co3dFrame", "read_jgz", "read_frame_annotations",
            "viewpoint_to_opencv", "read_depth_png", "read_mask_png", "convert_co3d", "main"]
@@ -453,74 +453,76 @@ def convert_co3d(root: str | Path, category: str, out: str | Path, *, sequences:
         by_sequence[name] = _even(sorted({f.entry: f for f in by_sequence[name]}.values(),
                                          key=lambda f: f.frame_number), frames)
 
-    out.mkdir(parents=True, exist_ok=True)
-    factors: dict[str, float] = {}
-    videos, images, tracks, anns = [], [], [], []
-    for name in sorted(by_sequence):
-        seq = by_sequence[name]
-        video_id = len(videos) + 1
-        rel, factor = first_view_world(np.stack([f.extrinsics for f in seq]), scale, frames_file,
-                                       f"; sequence {name!r} has {len(seq)} view(s)", name)
-        factors[name] = factor
-        track_id = len(tracks) + 1
-        tracks.append({"id": track_id, "video_id": video_id, "category_id": 1, "caption": category,
-                       "co3d_sequence": name})
-        sizes = set()
-        for index, f in enumerate(seq):
-            where = f"[{f.entry}]"
-            src = _inside(root, f.image_path, frames_file, f"{where}.image.path", "image")
-            width, height = image_size(src)
-            check_pixels(width, height, src, max_pixels)
-            if (height, width) != f.size_hw:
-                raise DataError(f"image is {width}x{height} but image.size says [H, W] = {list(f.size_hw)}",
-                                file=frames_file, field=f"{where}.image.size", value=list(f.size_hw))
-            sizes.add((width, height))
-            target = f.image_path
-            place_file(src, resolve_inside(out, target, file=frames_file, field=f"{where}.image.path"), link)
-            image_id = len(images) + 1
-            entry: dict = {"id": image_id, "file_name": target, "width": width, "height": height,
-                           "video_id": video_id, "frame_index": index, "annotated": f.mask_path is not None,
-                           "camera": {"K": f.K.tolist(), "extrinsics": rel[index].tolist()},
-                           "co3d_frame_number": f.frame_number}
-            if f.timestamp is not None:
-                entry["frame_timestamp"] = f.timestamp
-            if depth and f.depth_path is not None:
-                depth_src = _inside(root, f.depth_path, frames_file, f"{where}.depth.path", "depth map")
-                values = _fit(read_depth_png(depth_src, f.depth_scale, max_pixels), f.size_hw, depth_src,
-                              "depth map")
-                if depth_mask and f.depth_mask_path is not None:
-                    mask_src = _inside(root, f.depth_mask_path, frames_file, f"{where}.depth.mask_path",
-                                       "depth mask")
-                    valid = _fit(read_mask_png(mask_src, None, max_pixels), f.size_hw, mask_src, "depth mask")
-                    values = np.where(valid > 0, values, 0.0)
-                depth_name = f"depth/{f.image_path}.npz"
-                depth_dst = resolve_inside(out, depth_name, file=frames_file, field=f"{where}.depth.path")
-                write_depth_npz(depth_dst, values * factor)
-                entry["depth_file"] = depth_name
-            images.append(entry)
-            if f.mask_path is None:
-                continue
-            mask_src = _inside(root, f.mask_path, frames_file, f"{where}.mask.path", "mask")
-            foreground = read_mask_png(mask_src, f.size_hw, max_pixels) > MASK_THRESHOLD
-            if not foreground.any():
-                continue
-            rle = mask_utils.encode(np.asfortranarray(foreground, dtype=np.uint8))
-            anns.append({"id": len(anns) + 1, "image_id": image_id, "track_id": track_id, "category_id": 1,
-                         "segmentation": rle, "bbox": [float(v) for v in mask_utils.toBbox(rle)],
-                         "area": float(mask_utils.area(rle)), "iscrowd": 0})
-        video: dict = {"id": video_id, "name": name, "ordered": False, "source": "co3d"}
-        if len(sizes) == 1:
-            video["width"], video["height"] = sizes.pop()
-        videos.append(video)
+    # every folder is merged into OUT's: the frames and depth maps of other subsets or categories there stay
+    with staged_output(out, merge=True, inputs=[root]) as stage:
+        factors: dict[str, float] = {}
+        videos, images, tracks, anns = [], [], [], []
+        for name in sorted(by_sequence):
+            seq = by_sequence[name]
+            video_id = len(videos) + 1
+            rel, factor = first_view_world(np.stack([f.extrinsics for f in seq]), scale, frames_file,
+                                           f"; sequence {name!r} has {len(seq)} view(s)", name)
+            factors[name] = factor
+            track_id = len(tracks) + 1
+            tracks.append({"id": track_id, "video_id": video_id, "category_id": 1, "caption": category,
+                           "co3d_sequence": name})
+            sizes = set()
+            for index, f in enumerate(seq):
+                where = f"[{f.entry}]"
+                src = _inside(root, f.image_path, frames_file, f"{where}.image.path", "image")
+                width, height = image_size(src)
+                check_pixels(width, height, src, max_pixels)
+                if (height, width) != f.size_hw:
+                    raise DataError(f"image is {width}x{height} but image.size says [H, W] = {list(f.size_hw)}",
+                                    file=frames_file, field=f"{where}.image.size", value=list(f.size_hw))
+                sizes.add((width, height))
+                target = f.image_path
+                place_file(src, resolve_inside(stage, target, file=frames_file, field=f"{where}.image.path"), link)
+                image_id = len(images) + 1
+                entry: dict = {"id": image_id, "file_name": target, "width": width, "height": height,
+                               "video_id": video_id, "frame_index": index, "annotated": f.mask_path is not None,
+                               "camera": {"K": f.K.tolist(), "extrinsics": rel[index].tolist()},
+                               "co3d_frame_number": f.frame_number}
+                if f.timestamp is not None:
+                    entry["frame_timestamp"] = f.timestamp
+                if depth and f.depth_path is not None:
+                    depth_src = _inside(root, f.depth_path, frames_file, f"{where}.depth.path", "depth map")
+                    values = _fit(read_depth_png(depth_src, f.depth_scale, max_pixels), f.size_hw, depth_src,
+                                  "depth map")
+                    if depth_mask and f.depth_mask_path is not None:
+                        mask_src = _inside(root, f.depth_mask_path, frames_file, f"{where}.depth.mask_path",
+                                           "depth mask")
+                        valid = _fit(read_mask_png(mask_src, None, max_pixels), f.size_hw, mask_src, "depth mask")
+                        values = np.where(valid > 0, values, 0.0)
+                    depth_name = f"depth/{f.image_path}.npz"
+                    depth_dst = resolve_inside(stage, depth_name, file=frames_file, field=f"{where}.depth.path")
+                    write_depth_npz(depth_dst, values * factor)
+                    entry["depth_file"] = depth_name
+                images.append(entry)
+                if f.mask_path is None:
+                    continue
+                mask_src = _inside(root, f.mask_path, frames_file, f"{where}.mask.path", "mask")
+                foreground = read_mask_png(mask_src, f.size_hw, max_pixels) > MASK_THRESHOLD
+                if not foreground.any():
+                    continue
+                rle = mask_utils.encode(np.asfortranarray(foreground, dtype=np.uint8))
+                anns.append({"id": len(anns) + 1, "image_id": image_id, "track_id": track_id, "category_id": 1,
+                             "segmentation": rle, "bbox": [float(v) for v in mask_utils.toBbox(rle)],
+                             "area": float(mask_utils.area(rle)), "iscrowd": 0})
+            video: dict = {"id": video_id, "name": name, "ordered": False, "source": "co3d"}
+            if len(sizes) == 1:
+                video["width"], video["height"] = sizes.pop()
+            videos.append(video)
 
-    info = {"description": f"CO3Dv2 {category} -> one multi-view set per sequence",
-            "co3d": {"root": str(root), "category": category, "scale": factors,
-                     "world": "camera-from-world (OpenCV) relative to each video's frame_index 0",
-                     "set_list": None if set_list_file is None else set_list_file.name,
-                     "subset": subset if set_list is not None else None, "frames": frames}}
-    dataset = {"info": info, "videos": videos, "images": images, "tracks": tracks, "annotations": anns,
-               "categories": [{"id": 1, "name": category}]}
-    return write_named_split(out, split, dataset)
+        info = {"description": f"CO3Dv2 {category} -> one multi-view set per sequence",
+                "co3d": {"root": str(root), "category": category, "scale": factors,
+                         "world": "camera-from-world (OpenCV) relative to each video's frame_index 0",
+                         "set_list": None if set_list_file is None else set_list_file.name,
+                         "subset": subset if set_list is not None else None, "frames": frames}}
+        dataset = {"info": info, "videos": videos, "images": images, "tracks": tracks, "annotations": anns,
+                   "categories": [{"id": 1, "name": category}]}
+        written = write_named_split(stage, split, dataset)
+    return out / written.name
 
 
 def main(argv: Sequence[str] | None = None) -> int:

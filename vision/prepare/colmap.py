@@ -69,7 +69,7 @@ from vision.errors import DataError, InputError
 from vision.geometry.camera import quat_to_matrix
 from vision.prepare.cameras import first_view_world, parse_scale
 from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.files import output_folder, place_file, write_named_split
+from vision.prepare.files import output_folder, place_file, staged_output, write_named_split
 
 __all__ = ["ColmapCamera", "ColmapImage", "read_cameras", "read_images", "read_points3d", "read_colmap_depth",
            "convert_colmap", "main", "CAMERA_MODELS"]
@@ -390,62 +390,64 @@ def convert_colmap(model_dir: str | Path, images_dir: str | Path, out: str | Pat
     depth_root = Path(depth_dir) if depth_dir is not None else None
     if depth_root is not None and not depth_root.is_dir():
         raise DataError("depth folder not found", file=depth_root)
-    out.mkdir(parents=True, exist_ok=True)
-    entries: list[dict] = []
-    warned: set[int] = set()
-    for index, (im, src) in enumerate(zip(images, sources)):
-        camera = cameras[im.camera_id]
-        target = f"images/{Path(im.name).as_posix()}"
-        dst = resolve_inside(out, target, file=images_file, field=f"line {im.line} NAME")
-        cam_entry: dict = {"K": camera.K.tolist(), "extrinsics": rel[index].tolist()}
-        if camera.distorted and distortion == "undistort":
-            _undistort(src, dst, camera)
-        else:
-            place_file(src, dst, link)
-            if camera.distorted:  # distortion == "ignore"
-                cam_entry["distortion"] = {"model": "opencv", "coeffs": camera.dist.tolist()}
-                if camera.camera_id not in warned:
-                    warned.add(camera.camera_id)
-                    warnings.warn(f"{cameras_file}: camera {camera.camera_id} ({camera.model}) has distortion "
-                                  f"{camera.dist.tolist()}; distortion='ignore' keeps the images as they are, so "
-                                  "the pinhole K in the split is only approximate", stacklevel=2)
-        entry = {"id": index + 1, "file_name": target, "width": camera.width, "height": camera.height,
-                 "video_id": 1, "frame_index": index, "camera": cam_entry, "colmap_image_id": im.image_id}
-        if depth_root is not None:
-            depth_src = _find_depth(depth_root, im.name)
-            if depth_src is None and require_depth:
-                raise DataError(f"no depth map for image {im.name!r} (looked for NAME.geometric.bin, "
-                                "NAME.photometric.bin, NAME.npy)", file=depth_root, value=im.name)
-            if depth_src is not None:
-                if camera.distorted:
-                    raise DataError(f"depth maps need undistorted cameras, camera {camera.camera_id} is "
-                                    f"{camera.model} with distortion {camera.dist.tolist()}; use the model in "
-                                    "'colmap image_undistorter''s dense/sparse folder", file=cameras_file,
-                                    field=f"line {camera.line}")
-                depth = _load_depth(depth_src, camera.width, camera.height) * factor
-                depth_name = f"depth/{Path(im.name).as_posix()}.npz"
-                depth_dst = resolve_inside(out, depth_name, file=images_file, field=f"line {im.line} NAME")
-                write_depth_npz(depth_dst, depth)
-                entry["depth_file"] = depth_name
-        entries.append(entry)
+    # images/ and depth/ are merged into OUT's: the files of other splits there stay
+    with staged_output(out, merge={"images", "depth"}) as stage:
+        entries: list[dict] = []
+        warned: set[int] = set()
+        for index, (im, src) in enumerate(zip(images, sources)):
+            camera = cameras[im.camera_id]
+            target = f"images/{Path(im.name).as_posix()}"
+            dst = resolve_inside(stage, target, file=images_file, field=f"line {im.line} NAME")
+            cam_entry: dict = {"K": camera.K.tolist(), "extrinsics": rel[index].tolist()}
+            if camera.distorted and distortion == "undistort":
+                _undistort(src, dst, camera)
+            else:
+                place_file(src, dst, link)
+                if camera.distorted:  # distortion == "ignore"
+                    cam_entry["distortion"] = {"model": "opencv", "coeffs": camera.dist.tolist()}
+                    if camera.camera_id not in warned:
+                        warned.add(camera.camera_id)
+                        warnings.warn(f"{cameras_file}: camera {camera.camera_id} ({camera.model}) has distortion "
+                                      f"{camera.dist.tolist()}; distortion='ignore' keeps the images as they are, so "
+                                      "the pinhole K in the split is only approximate", stacklevel=2)
+            entry = {"id": index + 1, "file_name": target, "width": camera.width, "height": camera.height,
+                     "video_id": 1, "frame_index": index, "camera": cam_entry, "colmap_image_id": im.image_id}
+            if depth_root is not None:
+                depth_src = _find_depth(depth_root, im.name)
+                if depth_src is None and require_depth:
+                    raise DataError(f"no depth map for image {im.name!r} (looked for NAME.geometric.bin, "
+                                    "NAME.photometric.bin, NAME.npy)", file=depth_root, value=im.name)
+                if depth_src is not None:
+                    if camera.distorted:
+                        raise DataError(f"depth maps need undistorted cameras, camera {camera.camera_id} is "
+                                        f"{camera.model} with distortion {camera.dist.tolist()}; use the model in "
+                                        "'colmap image_undistorter''s dense/sparse folder", file=cameras_file,
+                                        field=f"line {camera.line}")
+                    depth = _load_depth(depth_src, camera.width, camera.height) * factor
+                    depth_name = f"depth/{Path(im.name).as_posix()}.npz"
+                    depth_dst = resolve_inside(stage, depth_name, file=images_file, field=f"line {im.line} NAME")
+                    write_depth_npz(depth_dst, depth)
+                    entry["depth_file"] = depth_name
+            entries.append(entry)
 
-    info: dict = {"description": f"COLMAP text model {model_dir} -> one unordered multi-view set",
-                  "colmap": {"model": str(model_dir), "scale": factor, "reference": images[0].name,
-                             "world": "camera-from-world (OpenCV) relative to frame_index 0",
-                             "distortion": distortion}}
-    points_file = model_dir / "points3D.txt"
-    if points_file.is_file():
-        ids, xyz, rgb = read_points3d(points_file)
-        xyz_new = (xyz @ images[0].extrinsics[:, :3].T + images[0].extrinsics[:, 3]) * factor
-        with open(out / "points3D.npz", "wb") as f:
-            np.savez_compressed(f, ids=ids, xyz=xyz_new, rgb=rgb)
-        info["colmap"]["points3d_file"] = "points3D.npz"
-    sizes = {(e["width"], e["height"]) for e in entries}
-    video: dict = {"id": 1, "name": name or images_dir.resolve().name, "ordered": False}
-    if len(sizes) == 1:
-        video["width"], video["height"] = sizes.pop()
-    dataset = {"info": info, "images": entries, "annotations": [], "categories": [], "videos": [video]}
-    return write_named_split(out, split, dataset)
+        info: dict = {"description": f"COLMAP text model {model_dir} -> one unordered multi-view set",
+                      "colmap": {"model": str(model_dir), "scale": factor, "reference": images[0].name,
+                                 "world": "camera-from-world (OpenCV) relative to frame_index 0",
+                                 "distortion": distortion}}
+        points_file = model_dir / "points3D.txt"
+        if points_file.is_file():
+            ids, xyz, rgb = read_points3d(points_file)
+            xyz_new = (xyz @ images[0].extrinsics[:, :3].T + images[0].extrinsics[:, 3]) * factor
+            with open(stage / "points3D.npz", "wb") as f:
+                np.savez_compressed(f, ids=ids, xyz=xyz_new, rgb=rgb)
+            info["colmap"]["points3d_file"] = "points3D.npz"
+        sizes = {(e["width"], e["height"]) for e in entries}
+        video: dict = {"id": 1, "name": name or images_dir.resolve().name, "ordered": False}
+        if len(sizes) == 1:
+            video["width"], video["height"] = sizes.pop()
+        dataset = {"info": info, "images": entries, "annotations": [], "categories": [], "videos": [video]}
+        written = write_named_split(stage, split, dataset)
+    return out / written.name
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -26,7 +26,7 @@ from vision.data.io import VIDEO_SUFFIXES
 from vision.data.video import probe_video
 from vision.errors import DataError, InputError, VideoError
 from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.files import output_folder, place_file
+from vision.prepare.files import output_folder, place_file, staged_output
 
 __all__ = ["scan", "assign_side", "convert", "main"]
 
@@ -57,39 +57,43 @@ def assign_side(rel: str, val: float, test: float) -> str:
 
 def convert(root: str | Path, out: str | Path, val: float = 0.1, test: float = 0.2, holdout: str | None = None,
             link: bool = False) -> dict[str, Path]:
-    """Write ``OUT/{train,val,test}.json`` (sides with no videos are skipped); returns ``{side: path}``."""
+    """Write ``OUT/{train,val,test}.json`` (sides with no videos are skipped) and the videos under ``OUT/videos``,
+    all built beside ``OUT`` and moved in once complete (:func:`vision.prepare.files.staged_output`: a failure
+    leaves ``OUT`` as it was); returns ``{side: path}``."""
     if not (0 <= val < 1 and 0 <= test < 1 and val + test < 1):
         raise InputError(f"val and test fractions must be in [0, 1) with val + test < 1; got {val}, {test}")
     root, out = Path(root), output_folder(out)
     sides: dict[str, list[dict]] = {"train": [], "val": [], "test": []}
     skipped = []
-    for path, label, generator in scan(root):
-        rel = path.relative_to(root).as_posix()
-        try:
-            info = probe_video(path)
-        except VideoError as exc:
-            skipped.append(f"{rel}: {exc}")
-            continue
-        side = "test" if holdout is not None and generator == holdout else assign_side(rel, val, test)
-        if holdout is not None and side == "test" and label == "generated" and generator != holdout:
-            side = "train"
-        target = f"videos/{rel}"
-        place_file(path, out / target, link)
-        entry = {"id": len(sides[side]) + 1, "name": rel, "file_name": target, "label": label,
-                 "source": "genvideo", "width": info.width, "height": info.height, "ordered": True}
-        if generator is not None:
-            entry["generator"] = generator
-        sides[side].append(entry)
+    paths = {}
+    # videos/ is merged, not replaced: a side with no video keeps its old split, whose videos must stay
+    with staged_output(out, merge={"videos"}, inputs=[root]) as stage:
+        for path, label, generator in scan(root):
+            rel = path.relative_to(root).as_posix()
+            try:
+                info = probe_video(path)
+            except VideoError as exc:
+                skipped.append(f"{rel}: {exc}")
+                continue
+            side = "test" if holdout is not None and generator == holdout else assign_side(rel, val, test)
+            if holdout is not None and side == "test" and label == "generated" and generator != holdout:
+                side = "train"
+            target = f"videos/{rel}"
+            place_file(path, stage / target, link)
+            entry = {"id": len(sides[side]) + 1, "name": rel, "file_name": target, "label": label,
+                     "source": "genvideo", "width": info.width, "height": info.height, "ordered": True}
+            if generator is not None:
+                entry["generator"] = generator
+            sides[side].append(entry)
+        for side, videos in sides.items():
+            if not videos:
+                continue
+            dataset = {"info": {"description": f"GenVideo-layout conversion of {root.name}, {side}"}, "images": [],
+                       "annotations": [], "categories": [], "videos": videos}
+            write_split(stage / f"{side}.json", dataset)
+            paths[side] = out / f"{side}.json"
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
-    paths = {}
-    for side, videos in sides.items():
-        if not videos:
-            continue
-        dataset = {"info": {"description": f"GenVideo-layout conversion of {root.name}, {side}"}, "images": [],
-                   "annotations": [], "categories": [], "videos": videos}
-        paths[side] = out / f"{side}.json"
-        write_split(paths[side], dataset)
     return paths
 
 

@@ -6,7 +6,8 @@ an upstream segmentation (RLE with compressed or uncompressed counts, or polygon
 
 Nothing is written on bad input: every frame header, declared size and mask is read and checked while the split is
 collected, the split is validated (:func:`vision.data.schema.validate_split`, files aside) before the first frame is
-copied, and the JSON is written last (atomically, by :func:`vision.data.coco.write_split`).
+copied, and the frames and the JSON are built beside ``OUT`` and moved in only once complete
+(:func:`vision.prepare.files.staged_output`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from vision.data.masks import decode_rle, encode_mask, mask_to_bbox
 from vision.data.schema import MAX_IMAGE_SIDE, check_segmentation, validate_split
 from vision.errors import InputError
 from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.files import output_folder, place_file
+from vision.prepare.files import output_folder, place_file, staged_output
 
 __all__ = ["read_document", "check_split_name", "phrase_of", "declared_size", "decode_segmentation", "iscrowd_of",
            "video_and_category", "add_categories", "Conversion", "annotation_main"]
@@ -203,20 +204,33 @@ class Conversion:
         return True
 
     def write(self, info: dict) -> Path:
-        """Validate the split, place its frames and write ``OUT/<name>.json``; returns that path.
+        """Validate the split, place its frames and write ``OUT/<name>.json``; returns that path. The frame folder
+        and the JSON are built beside ``OUT`` and replace their namesakes there once both are complete
+        (:func:`vision.prepare.files.staged_output`).
+
+        ``OUT/<name>`` may be the frame folder itself (``--out ytvis --name JPEGImages``): the frames are then the
+        split's files already, and only the JSON is written.
 
         Raises:
             DataError: the collected split fails the schema (nothing is written then).
+            InputError: some frames lie inside ``OUT/<name>`` but others would be copied there, so writing the
+                frame folder would replace frames it reads (nothing is written then).
         """
         dataset = {"info": info, "videos": list(self.videos.values()), "images": self.images, "tracks": self.tracks,
                    "annotations": self.annotations, "categories": list(self.categories.values())}
         path = self.out / f"{self.name}.json"
         validate_split(dataset, self.out, str(path), check_files=False)
-        for target, source in self._placed.items():
-            destination = resolve_inside(self.out, target, field="file_name")
-            if destination != source:  # OUT/<name> may be the frame folder itself: never replace a source
-                place_file(source, destination, self.link)
-        write_split(path, dataset)
+        copies = {target: source for target, source in self._placed.items()
+                  if resolve_inside(self.out, target, field="file_name") != source}
+        folder = (self.out / self.name).resolve()
+        inside = [source for source in self._placed.values() if folder in source.parents]
+        if copies and inside:
+            raise InputError(f"frame {inside[0]} lies inside {folder}, the split's frame folder that this "
+                             f"conversion writes anew: give another --out or --name")
+        with staged_output(self.out) as stage:
+            for target, source in copies.items():
+                place_file(source, resolve_inside(stage, target, field="file_name"), self.link)
+            write_split(stage / path.name, dataset, check_files=len(copies) == len(self._placed))
         return path
 
 

@@ -62,9 +62,10 @@ import numpy as np
 
 from vision.data.coco import read_json, write_split
 from vision.data.masks import encode_mask
+from vision.data.schema import validate_split
 from vision.errors import DataError, InputError
 from vision.prepare.converter import add_out, converter_parser, run
-from vision.prepare.files import output_folder
+from vision.prepare.files import output_folder, staged_output
 
 __all__ = ["VOC_CLASSES", "LVIS_FREQUENCY_PARTITION", "prepare_oov_split", "lvis_frequency_groups",
            "prepare_lvis_oov_split", "main"]
@@ -301,7 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _convert(args: argparse.Namespace) -> list[str]:
-    out = output_folder(args.out) / f"{_split_name(args.split or args.mode)}.json"
+    folder = output_folder(args.out)
+    out = folder / f"{_split_name(args.split or args.mode)}.json"
     source = read_json(args.annotations)
     if args.by_frequency is not None:
         if args.iv or args.novel or args.oov:
@@ -316,6 +318,9 @@ def _convert(args: argparse.Namespace) -> list[str]:
             raise DataError("give --iv (category names or 'voc') or --by-frequency (LVIS)", field="--iv")
         split = prepare_oov_split(source, args.iv, args.novel, args.oov, args.mode, args.image_prefix,
                                   file=args.annotations)
-    write_split(out, split, check_files=args.check_files)
+    if args.check_files:  # the images lie in OUT, not beside the staged split
+        validate_split(split, folder, str(out), check_files=True)
+    with staged_output(folder) as stage:
+        write_split(stage / out.name, split, check_files=False)
     return [f"{out}: {len(split['images'])} images, {len(split['annotations'])} annotations, "
             f"{len(split['categories'])} categories ({args.mode})"]

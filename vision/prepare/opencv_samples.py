@@ -23,7 +23,7 @@ from pathlib import Path
 from vision.errors import VisionError
 from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.debian import download_members
-from vision.prepare.files import output_folder
+from vision.prepare.files import output_folder, staged_output
 
 __all__ = ["PACKAGE", "FILES", "INSTALLED", "missing", "fetch", "main"]
 
@@ -66,13 +66,14 @@ def _from_package(out: Path) -> None:
 
 
 def fetch(out: str | Path) -> Path:
-    """Put :data:`FILES` into ``out`` (kept where already there); returns ``out``."""
+    """Put :data:`FILES` into ``out`` (kept where already there); returns ``out``. They are gathered beside ``out``
+    and moved in together (:func:`vision.prepare.files.staged_output`): a failed download leaves ``out`` as it was."""
     folder = output_folder(out)
     if not missing(folder):
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    if not _from_installed(folder):
-        _from_package(folder)
+    with staged_output(folder) as stage:
+        if not _from_installed(stage):
+            _from_package(stage)
     return folder
 
 

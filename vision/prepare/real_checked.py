@@ -73,7 +73,7 @@ import numpy as np
 from vision.errors import InputError, VisionError
 from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.debian import download_members
-from vision.prepare.files import output_folder
+from vision.prepare.files import output_folder, staged_output
 
 __all__ = ["LABELS", "DEFAULT_PHOTOS", "WHERE", "load_labels", "check_labels", "locate_sources", "check_sources",
            "sha256_of", "fetch_photos", "prepare", "main"]
@@ -482,7 +482,8 @@ def prepare(out: str | Path, labels_path: str | Path = LABELS, footage: Sequence
             log: Callable[[str], None] = print) -> dict[str, Path]:
     """Check the labels and the sources, store the frames and write ``OUT/coco.json`` and ``OUT/open.json`` (see
     the module docstring); returns ``{split name: json path}``. Nothing is written before every source has been
-    checked and read.
+    checked and read, and the output is built beside ``OUT`` and moved in once complete
+    (:func:`vision.prepare.files.staged_output`).
 
     Raises:
         InputError: bad labels, an absent source (without ``if_present``), a source whose sha256 differs, an
@@ -510,12 +511,12 @@ def prepare(out: str | Path, labels_path: str | Path = LABELS, footage: Sequence
     splits = _splits(records, info)
     for name, split in splits.items():  # before anything is written
         validate_split(split, out, str(out / f"{name}.json"), check_files=False)
-    for _, file_name, data in records:
-        atomic_write_bytes(out / file_name, data)
-    written = {}
-    for name, split in splits.items():
-        written[name] = out / f"{name}.json"
-        write_split(written[name], split)
+    with staged_output(out, merge={"frames"}) as stage:  # frames/ merged: what else OUT/frames holds stays
+        for _, file_name, data in records:
+            atomic_write_bytes(stage / file_name, data)
+        for name, split in splits.items():
+            write_split(stage / f"{name}.json", split)
+    written = {name: out / f"{name}.json" for name in splits}
     skipped = sorted(set(labels["sources"]) - usable)
     log(f"{len(records)} of {len(labels['frames'])} labelled frames from {len(usable)} sources"
         + (f"; skipped {', '.join(skipped)}" if skipped else ""))

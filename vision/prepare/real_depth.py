@@ -26,9 +26,10 @@ Output: ``--out`` (default :data:`DEFAULT_OUT`), one compressed ``.npz`` with ``
 (RGB) and ``disparity`` float16 ``[N, S, S]``, read by :class:`vision.data.real_depth.RealDepthFrames`; beside it a
 JSON manifest (same name, ``.json``) with the provenance: the teacher (name, file, sha256 from the registry, input
 size), the sizes, the sampling rule, each source (origin in words, frames declared / sampled / kept, its frame
-indices and its rows in the arrays) and the sources left out. Both are written atomically, the ``.npz`` first (the
-manifest records its sha256). Sources and frames are in a fixed order and the archive has fixed timestamps, so a
-rerun with the same inputs and ``--threads`` writes byte-identical files.
+indices and its rows in the arrays), the sources left out and the ``.npz``'s sha256. Both are built beside their
+folder and moved in together (:func:`vision.prepare.files.staged_output`), so a failure leaves the old pair whole.
+Sources and frames are in a fixed order and the archive has fixed timestamps, so a rerun with the same inputs and
+``--threads`` writes byte-identical files.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from vision.data.files import output_file
 from vision.data.io import atomic_write_bytes, atomic_write_json, read_image, resize_frame
 from vision.errors import InputError, VisionError
 from vision.prepare.converter import add_out, converter_parser, run
+from vision.prepare.files import staged_output
 from vision.prepare.teacher import DUPLICATE_THRESHOLD, Source, check_options, default_sources, sample_video
 
 __all__ = ["DEFAULT_OUT", "HELD_OUT", "TEACHER", "held_out", "training_sources", "square_crop", "prepare", "main"]
@@ -250,8 +252,9 @@ def prepare(out: str | Path, sources: Sequence[Source], size: int = 64, teacher_
         "sources": entries,
         "left_out": list(left_out),
     }
-    atomic_write_bytes(out, data)
-    atomic_write_json(manifest_path, manifest, indent=1)
+    with staged_output(out.parent) as stage:  # the two files replace their namesakes together; the rest stays
+        atomic_write_bytes(stage / out.name, data)
+        atomic_write_json(stage / manifest_path.name, manifest, indent=1)
     log(f"wrote {manifest['frames']} frames of {size}x{size} from {sum(e['frames_kept'] > 0 for e in entries)} "
         f"sources to {out} (manifest {manifest_path})")
     return out, manifest_path

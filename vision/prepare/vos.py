@@ -49,7 +49,7 @@ from vision.data.coco import read_json
 from vision.data.io import MAX_INPUT_PIXELS, check_pixels, image_size, resolve_inside
 from vision.errors import DataError, InputError
 from vision.prepare.converter import add_link, add_out, converter_parser, run
-from vision.prepare.files import decode_mask_png, output_folder, place_file, write_named_split
+from vision.prepare.files import decode_mask_png, output_folder, place_file, staged_output, write_named_split
 
 __all__ = ["LAYOUTS", "VOID", "read_mask", "convert_vos", "main"]
 
@@ -166,11 +166,21 @@ def convert_vos(root: str | Path, out: str | Path, layout: str = "davis", subset
 
     Raises:
         InputError: a bad layout or name. DataError: a missing folder or file, an unreadable or mis-sized frame or
-            mask, a mask file without a frame; the message names the file.
+            mask, a mask file without a frame; the message names the file. ``out`` is left as it was then (the
+            split is built beside it, :func:`vision.prepare.files.staged_output`).
     """
+    out = output_folder(out)
+    with staged_output(out, inputs=[root]) as stage:
+        written = _convert_into(stage, root, layout, subset, link, name, resolution, max_pixels)
+    return out / written.name
+
+
+def _convert_into(out: Path, root: str | Path, layout: str, subset: str | None, link: bool, name: str | None,
+                  resolution: str, max_pixels: int | None) -> Path:
+    """:func:`convert_vos` into the folder ``out`` (a staging folder); returns the split's path there."""
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
-    root, out = Path(root), output_folder(out)
+    root = Path(root)
     if not root.is_dir():
         raise DataError("dataset folder not found", file=root)
     frames_dir, masks_dir, meta = _folders(root, layout, subset, resolution)
@@ -255,7 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         subsets: list[str | None] = list(dict.fromkeys(args.subset)) if args.subset else [None]
         if args.name is not None and len(subsets) > 1:
             parser.error("--name names one split: give one --subset with it")
-        for subset in subsets:  # each split's path as soon as it is written
-            yield convert_vos(args.root, args.out, args.layout, subset, args.link, args.name, args.resolution)
+        out = output_folder(args.out)
+        with staged_output(out, inputs=[args.root]) as stage:  # every subset, or none should one fail
+            written = [_convert_into(stage, args.root, args.layout, subset, args.link, args.name, args.resolution,
+                                     MAX_INPUT_PIXELS) for subset in subsets]
+        for path in written:
+            yield out / path.name
 
     return run(parser, argv, convert)
