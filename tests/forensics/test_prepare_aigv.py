@@ -3,7 +3,9 @@ labelled, identical re-encoding and the re-encoding chain."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 from pathlib import Path
 
 import cv2
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.data.coco import load_split
 from vision.data.video import probe_video, read_video, write_video
 from vision.errors import InputError
@@ -192,6 +195,41 @@ def test_prepare_writes_labelled_splits_with_no_source_on_two_sides(tmp_path: Pa
     assert {"bikes", "carphone_pristine", "bigbuckbunny"} <= set(frames_of["test"])
 
 
+def _digests(folder: Path) -> dict[str, str]:
+    """``{path relative to folder: sha256 of its bytes}`` of every file under ``folder``."""
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_two_preparations_are_byte_identical(tmp_path: Path) -> None:
+    # the whole recipe twice, the generators trained for enough steps that a thread count's last bits would show in
+    # their clips: the first run on one torch thread, the second on two and from other global random states; every
+    # file (clips, re-encodings, re-encoding chain, splits) must come out with the same bytes
+    threads = torch.get_num_threads()
+    digests = []
+    try:
+        for run, count in enumerate((1, 2)):
+            torch.set_num_threads(count)
+            torch.manual_seed(100 + run)
+            np.random.seed(100 + run)
+            random.seed(100 + run)
+            prepare_aigv.prepare(tmp_path / f"run{run}", size=32, frames=8, steps=20, max_source_frames=40,
+                                 render_scenes=1, fakes_per_generator=2, log=lambda _: None)
+            digests.append(_digests(tmp_path / f"run{run}"))
+    finally:
+        torch.set_num_threads(threads)
+    first, second = digests
+    for name in ("train", "val", "test"):  # every side has real clips and the learned generators' clips
+        generators = {v.get("generator", v["label"]) for v in json.loads((tmp_path / "run0" / f"{name}.json")
+                                                                          .read_text())["videos"]}
+        assert {"real", "vae", "nextframe", "diffusion", "perframe_vae", "perframe_diffusion"} <= generators, name
+    assert set(first) == set(second)
+    assert {Path(k).parts[1] for k in first if k.startswith("videos/")} == {
+        "train", "val", "test", "test_crf28", "test_chain"}
+    assert sorted(k for k in first if first[k] != second[k]) == []
+
+
 def test_opencv_samples_folder_must_hold_every_video(tmp_path: Path) -> None:
     (tmp_path / "samples").mkdir()
     write_video(tmp_path / "samples" / "box.mp4", np.zeros((4, 32, 32, 3), np.uint8))
@@ -326,3 +364,48 @@ def test_shared_footage_is_four_more_real_sources(shared_footage: Path) -> None:
     added = {p.name: side for p, side in sources[len(prepare_aigv.REAL_SOURCES):]}
     assert added == {"mmaction2_basketball.mp4": None, "mmaction2_makeup.avi": None, "mmaction2_pool.mp4": None,
                      "mmaction2_two_people.mp4": prepare_aigv.FOOTAGE_MAX_SIDE}  # 1920x1080: read resized down
+
+
+#: The smallest benchmark options (issue 63's example); with 8 source frames the val and test segments are too
+#: short for a 4-frame clip.
+TINY = ["--size", "32", "--frames", "4", "--steps", "1", "--render-scenes", "1", "--fakes-per-generator", "1"]
+
+
+def test_a_side_without_a_real_clip_is_one_error_before_anything_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_training(*args, **kwargs):
+        raise AssertionError("the generators must not be trained")
+
+    monkeypatch.setattr(prepare_aigv, "train_generators", no_training)
+    with pytest.raises(InputError, match=r"no real source gives a 4-frame clip in the val segment .*"
+                                         r"--max-source-frames \(now 8\).*--frames"):
+        prepare_aigv.prepare(tmp_path / "new", size=32, frames=4, steps=1, max_source_frames=8, render_scenes=1,
+                             fakes_per_generator=1, log=lambda _: None)
+    assert not (tmp_path / "new").exists()
+    out = tmp_path / "aigv"  # an earlier benchmark (stand-in files): kept byte for byte
+    (out / "videos" / "val").mkdir(parents=True)
+    (out / "videos" / "val" / "real_bikes_000.mp4").write_bytes(b"an old clip")
+    (out / "val.json").write_text('{"videos": []}')
+    add_user_file(out)
+    before = snapshot(out)
+    assert prepare_aigv.main(["--out", str(out), *TINY, "--max-source-frames", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no real source gives") and "--max-source-frames" in err[0]
+    assert_left_as_it_was(out, before, {"aigv"})
+
+
+@pytest.mark.slow
+def test_a_late_failure_leaves_the_old_benchmark_whole(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # two builds at the smallest size that gives every side a clip (about 10 s)
+    out = tmp_path / "aigv"
+    add_user_file(out)
+    assert prepare_aigv.main(["--out", str(out), *TINY, "--max-source-frames", "24"]) == 0
+    assert (out / "test_chain.json").is_file() and not (out / "render_tmp").exists()
+    before = snapshot(out)
+    written = fail_late(monkeypatch, prepare_aigv, "reencode_chain")  # the last split, every other one written
+    capsys.readouterr()
+    assert prepare_aigv.main(["--out", str(out), *TINY, "--max-source-frames", "24", "--seed", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert written and len(err) == 1 and "injected late failure" in err[0]
+    assert_left_as_it_was(out, before, {"aigv"})

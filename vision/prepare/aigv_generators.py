@@ -8,7 +8,11 @@ training side's real frames only.
 The ``perframe`` family applies the same models to every frame independently, with no temporal model:
 ``perframe_vae``: every frame decoded from its own posterior sample (independent latent noise per frame);
 ``perframe_diffusion``: SDEdit at a higher strength with independent noise per frame (frame-to-frame flicker).
-Frames are ``uint8 [N, H, W, 3]`` outside, float ``[N, 3, H, W]`` in [-1, 1] inside; everything runs on the CPU.
+Frames are ``uint8 [N, H, W, 3]`` outside, float ``[N, 3, H, W]`` in [-1, 1] inside; everything runs on the CPU,
+on one torch thread (:func:`vision.forensics.tools.one_thread`): the CPU kernels sum in an order that follows the
+thread count, and the last bits of a training step grow over the steps into different models, so the benchmark's
+clips would depend on the machine's cores. With the seeds, training and generation give the same bits every run on
+one kind of CPU (torch picks its kernels' vector code by CPU).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from vision.errors import InputError
+from vision.forensics.tools import one_thread
+from vision.rng import preserved_rng_state
 
 __all__ = ["GENERATORS", "PERFRAME_GENERATORS", "ConvVAE", "NextFramePredictor", "TinyDenoiser", "to_tensor",
            "to_uint8", "train_generator", "train_generators", "generate"]
@@ -199,7 +205,16 @@ def train_generator(model: nn.Module, sample: Callable[[torch.Generator], torch.
 
 def train_generators(train_windows: list[np.ndarray], steps: int, seed: int = 0,
                      batch: int = 16) -> tuple[dict[str, nn.Module], dict[str, list[float]]]:
-    """Train the three generators on training-side real windows ``[L, s, s, 3]`` only."""
+    """Train the three generators on training-side real windows ``[L, s, s, 3]`` only, on one torch thread, their
+    initial weights drawn from ``seed`` (the caller's global random state is left as it was): the same models for
+    the same windows and seed, whatever the thread count or random state the caller has."""
+    with one_thread(), preserved_rng_state():
+        torch.manual_seed(seed)
+        return _train_generators(train_windows, steps, seed, batch)
+
+
+def _train_generators(train_windows: list[np.ndarray], steps: int, seed: int,
+                      batch: int) -> tuple[dict[str, nn.Module], dict[str, list[float]]]:
     frames = to_tensor(np.concatenate(train_windows))
     clips = torch.stack([to_tensor(w) for w in train_windows])  # [N, L, 3, s, s]
 
@@ -222,7 +237,13 @@ def train_generators(train_windows: list[np.ndarray], steps: int, seed: int = 0,
 
 def generate(models: dict[str, nn.Module], name: str, window: np.ndarray, seed: int) -> np.ndarray:
     """Make one generated clip ``uint8 [L, s, s, 3]`` from a real window with generator ``name`` (one of
-    :data:`GENERATORS` or :data:`PERFRAME_GENERATORS`)."""
+    :data:`GENERATORS` or :data:`PERFRAME_GENERATORS`), on one torch thread: the same clip for the same models,
+    window and seed, whatever the caller's thread count."""
+    with one_thread():
+        return _generate(models, name, window, seed)
+
+
+def _generate(models: dict[str, nn.Module], name: str, window: np.ndarray, seed: int) -> np.ndarray:
     if name == "vae":
         return models["vae"].resynthesise(window)
     if name == "nextframe":
