@@ -121,7 +121,7 @@ def test_real_video_clip(checkpoint, fake_encoder, tmp_path):
 def test_predictor_input_errors_and_text_cache(checkpoint, fake_encoder):
     pred = DetectorPredictor.from_checkpoint(checkpoint, vocabulary=["cube"], encoder=fake_encoder)
     for bad, match in (([], "empty"), (["cube", "Cube "], "duplicates"), (["cube", 3], "must be a str"),
-                       (["cube", "  "], "empty"), ("cube,,mug", "empty"), ("cube; Cube", "repeats"),
+                       (["cube", "  "], "nothing visible"), ("cube,,mug", "empty"), ("cube; Cube", "repeats"),
                        (3, "list of class names")):
         with pytest.raises(InputError, match=match):
             pred.set_vocabulary(bad)

@@ -52,7 +52,7 @@ def test_bad_prompts_raise(predictor):
         predictor.add_prompt(state, 6, 1, points=[[1, 1]])
     with pytest.raises(InputError, match="shape"):
         predictor.add_prompt(state, 0, 1, mask=np.ones((10, 10), bool))
-    with pytest.raises(InputError, match="non-empty"):
+    with pytest.raises(InputError, match="nothing visible"):
         predictor.add_prompt(state, None, 1, text="  ")
     with pytest.raises(InputError, match="empty"):
         predictor.add_prompt(state, 0, 1, box=[5, 5, 5, 9])
