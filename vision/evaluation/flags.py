@@ -8,10 +8,13 @@ import argparse
 import math
 from typing import Any
 
-__all__ = ["PROTOCOLS", "id_list", "finite_float", "positive_int", "given"]
+__all__ = ["MASK_PROTOCOLS", "PROTOCOLS", "id_list", "finite_float", "positive_int", "given"]
 
-#: The tracking protocols (see :func:`vision.evaluation.tracking.evaluate_tracking`).
-PROTOCOLS: tuple[str, ...] = ("vos-benchmark", "davis2017")
+#: The tracking protocols that score masks (see :func:`vision.evaluation.tracking.evaluate_tracking`).
+MASK_PROTOCOLS: tuple[str, ...] = ("vos-benchmark", "davis2017")
+#: Every tracking protocol: the mask ones, and ``boxes`` (box tracks on labelled frames,
+#: :mod:`vision.evaluation.box_tracks`).
+PROTOCOLS: tuple[str, ...] = (*MASK_PROTOCOLS, "boxes")
 
 
 def id_list(text: str) -> list[int]:

@@ -29,7 +29,7 @@ from scipy.optimize import linear_sum_assignment
 
 from vision.data.masks import decode_rle
 from vision.errors import DataError, InputError
-from vision.evaluation.flags import PROTOCOLS
+from vision.evaluation.flags import MASK_PROTOCOLS, PROTOCOLS
 
 __all__ = [
     "region_similarity", "boundary_map", "boundary_f_measure", "sequence_statistics", "evaluate_sequence",
@@ -233,8 +233,9 @@ def evaluate_tracking(gt: dict, results: list[dict], *, protocol: str = "vos-ben
         ``mIoU``, ``matched_mIoU``, ``match_recall``, ``num_tracks`` (scored), ``num_frames`` (scored track-frames),
         ``protocol`` and ``per_track``: a list of ``{track_id, video_id, J, F, J&F, num_frames, ...}``.
     """
-    if protocol not in PROTOCOLS:
-        raise InputError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    if protocol not in MASK_PROTOCOLS:
+        raise InputError(f"unknown protocol {protocol!r}; expected one of {', '.join(MASK_PROTOCOLS)} (box tracks: "
+                         f"score_tracking with protocol='boxes')")
     _check_ground_truth(gt, gt_file)
     images_by_video, image_by_id = _index_images(gt)
     track_video = _ground_truth_tracks(gt, image_by_id)

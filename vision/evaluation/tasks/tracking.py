@@ -10,17 +10,33 @@ from typing import Any
 
 from vision.evaluation.flags import PROTOCOLS, given, id_list
 
-__all__ = ["OPTIONS", "score_tracking", "check_tracking_parts", "validate_tracking_results", "add_flags", "options",
-           "score", "check_split", "check_results"]
+__all__ = ["OPTIONS", "BOX_OPTIONS", "score_tracking", "check_tracking_parts", "validate_tracking_results",
+           "validate_box_track_results", "add_flags", "options", "score", "check_split", "check_results"]
 
 #: the options :func:`score_tracking` takes
 OPTIONS = frozenset({"protocol", "prompted_image_ids", "skip_first_and_last", "match_iou", "allow_unknown_tracks",
                      "tolerance", "split_root", "voxel_size", "presence_threshold"})
 
 
+#: the options of ``protocol="boxes"`` (the others read masks)
+BOX_OPTIONS = frozenset({"protocol", "presence_threshold", "split_root"})
+
+
 def score_tracking(gt: dict, results: list, *, split_file: str | None = None, results_file: str | None = None,
                    **options: Any) -> dict:
-    """J&F, recalls, presence and 3D instance IoU (:func:`vision.evaluation.tracking3d.evaluate_tracking_task`)."""
+    """J&F, recalls, presence and 3D instance IoU (:func:`vision.evaluation.tracking3d.evaluate_tracking_task`);
+    with ``protocol="boxes"``, box tracks on labelled frames (:func:`vision.evaluation.box_tracks.
+    evaluate_box_tracks`)."""
+    if options.get("protocol") == "boxes":
+        from vision.errors import InputError
+        from vision.evaluation.box_tracks import evaluate_box_tracks
+
+        mask_only = sorted(k for k, v in options.items() if k not in BOX_OPTIONS and v not in (None, False, ()))
+        if mask_only:
+            raise InputError(f"{', '.join(mask_only)} do(es) not apply to the boxes protocol (it scores box tracks "
+                             f"on the labelled frames)")
+        validate_box_track_results(results, gt, results_file, split_file=split_file)
+        return evaluate_box_tracks(gt, results, presence_threshold=options.get("presence_threshold", 0.5))
     from vision.evaluation.tracking3d import evaluate_tracking_task
 
     validate_tracking_results(results, gt, results_file, split_file=split_file)
@@ -77,12 +93,49 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
                 c.str_(r["prompt_type"], f"{field}.prompt_type")
 
 
+def validate_box_track_results(results: list, split: dict, file: str | None = None,
+                               split_file: str | None = None) -> None:
+    """Check the split (:func:`check_tracking_parts`) and box-track results against it: each record
+    ``{video_id, image_id, track_id, bbox, score}`` has integer ids, an image of that video in the split, a track of
+    the split (of that video), ``bbox`` ``[x, y, w, h]`` finite with ``w, h >= 0`` and a finite ``score``; one
+    record per (track, image)."""
+    from vision.evaluation.results import ResultsChecker
+
+    check_tracking_parts(split, split_file)
+    c = ResultsChecker(file)
+    images = {int(img["id"]): img for img in split.get("images", [])}
+    tracks = {int(t["id"]): int(t["video_id"]) for t in split.get("tracks") or []}
+    first: dict[tuple[int, int], int] = {}
+    for i, r in enumerate(results):
+        field = f"results[{i}]"
+        c.entry(r, field, ("video_id", "image_id", "track_id", "bbox", "score"))
+        video_id = c.int_(r["video_id"], f"{field}.video_id")
+        image_id = c.int_(r["image_id"], f"{field}.image_id")
+        track_id = c.int_(r["track_id"], f"{field}.track_id")
+        c.number(r["score"], f"{field}.score")
+        c.bbox(r["bbox"], f"{field}.bbox")
+        image = images.get(image_id)
+        if image is None:
+            raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
+        if image.get("video_id") != video_id:
+            raise c.fail(f"image {image_id} belongs to video {image.get('video_id')}, not to this video_id",
+                         f"{field}.video_id", video_id)
+        if tracks.get(track_id) != video_id:
+            raise c.fail(f"track_id is not a track of video {video_id} in the split", f"{field}.track_id", track_id)
+        key = (track_id, image_id)
+        if key in first:
+            raise c.fail(f"duplicate record for this (track_id, image_id) (first: results[{first[key]}])", field,
+                         {"track_id": track_id, "image_id": image_id})
+        first[key] = i
+
+
 def add_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--prompted-image-ids", type=id_list, help="views to exclude (prompted)")
     group.add_argument("--skip-first-and-last", action="store_true",
                        help="drop the first and last frame (DAVIS semi-supervised protocol)")
     group.add_argument("--protocol", choices=PROTOCOLS,
-                       help="which frames and objects J&F scores (default vos-benchmark)")
+                       help="which frames and objects J&F scores (default vos-benchmark); boxes: box tracks on the "
+                            "labelled frames (success@0.5, mIoU, absent accuracy; vision/evaluation/box_tracks.py)")
 
 
 def options(args: argparse.Namespace, split: Path) -> dict[str, Any]:
