@@ -75,8 +75,8 @@ from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.debian import download_members
 from vision.prepare.files import output_folder, staged_output
 
-__all__ = ["LABELS", "DEFAULT_PHOTOS", "WHERE", "load_labels", "check_labels", "locate_sources", "check_sources",
-           "sha256_of", "fetch_photos", "prepare", "main"]
+__all__ = ["LABELS", "DEFAULT_PHOTOS", "WHERE", "load_labels", "check_labels", "check_labels_top", "locate_sources",
+           "check_sources", "sha256_of", "fetch_photos", "prepare", "main"]
 
 #: The hand-checked labels shipped with the package.
 LABELS = Path(__file__).resolve().parent / "labels" / "real_checked.json"
@@ -143,6 +143,18 @@ def _boxes(labels_file: str | Path, field: str, boxes: object, size: tuple[int, 
     return used
 
 
+def check_labels_top(labels: object, file: str | Path, items: str) -> int:
+    """The top level every labels file of hand-checked data shares: an object with ``sources`` (an object), the
+    list ``items`` and ``max_side`` (an integer >= 32, returned); :class:`InputError` naming ``file`` otherwise."""
+    if not isinstance(labels, dict) or not isinstance(labels.get("sources"), dict) \
+            or not isinstance(labels.get(items), list):
+        raise _fail(file, "<top level>", f"must be an object with 'sources' (an object) and '{items}' (a list)")
+    max_side = labels.get("max_side")
+    if not isinstance(max_side, int) or isinstance(max_side, bool) or max_side < 32:
+        raise _fail(file, "max_side", f"must be an integer >= 32; got {max_side!r}")
+    return max_side
+
+
 def check_labels(labels: object, file: str | Path = LABELS) -> None:
     """The rules of the labels file: known sources with a sha256, unique frames, boxes inside their images, every
     ``coco`` name a COCO-80 name, exactly three distinct absent names per frame, none of them boxed in that
@@ -153,12 +165,7 @@ def check_labels(labels: object, file: str | Path = LABELS) -> None:
     """
     from vision.weights.nets.onnx_models import COCO_CLASSES
 
-    if not isinstance(labels, dict) or not isinstance(labels.get("sources"), dict) \
-            or not isinstance(labels.get("frames"), list):
-        raise _fail(file, "<top level>", "must be an object with 'sources' (an object) and 'frames' (a list)")
-    max_side = labels.get("max_side")
-    if not isinstance(max_side, int) or isinstance(max_side, bool) or max_side < 32:
-        raise _fail(file, "max_side", f"must be an integer >= 32; got {max_side!r}")
+    max_side = check_labels_top(labels, file, "frames")
     for name, source in labels["sources"].items():
         field = f"sources[{name!r}]"
         if not isinstance(source, dict):

@@ -42,8 +42,8 @@ import numpy as np
 from vision.errors import InputError, VisionError
 from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.files import output_folder, staged_output
-from vision.prepare.real_checked import (DEFAULT_OPENCV_SAMPLES, WHERE, _hint, check_sources, locate_sources,
-                                         sha256_of)
+from vision.prepare.real_checked import (DEFAULT_OPENCV_SAMPLES, WHERE, _fail, _hint, check_labels_top,
+                                         check_sources, locate_sources, sha256_of)
 
 __all__ = ["LABELS", "JPEG_QUALITY", "EVENT_KINDS", "load_labels", "check_labels", "prepare", "main"]
 
@@ -55,10 +55,6 @@ JPEG_QUALITY = 95
 EVENT_KINDS = ("exit", "occlusion")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"[a-z0-9_]+")
-
-
-def _fail(file: str | Path, field: str, message: str) -> InputError:
-    return InputError(f"labels {file}: {field}: {message}")
 
 
 def _int(value: object) -> bool:
@@ -120,12 +116,7 @@ def check_labels(labels: object, file: str | Path = LABELS) -> None:
     Raises:
         InputError: naming the file, the entry and the rule.
     """
-    if not isinstance(labels, dict) or not isinstance(labels.get("sources"), dict) \
-            or not isinstance(labels.get("tracks"), list):
-        raise _fail(file, "<top level>", "must be an object with 'sources' (an object) and 'tracks' (a list)")
-    max_side = labels.get("max_side")
-    if not _int(max_side) or max_side < 32:
-        raise _fail(file, "max_side", f"must be an integer >= 32; got {max_side!r}")
+    max_side = check_labels_top(labels, file, "tracks")
     for name, source in labels["sources"].items():
         field = f"sources[{name!r}]"
         if (not isinstance(source, dict) or source.get("kind") != "video" or source.get("where") not in WHERE

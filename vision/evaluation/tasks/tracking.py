@@ -81,16 +81,22 @@ def validate_tracking_results(results: list, split: dict, file: str | None = Non
             c.number(r["score"], f"{field}.score")
             if video_id not in videos:
                 raise c.fail("video_id is not in the split", f"{field}.video_id", video_id)
-            image = images.get(image_id)
-            if image is None:
-                raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
-            if image.get("video_id") != video_id:
-                raise c.fail(f"image {image_id} belongs to video {image.get('video_id')}, not to this video_id",
-                             f"{field}.video_id", video_id)
+            image = _image_of_video(c, images, image_id, video_id, field)
             if not deferred.offer(i, r["segmentation"], image["height"], image["width"]):
                 check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
             if "prompt_type" in r:
                 c.str_(r["prompt_type"], f"{field}.prompt_type")
+
+
+def _image_of_video(c: Any, images: dict[int, dict], image_id: int, video_id: int, field: str) -> dict:
+    """The split's image ``image_id`` of video ``video_id``; the checker's error naming ``field`` otherwise."""
+    image = images.get(image_id)
+    if image is None:
+        raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
+    if image.get("video_id") != video_id:
+        raise c.fail(f"image {image_id} belongs to video {image.get('video_id')}, not to this video_id",
+                     f"{field}.video_id", video_id)
+    return image
 
 
 def validate_box_track_results(results: list, split: dict, file: str | None = None,
@@ -114,12 +120,7 @@ def validate_box_track_results(results: list, split: dict, file: str | None = No
         track_id = c.int_(r["track_id"], f"{field}.track_id")
         c.number(r["score"], f"{field}.score")
         c.bbox(r["bbox"], f"{field}.bbox")
-        image = images.get(image_id)
-        if image is None:
-            raise c.fail("image_id is not in the split", f"{field}.image_id", image_id)
-        if image.get("video_id") != video_id:
-            raise c.fail(f"image {image_id} belongs to video {image.get('video_id')}, not to this video_id",
-                         f"{field}.video_id", video_id)
+        _image_of_video(c, images, image_id, video_id, field)
         if tracks.get(track_id) != video_id:
             raise c.fail(f"track_id is not a track of video {video_id} in the split", f"{field}.track_id", track_id)
         key = (track_id, image_id)
