@@ -3,14 +3,21 @@
 
     vision prepare real-tracks --out datasets/real_tracks --footage ../shared/footage
     python benchmarks/bench_tracking_real.py [--split datasets/real_tracks/real_tracks.json] \\
-        [--trackers nanotrack-opencv nanotrack-v3] [--threads 1] [--out runs/bench_tracking_real]
+        [--trackers nanotrack-opencv nanotrack-v3] [--threads 1] [--out runs/bench_tracking_real] \\
+        [--tracking-ckpt g2tam=runs/tracking/tiny/checkpoints/last.ckpt \\
+         --tracking-ckpt control=runs/tracking/baseline_tiny/checkpoints/last.ckpt]
 
 Each tracker is prompted with the box of the track's first labelled frame and run on every following frame of its
 clip (the frames as stored, RGB). Rows:
 
 - ``nanotrack-opencv``: OpenCV's ``cv2.TrackerNano`` on the registered NanoTrack v2 ONNX pair (the control the
   issue names: "NanoTrack alone");
-- ``nanotrack-v2`` / ``nanotrack-v3``: :class:`vision.tracking.nanotrack.NanoTracker` on the torch networks.
+- ``nanotrack-v2`` / ``nanotrack-v3``: :class:`vision.tracking.nanotrack.NanoTracker` on the torch networks;
+- ``NAME`` of ``--tracking-ckpt NAME=CKPT``: a tracking checkpoint through
+  :class:`vision.tracking.predictor.TrackerPredictor` as ``vision predict --task tracking --box`` runs it (the
+  whole clip, the box on its first frame); its box is the tight box of its mask, and an empty mask (presence under
+  the predictor's threshold) says "absent". ``make train-tracking`` trains today's tiny G2TAM
+  (``runs/tracking/tiny``) and its 2D memory-bank control (``runs/tracking/baseline_tiny``) on synthetic renders.
 
 NanoTrack has no notion of absence: it always answers with a box, so its records say "present" on every frame
 (``score`` 1; its own confidence is kept as ``tracker_score``), and its absent accuracy is 0 wherever the clips
@@ -60,6 +67,26 @@ def clips(split: dict, root: Path) -> list[dict]:
     return out
 
 
+def run_predictor(predictor, clip: dict, frames: list[np.ndarray]) -> tuple[list[dict], float]:
+    """``(records, seconds)`` of a :class:`~vision.tracking.predictor.TrackerPredictor` on one clip: the box prompt
+    on its first frame, the whole clip propagated; a record per frame with a non-empty mask (its tight box)."""
+    from vision.data.masks import mask_to_bbox
+
+    x, y, w, h = (float(v) for v in clip["box"])
+    start = time.perf_counter()
+    state = predictor.init_state(np.stack(frames))
+    predictor.add_prompt(state, view=0, obj_id=1, box=[x, y, x + w, y + h])
+    records = []
+    for view, _, masks, scores in predictor.propagate(state):
+        if view == 0 or not masks[0].any():
+            continue
+        image = clip["frames"][view]
+        records.append({"video_id": clip["track"]["video_id"], "image_id": image["id"],
+                        "track_id": clip["track"]["id"], "bbox": mask_to_bbox(masks[0]), "score": 1.0,
+                        "tracker_score": float(scores[0])})
+    return records, time.perf_counter() - start
+
+
 def run_tracker(name: str, clip: dict, frames: list[np.ndarray]) -> tuple[list[dict], float]:
     """``(records, seconds of tracker calls)`` of tracker ``name`` on one clip."""
     tracker = make_tracker(name)
@@ -81,7 +108,10 @@ def main() -> None:
     parser.add_argument("--trackers", nargs="+", default=list(TRACKERS), choices=TRACKERS)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="runs/bench_tracking_real")
+    parser.add_argument("--tracking-ckpt", action="append", default=[], metavar="NAME=CKPT",
+                        help="a tracking checkpoint's row, through TrackerPredictor; repeatable")
     args = parser.parse_args()
+    checkpoints = dict(item.split("=", 1) for item in args.tracking_ckpt)
 
     import cv2
     import torch
@@ -98,10 +128,16 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name in args.trackers:
+    for name in [*args.trackers, *checkpoints]:
+        predictor = None
+        if name in checkpoints:
+            from vision.tracking.predictor import TrackerPredictor
+
+            predictor = TrackerPredictor.from_checkpoint(checkpoints[name])
         results, seconds, calls = [], 0.0, 0
         for clip, frames in zip(todo, decoded):
-            records, took = run_tracker(name, clip, frames)
+            records, took = (run_predictor(predictor, clip, frames) if predictor is not None
+                             else run_tracker(name, clip, frames))
             results += records
             seconds += took
             calls += len(frames)
