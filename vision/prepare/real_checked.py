@@ -76,7 +76,7 @@ from vision.prepare.debian import download_members
 from vision.prepare.files import output_folder, staged_output
 
 __all__ = ["LABELS", "DEFAULT_PHOTOS", "WHERE", "load_labels", "check_labels", "check_labels_top", "locate_sources",
-           "check_sources", "sha256_of", "fetch_photos", "prepare", "main"]
+           "add_source_flags", "check_sources", "sha256_of", "fetch_photos", "prepare", "main"]
 
 #: The hand-checked labels shipped with the package.
 LABELS = Path(__file__).resolve().parent / "labels" / "real_checked.json"
@@ -537,16 +537,21 @@ def prepare(out: str | Path, labels_path: str | Path = LABELS, footage: Sequence
     return written
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (None: ``sys.argv[1:]``) and build the splits; 0 on success, 2 with one ``error:`` line on
-    bad labels, absent or altered sources."""
-    parser = converter_parser(__doc__)
-    add_out(parser, default="datasets/real_checked", help="output folder (coco.json, open.json, frames/)")
+def add_source_flags(parser: argparse.ArgumentParser) -> None:
+    """``--footage`` (repeatable) and ``--opencv-samples``: the folders where :func:`locate_sources` looks."""
     parser.add_argument("--footage", action="append", default=[], metavar="DIR",
                         help="a folder holding the mmaction2 clips, e.g. ../shared/footage; repeatable")
     parser.add_argument("--opencv-samples", default=None, metavar="DIR",
                         help=f"OpenCV's sample videos (vision prepare opencv-samples; default "
                              f"{DEFAULT_OPENCV_SAMPLES})")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (None: ``sys.argv[1:]``) and build the splits; 0 on success, 2 with one ``error:`` line on
+    bad labels, absent or altered sources."""
+    parser = converter_parser(__doc__)
+    add_out(parser, default="datasets/real_checked", help="output folder (coco.json, open.json, frames/)")
+    add_source_flags(parser)
     parser.add_argument("--photos", default=None, metavar="DIR",
                         help=f"the labelled photographs (default {DEFAULT_PHOTOS}; --fetch-photos fills it)")
     parser.add_argument("--fetch-photos", action="store_true",

@@ -42,8 +42,8 @@ import numpy as np
 from vision.errors import InputError, VisionError
 from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.files import output_folder, staged_output
-from vision.prepare.real_checked import (DEFAULT_OPENCV_SAMPLES, WHERE, _fail, _hint, check_labels_top,
-                                         check_sources, locate_sources, sha256_of)
+from vision.prepare.real_checked import (WHERE, _fail, _hint, add_source_flags, check_labels_top, check_sources,
+                                         locate_sources, sha256_of)
 
 __all__ = ["LABELS", "JPEG_QUALITY", "EVENT_KINDS", "load_labels", "check_labels", "prepare", "main"]
 
@@ -257,11 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     labels, absent or altered sources."""
     parser = converter_parser(__doc__)
     add_out(parser, default="datasets/real_tracks", help="output folder (real_tracks.json, frames/)")
-    parser.add_argument("--footage", action="append", default=[], metavar="DIR",
-                        help="a folder holding the mmaction2 clips, e.g. ../shared/footage; repeatable")
-    parser.add_argument("--opencv-samples", default=None, metavar="DIR",
-                        help=f"OpenCV's sample videos (vision prepare opencv-samples; default "
-                             f"{DEFAULT_OPENCV_SAMPLES})")
+    add_source_flags(parser)
     parser.add_argument("--labels", default=str(LABELS), metavar="FILE",
                         help="the labels file (default: the one shipped with the package)")
     parser.add_argument("--if-present", action="store_true",
