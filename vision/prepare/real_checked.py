@@ -75,8 +75,8 @@ from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.debian import download_members
 from vision.prepare.files import output_folder, staged_output
 
-__all__ = ["LABELS", "DEFAULT_PHOTOS", "WHERE", "load_labels", "check_labels", "check_labels_top", "locate_sources",
-           "add_source_flags", "check_sources", "sha256_of", "fetch_photos", "prepare", "main"]
+__all__ = ["LABELS", "DEFAULT_PHOTOS", "WHERE", "load_labels", "check_labels", "check_labels_top", "read_labels",
+           "locate_sources", "add_source_flags", "check_sources", "sha256_of", "fetch_photos", "prepare", "main"]
 
 #: The hand-checked labels shipped with the package.
 LABELS = Path(__file__).resolve().parent / "labels" / "real_checked.json"
@@ -99,11 +99,16 @@ def load_labels(path: str | Path = LABELS) -> dict:
     Raises:
         InputError: unreadable JSON or a label that breaks a rule (the message names the file and the entry).
     """
+    return read_labels(path, check_labels)
+
+
+def read_labels(path: str | Path, check: Callable[[object, str | Path], None]) -> dict:
+    """The JSON labels at ``path`` after ``check(labels, path)``; :class:`InputError` for unreadable JSON."""
     try:
         labels = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise InputError(f"labels {path} cannot be read: {exc}") from exc
-    check_labels(labels, path)
+    check(labels, path)
     return labels
 
 

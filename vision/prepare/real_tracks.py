@@ -43,7 +43,7 @@ from vision.errors import InputError, VisionError
 from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.files import output_folder, staged_output
 from vision.prepare.real_checked import (WHERE, _fail, _hint, add_source_flags, check_labels_top, check_sources,
-                                         locate_sources, sha256_of)
+                                         locate_sources, read_labels, sha256_of)
 
 __all__ = ["LABELS", "JPEG_QUALITY", "EVENT_KINDS", "load_labels", "check_labels", "prepare", "main"]
 
@@ -138,12 +138,7 @@ def check_labels(labels: object, file: str | Path = LABELS) -> None:
 def load_labels(path: str | Path = LABELS) -> dict:
     """The labels at ``path``, checked (:func:`check_labels`); :class:`InputError` for unreadable JSON or a broken
     rule."""
-    try:
-        labels = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"labels {path} cannot be read: {exc}") from exc
-    check_labels(labels, path)
-    return labels
+    return read_labels(path, check_labels)
 
 
 def _jpeg(rgb: np.ndarray) -> bytes:
