@@ -95,7 +95,7 @@ def run_tracker(name: str, clip: dict, frames: list[np.ndarray]) -> tuple[list[d
     records = []
     for image, frame in zip(clip["frames"][1:], frames[1:]):
         box, score = tracker.update(frame)
-        x, y, w, h = (float(v) for v in (np.trunc(box) if name == "nanotrack-opencv" else box))
+        x, y, w, h = (float(v) for v in box)
         records.append({"video_id": clip["track"]["video_id"], "image_id": image["id"],
                         "track_id": clip["track"]["id"], "bbox": [x, y, w, h], "score": 1.0,
                         "tracker_score": float(score)})

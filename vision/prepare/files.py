@@ -74,9 +74,10 @@ def staged_output(out: str | Path, *, merge: bool | Collection[str] = (),
         staged = staging / "new"
         staged.mkdir()
         yield staged
-        _check_inputs(staged, target, merge, inputs, out)
+        units = _units(staged, merge)
+        _check_inputs(units, target, inputs, out)
         try:
-            _move_entries(staged, target, merge, staging / "old")
+            _move_entries(units, staged, target, staging / "old")
         except OSError as exc:
             raise write_failure(exc, out) from None
         done = True
@@ -130,11 +131,10 @@ def _units(staged: Path, merge: bool | Collection[str]) -> list[Path]:
     return units
 
 
-def _check_inputs(staged: Path, target: Path, merge: bool | Collection[str], inputs: Sequence[str | Path],
-                  out: str | Path) -> None:
-    """Refuse to replace a folder of ``target`` that is, or holds, one of ``inputs``."""
+def _check_inputs(units: Sequence[Path], target: Path, inputs: Sequence[str | Path], out: str | Path) -> None:
+    """Refuse to replace a folder of ``target`` that is, or holds, one of ``inputs`` (``units``: :func:`_units`)."""
     sources = [Path(os.path.realpath(p)) for p in inputs]
-    for unit in _units(staged, merge):
+    for unit in units:
         replaced = target / unit
         if not replaced.is_dir():
             continue
@@ -144,15 +144,15 @@ def _check_inputs(staged: Path, target: Path, merge: bool | Collection[str], inp
                                  f"{source}; write the output elsewhere")
 
 
-def _move_entries(staged: Path, target: Path, merge: bool | Collection[str], aside: Path) -> None:
-    """Move the units of ``staged`` (:func:`_units`) into ``target``, each replaced one first moved into ``aside``;
+def _move_entries(units: Sequence[Path], staged: Path, target: Path, aside: Path) -> None:
+    """Move the ``units`` of ``staged`` (:func:`_units`) into ``target``, each replaced one first moved into ``aside``;
     on any failure (Ctrl-C included) the units moved are taken out again and the replaced ones put back, then it
     is raised."""
     aside.mkdir()
     started: list[tuple[Path, Path, Path | None]] = []  # (new unit, its place in target, where the old one goes)
     made: list[Path] = []
     try:
-        for i, unit in enumerate(_units(staged, merge)):
+        for i, unit in enumerate(units):
             destination = target / unit
             missing = _missing_folders(destination.parent)
             destination.parent.mkdir(parents=True, exist_ok=True)
