@@ -13,7 +13,8 @@ RUNS   := runs
 	light-points train-tracking-multiplex train-tracking-crowd eval-tracking-crowd train-tracking-light \
 	data-aigv-footage data-aigv-quick \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
-	train-concept bench-concept weights data-real data-real-depth train-real-detection train-real-detection-stem
+	train-concept bench-concept weights data-real data-real-depth train-real-detection train-real-detection-stem \
+	train-real-tracking
 
 setup: $(STAMP)
 
@@ -337,6 +338,25 @@ train-real-detection-stem: data-real
 	$(call test_ckpt,detection/real_voc)
 	$(BIN)/python tools/train.py --config configs/detection/real_coco.yaml $(call resume,detection/real_coco)
 	$(call test_ckpt,detection/real_coco)
+
+# G2TAM on real video (docs/tracking_real.md): the real tracker's presence head and its 2D-memory control, trained on
+# camera-path clips over photographs (scikit-image's and those of datasets/real_checked_photos; never the real clips
+# it is scored on), left where `vision-predict --task tracking --ckpt` takes it (runs/tracking/real/checkpoints/last.ckpt);
+# then every tracker's row on the real clips with box tracks checked by eye (benchmarks/bench_tracking_real.py).
+REAL_TRACKS := datasets/real_tracks
+train-real-tracking: setup weights
+	$(BIN)/vision prepare opencv-samples --out $(OPENCV_SAMPLES) || \
+	  echo "note: OpenCV's sample videos could not be fetched into $(OPENCV_SAMPLES)"
+	$(BIN)/vision prepare real-checked --out $(REAL_CHECKED) --opencv-samples $(OPENCV_SAMPLES) --footage $(FOOTAGE) \
+	  --fetch-photos --if-present
+	$(BIN)/python tools/train.py --config configs/tracking/real.yaml $(call resume,tracking/real)
+	$(BIN)/python tools/train.py --config configs/tracking/real_2d.yaml $(call resume,tracking/real_2d)
+	$(BIN)/vision prepare real-tracks --out $(REAL_TRACKS) --opencv-samples $(OPENCV_SAMPLES) --footage $(FOOTAGE) \
+	  --if-present && $(BIN)/python benchmarks/bench_tracking_real.py --split $(REAL_TRACKS)/real_tracks.json \
+	  --trackers nanotrack-opencv proximity-3d \
+	  --real-ckpt g2tam-real=$(RUNS)/tracking/real/checkpoints/last.ckpt \
+	  --real-ckpt g2tam-real-2d=$(RUNS)/tracking/real_2d/checkpoints/last.ckpt \
+	  $(if $(wildcard $(RUNS)/tracking/tiny/checkpoints/last.ckpt),--tracking-ckpt g2tam-tiny=$(RUNS)/tracking/tiny/checkpoints/last.ckpt)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -4,7 +4,9 @@
     vision prepare real-tracks --out datasets/real_tracks --footage ../shared/footage
     python benchmarks/bench_tracking_real.py [--split datasets/real_tracks/real_tracks.json] \\
         [--trackers nanotrack-opencv nanotrack-v3] [--threads 1] [--out runs/bench_tracking_real] \\
-        [--tracking-ckpt g2tam=runs/tracking/tiny/checkpoints/last.ckpt \\
+        [--real-ckpt g2tam-real=runs/tracking/real/checkpoints/last.ckpt \\
+         --real-ckpt g2tam-real-2d=runs/tracking/real_2d/checkpoints/last.ckpt] \\
+        [--tracking-ckpt g2tam-tiny=runs/tracking/tiny/checkpoints/last.ckpt \\
          --tracking-ckpt control=runs/tracking/baseline_tiny/checkpoints/last.ckpt]
 
 Each tracker is prompted with the box of the track's first labelled frame and run on every following frame of its
@@ -13,6 +15,11 @@ clip (the frames as stored, RGB). Rows:
 - ``nanotrack-opencv``: OpenCV's ``cv2.TrackerNano`` on the registered NanoTrack v2 ONNX pair (the control the
   issue names: "NanoTrack alone");
 - ``nanotrack-v2`` / ``nanotrack-v3``: :class:`vision.tracking.nanotrack.NanoTracker` on the torch networks;
+- ``proximity-3d``: the learning-free 3D-proximity tracker on the real-perception backbone
+  (:class:`vision.tracking.real.proximity.ProximityTracker`);
+- ``NAME`` of ``--real-ckpt NAME=CKPT``: G2TAM on real video (:class:`vision.tracking.real.model.RealG2TAM`, ``make
+  train-real-tracking``: ``runs/tracking/real`` with the 3D memory, ``runs/tracking/real_2d`` its 2D-memory
+  control), prompted as the others; its records say present or absent by its own decision;
 - ``NAME`` of ``--tracking-ckpt NAME=CKPT``: a tracking checkpoint through
   :class:`vision.tracking.predictor.TrackerPredictor` as ``vision predict --task tracking --box`` runs it (the
   whole clip, the box on its first frame); its box is the tight box of its mask, and an empty mask (presence under
@@ -36,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-TRACKERS = ("nanotrack-opencv", "nanotrack-v2", "nanotrack-v3")
+TRACKERS = ("nanotrack-opencv", "nanotrack-v2", "nanotrack-v3", "proximity-3d")
 FIGURES = ("success@0.5", "mIoU", "success_auc", "absent_accuracy", "after_event/success@0.5")
 
 
@@ -46,6 +53,11 @@ def make_tracker(name: str):
         from vision.tracking.nanotrack_opencv import OpenCVNanoTracker
 
         return OpenCVNanoTracker()
+    if name == "proximity-3d":
+        from vision.perception.backbone import RealPerception
+        from vision.tracking.real.proximity import ProximityTracker
+
+        return ProximityTracker(RealPerception())
     from vision.tracking.nanotrack import NanoTracker
 
     return NanoTracker(name.split("-")[1])
@@ -87,6 +99,22 @@ def run_predictor(predictor, clip: dict, frames: list[np.ndarray]) -> tuple[list
     return records, time.perf_counter() - start
 
 
+def run_real(model, clip: dict, frames: list[np.ndarray]) -> tuple[list[dict], float]:
+    """``(records, seconds)`` of a :class:`~vision.tracking.real.model.RealG2TAM` on one clip, prompted with the
+    box on its first frame: ``score`` 1 where it says present, 0 where absent (its presence kept as
+    ``tracker_score``)."""
+    start = time.perf_counter()
+    records = []
+    for t, _, answers in model.track(frames, {1: (0, clip["box"])}):
+        if t == 0:
+            continue
+        answer, image = answers[1], clip["frames"][t]
+        records.append({"video_id": clip["track"]["video_id"], "image_id": image["id"],
+                        "track_id": clip["track"]["id"], "bbox": [float(v) for v in answer.box],
+                        "score": 1.0 if answer.present else 0.0, "tracker_score": answer.presence})
+    return records, time.perf_counter() - start
+
+
 def run_tracker(name: str, clip: dict, frames: list[np.ndarray]) -> tuple[list[dict], float]:
     """``(records, seconds of tracker calls)`` of tracker ``name`` on one clip."""
     tracker = make_tracker(name)
@@ -96,8 +124,9 @@ def run_tracker(name: str, clip: dict, frames: list[np.ndarray]) -> tuple[list[d
     for image, frame in zip(clip["frames"][1:], frames[1:]):
         box, score = tracker.update(frame)
         x, y, w, h = (float(v) for v in box)
+        present = getattr(tracker, "present", True)  # NanoTrack always answers "present"
         records.append({"video_id": clip["track"]["video_id"], "image_id": image["id"],
-                        "track_id": clip["track"]["id"], "bbox": [x, y, w, h], "score": 1.0,
+                        "track_id": clip["track"]["id"], "bbox": [x, y, w, h], "score": 1.0 if present else 0.0,
                         "tracker_score": float(score)})
     return records, time.perf_counter() - start
 
@@ -108,10 +137,13 @@ def main() -> None:
     parser.add_argument("--trackers", nargs="+", default=list(TRACKERS), choices=TRACKERS)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="runs/bench_tracking_real")
+    parser.add_argument("--real-ckpt", action="append", default=[], metavar="NAME=CKPT",
+                        help="a real tracker's checkpoint row (make train-real-tracking); repeatable")
     parser.add_argument("--tracking-ckpt", action="append", default=[], metavar="NAME=CKPT",
                         help="a tracking checkpoint's row, through TrackerPredictor; repeatable")
     args = parser.parse_args()
     checkpoints = dict(item.split("=", 1) for item in args.tracking_ckpt)
+    real = dict(item.split("=", 1) for item in args.real_ckpt)
 
     import cv2
     import torch
@@ -128,16 +160,24 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name in [*args.trackers, *checkpoints]:
-        predictor = None
-        if name in checkpoints:
+    for name in [*args.trackers, *real, *checkpoints]:
+        predictor = model = None
+        if name in real:
+            from vision.tracking.real.checkpoint import load_real_tracker
+
+            model = load_real_tracker(real[name])
+        elif name in checkpoints:
             from vision.tracking.predictor import TrackerPredictor
 
             predictor = TrackerPredictor.from_checkpoint(checkpoints[name])
         results, seconds, calls = [], 0.0, 0
         for clip, frames in zip(todo, decoded):
-            records, took = (run_predictor(predictor, clip, frames) if predictor is not None
-                             else run_tracker(name, clip, frames))
+            if model is not None:
+                records, took = run_real(model, clip, frames)
+            elif predictor is not None:
+                records, took = run_predictor(predictor, clip, frames)
+            else:
+                records, took = run_tracker(name, clip, frames)
             results += records
             seconds += took
             calls += len(frames)

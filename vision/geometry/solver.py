@@ -40,7 +40,7 @@ import torch
 from vision.errors import InputError
 from vision.geometry.camera import compose_extrinsics
 
-__all__ = ["CameraSolver", "flow_correspondences", "lift_pixels", "pnp_camera"]
+__all__ = ["CameraSolver", "consistent_pixels", "dis_flows", "flow_correspondences", "lift_pixels", "pnp_camera"]
 
 
 def _grey(image: np.ndarray, upsample: int) -> np.ndarray:
@@ -51,13 +51,13 @@ def _grey(image: np.ndarray, upsample: int) -> np.ndarray:
     return cv2.resize(grey, None, fx=upsample, fy=upsample, interpolation=cv2.INTER_CUBIC)
 
 
-def _flows(reference: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def dis_flows(reference: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """DIS optical flow ``[H, W, 2]`` from grey ``reference`` to grey ``target`` and back."""
     flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
     return flow.calc(reference, target, None), flow.calc(target, reference, None)
 
 
-def _consistent(forward: np.ndarray, backward: np.ndarray, upsample: int,
+def consistent_pixels(forward: np.ndarray, backward: np.ndarray, upsample: int,
                 consistency_px: float) -> tuple[np.ndarray, np.ndarray]:
     """The reference pixels (on the input grid) whose ``forward`` flow lands inside the target and whose
     ``backward`` flow returns them within ``consistency_px`` input pixels: ``(reference [K, 2], target [K, 2])``
@@ -94,8 +94,8 @@ def flow_correspondences(reference: np.ndarray, target: np.ndarray, upsample: in
     if reference.shape != target.shape or reference.ndim != 3 or reference.shape[-1] != 3:
         raise InputError(f"flow_correspondences: two RGB images [H, W, 3] of one size, got {reference.shape} "
                          f"and {target.shape}")
-    forward, backward = _flows(_grey(reference, upsample), _grey(target, upsample))
-    return _consistent(forward, backward, upsample, consistency_px)
+    forward, backward = dis_flows(_grey(reference, upsample), _grey(target, upsample))
+    return consistent_pixels(forward, backward, upsample, consistency_px)
 
 
 def lift_pixels(pixels: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray) -> np.ndarray:
@@ -162,9 +162,9 @@ class CameraSolver:
         pairs = {}
         for i in range(s):
             for j in range(i + 1, s):
-                forward, backward = _flows(greys[i], greys[j])  # one flow each way serves both directions
+                forward, backward = dis_flows(greys[i], greys[j])  # one flow each way serves both directions
                 for a, b, there, back in ((i, j, forward, backward), (j, i, backward, forward)):
-                    ref, tgt = _consistent(there, back, upsample, self.consistency_px)
+                    ref, tgt = consistent_pixels(there, back, upsample, self.consistency_px)
                     points = lift_pixels(ref, depth[a], intrinsics[a])
                     good = np.isfinite(points[:, 2]) & (points[:, 2] > 0)
                     camera, count = pnp_camera(points[good], tgt[good], intrinsics[b], self.reprojection_px,

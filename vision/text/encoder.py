@@ -132,6 +132,9 @@ class MiniLMTextEncoder:
                 os.environ["HF_HUB_OFFLINE"] = "1"
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()  # no "Loading weights" bar on a user's stderr
 
                 with preserved_rng_state():  # building the modules draws initial weights: keep callers' RNG as it was
                     model = SentenceTransformer(str(minilm_model_dir()), device=str(self.device),

@@ -74,6 +74,27 @@ def tracker_options(args: argparse.Namespace) -> dict:
     return options
 
 
+def real_tracker(args: argparse.Namespace):
+    """The :class:`~vision.tracking.real.predictor.RealTrackerPredictor` of ``--ckpt`` when it holds G2TAM on real
+    video (``make train-real-tracking``), else None. The flags of the synthetic tracker's windows and geometry do
+    not apply to it and are refused by name."""
+    from vision.checkpoint import load_checkpoint
+    from vision.tracking.real.checkpoint import is_real_tracker
+    from vision.tracking.real.predictor import RealTrackerPredictor
+
+    if args.ckpt.is_dir():
+        return None
+    checkpoint = load_checkpoint(args.ckpt)
+    if not is_real_tracker(checkpoint):
+        return None
+    for flag, given in (("--solve-cameras", args.solve_cameras), ("--memory-points", args.memory_points is not None),
+                        ("--presence-threshold", args.presence_threshold != 0.5)):
+        if given:
+            raise InputError(f"{flag} is an option of the synthetic tracker; {args.ckpt} holds G2TAM on real video, "
+                             "which decides presence and memory itself")
+    return RealTrackerPredictor.from_checkpoint(args.ckpt, checkpoint=checkpoint)
+
+
 def run(args: argparse.Namespace, out: Path) -> None:
     from vision.cli.batch import loaded
     from vision.cli.inputs import load_input, print_notes, progress_bar
@@ -82,6 +103,19 @@ def run(args: argparse.Namespace, out: Path) -> None:
 
     prompts = tracking_prompts(args)
     source = load_input(args.input, args.max_frames, args.max_pixels)
+    real = loaded(args, "real-tracking", lambda: real_tracker(args))
+    if real is not None:
+        from vision.tracking.real.predictor import export_real
+
+        frames = source.working_frames()
+        with progress_bar(len(frames), "tracking") as bar:
+            counts = export_real(real, frames, prompts, out, (source.width, source.height), fps=source.fps,
+                                 progress=lambda done, total: bar.update(done - bar.n))
+        print_notes(source)
+        print(f"answered by {real.name}; wrote {out / 'results.json'}, {out / 'annotated.mp4'}, {out / 'masks.zip'}")
+        for obj_id, count in counts.items():
+            print(f"object {obj_id}: present in {count} of {len(frames)} frames")
+        return
     predictor = loaded(args, "tracking", lambda: TrackerPredictor.from_checkpoint(
         args.ckpt, presence_threshold=args.presence_threshold, device=args.device, precision=args.precision,
         **tracker_options(args)))
@@ -133,6 +167,9 @@ def stream(args: argparse.Namespace, out: Path) -> None:
 
     prompts = tracking_prompts(args)
     source = args.input[0]
+    if real_tracker(args) is not None:
+        raise InputError(f"{args.ckpt} holds G2TAM on real video, which tracks files (vision-predict without "
+                         "--stream); --stream takes a synthetic tracker's checkpoint")
     live = open_stream(source, fmt=args.stream_format, follow=args.follow, max_pixels=args.max_pixels)
     predictor = TrackerPredictor.from_checkpoint(args.ckpt, presence_threshold=args.presence_threshold,
                                                  device=args.device, precision=args.precision,

@@ -39,6 +39,7 @@ state, of which ``np.trunc`` gives OpenCV's rectangle.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import cv2
@@ -48,7 +49,7 @@ import torch
 from vision.errors import InputError
 from vision.weights.nets.nanotrack import NanoTrack, load_nanotrack
 
-__all__ = ["EXEMPLAR_SIZE", "INSTANCE_SIZE", "TRACK_PARAMS", "NanoTracker", "crop_square"]
+__all__ = ["EXEMPLAR_SIZE", "INSTANCE_SIZE", "TRACK_PARAMS", "NanoTracker", "Response", "crop_square"]
 
 #: side of the template crop and of the search crop (pixels, both versions)
 EXEMPLAR_SIZE = 127
@@ -134,6 +135,7 @@ class NanoTracker:
         self.centre = np.zeros(2)  # (x, y), pixels
         self.size = np.zeros(2)  # (w, h), pixels
         self.frame_size = (0, 0)  # (W, H) of the init frame: OpenCV clips every later box to it
+        self.last: Response | None = None  # the latest update's whole answer
 
     def _features(self, crop: np.ndarray) -> torch.Tensor:
         """The backbone's features of a uint8 ``[S, S, 3]`` RGB crop (as a float 0-255 ``[1, 3, S, S]`` input)."""
@@ -168,17 +170,32 @@ class NanoTracker:
     @torch.no_grad()
     def update(self, frame: np.ndarray) -> tuple[np.ndarray, float]:
         """Follow the object into ``frame`` (uint8 ``[H, W, 3]`` RGB). Returns ``(box, score)``: float64 ``(x, y, w,
-        h)`` in pixels and the winning windowed score (OpenCV's ``getTrackingScore``)."""
+        h)`` in pixels and the winning windowed score (OpenCV's ``getTrackingScore``). The whole answer, score map
+        included, stays in :attr:`last`."""
         if self.template is None:
             raise InputError("NanoTracker.update before init")
+        self.last = self.respond(frame, self.centre, self.size)
+        self.commit(self.last)
+        return self.last.box, self.last.score
+
+    def commit(self, response: "Response") -> None:
+        """Take ``response`` (of :meth:`respond`) as the tracker's new state."""
+        self.centre, self.size = response.centre, response.size
+
+    @torch.no_grad()
+    def respond(self, frame: np.ndarray, centre: np.ndarray, size: np.ndarray) -> "Response":
+        """The network's answer for a target of ``size (w, h)`` last seen at ``centre (x, y)`` (frame pixels) in
+        ``frame`` (uint8 ``[H, W, 3]`` RGB), without changing the tracker: steps 1-5 of the module docstring."""
+        if self.template is None:
+            raise InputError("NanoTracker.respond before init")
         frame = _check_frame(frame)
         # 1. the search crop: twice (255 / 127) the template's context square, around the last centre
-        w, h = self.size
+        w, h = (float(v) for v in size)
         context = CONTEXT_AMOUNT * (w + h)
         side = math.sqrt((w + context) * (h + context))
         scale = EXEMPLAR_SIZE / side  # search-crop pixels per frame pixel
         search_side = int(side * INSTANCE_SIZE / EXEMPLAR_SIZE)
-        crop = crop_square(frame, self.centre, search_side, INSTANCE_SIZE)
+        crop = crop_square(frame, centre, search_side, INSTANCE_SIZE)
         logits, distances = self.net.head(self.template, self._features(crop))
         logits, distances = logits[0].float().cpu().numpy(), distances[0].float().cpu().numpy()
 
@@ -202,10 +219,34 @@ class NanoTracker:
         offset = np.array([(x1[best] + x2[best]) / 2, (y1[best] + y2[best]) / 2]) - INSTANCE_SIZE // 2
         predicted = np.array([x2[best] - x1[best], y2[best] - y1[best]]) / scale
         lr = float(penalty[best] * probability[best]) * self.learning_rate
-        centre = self.centre + offset / scale
-        size = predicted * lr + (1 - lr) * self.size
+        new_centre = np.asarray(centre, np.float64) + offset / scale
+        new_size = predicted * lr + (1 - lr) * np.array([w, h])
         bounds = np.array(self.frame_size, np.float64)
-        self.centre = np.clip(centre, 0.0, bounds)
-        self.size = np.maximum(MIN_SIDE, np.minimum(bounds, size))
-        box = np.array([*(self.centre - self.size / 2), *self.size])
-        return box, float(pscore[best])
+        new_centre = np.clip(new_centre, 0.0, bounds)
+        new_size = np.maximum(MIN_SIDE, np.minimum(bounds, new_size))
+        return Response(new_centre, new_size, float(pscore[best]), probability, float(probability[best]),
+                        float(penalty[best]))
+
+
+@dataclasses.dataclass
+class Response:
+    """NanoTrack's answer on one search crop (:meth:`NanoTracker.respond`).
+
+    Attributes:
+        centre, size: the answered target, float64 ``(x, y)`` and ``(w, h)`` in frame pixels.
+        score: the winning windowed score (OpenCV's ``getTrackingScore``).
+        probability: float32 ``[S, S]`` the object probability of every cell.
+        peak: the winning cell's probability; penalty: its scale / aspect-ratio penalty.
+    """
+
+    centre: np.ndarray
+    size: np.ndarray
+    score: float
+    probability: np.ndarray
+    peak: float
+    penalty: float
+
+    @property
+    def box(self) -> np.ndarray:
+        """float64 ``(x, y, w, h)``."""
+        return np.array([*(self.centre - self.size / 2), *self.size])

@@ -1,0 +1,75 @@
+"""The real-perception backbone (vision.perception.backbone) on a real photograph seen by a virtual camera that pans:
+its solved cameras carry a lifted point to where the point really goes, a still camera stays the identity, and the
+clip encoding has the geometry backbone's shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from skimage import data
+
+from vision.errors import InputError
+from vision.perception import RealPerception, RealPerceptionConfig
+
+SHIFT = 3  # pixels the view moves right per frame
+
+
+def _panning(frames: int) -> np.ndarray:
+    photo = data.astronaut()  # 512 x 512
+    return np.stack([np.ascontiguousarray(photo[100:340, 20 + SHIFT * t:340 + SHIFT * t]) for t in range(frames)])
+
+
+@pytest.fixture(scope="module")
+def perception(pretrained_weights: Path) -> RealPerception:
+    return RealPerception()
+
+
+def test_panning_camera_moves_lifted_points_with_the_image(perception: RealPerception) -> None:
+    frames = _panning(6)
+    perception.reset()
+    geometry = [perception.step(f) for f in frames]
+    assert all(g.tracked for g in geometry[1:])
+    ys, xs = np.mgrid[60:200:20, 60:260:20]
+    uv = np.stack([xs.ravel(), ys.ravel()], 1).astype(np.float64)
+    world = geometry[0].lift(uv)
+    projected, z = geometry[-1].project(world)
+    assert (z > 0).all()
+    error = np.abs(projected - (uv - [SHIFT * 5, 0]))
+    assert np.median(error[:, 0]) < 1.5 and np.median(error[:, 1]) < 1.5
+    # the frame-0 camera is the world; a still frame would not have moved it
+    np.testing.assert_allclose(geometry[0].extrinsics, np.eye(3, 4))
+    assert not np.allclose(geometry[-1].extrinsics, np.eye(3, 4), atol=1e-3)
+
+
+def test_still_camera_stays_the_identity(perception: RealPerception) -> None:
+    frame = _panning(1)[0]
+    perception.reset()
+    perception.step(frame)
+    second = perception.step(frame.copy())
+    np.testing.assert_allclose(second.extrinsics, np.eye(3, 4), atol=2e-3)
+
+
+def test_clip_encoding_has_the_backbone_outputs(perception: RealPerception) -> None:
+    frames = _panning(3)
+    out = perception(frames)
+    s = len(frames)
+    h, w = perception.grid_size(*frames.shape[1:3])
+    assert out["depth"].shape == (s, h, w, 1) and out["world_points"].shape == (s, h, w, 3)
+    assert out["extrinsics"].shape == (s, 3, 4) and out["intrinsics"].shape == (s, 3, 3)
+    assert out["feats"].shape[0] == s and out["feats"].shape[2:] == (2 * h // 16, 2 * w // 16)
+    assert (out["depth"] > 0).all() and set(out["depth_conf"].unique().tolist()) <= {0.0, 1.0}
+
+
+def test_bad_settings_and_frames_are_refused(perception: RealPerception) -> None:
+    with pytest.raises(InputError, match="features"):
+        RealPerceptionConfig(features="resnet")
+    with pytest.raises(InputError, match="depth_size"):
+        RealPerceptionConfig(depth_size=0)
+    perception.reset()
+    with pytest.raises(InputError, match="uint8"):
+        perception.step(np.zeros((10, 10), np.uint8))
+    perception.step(np.zeros((64, 64, 3), np.uint8))
+    with pytest.raises(InputError, match="frame size changed"):
+        perception.step(np.zeros((96, 64, 3), np.uint8))

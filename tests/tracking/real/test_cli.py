@@ -1,0 +1,63 @@
+"""``vision-predict --task tracking`` with a real tracker's checkpoint: it names the model that answered, writes
+results with boxes, presence and masks at the input's size, and refuses bad input in one line with nothing left."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from skimage import data
+
+from vision.cli.predict import main
+from vision.data.video import write_video
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    photo = data.astronaut()
+    frames = [np.ascontiguousarray(photo[50:290, 40 + 4 * t:360 + 4 * t]) for t in range(8)]
+    path = tmp_path_factory.mktemp("video") / "pan.mp4"
+    write_video(path, iter(frames), fps=10)
+    return path
+
+
+def test_box_prompt_writes_every_file(video: Path, real_checkpoint: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main([str(video), "--task", "tracking", "--ckpt", str(real_checkpoint), "--box", "140,10,250,160",
+                 "--out", str(out), "--device", "cpu"]) == 0
+    printed = capsys.readouterr().out
+    assert "answered by G2TAM-real (3d memory, nanotrack-v2)" in printed and "object 1: present in" in printed
+    results = json.loads((out / "results.json").read_text())
+    assert [r["image_id"] for r in results] == list(range(1, 9))
+    first = results[0]
+    assert first["present"] and first["score"] == 1.0 and first["segmentation"]["size"] == [240, 320]
+    assert np.allclose(first["bbox"], [140, 10, 110, 150])
+    with zipfile.ZipFile(out / "masks.zip") as zf:
+        assert len(zf.namelist()) == 8
+    assert (out / "annotated.mp4").stat().st_size > 0
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--box", "400,10,450,60"], "outside the 320x240 frame"),
+    (["--box", "10,10,10,60"], "positive width"),
+    (["--text", "quantum chromodynamics"], "names nothing the detector knows"),
+    (["--box", "10,10,60,60", "--solve-cameras"], "--solve-cameras is an option of the synthetic tracker"),
+])
+def test_bad_input_is_one_line_and_nothing_written(video: Path, real_checkpoint: Path, tmp_path: Path, capsys,
+                                                   flags: list[str], message: str) -> None:
+    out = tmp_path / "out"
+    assert main([str(video), "--task", "tracking", "--ckpt", str(real_checkpoint), *flags, "--out", str(out),
+                 "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_too_many_objects(video: Path, real_checkpoint: Path, tmp_path: Path, capsys) -> None:
+    prompts = [x for k in range(1, 10) for x in ("--prompt", f"object {k} frame 0 box 10,10,60,60")]
+    assert main([str(video), "--task", "tracking", "--ckpt", str(real_checkpoint), *prompts, "--out",
+                 str(tmp_path / "out"), "--device", "cpu"]) == 2
+    assert "more than the configured maximum 8" in capsys.readouterr().err

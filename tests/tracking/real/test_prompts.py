@@ -1,0 +1,59 @@
+"""Point, mask and text prompts of the real tracker (vision.tracking.real.prompts) and its masks
+(vision.tracking.real.masks), on real photographs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from skimage import data
+
+from vision.errors import InputError
+from vision.tracking.real.masks import BoxMasks
+from vision.tracking.real.prompts import box_from_mask, box_from_points, box_from_text, text_class
+
+
+@pytest.fixture(scope="module")
+def astronaut(pretrained_weights: Path) -> np.ndarray:
+    return data.astronaut()
+
+
+def test_a_point_on_the_astronaut_gives_her_box(astronaut: np.ndarray) -> None:
+    x, y, w, h = box_from_points(astronaut, [[250, 150]], [1])  # on her face
+    assert x <= 250 <= x + w and y <= 150 <= y + h and w * h > 0.2 * 512 * 512
+
+
+def test_a_negative_point_inside_every_box_leaves_the_segmenter(astronaut: np.ndarray) -> None:
+    with pytest.raises(InputError, match="no object found at the points"):
+        box_from_points(astronaut[:200, 380:], [[10, 10]], [1])  # the plain background of the top-right corner
+    with pytest.raises(InputError, match="outside the"):
+        box_from_points(astronaut, [[600, 10]], [1])
+    with pytest.raises(InputError, match="positive"):
+        box_from_points(astronaut, [[10, 10]], [0])
+
+
+def test_text_names_a_detector_class(astronaut: np.ndarray) -> None:
+    assert text_class("a person") == "person" and text_class("the coffee cup") == "cup"
+    index, box = box_from_text([astronaut[:100, 450:], astronaut], "a person")
+    assert index == 1 and box[2] * box[3] > 0.2 * 512 * 512
+    with pytest.raises(InputError, match="names nothing the detector knows"):
+        text_class("quantum chromodynamics")
+    with pytest.raises(InputError, match="no giraffe found"):
+        box_from_text([astronaut], "a giraffe")
+
+
+def test_mask_prompt_and_masks(astronaut: np.ndarray) -> None:
+    mask = np.zeros((40, 50), bool)
+    mask[5:9, 10:30] = True
+    assert np.array_equal(box_from_mask(mask), [10, 5, 20, 4])
+    with pytest.raises(InputError, match="non-empty"):
+        box_from_mask(np.zeros((4, 4), bool))
+    box = np.array([140.0, 20.0, 330.0, 480.0])  # the astronaut, from her hair to the bottom
+    as_box = BoxMasks("box").mask(astronaut, box)
+    assert as_box.sum() == 330 * 480 and as_box[20:500, 140:470].all()
+    person = BoxMasks("deeplab").mask(astronaut, box)
+    assert person.sum() > 0.3 * as_box.sum() and not (person & ~as_box).any()
+    assert person.sum() < as_box.sum()  # the flag behind her is not the person
+    with pytest.raises(InputError, match="mask mode"):
+        BoxMasks("sam")

@@ -1,0 +1,56 @@
+"""Reading a real tracker's checkpoint (:class:`~vision.tracking.real.lightning.RealTrackerModule`, ``make
+train-real-tracking``) with ``torch.load(weights_only=True)``: its config from ``hyper_parameters.config`` (plain
+data), every weight from ``state_dict`` under ``model.``.
+
+The default checkpoint :data:`DEFAULT_CHECKPOINT` is where ``make train-real-tracking`` leaves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vision.checkpoint import load_checkpoint, load_weights
+from vision.errors import DataError
+from vision.tracking.real.model import RealG2TAM, RealTrackerConfig
+
+__all__ = ["DEFAULT_CHECKPOINT", "is_real_tracker", "load_real_tracker"]
+
+DEFAULT_CHECKPOINT = Path("runs/tracking/real/checkpoints/last.ckpt")
+
+
+def is_real_tracker(checkpoint: Mapping[str, Any]) -> bool:
+    """Whether a checkpoint (already read) holds a real tracker."""
+    hparams = checkpoint.get("hyper_parameters")
+    return isinstance(hparams, Mapping) and hparams.get("real_tracker") is True
+
+
+def load_real_tracker(path: str | Path, device: str | torch.device = "cpu",
+                      checkpoint: Mapping[str, Any] | None = None) -> RealG2TAM:
+    """The :class:`RealG2TAM` of a checkpoint file (or of ``checkpoint``, that file already read), in eval mode on
+    ``device``. Its pretrained parts come from the checkpoint too; nothing else is read."""
+    if checkpoint is None:
+        checkpoint = load_checkpoint(path)
+    if not is_real_tracker(checkpoint):
+        raise DataError("not a real tracker's checkpoint (no hyper_parameters.real_tracker); train one with make "
+                        "train-real-tracking", file=path, field="hyper_parameters")
+    config = checkpoint["hyper_parameters"].get("config")
+    if not isinstance(config, Mapping):
+        raise DataError("the real tracker's config is missing", file=path, field="hyper_parameters.config")
+    try:
+        config = RealTrackerConfig(**dict(config))
+    except TypeError as exc:
+        raise DataError(f"the real tracker's config does not read ({exc})", file=path,
+                        field="hyper_parameters.config") from None
+    weights = {k[len("model."):]: v for k, v in (checkpoint.get("state_dict") or {}).items() if k.startswith("model.")}
+    from vision.weights.nets.nanotrack import NanoTrack
+    from vision.weights.nets.tcmonodepth import TCSmallNet
+
+    with torch.random.fork_rng(devices=[]):  # the networks are overwritten by the checkpoint's weights
+        model = RealG2TAM(config, nanotrack=NanoTrack(config.perception_config().features.split("-")[1]),
+                          depth_net=TCSmallNet())
+    load_weights(model, weights, path, hint="train it again with make train-real-tracking")
+    return model.to(device).eval()
