@@ -19,7 +19,9 @@ clip (the frames as stored, RGB). Rows:
   (:class:`vision.tracking.real.proximity.ProximityTracker`);
 - ``NAME`` of ``--real-ckpt NAME=CKPT``: G2TAM on real video (:class:`vision.tracking.real.model.RealG2TAM`, ``make
   train-real-tracking``: ``runs/tracking/real`` with the 3D memory, ``runs/tracking/real_2d`` its 2D-memory
-  control), prompted as the others; its records say present or absent by its own decision;
+  control), prompted as the others; its records say present or absent by its own decision; ``--real-prompts box
+  point text`` adds the rows ``NAME[point]`` (a click at the first box's centre) and ``NAME[text]`` (the track's
+  caption, through YOLOX-nano's classes);
 - ``NAME`` of ``--tracking-ckpt NAME=CKPT``: a tracking checkpoint through
   :class:`vision.tracking.predictor.TrackerPredictor` as ``vision predict --task tracking --box`` runs it (the
   whole clip, the box on its first frame); its box is the tight box of its mask, and an empty mask (presence under
@@ -99,14 +101,38 @@ def run_predictor(predictor, clip: dict, frames: list[np.ndarray]) -> tuple[list
     return records, time.perf_counter() - start
 
 
-def run_real(model, clip: dict, frames: list[np.ndarray]) -> tuple[list[dict], float]:
-    """``(records, seconds)`` of a :class:`~vision.tracking.real.model.RealG2TAM` on one clip, prompted with the
-    box on its first frame: ``score`` 1 where it says present, 0 where absent (its presence kept as
-    ``tracker_score``)."""
+def real_prompt(predictor, clip: dict, frames: list[np.ndarray], kind: str) -> dict:
+    """The real tracker's prompt of kind ``box`` (the first labelled box), ``point`` (that box's centre, one
+    positive click) or ``text`` (the track's caption), as ``{1: (frame, box)}``
+    (:meth:`~vision.tracking.real.predictor.RealTrackerPredictor.boxes`)."""
+    from vision.tracking.prompt_text import ObjectPromptSpec
+
+    x, y, w, h = (float(v) for v in clip["box"])
+    if kind == "box":
+        spec = ObjectPromptSpec(1, 0, box=[x, y, x + w, y + h])
+    elif kind == "point":
+        spec = ObjectPromptSpec(1, 0, points=[[x + w / 2, y + h / 2]], labels=[1])
+    else:
+        spec = ObjectPromptSpec(1, None, text=clip["track"]["caption"])
+    return predictor.boxes(np.stack(frames), [spec])
+
+
+def run_real(predictor, clip: dict, frames: list[np.ndarray], kind: str = "box") -> tuple[list[dict], float]:
+    """``(records, seconds)`` of a :class:`~vision.tracking.real.predictor.RealTrackerPredictor`'s tracker on one
+    clip, prompted on its first frame (:func:`real_prompt`; a text prompt where the detector first finds its class):
+    ``score`` 1 where it says present, 0 where absent (its presence kept as ``tracker_score``); the frames before a
+    later prompt have no record (absent)."""
+    from vision.errors import InputError
+
     start = time.perf_counter()
     records = []
-    for t, _, answers in model.track(frames, {1: (0, clip["box"])}):
-        if t == 0:
+    try:
+        prompts = real_prompt(predictor, clip, frames, kind)
+    except InputError as exc:  # the prompt finds nothing: every frame unanswered, and the reason printed
+        print(f"{clip['track']['caption']!r}: {kind} prompt refused ({exc})")
+        return [], time.perf_counter() - start
+    for t, _, answers in predictor.model.track(frames, prompts):
+        if t == 0 or 1 not in answers:
             continue
         answer, image = answers[1], clip["frames"][t]
         records.append({"video_id": clip["track"]["video_id"], "image_id": image["id"],
@@ -139,11 +165,17 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench_tracking_real")
     parser.add_argument("--real-ckpt", action="append", default=[], metavar="NAME=CKPT",
                         help="a real tracker's checkpoint row (make train-real-tracking); repeatable")
+    parser.add_argument("--real-prompts", nargs="+", default=["box"], choices=("box", "point", "text"),
+                        help="the real trackers' prompt kinds, a row each (NAME[kind] beside box)")
     parser.add_argument("--tracking-ckpt", action="append", default=[], metavar="NAME=CKPT",
                         help="a tracking checkpoint's row, through TrackerPredictor; repeatable")
     args = parser.parse_args()
     checkpoints = dict(item.split("=", 1) for item in args.tracking_ckpt)
-    real = dict(item.split("=", 1) for item in args.real_ckpt)
+    real = {}
+    for item in args.real_ckpt:
+        name, path = item.split("=", 1)
+        for kind in args.real_prompts:
+            real[name if kind == "box" else f"{name}[{kind}]"] = (path, kind)
 
     import cv2
     import torch
@@ -163,9 +195,9 @@ def main() -> None:
     for name in [*args.trackers, *real, *checkpoints]:
         predictor = model = None
         if name in real:
-            from vision.tracking.real.checkpoint import load_real_tracker
+            from vision.tracking.real.predictor import RealTrackerPredictor
 
-            model = load_real_tracker(real[name])
+            model = RealTrackerPredictor.from_checkpoint(real[name][0], masks="box")
         elif name in checkpoints:
             from vision.tracking.predictor import TrackerPredictor
 
@@ -173,7 +205,7 @@ def main() -> None:
         results, seconds, calls = [], 0.0, 0
         for clip, frames in zip(todo, decoded):
             if model is not None:
-                records, took = run_real(model, clip, frames)
+                records, took = run_real(model, clip, frames, real[name][1])
             elif predictor is not None:
                 records, took = run_predictor(predictor, clip, frames)
             else:

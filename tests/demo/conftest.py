@@ -59,6 +59,7 @@ def demo_url(demo_checkpoints: dict[str, Path], demo_examples) -> str:
                                 # the synthetic checkpoints answer, whatever runs/ holds (tests/demo/
                                 # test_real_detection.py covers the detector trained on real frames)
                                 "--real-detection-ckpt", str(demo_checkpoints["detection"].parent / "no_real.ckpt"),
+                                "--real-tracking-ckpt", str(demo_checkpoints["tracking"].parent / "no_real.ckpt"),
                                 # a barely trained tracker is unsure an object is present: keep every mask
                                 "--presence-threshold", "0"])
     app = demo_app.launch(args, block=False)

@@ -88,6 +88,9 @@ def build_app(config: handlers.DemoConfig, examples: Examples | None, tab: str =
         elif config.real_detector() is not None:
             notes.append(f"Detect and the phrases of Track run the detector trained on real frames "
                          f"(`{config.real_detection}`); the phrases' masks are its boxes")
+        if config.real_tracking is not None and config.real_tracker() is None:
+            notes.append(f"no real-video tracker at `{config.real_tracking}` (make train-real-tracking): Track runs "
+                         f"the tracker of synthetic renders")
         if notes:
             gr.Markdown("\n".join(f"> {n}" for n in notes))
         preloads = {}
@@ -140,6 +143,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             parser.add_argument(f"--{task.name}-ckpt", type=Path, default=defaults.checkpoint(task.name),
                                 help=f"the {task.name} checkpoint or model folder (vision-export) the "
                                      f"{task.demo_tab.capitalize()} tab runs{optional}")
+    parser.add_argument("--real-tracking-ckpt", type=Path, default=handlers.REAL_TRACKING_CKPT,
+                        help="G2TAM on real video (make train-real-tracking): the Track tab's default tracker when it "
+                             "exists")
     parser.add_argument("--real-detection-ckpt", type=Path, default=handlers.REAL_DETECTION_CKPT,
                         help="a detection checkpoint trained on real frames: when the file exists, the Detect tab "
                              "runs it and the Track tab answers phrases with it alone (boxes for masks); default "
@@ -170,7 +176,8 @@ def launch(args: argparse.Namespace, block: bool = True) -> gr.Blocks:
                                  max_track_frames=args.max_frames, max_pixels=args.max_pixels,
                                  presence_threshold=args.presence_threshold,
                                  work_dir=work_dir, examples_dir=args.examples_dir, device=args.device,
-                                 precision=args.precision, real_detection=args.real_detection_ckpt)
+                                 precision=args.precision, real_detection=args.real_detection_ckpt,
+                                 real_tracking=args.real_tracking_ckpt)
     examples = None
     if not args.no_examples:
         print(f"preparing the example inputs in {args.examples_dir} (first launch only) ...", flush=True)

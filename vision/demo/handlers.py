@@ -29,6 +29,8 @@ __all__ = ["DemoConfig", "REAL_DETECTION_CKPT", "preferred_checkpoint", "Models"
 #: Where the default real-frame detector is written (``configs/detection/real.yaml``, ``make train-real-detection``:
 #: OOVDet on the pretrained YOLOX-nano body, any vocabulary by text); the demo's default ``--real-detection-ckpt``.
 REAL_DETECTION_CKPT = Path("runs/detection/real/checkpoints/last.ckpt")
+#: G2TAM on real video (``make train-real-tracking``): the Track tab's default tracker when it exists
+REAL_TRACKING_CKPT = Path("runs/tracking/real/checkpoints/last.ckpt")
 
 #: ``progress(fraction, description)``: a handler's report of its long work (fraction in [0, 1]).
 Progress = Callable[[float, str], None]
@@ -66,7 +68,10 @@ class DemoConfig:
     ``real_detection``: a detection checkpoint trained on real frames (:data:`REAL_DETECTION_CKPT`), used only when
     it exists: the Detect tab runs it instead of the ``detection`` checkpoint, and the Track tab answers phrases with
     it alone (:class:`~vision.concept.detector_only.DetectorConceptPredictor`: the masks are its boxes) instead of
-    the concept model, which has learned synthetic renders only. None: the synthetic models answer."""
+    the concept model, which has learned synthetic renders only. None: the synthetic models answer.
+    ``real_tracking``: G2TAM on real video (:data:`REAL_TRACKING_CKPT`), used only when it exists: the Track tab's
+    default tracker for box, point and text prompts, the ``tracking`` checkpoint (synthetic renders) still
+    selectable."""
 
     checkpoints: dict[str, Path] = field(default_factory=dict)
     max_upload_mb: float = 200.0
@@ -79,6 +84,7 @@ class DemoConfig:
     device: str = "auto"
     precision: str = "32"
     real_detection: Path | None = None
+    real_tracking: Path | None = None
 
     def __post_init__(self) -> None:
         from vision.device import check_precision, parse_precision, resolve_device
@@ -96,6 +102,11 @@ class DemoConfig:
         if self.max_pixels < 1:
             raise InputError(f"max_pixels must be >= 1, got {self.max_pixels}")
         self.real_detection = Path(self.real_detection) if self.real_detection else None
+        self.real_tracking = Path(self.real_tracking) if self.real_tracking else None
+
+    def real_tracker(self) -> Path | None:
+        """The real-video tracker's checkpoint when it is configured and exists."""
+        return self.real_tracking if self.real_tracking is not None and self.real_tracking.is_file() else None
 
     def real_detector(self) -> Path | None:
         """The real-frame detection checkpoint when it is configured and exists (a file or a model folder)."""
@@ -155,6 +166,19 @@ class Models:
                 self._loaded[task] = predictor.from_checkpoint(path, device=self.config.device,
                                                                precision=self.config.precision, **options)
             return self._loaded[task]
+
+    def real_tracker(self) -> Any:
+        """The :class:`~vision.tracking.real.predictor.RealTrackerPredictor` of :meth:`DemoConfig.real_tracker`,
+        loaded once (an :class:`InputError` naming ``make train-real-tracking`` when there is none)."""
+        path = self.config.real_tracker()
+        if path is None:
+            raise InputError(f"no real-video tracker at {self.config.real_tracking}: run make train-real-tracking")
+        with self._lock:
+            if "real-tracking" not in self._loaded:
+                from vision.tracking.real.predictor import RealTrackerPredictor
+
+                self._loaded["real-tracking"] = RealTrackerPredictor.from_checkpoint(path)
+            return self._loaded["real-tracking"]
 
     def answered_by(self, task: str) -> str:
         """Which model answers ``task``, in words: its checkpoint and what it was trained on

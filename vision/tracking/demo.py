@@ -16,7 +16,7 @@ from vision.data.io import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from vision.demo.examples import Examples
 from vision.demo.handlers import Models, media_preview
 from vision.demo.ui import reporter, user_errors
-from vision.tracking.demo_handlers import TrackResult, click_prompt, draw_prompts, run_tracking
+from vision.tracking.demo_handlers import TRACKERS, TrackResult, click_prompt, default_tracker, draw_prompts, run_tracking
 
 __all__ = ["tab", "TRACK_HELP"]
 
@@ -54,6 +54,9 @@ def tab(models: Models, examples: Examples | None) -> tuple[Callable[..., tuple]
                 add_text = gr.Button("Add text prompt", scale=1)
             prompts = gr.Textbox(label="Prompts (one per line; editable)", lines=4,
                                  placeholder="object 1 frame 0 positive 120,80", elem_id="track-prompts")
+            tracker = gr.Radio(list(TRACKERS), value=default_tracker(models), label="Tracker",
+                               info=None if models.config.real_tracker() is not None else
+                               "no real-video tracker yet: make train-real-tracking")
             with gr.Row():
                 clear = gr.Button("Clear prompts")
                 run = gr.Button("Track", variant="primary")
@@ -125,8 +128,9 @@ def tab(models: Models, examples: Examples | None) -> tuple[Callable[..., tuple]
                 [str(p) for p in result.downloads], result.summary)
 
     @user_errors
-    def track(paths: list[str] | None, lines: str, progress: gr.Progress = gr.Progress()) -> tuple:
-        return shown(run_tracking(models, paths, lines or "", reporter(progress)))
+    def track(paths: list[str] | None, lines: str, which: str | None = None,
+              progress: gr.Progress = gr.Progress()) -> tuple:
+        return shown(run_tracking(models, paths, lines or "", reporter(progress), tracker=which))
 
     @user_errors
     def track_concept(paths: list[str] | None, words: str, boxes: str, progress: gr.Progress = gr.Progress()
@@ -144,16 +148,17 @@ def tab(models: Models, examples: Examples | None) -> tuple[Callable[..., tuple]
     add_text.click(add_text_prompt, [prompts, obj, text], [prompts, text], api_visibility="private")
     clear.click(lambda: ("", "", None), None, [prompts, exemplars, pending], api_visibility="private").then(
         show, drawn, image, api_visibility="private")
-    run.click(track, [files, prompts], [video, scene, downloads, status], api_name="track")
+    run.click(track, [files, prompts, tracker], [video, scene, downloads, status], api_name="track")
     run_concept.click(track_concept, [files, phrases, exemplars], [video, scene, downloads, status],
                       api_name="track_concept")
     if examples is not None:
-        rows = [[[str(examples.synthetic_video)], examples.synthetic_prompts]]
+        # the synthetic scene runs the tracker of synthetic renders; the real clip the default one
+        rows = [[[str(examples.synthetic_video)], examples.synthetic_prompts, TRACKERS[1]]]
         labels = ["synthetic scene: a point, a box and a text prompt"]
         if examples.street_video is not None:
-            rows.append([[str(examples.street_video)], examples.street_prompts])
+            rows.append([[str(examples.street_video)], examples.street_prompts, default_tracker(models)])
             labels.append("real street clip: the taxi and the cyclist")
-        gr.Examples(rows, [files, prompts], [video, scene, downloads, status], fn=track, run_on_click=True,
+        gr.Examples(rows, [files, prompts, tracker], [video, scene, downloads, status], fn=track, run_on_click=True,
                     cache_examples=False, example_labels=labels, api_visibility="private")
         if examples.cup_video is not None and concept_ready:
             gr.Examples([[[str(examples.cup_video)], examples.cup_phrases, ""]], [files, phrases, exemplars],
@@ -162,7 +167,7 @@ def tab(models: Models, examples: Examples | None) -> tuple[Callable[..., tuple]
                         api_visibility="private")
 
     def preload(progress: gr.Progress = gr.Progress()) -> tuple:
-        first, lines = rows[0]
-        return (first, lines, *track(first, lines, progress))
+        first, lines, which = rows[0]
+        return (first, lines, *track(first, lines, which, progress))
 
     return (preload if examples is not None else None), [files, prompts, video, scene, downloads, status]

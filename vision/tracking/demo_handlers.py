@@ -18,7 +18,16 @@ from vision.errors import InputError
 from vision.tracking.export import object_colour
 from vision.tracking.prompt_text import format_prompt_line, parse_prompt_lines
 
-__all__ = ["TrackResult", "draw_prompts", "click_prompt", "run_tracking"]
+__all__ = ["TRACKERS", "TrackResult", "draw_prompts", "click_prompt", "run_tracking", "default_tracker"]
+
+#: the Track tab's tracker choices: G2TAM on real video (``make train-real-tracking``), and the tracker of the
+#: ``tracking`` checkpoint (synthetic renders)
+TRACKERS = ("real video: G2TAM-real", "synthetic renders: G2TAM")
+
+
+def default_tracker(models: Models) -> str:
+    """The real-video tracker when its checkpoint exists, else the synthetic one."""
+    return TRACKERS[0] if models.config.real_tracker() is not None else TRACKERS[1]
 
 
 def draw_prompts(frame: np.ndarray, prompts: str, view: int, pending: list[float] | None = None) -> np.ndarray:
@@ -85,11 +94,16 @@ class TrackResult:
 
 
 @one_run_at_a_time("tracking")
-def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = no_progress) -> TrackResult:
-    """Track the objects of ``prompts`` through the uploaded video or images (see the module docstring)."""
+def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = no_progress,
+                 tracker: str | None = None) -> TrackResult:
+    """Track the objects of ``prompts`` through the uploaded video or images (see the module docstring) with
+    ``tracker`` (one of :data:`TRACKERS`; None: :func:`default_tracker`)."""
     from vision.tracking.export import track_and_export
 
     config = models.config
+    tracker = tracker or default_tracker(models)
+    if tracker not in TRACKERS:
+        raise InputError(f"tracker must be one of {', '.join(TRACKERS)}, got {tracker!r}")
     specs = parse_prompt_lines(prompts or "")
     progress(0.0, "reading the input")
     media = load_media(files, config.max_track_frames, config.max_upload_mb, max_pixels=config.max_pixels)
@@ -97,6 +111,8 @@ def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = 
         if spec.frame is not None and spec.frame >= len(media.frames):
             raise InputError(f"object {spec.obj_id} is prompted on frame {spec.frame}, but the input has "
                              f"{len(media.frames)} frames (0 to {len(media.frames) - 1})")
+    if tracker == TRACKERS[0]:
+        return _run_real(models, media, specs, progress)
     progress(0.05, "loading the tracker")
     predictor = models.get("tracking")
     state = predictor.init_state(media.frames, ordered=media.is_video)
@@ -118,3 +134,24 @@ def run_tracking(models: Models, files: Any, prompts: str, progress: Progress = 
         lines.append(media.note)
     lines.append(f"model: the tracker {models.answered_by('tracking')}")
     return TrackResult(video=export.video, scene=export.scene_glb, downloads=downloads, summary="\n".join(lines))
+
+
+def _run_real(models: Models, media: Any, specs: list, progress: Progress) -> TrackResult:
+    """The real-video tracker on the uploaded frames (boxes, points and texts; no 3D view: its geometry is the
+    tracker's memory, not a reconstruction to show)."""
+    from vision.tracking.real.predictor import export_real
+
+    progress(0.05, "loading the tracker")
+    predictor = models.real_tracker()
+    out = models.config.run_dir("track")
+    height, width = media.frames.shape[1:3]
+    counts = export_real(predictor, media.frames, specs, out, (width, height), fps=media.fps,
+                         progress=lambda done, total: progress(0.1 + 0.8 * done / total,
+                                                               f"tracking frame {done}/{total}"))
+    lines = [f"{media.name}: {len(media.frames)} frames, {len(specs)} object(s)."]
+    lines += [f"object {o}: present in {n} of {len(media.frames)} frames" for o, n in counts.items()]
+    if media.note:
+        lines.append(media.note)
+    lines.append(f"model: {predictor.name}, {models.config.real_tracker()}")
+    return TrackResult(video=out / "annotated.mp4", scene=None, downloads=[out / "results.json", out / "masks.zip"],
+                       summary="\n".join(lines))

@@ -15,7 +15,7 @@ BOX = np.array([180.0, 60.0, 300.0, 210.0])  # the astronaut's face, photo pixel
 
 def _clip(event: str, seed: int = 0):
     return camera_path_clip(data.astronaut(), BOX, np.random.default_rng(seed), event, frames=40, size=(160, 120),
-                            occluder=data.coffee())
+                            occluder=data.coffee(), move_share=0.0)
 
 
 def test_exit_leaves_and_comes_back() -> None:
@@ -33,7 +33,7 @@ def test_box_matches_the_rendered_object() -> None:
     import cv2
 
     clip = camera_path_clip(data.astronaut(), BOX, np.random.default_rng(0), "follow", frames=40, size=(160, 120),
-                            move_share=1.0)
+                            move_share=1.0, max_move=0.3, turn_share=0.0)
     assert (clip.visible > 0.99).all()
     face = cv2.cvtColor(data.astronaut()[int(BOX[1]):int(BOX[3]), int(BOX[0]):int(BOX[2])], cv2.COLOR_RGB2GRAY)
     for t in (0, 20, 39):
@@ -49,6 +49,18 @@ def test_occlusion_hides_the_object() -> None:
     assert clip.visible[0] == 1.0 and clip.visible.min() == 0.0
     hidden = np.flatnonzero(clip.visible == 0)
     assert np.isfinite(clip.boxes[hidden]).all()  # in view, under the occluder
+
+
+def test_walk_out_and_a_twin() -> None:
+    """The object walks out of a still view and back; its twin stays where it was put, a look-alike."""
+    clip = camera_path_clip(data.astronaut(), BOX, np.random.default_rng(1), "walk_out", frames=40, size=(160, 120),
+                            twin_share=1.0, turn_share=0.0)
+    assert clip.visible[0] == 1.0 and clip.visible.min() == 0.0 and clip.visible[-1] > 0.9
+    turned = camera_path_clip(data.astronaut(), BOX, np.random.default_rng(2), "follow", frames=20, size=(160, 120),
+                              move_share=0.0, twin_share=0.0, turn_share=1.0)
+    still = camera_path_clip(data.astronaut(), BOX, np.random.default_rng(2), "follow", frames=20, size=(160, 120),
+                             move_share=0.0, twin_share=0.0, turn_share=0.0)
+    assert np.array_equal(turned.boxes, still.boxes) and not np.array_equal(turned.frames[-1], still.frames[-1])
 
 
 def test_bad_requests() -> None:

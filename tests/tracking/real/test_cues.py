@@ -11,7 +11,7 @@ def _cues(box, memory=None, box_depth=float("nan")) -> dict[str, float]:
     probability = np.zeros((16, 16), np.float32)
     probability[7:9, 7:9] = 0.9
     values = cue_vector(probability, 0.9, 0.7, np.asarray(box, float), (200, 100), np.array([20.0, 10.0]), 0.8, 0.6,
-                        memory, box_depth)
+                        0.95, memory, box_depth)
     assert values.shape == (len(CUES),) and values.dtype == np.float32
     return dict(zip(CUES, values.tolist()))
 
@@ -21,6 +21,7 @@ def test_appearance_and_map_cues() -> None:
     assert cues["peak"] == np.float32(0.9) and cues["score"] == np.float32(0.7)
     assert np.isclose(cues["hot_share"], 4 / 256) and np.isclose(cues["mean_probability"], 3.6 / 256)
     assert np.isclose(cues["template_cosine"], 0.8) and np.isclose(cues["recent_cosine"], 0.6)
+    assert np.isclose(cues["template_drop"], 0.15)
     assert cues["inside_share"] == 1.0 and cues["size_change"] == 0.0
 
 

@@ -11,7 +11,7 @@ from skimage import data
 
 from vision.errors import InputError
 from vision.tracking.real.masks import BoxMasks
-from vision.tracking.real.prompts import box_from_mask, box_from_points, box_from_text, text_class
+from vision.tracking.real.prompts import box_from_mask, box_from_points, box_from_text, head_phrase, text_class
 
 
 @pytest.fixture(scope="module")
@@ -19,9 +19,11 @@ def astronaut(pretrained_weights: Path) -> np.ndarray:
     return data.astronaut()
 
 
-def test_a_point_on_the_astronaut_gives_her_box(astronaut: np.ndarray) -> None:
-    x, y, w, h = box_from_points(astronaut, [[250, 150]], [1])  # on her face
-    assert x <= 250 <= x + w and y <= 150 <= y + h and w * h > 0.2 * 512 * 512
+def test_a_point_on_the_astronaut_gives_her_face_or_her_whole(astronaut: np.ndarray) -> None:
+    x, y, w, h = box_from_points(astronaut, [[250, 150]], [1])  # on her face: the face
+    assert x <= 250 <= x + w and y <= 150 <= y + h and w * h < 0.1 * 512 * 512
+    x, y, w, h = box_from_points(astronaut, [[250, 420]], [1])  # on her suit: the person
+    assert x <= 250 <= x + w and y <= 420 <= y + h and w * h > 0.2 * 512 * 512
 
 
 def test_a_negative_point_inside_every_box_leaves_the_segmenter(astronaut: np.ndarray) -> None:
@@ -35,6 +37,9 @@ def test_a_negative_point_inside_every_box_leaves_the_segmenter(astronaut: np.nd
 
 def test_text_names_a_detector_class(astronaut: np.ndarray) -> None:
     assert text_class("a person") == "person" and text_class("the coffee cup") == "cup"
+    assert head_phrase("the fair-haired woman in a black coat (she waves)") == "the fair-haired woman"
+    assert text_class("the fair-haired woman in a black coat") == "person"  # through the aliases
+    assert text_class("the woman's face") == "person" and text_class("the parked bike with a bag") == "bicycle"
     index, box = box_from_text([astronaut[:100, 450:], astronaut], "a person")
     assert index == 1 and box[2] * box[3] > 0.2 * 512 * 512
     with pytest.raises(InputError, match="names nothing the detector knows"):

@@ -11,6 +11,7 @@ from skimage import data
 from vision.evaluation.box_tracks import box_iou_xywh
 from vision.tracking.nanotrack import NanoTracker
 from vision.tracking.real.camera_paths import camera_path_clip
+from vision.tracking.real.cues import CUES
 from vision.tracking.real.presence import PresenceHead
 from vision.tracking.real.target import Target, TargetConfig
 
@@ -18,7 +19,8 @@ BOX = np.array([180.0, 60.0, 300.0, 210.0])  # the astronaut's face
 
 
 def _run(model, memory: bool, seed: int = 0):
-    clip = camera_path_clip(data.astronaut(), BOX, np.random.default_rng(seed), "exit", frames=40, size=(320, 240))
+    clip = camera_path_clip(data.astronaut(), BOX, np.random.default_rng(seed), "exit", frames=40, size=(320, 240),
+                            twin_share=0.0, turn_share=0.0)
     perception = model.perception
     perception.reset()
     head = PresenceHead("3d" if memory else "2d")
@@ -50,13 +52,13 @@ def test_follows_searches_and_takes_the_object_back(model, memory: bool) -> None
     assert np.mean(np.array(ious) >= 0.5) == 1.0
     sources = {a.source for a in answers}
     assert sources <= ({"track", "memory", "search"} if memory else {"track", "search"})
-    assert len(answers[0].cues) == 11 and all(np.isfinite(a.cues).all() for a in answers)
+    assert len(answers[0].cues) == len(CUES) and all(np.isfinite(a.cues).all() for a in answers)
 
 
 def test_memory_projects_where_the_camera_sends_the_object(model) -> None:
     """With the camera panned away the 3D memory projects outside the view, and back inside when it returns."""
     clip, answers = _run(model, True)
-    in_view = np.array([a.cues[9] for a in answers])  # memory_in_view
+    in_view = np.array([a.cues[CUES.index("memory_in_view")] for a in answers])
     assert (in_view[clip.visible[1:] == 1.0] == 1.0).mean() > 0.9
     assert (in_view[clip.visible[1:] == 0.0] == 0.0).mean() > 0.5
 
@@ -67,7 +69,7 @@ def test_the_memory_takes_back_what_the_track_lost(model, memory: bool) -> None:
     memory's projection is the candidate that finds it (no grid search here). The 2D control has no such candidate
     and stays lost."""
     clip = camera_path_clip(data.astronaut(), BOX, np.random.default_rng(0), "follow", frames=12, size=(320, 240),
-                            move_share=0.0)
+                            move_share=0.0, twin_share=0.0, turn_share=0.0)
     perception = model.perception
     perception.reset()
     target = Target(NanoTracker(perception.feature_net), PresenceHead("3d" if memory else "2d"),

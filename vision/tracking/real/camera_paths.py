@@ -8,7 +8,8 @@ inside the photograph) whose centre follows a path, each window resized to ``siz
   object is wholly out of view, stays away for a few frames, and pans back;
 - ``occlusion``: the window drifts slowly while a patch of another photograph, larger than the object, slides
   across it and hides it wholly for a few frames;
-- ``follow``: the window drifts and zooms with the object always in view (the frames a tracker must keep);
+- ``follow``: the window drifts and zooms around the object (the frames a tracker must keep; only the object's own
+  move, below, can take it out of view);
 - ``walk_out``: the window drifts slowly while the object moves out of it, stays out for a few frames and comes
   back.
 
@@ -16,7 +17,8 @@ In ``follow`` and ``occlusion`` clips the object also moves by itself with proba
 objects walk, roll and are carried): its box is cut out of the photograph, the hole filled (OpenCV's Telea
 inpainting), and the cut-out pasted along a smooth path of up to ``max_move`` box sides. The light and focus drift
 over every clip (gain 0.7-1.3, offset -20 to 20 grey levels, Gaussian blur up to 1.5 px), so that the object's look
-changes as it does in real footage. Each frame carries the object's box in the frame (``x, y, w, h`` of its part inside the view) and its visible
+changes as it does in real footage; the object may turn (``turn_share``) and have a still twin elsewhere
+(``twin_share``), a look-alike the tracker must not take for it. Each frame carries the object's box in the frame (``x, y, w, h`` of its part inside the view) and its visible
 share (the part of its box inside the view and not under the occluder).
 """
 
@@ -52,7 +54,8 @@ def _smooth(n: int, a: float, b: float) -> np.ndarray:
 
 def camera_path_clip(photo: np.ndarray, box_xyxy: np.ndarray, rng: np.random.Generator, event: str,
                      frames: int = 48, size: tuple[int, int] = (320, 240), occluder: np.ndarray | None = None,
-                     move_share: float = 0.5, max_move: float = 1.5) -> CameraPathClip:
+                     move_share: float = 0.5, max_move: float = 1.5, twin_share: float = 0.5,
+                     turn_share: float = 0.5) -> CameraPathClip:
     """One clip over ``photo`` (uint8 ``[H, W, 3]`` RGB) with the object ``box_xyxy`` (photo pixels).
 
     Args:
@@ -64,6 +67,10 @@ def camera_path_clip(photo: np.ndarray, box_xyxy: np.ndarray, rng: np.random.Gen
             flipped patch of ``photo`` away from the object).
         move_share: the probability that the object moves by itself in a ``follow`` or ``occlusion`` clip.
         max_move: the longest such move, in box sides.
+        twin_share: the probability of a twin: a copy of the object (its colours scaled by 0.85-1.15 per channel)
+            left still elsewhere in the photograph, at least 1.5 box sides away: a look-alike that is not it.
+        turn_share: the probability that the object turns as the clip runs (its cut-out rotated by up to 25 degrees
+            and stretched by up to 20%), so that its look drifts from the prompt's.
     """
     if event not in EVENTS:
         raise InputError(f"event must be one of {EVENTS}, got {event!r}")
@@ -115,7 +122,7 @@ def camera_path_clip(photo: np.ndarray, box_xyxy: np.ndarray, rng: np.random.Gen
         drift = rng.uniform(-0.15, 0.15, 2) * np.array([win_w, win_h])
         path = clamp(np.stack([_smooth(frames, start[0], start[0] + drift[0]),
                                _smooth(frames, start[1], start[1] + drift[1])], 1))
-        zoom = _smooth(frames, 1.0, float(rng.uniform(0.8, 1.2)))
+        zoom = _smooth(frames, 1.0, float(np.exp(rng.uniform(np.log(0.6), np.log(1.6)))))
         if event == "occlusion":
             side = 1.3 * max(bw, bh)
             if occluder is None:
@@ -155,13 +162,31 @@ def camera_path_clip(photo: np.ndarray, box_xyxy: np.ndarray, rng: np.random.Gen
     elif event != "exit" and rng.random() < move_share:
         target = rng.uniform(-1, 1, 2) * max_move * np.array([bw, bh])
         motion = np.stack([_smooth(frames, 0, target[0]), _smooth(frames, 0, target[1])], 1)
+    turn = np.zeros(frames)
+    stretch = np.ones(frames)
+    if rng.random() < turn_share:
+        turn = _smooth(frames, 0.0, float(rng.uniform(-25, 25)))
+        stretch = _smooth(frames, 1.0, float(rng.uniform(0.8, 1.2)))
+    twin = None
+    if rng.random() < twin_share:
+        for _ in range(20):
+            tx, ty = rng.uniform(0, pw - bw), rng.uniform(0, ph - bh)
+            if np.hypot(tx - x0, ty - y0) >= 1.5 * max(bw, bh):
+                twin = (int(tx), int(ty))
+                break
     base = photo
     sprite = None
-    if np.abs(motion).max() > 0:
+    if np.abs(motion).max() > 0 or np.abs(turn).max() > 0 or twin is not None:
         hole = np.zeros(photo.shape[:2], np.uint8)
         hole[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))] = 255
         base = cv2.inpaint(np.ascontiguousarray(photo), hole, 5, cv2.INPAINT_TELEA)
         sprite = photo[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))]
+        if twin is not None:
+            tint = rng.uniform(0.85, 1.15, 3)
+            copy = np.clip(sprite.astype(np.float32) * tint, 0, 255).astype(np.uint8)
+            h_, w_ = copy.shape[:2]
+            h_, w_ = min(h_, ph - twin[1]), min(w_, pw - twin[0])
+            base[twin[1]:twin[1] + h_, twin[0]:twin[0] + w_] = copy[:h_, :w_]
     gain = _smooth(frames, 1.0, float(rng.uniform(0.7, 1.3)))
     offset = _smooth(frames, 0.0, float(rng.uniform(-20, 20)))
     blur = _smooth(frames, float(rng.uniform(0, 1.5)), float(rng.uniform(0, 1.5)))
@@ -173,11 +198,24 @@ def camera_path_clip(photo: np.ndarray, box_xyxy: np.ndarray, rng: np.random.Gen
         ox, oy = motion[t]
         if sprite is not None:
             canvas = base.copy()
+            look, cover = sprite, None
+            if turn[t] != 0 or stretch[t] != 1:
+                sh, sw = sprite.shape[:2]
+                affine = cv2.getRotationMatrix2D((sw / 2, sh / 2), float(turn[t]), 1.0)
+                affine[0, :] *= stretch[t]
+                affine[0, 2] += sw / 2 * (1 - stretch[t])
+                look = cv2.warpAffine(sprite, affine, (sw, sh), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+                cover = cv2.warpAffine(np.ones((sh, sw), np.uint8), affine, (sw, sh), flags=cv2.INTER_NEAREST) > 0
             sx0, sy0 = int(x0) + int(round(ox)), int(y0) + int(round(oy))
             cx0, cy0 = max(sx0, 0), max(sy0, 0)
             cx1, cy1 = min(sx0 + sprite.shape[1], pw), min(sy0 + sprite.shape[0], ph)
             if cx1 > cx0 and cy1 > cy0:
-                canvas[cy0:cy1, cx0:cx1] = sprite[cy0 - sy0:cy1 - sy0, cx0 - sx0:cx1 - sx0]
+                part = look[cy0 - sy0:cy1 - sy0, cx0 - sx0:cx1 - sx0]
+                if cover is None:
+                    canvas[cy0:cy1, cx0:cx1] = part
+                else:
+                    keep = cover[cy0 - sy0:cy1 - sy0, cx0 - sx0:cx1 - sx0]
+                    canvas[cy0:cy1, cx0:cx1][keep] = part[keep]
         if patch_path is not None:
             patch, px, py = patch_path
             canvas = canvas.copy() if sprite is None else canvas

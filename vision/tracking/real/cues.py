@@ -8,6 +8,8 @@ Every cue is a float; :data:`CUES` names them in the order of the vector:
 - ``template_cosine``: the cosine between the first frame's template features and the features of the template
   crop at the answered box (the appearance memory: does the box look like what was prompted);
 - ``recent_cosine``: the same against the template of the last confident frame (slow appearance change);
+- ``template_drop``: how far ``template_cosine`` falls under its running level over the answers taken so far (a
+  look that drifts slowly keeps it near 0; a switch to something else or an occluder makes it jump);
 - ``inside_share``: the share of the answered box inside the frame (an object leaving the view is pushed against
   the border);
 - ``size_change``: ``log`` of the answered box's area over the prompted one's, halved;
@@ -27,8 +29,8 @@ import numpy as np
 
 __all__ = ["CUES", "GEOMETRY_CUES", "MemoryView", "cue_vector", "feature_cosine"]
 
-CUES = ("peak", "score", "mean_probability", "hot_share", "template_cosine", "recent_cosine", "inside_share",
-        "size_change", "memory_offset", "memory_in_view", "depth_ratio")
+CUES = ("peak", "score", "mean_probability", "hot_share", "template_cosine", "recent_cosine", "template_drop",
+        "inside_share", "size_change", "memory_offset", "memory_in_view", "depth_ratio")
 GEOMETRY_CUES = ("memory_offset", "memory_in_view", "depth_ratio")
 MAX_OFFSET = 4.0
 
@@ -51,11 +53,11 @@ def feature_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def cue_vector(probability: np.ndarray, peak: float, score: float, box: np.ndarray, frame_size: tuple[int, int],
-               prompt_size: np.ndarray, template_cosine: float, recent_cosine: float, memory: MemoryView | None,
-               box_depth: float) -> np.ndarray:
+               prompt_size: np.ndarray, template_cosine: float, recent_cosine: float, template_level: float,
+               memory: MemoryView | None, box_depth: float) -> np.ndarray:
     """The cues (:data:`CUES` order, float32 ``[len(CUES)]``) of one answer: NanoTrack's ``probability`` map and
     winning ``peak`` / ``score``, the answered ``box (x, y, w, h)`` in a frame of ``frame_size (W, H)``, the
-    prompt's ``(w, h)``, the two appearance cosines, the 3D memory's view (None: none yet) and the median depth
+    prompt's ``(w, h)``, the two appearance cosines and the template cosine's running level, the 3D memory's view (None: none yet) and the median depth
     measured in the box (nan: unknown)."""
     x, y, w, h = (float(v) for v in box)
     width, height = frame_size
@@ -71,5 +73,5 @@ def cue_vector(probability: np.ndarray, peak: float, score: float, box: np.ndarr
         if memory.z > 0 and np.isfinite(box_depth) and box_depth > 0:
             depth_ratio = float(np.clip(np.log(box_depth / memory.z), -3.0, 3.0))
     values = [peak, score, float(probability.mean()), float((probability > 0.5).mean()), template_cosine,
-              recent_cosine, inside, float(np.clip(size_change, -3.0, 3.0)), offset, in_view, depth_ratio]
+              recent_cosine, template_level - template_cosine, inside, float(np.clip(size_change, -3.0, 3.0)), offset, in_view, depth_ratio]
     return np.asarray(values, np.float32)

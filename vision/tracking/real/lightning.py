@@ -57,7 +57,12 @@ class PresenceDataModule(L.LightningDataModule):
         self.rows: dict[str, np.ndarray] | None = None
 
     def _fingerprint(self, names: list[str]) -> str:
-        return hashlib.sha256(json.dumps({**self.settings, "names": names}, sort_keys=True).encode()).hexdigest()
+        """What the rows depend on: the settings, the photographs' names, the cues and the clips' events."""
+        from vision.tracking.real.camera_paths import EVENTS
+        from vision.tracking.real.cues import CUES
+
+        content = {**self.settings, "names": names, "cues": list(CUES), "events": list(EVENTS)}
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     def collect(self) -> dict[str, np.ndarray]:
         """The rows: read from the cache, or collected and cached."""

@@ -1,27 +1,77 @@
 """Point, mask and text prompts of the real tracker, turned into the box its targets start from.
 
-- **Points** (frame pixels, labels 1 positive / 0 negative): the smallest YOLOX-nano detection (registry
-  ``yolox-nano``, score at least ``min_score``) that holds every positive point and no negative one; where none
+- **Points** (frame pixels, labels 1 positive / 0 negative): the smallest box that holds every positive point and
+  no negative one among YOLOX-nano's detections (registry ``yolox-nano``, score at least ``min_score``) and
+  YuNet's faces (registry ``yunet-120x160``: a click on a face means the face, not the whole person); where none
   does, the connected region of DeepLabV3's class (registry ``deeplabv3-voc``) under the first positive point, when
   that class is not the background. An empty answer is an error naming the points: a point on something neither
   model knows needs a box.
 - **Mask** (bool ``[H, W]``): its tight box; an empty mask is an error.
-- **Text**: the COCO-80 name (YOLOX-nano's vocabulary) whose MiniLM embedding is nearest the text, when its cosine is
-  at least ``min_similarity`` (otherwise the text names nothing the detector knows: an error naming it); the object
-  is that class's highest-scoring detection on the first of the first ``search_frames`` frames where it is found
-  (none: an error).
+- **Text**: the COCO-80 name (YOLOX-nano's vocabulary) whose MiniLM embedding is nearest the text's head phrase (the
+  words before the first ``(``, comma, or relation word such as "in", "with", "who", "held": "the fair-haired
+  woman" of "the fair-haired woman in a black coat"), or else the whole text, when its cosine is at least
+  ``min_similarity``; the head phrase's last word naming a class or one of its :data:`ALIASES` ("woman", "face" for
+  ``person``) decides first. Otherwise the text names nothing the detector knows: an error naming it. The object is that
+  class's highest-scoring detection on the first of the first ``search_frames`` frames where it is found (none: an
+  error). The rest of the text (colours, places) does not choose among several objects of the class.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import re
+
 import cv2
 import numpy as np
 
 from vision.errors import InputError
 
-__all__ = ["box_from_points", "box_from_mask", "text_class", "box_from_text"]
+__all__ = ["ALIASES", "box_from_points", "box_from_mask", "head_phrase", "head_noun_class", "text_class",
+           "box_from_text"]
+
+#: the words that end a description's head phrase ("the red mug | on the table")
+RELATIONS = ("in", "on", "at", "with", "who", "which", "that", "held", "holding", "of", "by", "near", "behind",
+             "under", "from", "to", "as", "while", "and")
+
+
+#: other words for a COCO-80 class, the way people name what they point at (a face or a pair of legs is a person's)
+ALIASES: dict[str, tuple[str, ...]] = {
+    "person": ("man", "men", "woman", "women", "boy", "girl", "child", "kid", "baby", "player", "people", "persons",
+               "pedestrian", "walker", "rider", "face", "head", "legs", "leg", "hand", "hands", "arm", "body", "lady",
+               "guy", "athlete"),
+    "bicycle": ("bike", "cycle"), "motorcycle": ("motorbike", "scooter"), "car": ("taxi", "sedan", "van"),
+    "cup": ("mug",), "tv": ("television", "screen", "monitor"), "cell phone": ("phone", "smartphone", "mobile"),
+    "couch": ("sofa",), "dining table": ("table",), "potted plant": ("plant",), "sports ball": ("ball",),
+}
+
+
+def head_noun_class(phrase: str) -> str | None:
+    """The COCO-80 class the last word of ``phrase`` names, directly or through :data:`ALIASES`, else None."""
+    from vision.weights.nets.onnx_models import COCO_CLASSES
+
+    words = [w.lower().removesuffix("'s").strip(".!?\"'") for w in phrase.split()]
+    if not words:
+        return None
+    for size in (2, 1):  # two-word names first ("cell phone", "teddy bear")
+        noun = " ".join(words[-size:])
+        if noun in COCO_CLASSES:
+            return noun
+        for name, aliases in ALIASES.items():
+            if noun in aliases:
+                return name
+    return None
+
+
+def head_phrase(text: str) -> str:
+    """The words of ``text`` before its first ``(``, comma, semicolon or relation word (:data:`RELATIONS`); the
+    whole text when that leaves nothing."""
+    words = []
+    for word in re.split(r"\s+", re.split(r"[(,;]", text, maxsplit=1)[0].strip()):
+        if word.lower() in RELATIONS and words:
+            break
+        words.append(word)
+    return " ".join(words).strip() or text
 
 
 def box_from_mask(mask: np.ndarray) -> np.ndarray:
@@ -35,7 +85,7 @@ def box_from_mask(mask: np.ndarray) -> np.ndarray:
 
 
 def box_from_points(frame: np.ndarray, points: Sequence[Sequence[float]], labels: Sequence[int],
-                    detector=None, segmenter=None, min_score: float = 0.25) -> np.ndarray:
+                    detector=None, segmenter=None, faces=None, min_score: float = 0.25) -> np.ndarray:
     """The box ``(x, y, w, h)`` of the object at the ``points`` of ``frame`` (uint8 ``[H, W, 3]`` RGB); see the
     module docstring."""
     points = np.asarray(points, np.float64).reshape(-1, 2)
@@ -54,11 +104,16 @@ def box_from_points(frame: np.ndarray, points: Sequence[Sequence[float]], labels
 
         detector = YOLOXNano()
     found = detector.detect(frame, score_threshold=min_score)
+    if faces is None:
+        from vision.weights.nets.onnx_models import YuNet
+
+        faces = YuNet()
+    face_boxes = [np.array([f[0], f[1], f[0] + f[2], f[1] + f[3]]) for f in faces.detect(frame)]
 
     def holds(box: np.ndarray, pts: np.ndarray) -> np.ndarray:
         return (pts[:, 0] >= box[0]) & (pts[:, 0] <= box[2]) & (pts[:, 1] >= box[1]) & (pts[:, 1] <= box[3])
 
-    candidates = [box for box in found["boxes"]
+    candidates = [box for box in [*found["boxes"], *face_boxes]
                   if holds(box, positive).all() and not (len(negative) and holds(box, negative).any())]
     if candidates:
         box = min(candidates, key=lambda b: (b[2] - b[0]) * (b[3] - b[1]))
@@ -83,10 +138,15 @@ def text_class(text: str, min_similarity: float = 0.5, encoder=None) -> str:
     from vision.weights.nets.onnx_models import COCO_CLASSES
 
     text = check_text(text, "text prompt")
+    named = head_noun_class(head_phrase(text))
+    if named is not None:
+        return named
     names = encode_vocabulary(list(COCO_CLASSES), encoder=encoder)
-    query = encode_vocabulary([text], template="{}", encoder=encoder)
-    similarity = (names @ query[0]).numpy()
-    best = int(np.argmax(similarity))
+    for phrase in dict.fromkeys([head_phrase(text), text]):
+        similarity = (names @ encode_vocabulary([phrase], template="{}", encoder=encoder)[0]).numpy()
+        best = int(np.argmax(similarity))
+        if similarity[best] >= min_similarity:
+            return COCO_CLASSES[best]
     if similarity[best] < min_similarity:
         raise InputError(f"text prompt {text!r} names nothing the detector knows (nearest COCO name "
                          f"{COCO_CLASSES[best]!r} at cosine {similarity[best]:.2f}, under {min_similarity}); give a "

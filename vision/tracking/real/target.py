@@ -1,16 +1,18 @@
 """One prompted object followed through a real video: NanoTrack's answer each frame, judged by the presence head,
 with a 3D memory of where the object is in the world.
 
-Each frame (:meth:`Target.step`):
-
-1. **Present**: NanoTrack answers around the last box; the presence head reads the answer's cues
-   (:mod:`vision.tracking.real.cues`). At or above ``presence_threshold`` the answer is taken: the box moves, and
-   the 3D memory moves to the box centre lifted by the depth measured in the box. Under it the object is reported absent and the target starts searching.
-2. **Absent**: candidates are scored with the same head, and the best one is taken back when it reaches
-   ``reacquire_threshold``: NanoTrack's own answer around the last box; with the 3D memory, its projection into
-   this frame (where the object was last seen, through this frame's camera; the box scaled by the change of depth),
-   which is where an object the camera turned away from comes back; and ``search_tiles`` crops of
-   a grid over the whole frame, visited in turn (global re-detection, for an object that came back elsewhere).
+Each frame (:meth:`Target.step`): NanoTrack answers around the last box and the presence head reads the answer's
+cues (:mod:`vision.tracking.real.cues`); the threshold is ``presence_threshold`` for an object that was present,
+``reacquire_threshold`` for one that was absent. While an absent object's own answer stays under it, candidates
+elsewhere are scored with the same head (an object that was present and dips under it for one frame is first
+reported absent: a single doubtful frame never sends the track elsewhere): with the 3D memory, its projection into this frame (where the object was last seen, through this
+frame's camera; the box scaled by the change of depth), which is where an object the camera turned away from comes
+back; and ``search_tiles`` crops of a grid over the whole frame, visited in turn (global re-detection, for an
+object that came back elsewhere). A candidate replaces the track's own answer when it reaches
+``reacquire_threshold`` and beats the own answer by ``switch_margin``. The best answer at or above the threshold is
+taken: the box moves there, the object is present, and the 3D memory moves to the box centre lifted by the depth
+measured in the box. Otherwise the object is reported absent, the track follows its own answer (as NanoTrack alone
+does) and the memory keeps the last sighting.
 
 ``use_memory=False`` is the 2D-memory control: no 3D memory, no projection candidate, and the head's geometry cues
 read as 0 (:class:`~vision.tracking.real.presence.PresenceHead` with ``memory="2d"``).
@@ -28,7 +30,7 @@ from vision.errors import InputError
 from vision.perception.backbone import FrameGeometry
 from vision.tracking.nanotrack import (CONTEXT_AMOUNT, EXEMPLAR_SIZE, INSTANCE_SIZE, NanoTracker, Response,
                                        crop_square)
-from vision.tracking.real.cues import MemoryView, cue_vector, feature_cosine
+from vision.tracking.real.cues import CUES, MemoryView, cue_vector, feature_cosine
 from vision.tracking.real.presence import PresenceHead
 
 __all__ = ["TargetConfig", "Target", "Answer"]
@@ -40,20 +42,23 @@ class TargetConfig:
 
     Args:
         presence_threshold: a followed object stays present while its answer's presence is at least this.
-        reacquire_threshold: a candidate must reach this presence to be taken back after an absence.
+        reacquire_threshold: an absent object is present again when an answer reaches this presence.
+        switch_margin: a candidate away from the track replaces the track's own answer only when its presence is
+            higher by this much (a look-alike elsewhere must clearly beat the track).
         search_tiles: global-search crops scored per absent frame (0: no global search).
         recent_every: frames between refreshes of the recent template (taken from confident answers only).
         use_memory: keep the 3D memory (False: the 2D-memory control).
     """
 
-    presence_threshold: float = 0.5
-    reacquire_threshold: float = 0.5
+    presence_threshold: float = 0.35
+    reacquire_threshold: float = 0.35
+    switch_margin: float = 0.2
     search_tiles: int = 2
     recent_every: int = 10
     use_memory: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("presence_threshold", "reacquire_threshold"):
+        for name in ("presence_threshold", "reacquire_threshold", "switch_margin"):
             value = float(getattr(self, name))
             if not 0.0 <= value <= 1.0:
                 raise InputError(f"TargetConfig.{name} must be in [0, 1], got {value}")
@@ -94,6 +99,7 @@ class Target:
         tracker.init(frame, box)
         self.template = tracker.template.float().cpu().numpy()
         self.recent = self.template
+        self.template_level = 1.0  # running level of the template cosine of the answers taken
         self.prompt_size = np.asarray(box[2:], np.float64)
         self.present = True
         self.since_recent = 0
@@ -143,7 +149,7 @@ class Target:
         features = self._box_features(frame, box)
         cues = cue_vector(response.probability, response.peak, response.score, box, geometry.frame_size,
                           self.prompt_size, feature_cosine(self.template, features),
-                          feature_cosine(self.recent, features), memory,
+                          feature_cosine(self.recent, features), self.template_level, memory,
                           geometry.box_depth(box) if memory is not None else float("nan"))
         if self.record is not None:
             self.record.append((cues, box))
@@ -166,12 +172,27 @@ class Target:
         memory = self.memory_view(geometry) if self.config.use_memory else None
         own = self.tracker.respond(frame, self.tracker.centre, self.tracker.size)
         cues, presence, features = self._judge(frame, geometry, own, memory)
-        if self.present:
-            if presence >= self.config.presence_threshold:
-                return self._take(frame, geometry, own, cues, presence, features, "track")
-            self.present, self.lost = False, 0
-            return Answer(own.box, presence, False, cues, "track")
+        threshold = self.config.presence_threshold if self.present else self.config.reacquire_threshold
         best = (presence, own, cues, features, "track")
+        if not self.present and presence < threshold:  # lost: look where the memory and the grid say it may be
+            for centre, size, source in self._candidates(geometry, memory):
+                response = self.tracker.respond(frame, centre, size)
+                c, p, f = self._judge(frame, geometry, response, memory)
+                if p >= self.config.reacquire_threshold and p > best[0] + self.config.switch_margin:
+                    best = (p, response, c, f, source)
+        presence, response, cues, features, source = best
+        if presence >= threshold:
+            return self._take(frame, geometry, response, cues, presence, features, source)
+        # absent: the track follows its own answer as NanoTrack alone would; the memory keeps the last sighting
+        self.tracker.commit(own)
+        self.present = False
+        self.lost += 1
+        return Answer(own.box, presence, False, cues, "track")
+
+    def _candidates(self, geometry: FrameGeometry, memory: MemoryView | None
+                    ) -> list[tuple[np.ndarray, np.ndarray, str]]:
+        """``(centre, size, source)`` of the places looked at besides the track: the 3D memory's projection (when
+        it is in view, the box scaled by the change of depth) and the next ``search_tiles`` tiles of the grid."""
         candidates: list[tuple[np.ndarray, np.ndarray, str]] = []
         if memory is not None and memory.in_view and np.isfinite(self.memory_depth) and memory.z > 0:
             size = np.clip(self.memory_size * self.memory_depth / memory.z, 10.0, np.array(geometry.frame_size))
@@ -181,16 +202,7 @@ class Target:
             for k in range(min(self.config.search_tiles, len(tiles))):
                 candidates.append((tiles[(self.tile + k) % len(tiles)], self.tracker.size.copy(), "search"))
             self.tile = (self.tile + self.config.search_tiles) % len(tiles)
-        for centre, size, source in candidates:
-            response = self.tracker.respond(frame, centre, size)
-            c, p, f = self._judge(frame, geometry, response, memory)
-            if p > best[0]:
-                best = (p, response, c, f, source)
-        presence, response, cues, features, source = best
-        if presence >= self.config.reacquire_threshold:
-            return self._take(frame, geometry, response, cues, presence, features, source)
-        self.lost += 1
-        return Answer(response.box, presence, False, cues, source)
+        return candidates
 
     def _take(self, frame: np.ndarray, geometry: FrameGeometry, response: Response, cues: np.ndarray,
               presence: float, features: np.ndarray, source: str) -> Answer:
@@ -199,6 +211,7 @@ class Target:
         box = response.box
         if self.config.use_memory:
             self._remember(geometry, box)
+        self.template_level = 0.9 * self.template_level + 0.1 * float(cues[CUES.index("template_cosine")])
         self.since_recent += 1
         if self.since_recent >= self.config.recent_every and presence >= 0.8:
             self.recent, self.since_recent = features, 0
