@@ -56,7 +56,7 @@ def make_tracker(name: str):
 
         return OpenCVNanoTracker()
     if name == "proximity-3d":
-        from vision.perception.backbone import RealPerception
+        from vision.geometry.real_backbone import RealPerception
         from vision.tracking.real.proximity import ProximityTracker
 
         return ProximityTracker(RealPerception())

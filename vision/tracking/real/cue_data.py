@@ -105,7 +105,7 @@ def collect_cues(photos: Sequence[tuple[str, np.ndarray]], objects: Sequence[tup
     Args:
         photos: ``(name, RGB)`` photographs; objects: :func:`photo_objects` of them.
         make_target: ``(frame, geometry, box xywh) -> Target`` (a fresh target on the clip's first frame).
-        perception: the :class:`~vision.perception.backbone.RealPerception` that gives each frame's geometry.
+        perception: the :class:`~vision.geometry.real_backbone.RealPerception` that gives each frame's geometry.
         clips_per_object, frames, size: clips per object, their length and ``(width, height)``.
         seed: the clips' random seed.
 

@@ -53,11 +53,12 @@ def feature_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def cue_vector(probability: np.ndarray, peak: float, score: float, box: np.ndarray, frame_size: tuple[int, int],
-               prompt_size: np.ndarray, template_cosine: float, recent_cosine: float, template_level: float,
+               prompt_size: np.ndarray, template_cosine: float, recent_cosine: float, template_level: float | None,
                memory: MemoryView | None, box_depth: float) -> np.ndarray:
     """The cues (:data:`CUES` order, float32 ``[len(CUES)]``) of one answer: NanoTrack's ``probability`` map and
     winning ``peak`` / ``score``, the answered ``box (x, y, w, h)`` in a frame of ``frame_size (W, H)``, the
-    prompt's ``(w, h)``, the two appearance cosines and the template cosine's running level, the 3D memory's view (None: none yet) and the median depth
+    prompt's ``(w, h)``, the two appearance cosines and the template cosine's running level (None before any answer
+    was taken: no drop), the 3D memory's view (None: none yet) and the median depth
     measured in the box (nan: unknown)."""
     x, y, w, h = (float(v) for v in box)
     width, height = frame_size
@@ -73,5 +74,6 @@ def cue_vector(probability: np.ndarray, peak: float, score: float, box: np.ndarr
         if memory.z > 0 and np.isfinite(box_depth) and box_depth > 0:
             depth_ratio = float(np.clip(np.log(box_depth / memory.z), -3.0, 3.0))
     values = [peak, score, float(probability.mean()), float((probability > 0.5).mean()), template_cosine,
-              recent_cosine, template_level - template_cosine, inside, float(np.clip(size_change, -3.0, 3.0)), offset, in_view, depth_ratio]
+              recent_cosine, 0.0 if template_level is None else template_level - template_cosine, inside,
+              float(np.clip(size_change, -3.0, 3.0)), offset, in_view, depth_ratio]
     return np.asarray(values, np.float32)

@@ -1,4 +1,4 @@
-"""G2TAM on real video (:class:`RealG2TAM`): the real-perception backbone (:mod:`vision.perception`) gives each
+"""G2TAM on real video (:class:`RealG2TAM`): the real-perception backbone (:mod:`vision.geometry.real_backbone`) gives each
 frame's depth and camera; each prompted object is a :class:`~vision.tracking.real.target.Target` (NanoTrack's
 appearance memory, the 3D memory, the presence head, re-acquisition); one NanoTrack network and one presence head
 serve every object.
@@ -16,7 +16,7 @@ import numpy as np
 from torch import nn
 
 from vision.errors import InputError
-from vision.perception.backbone import FrameGeometry, RealPerception, RealPerceptionConfig
+from vision.geometry.real_backbone import FrameGeometry, RealPerception, RealPerceptionConfig
 from vision.tracking.nanotrack import NanoTracker
 from vision.tracking.real.presence import MEMORIES, PresenceHead
 from vision.tracking.real.target import Answer, Target, TargetConfig

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vision.perception.backbone import RealPerception
+from vision.geometry.real_backbone import RealPerception
 
 __all__ = ["ProximityTracker"]
 

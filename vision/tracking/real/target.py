@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from vision.errors import InputError
-from vision.perception.backbone import FrameGeometry
+from vision.geometry.real_backbone import FrameGeometry
 from vision.tracking.nanotrack import (CONTEXT_AMOUNT, EXEMPLAR_SIZE, INSTANCE_SIZE, NanoTracker, Response,
                                        crop_square)
 from vision.tracking.real.cues import CUES, MemoryView, cue_vector, feature_cosine
@@ -99,7 +99,8 @@ class Target:
         tracker.init(frame, box)
         self.template = tracker.template.float().cpu().numpy()
         self.recent = self.template
-        self.template_level = 1.0  # running level of the template cosine of the answers taken
+        #: running level of the template cosine of the answers taken (None until the first is taken)
+        self.template_level: float | None = None
         self.prompt_size = np.asarray(box[2:], np.float64)
         self.present = True
         self.since_recent = 0
@@ -211,7 +212,8 @@ class Target:
         box = response.box
         if self.config.use_memory:
             self._remember(geometry, box)
-        self.template_level = 0.9 * self.template_level + 0.1 * float(cues[CUES.index("template_cosine")])
+        cosine = float(cues[CUES.index("template_cosine")])
+        self.template_level = cosine if self.template_level is None else 0.9 * self.template_level + 0.1 * cosine
         self.since_recent += 1
         if self.since_recent >= self.config.recent_every and presence >= 0.8:
             self.recent, self.since_recent = features, 0

@@ -1,4 +1,4 @@
-"""The real-perception backbone (vision.perception.backbone) on a real photograph seen by a virtual camera that pans:
+"""The real-perception backbone (vision.geometry.real_backbone) on a real photograph seen by a virtual camera that pans:
 its solved cameras carry a lifted point to where the point really goes, a still camera stays the identity, and the
 clip encoding has the geometry backbone's shapes."""
 
@@ -11,7 +11,7 @@ import pytest
 from skimage import data
 
 from vision.errors import InputError
-from vision.perception import RealPerception, RealPerceptionConfig
+from vision.geometry.real_backbone import RealPerception, RealPerceptionConfig
 
 SHIFT = 3  # pixels the view moves right per frame
 
