@@ -21,7 +21,7 @@ import numpy as np
 
 from vision.data.io import MAX_WORKING_PIXELS, fit_within
 
-from vision.errors import InputError
+from vision.errors import DataError, InputError
 
 __all__ = ["USAGE", "add_flags", "check", "tracking_prompts", "tracker_options", "run", "stream"]
 
@@ -84,7 +84,10 @@ def real_tracker(args: argparse.Namespace):
 
     if args.ckpt.is_dir():
         return None
-    checkpoint = load_checkpoint(args.ckpt)
+    try:
+        checkpoint = load_checkpoint(args.ckpt)
+    except DataError:  # not a real tracker's: the synthetic tracker's reader reports what is wrong with it
+        return None
     if not is_real_tracker(checkpoint):
         return None
     for flag, given in (("--solve-cameras", args.solve_cameras), ("--memory-points", args.memory_points is not None),

@@ -27,6 +27,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics.classification import BinaryAUROC
 
+from vision.data.datamodule import ResumableDataModule
 from vision.data.io import atomic_write_bytes
 from vision.errors import DataError
 from vision.tracking.real.model import RealG2TAM, RealTrackerConfig
@@ -34,7 +35,7 @@ from vision.tracking.real.model import RealG2TAM, RealTrackerConfig
 __all__ = ["PresenceDataModule", "RealTrackerModule"]
 
 
-class PresenceDataModule(L.LightningDataModule):
+class PresenceDataModule(ResumableDataModule):
     """Cue rows of the presence head (see the module docstring).
 
     Args:
@@ -51,6 +52,7 @@ class PresenceDataModule(L.LightningDataModule):
                  val_every: int = 4, batch_size: int = 512, seed: int = 0) -> None:
         super().__init__()
         self.photos, self.cache = photos, Path(cache)
+        self.val_split = str(self.cache)  # the rows file serves every stage
         self.settings = {"photos": photos, "clips_per_object": clips_per_object, "frames": frames,
                          "size": [width, height], "seed": seed}
         self.val_every, self.batch_size = val_every, batch_size
@@ -108,11 +110,11 @@ class PresenceDataModule(L.LightningDataModule):
         return self._split(False).tensors[0]
 
     def train_dataloader(self) -> DataLoader:
-        generator = torch.Generator().manual_seed(int(self.settings["seed"]))
-        return DataLoader(self._split(False), batch_size=self.batch_size, shuffle=True, generator=generator)
+        """Shuffled from the run's seed and epoch (resumes exactly, mid-epoch included)."""
+        return self.train_loader(self._split(False), self.batch_size, 0, None, with_seeds=False)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(self._split(True), batch_size=4096)
+        return self.eval_loader(self._split(True), 4096, 0, None)
 
 
 class RealTrackerModule(L.LightningModule):
