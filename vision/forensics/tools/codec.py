@@ -15,9 +15,21 @@ import numpy as np
 from vision.errors import VideoError
 from vision.forensics.tools.base import Clip, ForensicTool
 
-__all__ = ["CodecTool", "read_codec_trace"]
+__all__ = ["CodecTool", "motion_vector_sides", "read_codec_trace"]
 
 _PICT_TYPES = {1: "I", 2: "P", 3: "B"}  # FFmpeg AVPictureType values
+
+
+def motion_vector_sides(frame: Any) -> list[Any]:
+    """A decoded frame's motion-vector side data (``to_ndarray()`` gives the vectors). PyAV up to 18.1.0 iterates
+    ``frame.side_data`` as side-data objects with a ``type``; later versions make it a mapping from the type."""
+    container = frame.side_data
+    out = []
+    for item in container:
+        side = item if hasattr(item, "type") else container[item]
+        if "MOTION_VECTORS" in str(getattr(side, "type", item)):
+            out.append(side)
+    return out
 
 
 def read_codec_trace(path: str, max_frames: int) -> dict[str, Any]:
@@ -46,14 +58,13 @@ def read_codec_trace(path: str, max_frames: int) -> dict[str, Any]:
                 kind = _PICT_TYPES.get(int(kind), "?") if isinstance(kind, int) else getattr(kind, "name", "?")
                 types.append(kind if kind in ("I", "P", "B") else "?")
                 rows = np.zeros((0, 5), np.float64)
-                for side in frame.side_data:
-                    if "MOTION_VECTORS" in str(getattr(side, "type", "")):
-                        arr = side.to_ndarray()
-                        if arr.size:
-                            scale = np.maximum(arr["motion_scale"].astype(np.float64), 1.0)
-                            rows = np.stack([arr["dst_x"], arr["dst_y"], arr["motion_x"] / scale,
-                                             arr["motion_y"] / scale,
-                                             arr["w"].astype(np.float64) * arr["h"]], axis=1).astype(np.float64)
+                for side in motion_vector_sides(frame):
+                    arr = side.to_ndarray()
+                    if arr.size:
+                        scale = np.maximum(arr["motion_scale"].astype(np.float64), 1.0)
+                        rows = np.stack([arr["dst_x"], arr["dst_y"], arr["motion_x"] / scale,
+                                         arr["motion_y"] / scale,
+                                         arr["w"].astype(np.float64) * arr["h"]], axis=1).astype(np.float64)
                 mvs.append(rows)
             if len(types) >= max_frames:
                 break
