@@ -26,12 +26,13 @@ __all__ = ["load_checkpoint", "load_failure", "read_model", "load_weights", "fir
 C = TypeVar("C", bound=TaskConfig)
 
 
-def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict:
+def load_checkpoint(path: str | Path, map_location: Any = "cpu", mmap: bool = False) -> dict:
     """Read a checkpoint with ``torch.load(weights_only=True)``; a missing, unreadable or unsafe file (or one that is
-    not a regular file: a FIFO, a device, a link loop) is a one-line ``DataError``."""
+    not a regular file: a FIFO, a device, a link loop) is a one-line ``DataError``. ``mmap``: the tensors are mapped
+    from the file, not read (a cheap look at a large checkpoint's hyper-parameters)."""
     path = regular_file(path, what="checkpoint file")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as exc:  # torch raises many types for corrupt or unsafe files
         raise DataError(f"cannot read checkpoint ({load_failure(exc)})", file=path) from exc
 

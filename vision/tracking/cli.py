@@ -74,21 +74,29 @@ def tracker_options(args: argparse.Namespace) -> dict:
     return options
 
 
-def real_tracker(args: argparse.Namespace):
-    """The :class:`~vision.tracking.real.predictor.RealTrackerPredictor` of ``--ckpt`` when it holds G2TAM on real
-    video (``make train-real-tracking``), else None. The flags of the synthetic tracker's windows and geometry do
-    not apply to it and are refused by name."""
+def real_checkpoint(args: argparse.Namespace) -> dict | None:
+    """``--ckpt`` read (its tensors mapped, not read) when it holds G2TAM on real video (``make
+    train-real-tracking``), else None: a synthetic tracker's, or a file whose reader reports what is wrong with it."""
     from vision.checkpoint import load_checkpoint
     from vision.tracking.real.checkpoint import is_real_tracker
-    from vision.tracking.real.predictor import RealTrackerPredictor
 
     if args.ckpt.is_dir():
         return None
     try:
-        checkpoint = load_checkpoint(args.ckpt)
-    except DataError:  # not a real tracker's: the synthetic tracker's reader reports what is wrong with it
+        checkpoint = load_checkpoint(args.ckpt, mmap=True)
+    except DataError:
         return None
-    if not is_real_tracker(checkpoint):
+    return checkpoint if is_real_tracker(checkpoint) else None
+
+
+def real_tracker(args: argparse.Namespace):
+    """The :class:`~vision.tracking.real.predictor.RealTrackerPredictor` of ``--ckpt`` when it holds G2TAM on real
+    video (:func:`real_checkpoint`), else None. The flags of the synthetic tracker's windows and geometry do not
+    apply to it and are refused by name."""
+    from vision.tracking.real.predictor import RealTrackerPredictor
+
+    checkpoint = real_checkpoint(args)
+    if checkpoint is None:
         return None
     for flag, given in (("--solve-cameras", args.solve_cameras), ("--memory-points", args.memory_points is not None),
                         ("--presence-threshold", args.presence_threshold != 0.5)):
@@ -170,7 +178,7 @@ def stream(args: argparse.Namespace, out: Path) -> None:
 
     prompts = tracking_prompts(args)
     source = args.input[0]
-    if real_tracker(args) is not None:
+    if real_checkpoint(args) is not None:
         raise InputError(f"{args.ckpt} holds G2TAM on real video, which tracks files (vision-predict without "
                          "--stream); --stream takes a synthetic tracker's checkpoint")
     live = open_stream(source, fmt=args.stream_format, follow=args.follow, max_pixels=args.max_pixels)

@@ -17,6 +17,7 @@ checkpoint keeps the tracker's config as plain data under ``hyper_parameters.con
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,6 @@ class PresenceDataModule(ResumableDataModule):
                             log=lambda line: print(line, flush=True))
         rows["fingerprint"] = np.array(fingerprint)
         self.cache.parent.mkdir(parents=True, exist_ok=True)
-        import io
-
         buffer = io.BytesIO()
         np.savez(buffer, **rows)
         atomic_write_bytes(self.cache, buffer.getvalue())

@@ -139,9 +139,8 @@ class RealG2TAM(nn.Module):
                 answers[obj_id] = target.step(frame, geometry)
             for obj_id, (view, box) in prompts.items():
                 if view == t:
-                    target = self.make_target(frame, geometry, box)
-                    targets[obj_id] = target
-                    answers[obj_id] = Answer(check_box(box, geometry.frame_size), 1.0, True,
-                                             np.zeros(0, np.float32), "prompt")
+                    targets[obj_id] = self.make_target(frame, geometry, box)
+                    answers[obj_id] = Answer(targets[obj_id].prompt_box, 1.0, True, np.zeros(0, np.float32),
+                                             "prompt")
             yield t, geometry, answers
         self.perception.reset()

@@ -101,7 +101,8 @@ class Target:
         self.recent = self.template
         #: running level of the template cosine of the answers taken (None until the first is taken)
         self.template_level: float | None = None
-        self.prompt_size = np.asarray(box[2:], np.float64)
+        self.prompt_box = np.asarray(box, np.float64)
+        self.prompt_size = self.prompt_box[2:]
         self.present = True
         self.since_recent = 0
         self.lost = 0
