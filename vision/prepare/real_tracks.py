@@ -10,7 +10,9 @@ the object in words, the frames ``[start, end)`` of the source it spans, the sto
 frames, the object's box ``[x, y, w, h]`` in stored pixels or ``null`` where the object is out of view; every box
 was read off a pixel grid and then drawn on its frame and checked by eye (no tracker's output taken as truth). The
 first labelled frame is ``start`` and holds a box: the prompt. ``events`` are spans of source frames where the
-object leaves the view (``exit``) or is covered (``occlusion``).
+object leaves the view (``exit``) or is covered (``occlusion``). ``masks`` (optional) gives, on a few labelled
+frames where the object is in view, its mask as polygons drawn by hand (vertices read off a pixel grid, filled and
+checked by eye; no segmenter's output taken as a start), what of it is covered left out.
 
 Sources: OpenCV's ``cup.mp4``, ``box.mp4`` and ``vtest.avi`` (``--opencv-samples DIR``, default
 ``datasets/opencv_samples``), the mmaction2 clips of ``--footage DIR`` (e.g. ``../shared/footage``) and
@@ -25,7 +27,7 @@ Output (built beside ``OUT`` and moved in once complete, :func:`vision.prepare.f
   ``events`` with ``first`` / ``last`` as frame indices of the video); ``images``: every stored frame
   (``video_id``, ``frame_index`` from 0 at ``start``, ``source_frame``, ``annotated``: true on the labelled frames);
   ``tracks``: one per video (category 1, ``object``, caption the object in words); ``annotations``: the box of each
-  labelled frame where the object is in view. A labelled frame without an annotation is one where the object is
+  labelled frame where the object is in view, with its ``segmentation`` (COCO RLE of the polygons) where a mask is labelled. A labelled frame without an annotation is one where the object is
   out of view. ``vision evaluate --task tracking --protocol boxes`` scores box results on it.
 """
 
@@ -45,7 +47,7 @@ from vision.prepare.files import output_folder, staged_output
 from vision.prepare.real_checked import (WHERE, _fail, _hint, add_source_flags, check_labels_top, check_sources,
                                          locate_sources, read_labels, sha256_of)
 
-__all__ = ["LABELS", "JPEG_QUALITY", "EVENT_KINDS", "load_labels", "check_labels", "prepare", "main"]
+__all__ = ["LABELS", "JPEG_QUALITY", "EVENT_KINDS", "load_labels", "check_labels", "polygons_rle", "prepare", "main"]
 
 #: The hand-checked track labels shipped with the package.
 LABELS = Path(__file__).resolve().parent / "labels" / "real_tracks.json"
@@ -63,8 +65,8 @@ def _int(value: object) -> bool:
 
 def _check_track(file: str | Path, field: str, track: object, sources: dict, max_side: int) -> None:
     keys = {"name", "source", "object", "start", "end", "size", "boxes", "events"}
-    if not isinstance(track, dict) or set(track) != keys:
-        raise _fail(file, field, f"must have exactly {', '.join(sorted(keys))}")
+    if not isinstance(track, dict) or not keys <= set(track) <= keys | {"masks"}:
+        raise _fail(file, field, f"must have exactly {', '.join(sorted(keys))} (and optionally masks)")
     if not isinstance(track["name"], str) or not _NAME.fullmatch(track["name"]):
         raise _fail(file, f"{field}.name", f"must be lower-case letters, digits and _; got {track['name']!r}")
     if track["source"] not in sources:
@@ -107,6 +109,32 @@ def _check_track(file: str | Path, field: str, track: object, sources: dict, max
                 or not start <= event["first"] <= event["last"] < end):
             raise _fail(file, where, f"must be {{kind: {' | '.join(EVENT_KINDS)}, first, last}} with "
                                      f"{start} <= first <= last < {end}")
+    _check_masks(file, field, track.get("masks", {}), boxes, size)
+
+
+def _check_masks(file: str | Path, field: str, masks: object, boxes: dict, size: list[int]) -> None:
+    """A track's masks: on labelled frames where the object is in view, one or more polygons of at least three
+    ``[x, y]`` vertices inside the frame (half a pixel of slack)."""
+    if not isinstance(masks, dict):
+        raise _fail(file, f"{field}.masks", "must map labelled frames to {polygons, note}")
+    for key, entry in masks.items():
+        where = f"{field}.masks[{key!r}]"
+        if boxes.get(key) is None:
+            raise _fail(file, where, "must be a labelled frame whose box is not null")
+        if not isinstance(entry, dict) or not {"polygons"} <= set(entry) <= {"polygons", "note"}:
+            raise _fail(file, where, "must be {polygons: [[[x, y], ...], ...], note (optional)}")
+        polygons = entry["polygons"]
+        if not isinstance(polygons, list) or not polygons:
+            raise _fail(file, f"{where}.polygons", "must be a non-empty list of polygons")
+        for j, polygon in enumerate(polygons):
+            points = np.asarray(polygon, dtype=object)
+            if (points.ndim != 2 or points.shape[0] < 3 or points.shape[1] != 2
+                    or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in points.ravel())):
+                raise _fail(file, f"{where}.polygons[{j}]", "must be at least three [x, y] vertices")
+            xy = points.astype(np.float64)
+            if not (np.isfinite(xy).all() and (xy >= -0.5).all() and (xy[:, 0] <= size[0] + 0.5).all()
+                    and (xy[:, 1] <= size[1] + 0.5).all()):
+                raise _fail(file, f"{where}.polygons[{j}]", f"has a vertex outside the {size[0]}x{size[1]} frame")
 
 
 def check_labels(labels: object, file: str | Path = LABELS) -> None:
@@ -194,10 +222,22 @@ def _split(tracks: Sequence[dict], info: dict) -> dict:
             box = track["boxes"].get(key)
             if box is not None:
                 x, y, w, h = (float(v) for v in box)
-                split["annotations"].append({"id": len(split["annotations"]) + 1, "image_id": image_id,
-                                             "track_id": video_id, "category_id": 1, "bbox": [x, y, w, h],
-                                             "area": w * h, "iscrowd": 0})
+                ann = {"id": len(split["annotations"]) + 1, "image_id": image_id, "track_id": video_id,
+                       "category_id": 1, "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0}
+                if key in track.get("masks", {}):
+                    ann["segmentation"] = polygons_rle(track["masks"][key]["polygons"], *track["size"])
+                split["annotations"].append(ann)
     return split
+
+
+def polygons_rle(polygons: Sequence[Sequence[Sequence[float]]], width: int, height: int) -> dict:
+    """The COCO RLE (``counts`` a str) of the union of ``polygons`` (``[[x, y], ...]`` pixel vertices) filled on a
+    ``width`` x ``height`` frame, as pycocotools fills COCO polygons."""
+    from pycocotools import mask as mask_utils
+
+    flat = [[float(v) for point in polygon for v in point] for polygon in polygons]
+    rle = mask_utils.merge(mask_utils.frPyObjects(flat, height, width))
+    return {"size": [int(height), int(width)], "counts": rle["counts"].decode("ascii")}
 
 
 def prepare(out: str | Path, labels_path: str | Path = LABELS, footage: Sequence[str | Path] = (),

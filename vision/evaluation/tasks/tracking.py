@@ -103,8 +103,9 @@ def validate_box_track_results(results: list, split: dict, file: str | None = No
                                split_file: str | None = None) -> None:
     """Check the split (:func:`check_tracking_parts`) and box-track results against it: each record
     ``{video_id, image_id, track_id, bbox, score}`` has integer ids, an image of that video in the split, a track of
-    the split (of that video), ``bbox`` ``[x, y, w, h]`` finite with ``w, h >= 0`` and a finite ``score``; one
-    record per (track, image)."""
+    the split (of that video), ``bbox`` ``[x, y, w, h]`` finite with ``w, h >= 0``, a finite ``score`` and, when
+    it has one, a ``segmentation`` RLE of exactly the image's pixels; one record per (track, image)."""
+    from vision.data.checker import check_rle
     from vision.evaluation.results import ResultsChecker
 
     check_tracking_parts(split, split_file)
@@ -120,7 +121,9 @@ def validate_box_track_results(results: list, split: dict, file: str | None = No
         track_id = c.int_(r["track_id"], f"{field}.track_id")
         c.number(r["score"], f"{field}.score")
         c.bbox(r["bbox"], f"{field}.bbox")
-        _image_of_video(c, images, image_id, video_id, field)
+        image = _image_of_video(c, images, image_id, video_id, field)
+        if "segmentation" in r:
+            check_rle(c, r["segmentation"], f"{field}.segmentation", image["height"], image["width"])
         if tracks.get(track_id) != video_id:
             raise c.fail(f"track_id is not a track of video {video_id} in the split", f"{field}.track_id", track_id)
         key = (track_id, image_id)
