@@ -27,8 +27,9 @@ Output (built beside ``OUT`` and moved in once complete, :func:`vision.prepare.f
   ``events`` with ``first`` / ``last`` as frame indices of the video); ``images``: every stored frame
   (``video_id``, ``frame_index`` from 0 at ``start``, ``source_frame``, ``annotated``: true on the labelled frames);
   ``tracks``: one per video (category 1, ``object``, caption the object in words); ``annotations``: the box of each
-  labelled frame where the object is in view, with its ``segmentation`` (COCO RLE of the polygons) where a mask is labelled. A labelled frame without an annotation is one where the object is
-  out of view. ``vision evaluate --task tracking --protocol boxes`` scores box results on it.
+  labelled frame where the object is in view, with its ``segmentation`` (COCO RLE of the polygons) where a mask
+  is labelled. A labelled frame without an annotation is one where the object is out of view. ``vision evaluate
+  --task tracking --protocol boxes`` scores box results (and masks, J&F) on it.
 """
 
 from __future__ import annotations
