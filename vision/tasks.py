@@ -22,8 +22,9 @@ attribute is absent. Every task folder ``vision/<name>/`` has the same files, wi
 - ``cli.py`` (with a predictor): ``run(args, out)`` (``vision-predict --task NAME`` on one input into folder
   ``out``), ``add_flags(group)`` (its ``vision-predict`` flags), ``check(args)`` (its flags, checked before any
   input is read or model loaded), ``stream(args, out)`` (``vision-predict --stream``) and ``USAGE`` (what
-  ``vision-predict --task NAME --ckpt FOLDER`` needs besides the input, for the model card), each optional but
-  ``run``.
+  ``vision-predict --task NAME --ckpt FOLDER`` needs besides the input, for the model card) and ``DEFAULT_CKPT``
+  (``(path, what writes it)``: the checkpoint ``vision-predict`` runs when ``--ckpt`` is not given, a path relative
+  to the current folder, used when it exists), each optional but ``run``.
 - ``demo.py``: ``tab(models, examples) -> (preload, outputs)``, the demo tab it builds inside ``gr.Tab``.
 - ``onnx.py``: ``graphs(model, config, folder, seed) -> [Graph]``, its ONNX graphs (:mod:`vision.export.onnx`).
 
@@ -71,6 +72,7 @@ PARTS: dict[str, tuple[str, str]] = {
     "predict_flags": ("cli", "add_flags"),
     "predict_check": ("cli", "check"),
     "predict_usage": ("cli", "USAGE"),
+    "default_ckpt": ("cli", "DEFAULT_CKPT"),
     "stream": ("cli", "stream"),
     "demo": ("demo", "tab"),
     "export_graphs": ("onnx", "graphs"),

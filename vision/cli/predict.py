@@ -46,7 +46,7 @@ from vision.device import PRECISION_CHOICES
 from vision.errors import InputError, VisionError
 from vision.tasks import TASKS, Task, get_task, task_names
 
-__all__ = ["main", "build_parser", "resolve_task"]
+__all__ = ["main", "build_parser", "resolve_task", "default_checkpoint"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,9 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "a quoted glob pattern ('clips/*.mp4'); with --stream, a source PyAV opens (a URL, a "
                              "device, a growing file with --follow)")
     parser.add_argument("--task", required=True, choices=task_names(predictor=True))
-    parser.add_argument("--ckpt", required=True, type=Path,
+    parser.add_argument("--ckpt", type=Path,
                         help="a checkpoint written by vision-train (tools/train.py), or a model folder "
-                             "(vision-export)")
+                             "(vision-export); without it, the task's default where it has one and it exists "
+                             "(--task tracking: G2TAM on real video, runs/tracking/real/checkpoints/last.ckpt, "
+                             "make train-real-tracking)")
     parser.add_argument("--out", default="outputs",
                         help="output folder (created; not one of the inputs; nothing is left in it on an error)")
     add_task_flags(parser, "predict_flags", "{name} (--task {name}{alias})")
@@ -91,6 +93,20 @@ def resolve_task(args: argparse.Namespace) -> Task:
     return get_task(args.task)
 
 
+def default_checkpoint(task: Task) -> Path:
+    """The checkpoint of ``--task`` when ``--ckpt`` is not given: the task's ``DEFAULT_CKPT`` when it exists (said
+    on stderr), else an :class:`InputError` saying how to get one."""
+    if not task.has("default_ckpt"):
+        raise InputError(f"--task {task.name} needs --ckpt (a checkpoint of vision-train or a model folder)")
+    path, how = task.resolve("default_ckpt")
+    default = Path(path)
+    if not default.is_file():
+        raise InputError(f"--task {task.name} without --ckpt runs {default}, which is not here ({how} writes it); "
+                         "or give --ckpt")
+    print(f"no --ckpt: running {default}", file=sys.stderr)
+    return default
+
+
 def _check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, task: Task) -> None:
     """Refuse the flags of another task given on the command line; the flags of the ``--task`` a task is an alias
     of are its own check's (``--concept`` with ``--points``)."""
@@ -113,10 +129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.max_frames < 1 or args.max_pixels < 1:
             raise InputError(f"--max-frames and --max-pixels must be >= 1, got {args.max_frames} and "
                              f"{args.max_pixels}")
+        task = resolve_task(args)
+        if args.ckpt is None:
+            args.ckpt = default_checkpoint(task)
         if not args.ckpt.exists():  # a checkpoint file or a model folder (vision-export)
             raise InputError(f"checkpoint not found: {args.ckpt}")
         output_path(args.out)  # an empty --out would become the current folder
-        task = resolve_task(args)
         streaming = ", ".join(t.name for t in TASKS if t.has("stream"))
         if args.stream and (not get_task(args.task).has("stream") or len(args.input) != 1):
             raise InputError(f"--stream tracks one source with --task {streaming}")

@@ -23,10 +23,12 @@ from vision.data.io import MAX_WORKING_PIXELS, fit_within
 
 from vision.errors import DataError, InputError
 
-__all__ = ["USAGE", "add_flags", "check", "tracking_prompts", "tracker_options", "run", "stream"]
+__all__ = ["USAGE", "DEFAULT_CKPT", "add_flags", "check", "tracking_prompts", "tracker_options", "run", "stream"]
 
 #: what `vision-predict --task tracking --ckpt FOLDER` needs besides the input (the model card's example)
 USAGE = "--points 'x,y'"
+#: what `vision-predict --task tracking` runs without --ckpt, and what writes it: G2TAM on real video
+DEFAULT_CKPT = ("runs/tracking/real/checkpoints/last.ckpt", "make weights, then make train-real-tracking")
 
 
 def add_flags(group: argparse._ArgumentGroup) -> None:

@@ -61,3 +61,26 @@ def test_too_many_objects(video: Path, real_checkpoint: Path, tmp_path: Path, ca
     assert main([str(video), "--task", "tracking", "--ckpt", str(real_checkpoint), *prompts, "--out",
                  str(tmp_path / "out"), "--device", "cpu"]) == 2
     assert "more than the configured maximum 8" in capsys.readouterr().err
+
+
+def test_without_ckpt_the_real_tracker_of_make_train_real_tracking_answers(video: Path, real_checkpoint: Path,
+                                                                          tmp_path: Path, capsys,
+                                                                          monkeypatch) -> None:
+    import shutil
+
+    from vision.tracking.cli import DEFAULT_CKPT
+
+    monkeypatch.chdir(tmp_path)
+    args = [str(video), "--task", "tracking", "--box", "140,10,250,160", "--out", str(tmp_path / "out"),
+            "--device", "cpu"]
+    assert main(args) == 2  # not trained here yet: one line saying what writes it
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and DEFAULT_CKPT[0] in err[0] and "make train-real-tracking" in err[0]
+    (tmp_path / DEFAULT_CKPT[0]).parent.mkdir(parents=True)
+    shutil.copy(real_checkpoint, tmp_path / DEFAULT_CKPT[0])
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert f"no --ckpt: running {DEFAULT_CKPT[0]}" in captured.err
+    assert "answered by G2TAM-real (3d memory, nanotrack-v2)" in captured.out
+    assert main([str(video), "--task", "detection", "--vocabulary", "cup", "--out", str(tmp_path / "d")]) == 2
+    assert "--task detection needs --ckpt" in capsys.readouterr().err
