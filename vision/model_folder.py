@@ -49,7 +49,7 @@ from vision.errors import DataError, InputError
 from vision.task_config import TaskConfig
 
 __all__ = ["FOLDER_FORMAT", "FORMAT_VERSION", "CONFIG_FILE", "CARD_FILE", "ONNX_FOLDER", "ConfigOf", "ModelFolder",
-           "is_model_folder", "is_plain", "one_task", "read_model_folder", "write_model_folder",
+           "is_model_folder", "is_plain", "one_task", "read_folder_config", "read_model_folder", "write_model_folder",
            "check_model_folder_out"]
 
 FOLDER_FORMAT = "vision-model-folder"
@@ -119,22 +119,13 @@ def is_model_folder(path: str | Path) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------- reading
-def read_model_folder(path: str | Path, map_location: Any = "cpu", config_of: ConfigOf | None = None
-                      ) -> ModelFolder:
-    """Read and check a model folder; the weights go to ``map_location`` (a device or its name).
-
-    ``config_of`` (:data:`ConfigOf`) gives the config class that checks the folder's ``config`` before any weights
-    are read: a task's own (:func:`one_task`), or any registered task's
-    (:func:`vision.export.task_detection.registered_config`); None: the folder must name a task, and its config is
-    checked by whoever builds a model from it.
+def read_folder_config(path: str | Path) -> dict[str, Any]:
+    """A model folder's ``config.json``, checked as far as the file goes (read within :data:`MAX_CONFIG_BYTES`,
+    nested at most :data:`MAX_CONFIG_DEPTH` levels, this format and a version this code reads), without reading
+    any weights: what a reader looks at to tell which model a folder holds.
 
     Raises:
-        DataError: ``path`` is not a folder, has no ``config.json`` (not a model folder), the file is not valid
-            JSON (:func:`vision.data.files.read_json`: an integer too long for a float is read as infinite) or
-            nested more than :data:`MAX_CONFIG_DEPTH` levels, is not this format, names no task or a task
-            ``config_of`` refuses, a config its task's :class:`~vision.task_config.TaskConfig` refuses
-            (``config.<field>``), or an unsafe / missing weights file, or a weights file is not a readable
-            safetensors file (naming the file and the field).
+        DataError: as :func:`read_model_folder` for these checks.
     """
     path = Path(path)
     if not path.is_dir():
@@ -155,6 +146,29 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu", config_of: Co
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
         raise DataError(f"unsupported model folder version (this code reads 1..{FORMAT_VERSION})", file=config_path,
                         field="version", value=version)
+    return content
+
+
+def read_model_folder(path: str | Path, map_location: Any = "cpu", config_of: ConfigOf | None = None
+                      ) -> ModelFolder:
+    """Read and check a model folder; the weights go to ``map_location`` (a device or its name).
+
+    ``config_of`` (:data:`ConfigOf`) gives the config class that checks the folder's ``config`` before any weights
+    are read: a task's own (:func:`one_task`), or any registered task's
+    (:func:`vision.export.task_detection.registered_config`); None: the folder must name a task, and its config is
+    checked by whoever builds a model from it.
+
+    Raises:
+        DataError: ``path`` is not a folder, has no ``config.json`` (not a model folder), the file is not valid
+            JSON (:func:`vision.data.files.read_json`: an integer too long for a float is read as infinite) or
+            nested more than :data:`MAX_CONFIG_DEPTH` levels, is not this format, names no task or a task
+            ``config_of`` refuses, a config its task's :class:`~vision.task_config.TaskConfig` refuses
+            (``config.<field>``), or an unsafe / missing weights file, or a weights file is not a readable
+            safetensors file (naming the file and the field).
+    """
+    path = Path(path)
+    content = read_folder_config(path)
+    config_path = path / CONFIG_FILE
     task = content.get("task")
     config_cls = None
     if config_of is not None:
@@ -170,6 +184,7 @@ def read_model_folder(path: str | Path, map_location: Any = "cpu", config_of: Co
     if not isinstance(content.get("config"), dict):
         raise DataError("missing: the task's model config", file=config_path, field="config")
     if config_cls is not None:  # the config's fields are checked (types, ranges) before any weights are read
+        config_cls = config_cls.variant(content.get("hyper_parameters") or {})
         config_cls.from_value(content["config"], file=config_path, field="config")
     _check_training(content.get("training") or {}, config_path)
     files = content.get("weights") or {}

@@ -187,6 +187,13 @@ class TaskConfig:
                 raise
             raise DataError(str(exc), file=file, field=field) from None
 
+    @classmethod
+    def variant(cls, hyper_parameters: Mapping[str, Any]) -> type:
+        """The config class that reads a model folder of this task whose ``hyper_parameters`` are these: ``cls``
+        itself, unless the task has more than one kind of model (then its config class overrides this and returns
+        the other kind's, which has ``task`` and ``from_value`` as a task config does)."""
+        return cls
+
     def replace(self: C, **changes: Any) -> C:
         """A copy with ``changes`` applied (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)

@@ -61,8 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ckpt", type=Path,
                         help="a checkpoint written by vision-train (tools/train.py), or a model folder "
                              "(vision-export); without it, the task's default where it has one and it exists "
-                             "(--task tracking: G2TAM on real video, runs/tracking/real/checkpoints/last.ckpt, "
-                             "make train-real-tracking)")
+                             "(--task tracking: G2TAM on real video, from make train-real-tracking)")
     parser.add_argument("--out", default="outputs",
                         help="output folder (created; not one of the inputs; nothing is left in it on an error)")
     add_task_flags(parser, "predict_flags", "{name} (--task {name}{alias})")

@@ -30,7 +30,7 @@ __all__ = ["DemoConfig", "REAL_DETECTION_CKPT", "preferred_checkpoint", "Models"
 #: OOVDet on the pretrained YOLOX-nano body, any vocabulary by text); the demo's default ``--real-detection-ckpt``.
 REAL_DETECTION_CKPT = Path("runs/detection/real/checkpoints/last.ckpt")
 #: G2TAM on real video (``make train-real-tracking``): the Track tab's default tracker when it exists
-REAL_TRACKING_CKPT = Path("runs/tracking/real/checkpoints/last.ckpt")
+REAL_TRACKING_CKPT = Path(get_task("tracking").resolve("default_ckpt")[0])
 
 #: ``progress(fraction, description)``: a handler's report of its long work (fraction in [0, 1]).
 Progress = Callable[[float, str], None]

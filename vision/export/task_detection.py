@@ -44,7 +44,8 @@ def task_of_class_path(class_path: str) -> str | None:
 
 def task_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path) -> str:
     """The task a checkpoint belongs to: a folder's ``task``, else the training module's ``_class_path``
-    (:func:`task_of_class_path`), else the one task whose config takes ``hyper_parameters.config``.
+    (:func:`task_of_class_path`), else ``hyper_parameters.task`` when it names a task, else the one task whose
+    config takes ``hyper_parameters.config``.
 
     Raises:
         DataError: none of these tells (naming the file; give the task explicitly).
@@ -59,6 +60,8 @@ def task_of_checkpoint(checkpoint: Mapping[str, Any], path: str | Path) -> str:
     named = task_of_class_path(class_path)
     if named is not None:
         return named
+    if hparams.get("task") in task_names():  # a training module that records its task among its hyper-parameters
+        return str(hparams["task"])
     fits = []
     for name in task_names():
         try:

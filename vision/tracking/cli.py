@@ -77,18 +77,24 @@ def tracker_options(args: argparse.Namespace) -> dict:
 
 
 def real_checkpoint(args: argparse.Namespace) -> dict | None:
-    """``--ckpt`` read (its tensors mapped, not read) when it holds G2TAM on real video (``make
-    train-real-tracking``), else None: a synthetic tracker's, or a file whose reader reports what is wrong with it."""
+    """``--ckpt`` read (a file's tensors mapped, not read) when it holds G2TAM on real video (``make
+    train-real-tracking``, or its model folder), else None: a synthetic tracker's, or a file whose reader reports
+    what is wrong with it."""
     from vision.checkpoint import load_checkpoint
+    from vision.model_folder import one_task, read_folder_config, read_model_folder
     from vision.tracking.real.checkpoint import is_real_tracker
+    from vision.tracking.task import TrackingConfig
 
-    if args.ckpt.is_dir():
-        return None
     try:
-        checkpoint = load_checkpoint(args.ckpt, mmap=True)
-    except DataError:
-        return None
-    return checkpoint if is_real_tracker(checkpoint) else None
+        if args.ckpt.is_dir():  # a model folder (vision-export): its config.json says which tracker it holds
+            if read_folder_config(args.ckpt).get("hyper_parameters", {}).get("real_tracker") is not True:
+                return None
+        else:
+            checkpoint = load_checkpoint(args.ckpt, mmap=True)
+            return checkpoint if is_real_tracker(checkpoint) else None
+    except (DataError, AttributeError):
+        return None  # not readable as one: the synthetic tracker's reader reports what is wrong with it
+    return read_model_folder(args.ckpt, config_of=one_task(TrackingConfig)).as_checkpoint()
 
 
 def real_tracker(args: argparse.Namespace):

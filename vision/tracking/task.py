@@ -12,20 +12,24 @@ under ``model.``, read with ``weights_only=True``). A tracker's backbone starts 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from vision.checkpoint import load_weights, read_task_checkpoint
+from vision.checkpoint import load_weights, read_model, task_checkpoint_parts
 from vision.export.model_card import model_card
 from vision.geometry.model import BACKBONE_CONFIGS
+from vision.errors import InputError
 from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size, check_patch_embed_weights
-from vision.model_folder import ModelFolder, write_model_folder
+from vision.model_folder import ModelFolder, one_task, write_model_folder
 from vision.task_config import TaskConfig, checked
 from vision.text import TEXT_DIM, TEXT_ENCODERS
 from vision.tracking.baseline import MemoryBankTracker
 from vision.tracking.model import DECODER_STYLES, G2TAM, TRACKING_POINTS
+
+if TYPE_CHECKING:
+    from vision.tracking.real.model import RealG2TAM, RealTrackerConfig
 
 __all__ = ["Config", "ARCHITECTURES", "TrackingConfig", "build_model", "load", "save"]
 
@@ -70,6 +74,16 @@ class TrackingConfig(TaskConfig):
     """
 
     task: ClassVar[str] = "tracking"  # the registry name its checkpoints and model folders record
+
+    @classmethod
+    def variant(cls, hyper_parameters):
+        """A folder of G2TAM on real video (``hyper_parameters.real_tracker``) is read with its own config,
+        :class:`~vision.tracking.real.model.RealTrackerConfig`; any other with this one."""
+        if hyper_parameters.get("real_tracker") is True:
+            from vision.tracking.real.model import RealTrackerConfig
+
+            return RealTrackerConfig
+        return cls
 
     architecture: str = checked("g2tam", choices=ARCHITECTURES)
     backbone: str = checked("tiny", choices=BACKBONE_CONFIGS)
@@ -124,15 +138,25 @@ def build_model(config: TrackingConfig | dict | None = None) -> G2TAM | MemoryBa
 
 
 def load(checkpoint: str | Path, device: str | torch.device = "cpu",
-         image_size: int | None = None) -> tuple[G2TAM | MemoryBankTracker, TrackingConfig]:
+         image_size: int | None = None) -> tuple[G2TAM | MemoryBankTracker | RealG2TAM,
+                                                 TrackingConfig | RealTrackerConfig]:
     """``(model, config)`` of a :class:`~vision.tracking.lightning.TrackingModule` checkpoint or a tracking model
-    folder (:func:`save`, ``vision-export``), in eval mode on ``device``.
+    folder (:func:`save`, ``vision-export``), in eval mode on ``device``; of G2TAM on real video
+    (:class:`~vision.tracking.real.model.RealG2TAM`, ``make train-real-tracking``) for its checkpoint or folder.
 
     ``image_size`` rebuilds the model for another input size (the weights do not depend on it). The model is built
     without ``patch_embed_weights`` (the checkpoint holds the weights). A checkpoint without a tracking config, or
     whose weights do not fit it, is a :class:`~vision.errors.DataError` naming the file.
     """
-    config, weights, _ = read_task_checkpoint(checkpoint, TrackingConfig, prefix="model.", map_location=device)
+    from vision.tracking.real.checkpoint import is_real_tracker, load_real_tracker
+
+    read = read_model(checkpoint, map_location=device, config_of=one_task(TrackingConfig))
+    if is_real_tracker(read):
+        if image_size is not None:
+            raise InputError(f"{checkpoint} holds G2TAM on real video, which takes frames of any size: no image_size")
+        real = load_real_tracker(checkpoint, device=device, checkpoint=read)
+        return real, real.config
+    config, weights = task_checkpoint_parts(read, checkpoint, TrackingConfig, prefix="model.")
     if image_size is not None:
         config = config.replace(image_size=int(image_size))
     model = build_model(config.replace(patch_embed_weights=None))
@@ -140,10 +164,18 @@ def load(checkpoint: str | Path, device: str | torch.device = "cpu",
     return model.to(device).eval(), config
 
 
-def save(model: G2TAM | MemoryBankTracker, config: TrackingConfig | dict | None, folder: str | Path,
+def save(model: G2TAM | MemoryBankTracker | RealG2TAM, config: TrackingConfig | dict | None, folder: str | Path,
          overwrite: bool = False) -> Path:
     """Write ``model`` as a model folder (``config.json``, ``model.safetensors``, ``README.md``) that :func:`load`
-    reads; see :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``."""
+    reads; see :func:`vision.model_folder.write_model_folder` for ``folder`` and ``overwrite``. A
+    :class:`~vision.tracking.real.model.RealG2TAM` is written with its own config (``config`` is not read), its
+    pretrained parts with it, and ``hyper_parameters.real_tracker`` true."""
+    from vision.tracking.real.model import RealG2TAM
+
+    if isinstance(model, RealG2TAM):  # G2TAM on real video: its own config, marked as make train-real-tracking does
+        folder_of = ModelFolder("tracking", model.config.to_dict(), {"model": model.state_dict()},
+                                hyper_parameters={"real_tracker": True})
+        return write_model_folder(folder_of, folder, overwrite=overwrite, card=model_card)
     config = TrackingConfig.from_value(config)
     return write_model_folder(ModelFolder("tracking", config.to_dict(), {"model": model.state_dict()}), folder,
                               overwrite=overwrite, card=model_card)

@@ -84,3 +84,12 @@ def test_without_ckpt_the_real_tracker_of_make_train_real_tracking_answers(video
     assert "answered by G2TAM-real (3d memory, nanotrack-v2)" in captured.out
     assert main([str(video), "--task", "detection", "--vocabulary", "cup", "--out", str(tmp_path / "d")]) == 2
     assert "--task detection needs --ckpt" in capsys.readouterr().err
+
+
+def test_a_model_folder_of_the_real_tracker_answers(video: Path, real_module, tmp_path: Path, capsys) -> None:
+    from vision.tracking.task import save
+
+    folder = save(real_module.model, None, tmp_path / "folder")
+    assert main([str(video), "--task", "tracking", "--ckpt", str(folder), "--box", "140,10,250,160", "--out",
+                 str(tmp_path / "out"), "--device", "cpu"]) == 0
+    assert "answered by G2TAM-real (3d memory, nanotrack-v2)" in capsys.readouterr().out

@@ -72,3 +72,32 @@ def test_other_checkpoints_are_refused(tmp_path: Path, real_module) -> None:
     torch.save({"hyper_parameters": dict(real_module.hparams), "state_dict": state}, broken)
     with pytest.raises(DataError, match="do not fit"):
         load_real_tracker(broken)
+
+
+def test_a_model_folder_holds_the_tracker_and_records_its_backbone(real_module, real_checkpoint: Path,
+                                                                   tmp_path: Path, capsys) -> None:
+    """``vision-export`` of ``make train-real-tracking``'s checkpoint, and the tracking task's ``save`` / ``load``:
+    the same weights, the backbone's every setting written in config.json, and a folder whose config the real
+    tracker's own config refuses is an error naming the field."""
+    import json
+
+    from vision.cli.export import main as export
+    from vision.errors import DataError
+    from vision.tracking.task import load, save
+
+    assert export(["--ckpt", str(real_checkpoint), "--out", str(tmp_path / "exported")]) == 0
+    assert "wrote the tracking model folder" in capsys.readouterr().out
+    saved = save(real_module.model, None, tmp_path / "saved")
+    config = json.loads((saved / "config.json").read_text())
+    assert config["hyper_parameters"] == {"real_tracker": True}
+    assert config["config"]["perception"]["depth"] == "tcmonodepth-small"
+    assert config["config"]["perception"]["features"] == "nanotrack-v2"
+    for folder in (tmp_path / "exported", saved):
+        model, read = load(folder)
+        assert isinstance(model, RealG2TAM) and read == real_module.model.config
+        for key, value in real_module.model.state_dict().items():
+            assert torch.equal(model.state_dict()[key], value), key
+    config["config"]["memory"] = "4d"
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(DataError, match="config.json.*config.*memory must be one of"):
+        load(saved)

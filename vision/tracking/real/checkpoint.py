@@ -1,8 +1,9 @@
 """Reading a real tracker's checkpoint (:class:`~vision.tracking.real.lightning.RealTrackerModule`, ``make
-train-real-tracking``) with ``torch.load(weights_only=True)``: its config from ``hyper_parameters.config`` (plain
-data), every weight from ``state_dict`` under ``model.``.
+train-real-tracking``) with ``torch.load(weights_only=True)``, or its model folder (``vision-export``, safetensors):
+its config from ``hyper_parameters.config`` (plain data), every weight from ``state_dict`` under ``model.``.
 
-The default checkpoint :data:`DEFAULT_CHECKPOINT` is where ``make train-real-tracking`` leaves it.
+``make train-real-tracking`` leaves it where ``vision-predict --task tracking`` looks without ``--ckpt``
+(:data:`vision.tracking.cli.DEFAULT_CKPT`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from typing import Any
 
 import torch
 
-from vision.checkpoint import load_checkpoint, load_weights
+from vision.checkpoint import load_weights, read_model
 from vision.errors import DataError
 from vision.tracking.real.model import RealG2TAM, RealTrackerConfig
 
-__all__ = ["DEFAULT_CHECKPOINT", "is_real_tracker", "load_real_tracker"]
-
-DEFAULT_CHECKPOINT = Path("runs/tracking/real/checkpoints/last.ckpt")
+__all__ = ["is_real_tracker", "load_real_tracker"]
 
 
 def is_real_tracker(checkpoint: Mapping[str, Any]) -> bool:
@@ -30,10 +29,12 @@ def is_real_tracker(checkpoint: Mapping[str, Any]) -> bool:
 
 def load_real_tracker(path: str | Path, device: str | torch.device = "cpu",
                       checkpoint: Mapping[str, Any] | None = None) -> RealG2TAM:
-    """The :class:`RealG2TAM` of a checkpoint file (or of ``checkpoint``, that file already read), in eval mode on
-    ``device``. Its pretrained parts come from the checkpoint too; nothing else is read."""
+    """The :class:`RealG2TAM` of a checkpoint file or a model folder (or of ``checkpoint``, that file already
+    read), in eval mode on ``device``. Its pretrained parts come from the checkpoint too; nothing else is read."""
     if checkpoint is None:
-        checkpoint = load_checkpoint(path)
+        from vision.model_folder import one_task
+
+        checkpoint = read_model(path, config_of=one_task(RealTrackerConfig))
     if not is_real_tracker(checkpoint):
         raise DataError("not a real tracker's checkpoint (no hyper_parameters.real_tracker); train one with make "
                         "train-real-tracking", file=path, field="hyper_parameters")

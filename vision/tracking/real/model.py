@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 from torch import nn
 
-from vision.errors import InputError
+from vision.errors import DataError, InputError
 from vision.geometry.real_backbone import FrameGeometry, RealPerception, RealPerceptionConfig
 from vision.tracking.nanotrack import NanoTracker
 from vision.tracking.real.presence import MEMORIES, PresenceHead
@@ -32,9 +33,14 @@ class RealTrackerConfig:
         memory: ``"3d"`` (G2TAM: appearance and 3D memory) or ``"2d"`` (the control: appearance only).
         hidden: the presence head's hidden width.
         max_objects: the most objects one video may be prompted with.
-        perception: the backbone's :class:`RealPerceptionConfig` fields.
+        perception: the backbone's :class:`RealPerceptionConfig` fields (those not given take their defaults; all
+            are kept).
         target: the targets' :class:`TargetConfig` fields (``use_memory`` follows ``memory``).
     """
+
+    #: the task its checkpoints and model folders record (a model folder reads this config through
+    #: :meth:`vision.tracking.task.TrackingConfig.variant`)
+    task: ClassVar[str] = "tracking"
 
     memory: str = "3d"
     hidden: int = 32
@@ -47,8 +53,11 @@ class RealTrackerConfig:
             raise InputError(f"RealTrackerConfig.memory must be one of {MEMORIES}, got {self.memory!r}")
         if int(self.max_objects) < 1:
             raise InputError(f"RealTrackerConfig.max_objects must be >= 1, got {self.max_objects}")
-        self.perception_config()
-        self.target_config()
+        # every field written out, defaults included: equal configs compare equal however they were given
+        object.__setattr__(self, "perception", dataclasses.asdict(self.perception_config()))
+        target = dataclasses.asdict(self.target_config())
+        del target["use_memory"]  # it follows memory
+        object.__setattr__(self, "target", target)
 
     def perception_config(self) -> RealPerceptionConfig:
         return RealPerceptionConfig(**dict(self.perception))
@@ -58,7 +67,34 @@ class RealTrackerConfig:
             raise InputError("RealTrackerConfig.target: use_memory follows memory; do not set it")
         return TargetConfig(**dict(self.target), use_memory=self.memory == "3d")
 
+    @classmethod
+    def variant(cls, hyper_parameters: Mapping[str, Any]) -> type:
+        """This class (:meth:`vision.task_config.TaskConfig.variant`: a model folder read as a real tracker's)."""
+        return cls
+
+    @classmethod
+    def from_value(cls, value: Any, file: str | Path | None = None, field: str = "hyper_parameters.config"
+                   ) -> RealTrackerConfig:
+        """The config of ``value`` (a mapping of its fields, or a config); a refused one is an :class:`InputError`,
+        or with ``file`` (where it was read) a :class:`DataError` naming the file and ``field``."""
+        if isinstance(value, cls):
+            return value
+        try:
+            if not isinstance(value, Mapping):
+                raise InputError(f"a RealTrackerConfig must be a mapping of its fields, got {type(value).__name__}")
+            known = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(str(k) for k in value if k not in known)
+            if unknown:
+                raise InputError(f"unknown RealTrackerConfig field(s) {unknown}; known: {sorted(known)}")
+            return cls(**dict(value))
+        except (InputError, TypeError) as exc:
+            if file is None:
+                raise InputError(str(exc)) from None
+            raise DataError(str(exc), file=file, field=field) from None
+
     def to_dict(self) -> dict[str, Any]:
+        """Plain data with every field of the backbone's and the targets' configs written out (defaults included),
+        so a checkpoint or model folder records the backbone it was trained on."""
         return {"memory": self.memory, "hidden": int(self.hidden), "max_objects": int(self.max_objects),
                 "perception": dict(self.perception), "target": dict(self.target)}
 
