@@ -37,6 +37,7 @@ def main() -> None:
 
     from vision.data.video import read_video
     from vision.tracking.nanotrack_opencv import OpenCVNanoTracker
+    from vision.tracking.real.masks import MASK_MODES
     from vision.tracking.real.predictor import RealTrackerPredictor
 
     torch.set_num_threads(args.threads)
@@ -50,7 +51,7 @@ def main() -> None:
     for frame in frames[1:]:
         tracker.update(frame)
     rows.append(("nanotrack-opencv", 1, "none", len(frames) / (time.perf_counter() - start)))
-    for masks in ("box", "deeplab"):
+    for masks in MASK_MODES:
         predictor = RealTrackerPredictor.from_checkpoint(args.ckpt, masks=masks)
         for count in (1, 8):
             prompts = {k + 1: (0, np.array(b)) for k, b in enumerate(grid_boxes(count))}

@@ -62,3 +62,38 @@ def test_mask_prompt_and_masks(astronaut: np.ndarray) -> None:
     assert person.sum() < as_box.sum()  # the flag behind her is not the person
     with pytest.raises(InputError, match="mask mode"):
         BoxMasks("sam")
+
+
+def _discs() -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    """A 240 x 320 frame of two flat-coloured discs on a noisy background: (frame, their boxes, their masks)."""
+    import cv2
+
+    rng = np.random.default_rng(0)
+    frame = rng.integers(60, 140, (240, 320, 3)).astype(np.uint8)
+    frame[..., 1] = 150  # a green, noisy background
+    boxes, masks = [], []
+    for (cx, cy, r, colour) in ((80, 120, 40, (220, 40, 40)), (230, 100, 30, (40, 40, 220))):
+        disc = np.zeros((240, 320), np.uint8)
+        cv2.circle(disc, (cx, cy), r, 1, -1)
+        frame[disc > 0] = colour
+        boxes.append(np.array([cx - r, cy - r, 2 * r + 1, 2 * r + 1], np.float64))
+        masks.append(disc > 0)
+    return frame, boxes, masks
+
+
+def test_grabcut_cuts_an_object_no_segmenter_class_knows_out_of_its_box() -> None:
+    frame, boxes, truths = _discs()
+    masker = BoxMasks("grabcut")
+
+    def iou(a: np.ndarray, b: np.ndarray) -> float:
+        return float((a & b).sum() / (a | b).sum())
+
+    for box, truth in zip(boxes, truths):
+        as_box, cut = BoxMasks("box").mask(frame, box), masker.mask(frame, box)
+        assert iou(cut, truth) > 0.9 > iou(as_box, truth)  # a disc fills pi/4 of its box
+        assert np.array_equal(BoxMasks("deeplab").mask(frame, box), as_box)  # no VOC class: the box
+        assert not (cut & ~as_box).any()
+    both = masker.masks(frame, np.stack(boxes))  # one segmentation for both objects: each keeps its own
+    assert all(iou(m, t) > 0.9 for m, t in zip(both, truths))
+    whole = masker.mask(frame, np.array([0.0, 0.0, 320.0, 240.0]))  # no background left to learn from
+    assert whole.all()

@@ -41,12 +41,12 @@ class RealTrackerPredictor:
         model: the tracker; masks: the mask mode (:data:`vision.tracking.real.masks.MASK_MODES`).
     """
 
-    def __init__(self, model: RealG2TAM, masks: str = "deeplab") -> None:
+    def __init__(self, model: RealG2TAM, masks: str = "grabcut") -> None:
         self.model = model
         self.masker = BoxMasks(masks)
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str = "cpu", masks: str = "deeplab",
+    def from_checkpoint(cls, path: str | Path, device: str = "cpu", masks: str = "grabcut",
                         checkpoint: dict | None = None) -> "RealTrackerPredictor":
         from vision.tracking.real.checkpoint import load_real_tracker
 
