@@ -52,3 +52,29 @@ def test_format_round_trips():
 def test_malformed_lines_are_refused_with_their_line_number(text, message):
     with pytest.raises(InputError, match=message):
         parse_prompt_lines(text)
+
+
+def test_mask_lines_name_a_file_and_are_taken_only_where_allowed(tmp_path):
+    import cv2
+
+    from vision.tracking.prompt_text import parse_prompt_lines, prompt_masks, read_mask
+
+    mask = np.zeros((30, 40), np.uint8)
+    mask[5:9, 10:30] = 255
+    cv2.imwrite(str(tmp_path / "m.png"), mask)
+    line = f"object 2 frame 3 mask {tmp_path / 'm.png'}"
+    (spec,) = parse_prompt_lines(line, allow_masks=True)
+    assert spec.obj_id == 2 and spec.frame == 3 and spec.mask == str(tmp_path / "m.png")
+    read = prompt_masks([spec], (40, 30))[2]
+    assert read.dtype == bool and read.sum() == 4 * 20 and read[5:9, 10:30].all()
+    with pytest.raises(InputError, match="given on the command line"):
+        parse_prompt_lines(line)  # the demo's reading: no file of the server is opened for a remote user
+    with pytest.raises(InputError, match="needs 'frame N'"):
+        parse_prompt_lines(f"object 2 mask {tmp_path / 'm.png'}", allow_masks=True)
+    with pytest.raises(InputError, match="is 40x30, the input 64x48"):
+        read_mask(tmp_path / "m.png", (64, 48))
+    cv2.imwrite(str(tmp_path / "empty.png"), np.zeros((30, 40), np.uint8))
+    with pytest.raises(InputError, match="no non-zero pixel"):
+        read_mask(tmp_path / "empty.png", (40, 30))
+    with pytest.raises(InputError, match="is not a file"):
+        read_mask(tmp_path / "absent.png", (40, 30))

@@ -3,7 +3,7 @@
 of the tracking task, :data:`vision.tasks.PARTS`).
 
   vision-predict --task tracking --ckpt CKPT INPUT --view 0 --points "120,80;140,90" --labels "1,0"
-                 [--box "x0,y0,x1,y1"] [--text "the red mug"] [--solve-cameras] [--out DIR]
+                 [--box "x0,y0,x1,y1"] [--mask mask.png] [--text "the red mug"] [--solve-cameras] [--out DIR]
   vision-predict --task tracking --ckpt CKPT INPUT --prompt "object 1 frame 0 positive 120,80" \\
                  --prompt "object 2 frame 0 box 10,20,60,90" --prompt "object 3 text the red mug"
       -> DIR/results.json (COCO-video results) + DIR/annotated.mp4 + DIR/masks.zip + DIR/object_<id>.ply
@@ -36,6 +36,7 @@ def add_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--points", help="'x,y;x,y' pixels")
     group.add_argument("--labels", help="'1,0' (1 positive, 0 negative), one per point")
     group.add_argument("--box", help="'x0,y0,x1,y1' pixels")
+    group.add_argument("--mask", help="an image file (the input's size) whose non-zero pixels are the object")
     group.add_argument("--text", action="append",
                        help="a text prompt such as 'the red mug'; repeat it for more objects (2, 3, ...)")
     group.add_argument("--presence-threshold", type=float, default=0.5,
@@ -65,7 +66,7 @@ def tracking_prompts(args: argparse.Namespace) -> list:
     """The prompts of the command line (:func:`vision.tracking.prompt_text.flag_prompts`)."""
     from vision.tracking.prompt_text import flag_prompts
 
-    return flag_prompts(args.view, args.points, args.labels, args.box, args.text, args.prompt)
+    return flag_prompts(args.view, args.points, args.labels, args.box, args.text, args.prompt, args.mask)
 
 
 def tracker_options(args: argparse.Namespace) -> dict:
@@ -119,9 +120,11 @@ def run(args: argparse.Namespace, out: Path) -> None:
     from vision.cli.inputs import load_input, print_notes, progress_bar
     from vision.tracking.export import track_and_export
     from vision.tracking.predictor import TrackerPredictor
+    from vision.tracking.prompt_text import prompt_masks
 
     prompts = tracking_prompts(args)
     source = load_input(args.input, args.max_frames, args.max_pixels)
+    masks = prompt_masks(prompts, (source.width, source.height))  # read before any model is loaded
     real = loaded(args, "real-tracking", lambda: real_tracker(args))
     if real is not None:
         from vision.tracking.real.predictor import export_real
@@ -129,7 +132,7 @@ def run(args: argparse.Namespace, out: Path) -> None:
         frames = source.working_frames()
         with progress_bar(len(frames), "tracking") as bar:
             counts = export_real(real, frames, prompts, out, (source.width, source.height), fps=source.fps,
-                                 progress=lambda done, total: bar.update(done - bar.n))
+                                 progress=lambda done, total: bar.update(done - bar.n), masks=masks)
         print_notes(source)
         print(f"answered by {real.name}; wrote {out / 'results.json'}, {out / 'annotated.mp4'}, {out / 'masks.zip'}")
         for obj_id, count in counts.items():
@@ -143,7 +146,7 @@ def run(args: argparse.Namespace, out: Path) -> None:
     state = predictor.init_state(source.source, ordered=True, max_frames=source.max_frames,
                                  max_pixels=source.max_pixels)
     for spec in prompts:
-        predictor.add_prompt(state, obj_id=spec.obj_id, mask=None, **spec.arrays())
+        predictor.add_prompt(state, obj_id=spec.obj_id, mask=masks.get(spec.obj_id), **spec.arrays())
     with progress_bar(state.num_views, "tracking") as bar:
         export = track_and_export(predictor, state, source.working_frames(), out, fps=source.fps,
                                   progress=lambda done, total: bar.update(done - bar.n))
@@ -182,6 +185,7 @@ def stream(args: argparse.Namespace, out: Path) -> None:
     from vision.tracking.export import overlay_masks
     from vision.tracking.predictor import TrackerPredictor
     from vision.tracking.results import mask_result
+    from vision.tracking.prompt_text import prompt_masks
     from vision.tracking.stream import TrackerStream
 
     prompts = tracking_prompts(args)
@@ -190,12 +194,13 @@ def stream(args: argparse.Namespace, out: Path) -> None:
         raise InputError(f"{args.ckpt} holds G2TAM on real video, which tracks files (vision-predict without "
                          "--stream); --stream takes a synthetic tracker's checkpoint")
     live = open_stream(source, fmt=args.stream_format, follow=args.follow, max_pixels=args.max_pixels)
+    masks = prompt_masks(prompts, (live.width, live.height))
     predictor = TrackerPredictor.from_checkpoint(args.ckpt, presence_threshold=args.presence_threshold,
                                                  device=args.device, precision=args.precision,
                                                  **tracker_options(args))
     tracker = TrackerStream(predictor, live.height, live.width)
     for spec in prompts:
-        tracker.add_prompt(obj_id=spec.obj_id, mask=None, **spec.arrays())
+        tracker.add_prompt(obj_id=spec.obj_id, mask=masks.get(spec.obj_id), **spec.arrays())
     work = fit_within(live.width, live.height, MAX_WORKING_PIXELS)
     received: dict[int, np.ndarray] = {}  # frames waiting for their window's result (at most one window)
 

@@ -5,9 +5,11 @@
     object 1 frame 0 negative 140,90
     object 2 frame 3 box 10,20,60,90
     object 3 text the red mug
+    object 4 frame 0 mask masks/mug.png
 
 ``positive`` / ``negative`` add a point (``point`` is the same as ``positive``; ``+`` and ``-`` are short forms),
-``box`` sets the box (x0,y0,x1,y1), ``text`` sets a description. Coordinates are pixels of the input frames and
+``box`` sets the box (x0,y0,x1,y1), ``text`` sets a description, ``mask`` names an image file whose non-zero pixels
+are the object (the input's size; read by :func:`read_mask`, on the command line only: ``allow_masks``). Coordinates are pixels of the input frames and
 frames count from 0. Lines of one object combine: its points and box must all be on the same frame. ``obj`` may
 stand for ``object``; blank lines and lines starting with ``#`` are ignored.
 """
@@ -16,26 +18,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from vision.errors import InputError
 from vision.text.user_text import check_text, check_text_field
 
-__all__ = ["ObjectPromptSpec", "parse_prompt_lines", "format_prompt_line", "parse_numbers", "parse_points",
+__all__ = ["ObjectPromptSpec", "read_mask", "prompt_masks", "parse_prompt_lines", "format_prompt_line", "parse_numbers", "parse_points",
            "parse_labels", "flag_prompts"]
 
 _LINE = re.compile(r"^(?:obj|object)\s+(?P<obj>\S+)\s+(?:frame\s+(?P<frame>\S+)\s+)?(?P<kind>positive|negative|point"
-                   r"|\+|-|box|text)(?:\s+(?P<rest>.*))?$", re.IGNORECASE)
+                   r"|\+|-|box|text|mask)(?:\s+(?P<rest>.*))?$", re.IGNORECASE)
 _KINDS = {"positive": "positive", "point": "positive", "+": "positive", "negative": "negative", "-": "negative",
-          "box": "box", "text": "text"}
+          "box": "box", "text": "text", "mask": "mask"}
 
 
 @dataclass
 class ObjectPromptSpec:
     """One object's prompt: ``frame`` (None for text only), ``points [[x, y], ...]`` with ``labels`` (1 positive,
-    0 negative), ``box [x0, y0, x1, y1]`` or None, ``text`` or None. Arguments of ``TrackerPredictor.add_prompt``
-    come from :meth:`arrays`."""
+    0 negative), ``box [x0, y0, x1, y1]`` or None, ``text`` or None, ``mask`` (the path of a mask image, read by
+    :func:`read_mask`) or None. Arguments of ``TrackerPredictor.add_prompt`` come from :meth:`arrays` (the mask
+    read separately, at the input's size)."""
 
     obj_id: int
     frame: int | None = None
@@ -43,6 +47,7 @@ class ObjectPromptSpec:
     labels: list[int] = field(default_factory=list)
     box: list[float] | None = None
     text: str | None = None
+    mask: str | None = None
 
     def arrays(self) -> dict:
         """Keyword arguments for ``TrackerPredictor.add_prompt`` (``view``, ``points``, ``labels``, ``box``,
@@ -75,12 +80,49 @@ def _numbers(text: str | None, count: int, what: str, where: str) -> list[float]
     return values
 
 
-def parse_prompt_lines(text: str) -> list[ObjectPromptSpec]:
-    """Parse prompt lines (see the module docstring) into one :class:`ObjectPromptSpec` per object, by id.
+def read_mask(path: str | Path, size: tuple[int, int], what: str = "mask prompt") -> np.ndarray:
+    """bool ``[H, W]``: the non-zero pixels of the image file ``path`` (any channel), which must be ``size``
+    ``(W, H)``, the input's size, and hold at least one such pixel.
 
     Raises:
-        InputError: naming the line number and what is wrong (unknown form, bad number, a second box or text
-            for one object, points of one object on two frames, a point or box without a frame, no prompt).
+        InputError: naming ``what`` and the file: unreadable, oversized (:func:`vision.data.io.read_image`), of
+            another size, or empty.
+    """
+    from vision.data.io import read_image
+    from vision.errors import VisionError
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{what}: {path} is not a file")
+    try:
+        image = read_image(path)
+    except VisionError as exc:
+        raise InputError(f"{what}: {exc}") from None
+    if image.shape[1::-1] != tuple(size):
+        raise InputError(f"{what}: {path} is {image.shape[1]}x{image.shape[0]}, the input {size[0]}x{size[1]}: a mask "
+                         "has the input's size")
+    mask = image.any(axis=-1)
+    if not mask.any():
+        raise InputError(f"{what}: {path} has no non-zero pixel (an empty mask)")
+    return mask
+
+
+def prompt_masks(specs: list[ObjectPromptSpec], size: tuple[int, int]) -> dict[int, np.ndarray]:
+    """``{obj_id: bool [H, W]}``: the mask of every spec with one, read (:func:`read_mask`) at the input's
+    ``size`` ``(W, H)``."""
+    return {spec.obj_id: read_mask(spec.mask, size, f"object {spec.obj_id}'s mask prompt")
+            for spec in specs if spec.mask is not None}
+
+
+def parse_prompt_lines(text: str, allow_masks: bool = False) -> list[ObjectPromptSpec]:
+    """Parse prompt lines (see the module docstring) into one :class:`ObjectPromptSpec` per object, by id.
+    ``allow_masks``: ``mask`` lines name files, so only a reader on the user's own machine (the command line)
+    takes them; elsewhere (the demo) they are refused.
+
+    Raises:
+        InputError: naming the line number and what is wrong (unknown form, bad number, a second box, mask or
+            text for one object, points of one object on two frames, a point, box or mask without a frame, a mask
+            line where masks are not taken, no prompt).
     """
     objects: dict[int, ObjectPromptSpec] = {}
     check_text_field(text, "the prompt lines")
@@ -112,6 +154,16 @@ def parse_prompt_lines(text: str) -> list[ObjectPromptSpec]:
             raise InputError(f"{where}: object {obj_id} is already prompted on frame {spec.frame}; "
                              f"all its points and its box must be on one frame")
         spec.frame = frame
+        if kind == "mask":
+            if not allow_masks:
+                raise InputError(f"{where}: mask prompts are image files given on the command line (vision-predict "
+                                 "--mask or --prompt), not here")
+            if spec.mask is not None:
+                raise InputError(f"{where}: object {obj_id} already has a mask")
+            spec.mask = (match["rest"] or "").strip()
+            if not spec.mask:
+                raise InputError(f"{where}: a mask prompt needs the mask image's path after 'mask'")
+            continue
         if kind == "box":
             if spec.box is not None:
                 raise InputError(f"{where}: object {obj_id} already has a box")
@@ -164,19 +216,22 @@ def parse_labels(text: str) -> list[int]:
 
 
 def flag_prompts(view: int = 0, points: str | None = None, labels: str | None = None, box: str | None = None,
-                 texts: list[str] | None = None, lines: list[str] | None = None) -> list[ObjectPromptSpec]:
-    """The prompts of ``--prompt`` ``lines``, or of ``--points/--labels/--box/--text`` as object 1 (on frame
-    ``view``, with the first text; each further text is one more object, 2, 3, ...): the one reading of
+                 texts: list[str] | None = None, lines: list[str] | None = None,
+                 mask: str | None = None) -> list[ObjectPromptSpec]:
+    """The prompts of ``--prompt`` ``lines``, or of ``--points/--labels/--box/--mask/--text`` as object 1 (on
+    frame ``view``, with the first text; each further text is one more object, 2, 3, ...): the one reading of
     ``vision-predict``'s tracking prompts, for files and streams alike."""
-    single = any(v is not None for v in (points, box, texts))
+    single = any(v is not None for v in (points, box, texts, mask))
     if lines and single:
-        raise InputError("give either --prompt lines or --points/--labels/--box/--text, not both")
+        raise InputError("give either --prompt lines or --points/--labels/--box/--mask/--text, not both")
     if lines:
-        return parse_prompt_lines("\n".join(lines))
+        return parse_prompt_lines("\n".join(lines), allow_masks=True)
     if not single:
-        raise InputError("--task tracking needs a prompt: --points (with --labels), --box, --text, or --prompt lines")
+        raise InputError("--task tracking needs a prompt: --points (with --labels), --box, --mask, --text, or "
+                         "--prompt lines")
     texts = [check_text(text, "--text") for text in texts or []]
-    spec = ObjectPromptSpec(1, frame=view if points or box else None, text=texts[0] if texts else None)
+    spec = ObjectPromptSpec(1, frame=view if points or box or mask else None, text=texts[0] if texts else None,
+                            mask=mask)
     if points:
         spec.points = parse_points(points).tolist()
         spec.labels = parse_labels(labels) if labels else [1] * len(spec.points)

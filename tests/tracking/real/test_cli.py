@@ -93,3 +93,24 @@ def test_a_model_folder_of_the_real_tracker_answers(video: Path, real_module, tm
     assert main([str(video), "--task", "tracking", "--ckpt", str(folder), "--box", "140,10,250,160", "--out",
                  str(tmp_path / "out"), "--device", "cpu"]) == 0
     assert "answered by G2TAM-real (3d memory, nanotrack-v2)" in capsys.readouterr().out
+
+
+def test_a_mask_prompt_starts_from_its_tight_box(video: Path, real_checkpoint: Path, tmp_path: Path,
+                                                 capsys) -> None:
+    import cv2
+
+    mask = np.zeros((240, 320), np.uint8)
+    mask[10:160, 140:250] = 255
+    mask[10:40, 140:170] = 0  # not a box: its tight box is still 140,10 .. 250,160
+    cv2.imwrite(str(tmp_path / "mask.png"), mask)
+    out = tmp_path / "out"
+    assert main([str(video), "--task", "tracking", "--ckpt", str(real_checkpoint), "--mask",
+                 str(tmp_path / "mask.png"), "--out", str(out), "--device", "cpu"]) == 0
+    first = json.loads((out / "results.json").read_text())[0]
+    assert np.allclose(first["bbox"], [140, 10, 110, 150])
+    capsys.readouterr()
+    cv2.imwrite(str(tmp_path / "small.png"), mask[:100])
+    assert main([str(video), "--task", "tracking", "--ckpt", str(real_checkpoint), "--mask",
+                 str(tmp_path / "small.png"), "--out", str(tmp_path / "bad"), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is 320x100, the input 320x240" in err[0] and not (tmp_path / "bad").exists()

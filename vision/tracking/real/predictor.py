@@ -29,7 +29,7 @@ from vision.data.masks import encode_mask
 from vision.errors import InputError
 from vision.tracking.real.masks import BoxMasks
 from vision.tracking.real.model import RealG2TAM, check_box
-from vision.tracking.real.prompts import box_from_points, box_from_text
+from vision.tracking.real.prompts import box_from_mask, box_from_points, box_from_text
 
 __all__ = ["RealTrackerPredictor", "export_real"]
 
@@ -56,10 +56,13 @@ class RealTrackerPredictor:
     def name(self) -> str:
         return self.model.name
 
-    def boxes(self, frames: np.ndarray, specs: Sequence, scale: tuple[float, float] = (1.0, 1.0)
-              ) -> dict[int, tuple[int, np.ndarray]]:
+    def boxes(self, frames: np.ndarray, specs: Sequence, scale: tuple[float, float] = (1.0, 1.0),
+              masks: dict[int, np.ndarray] | None = None) -> dict[int, tuple[int, np.ndarray]]:
         """``{obj_id: (frame, box (x, y, w, h))}`` in the frames' pixels from prompt specs in the input's pixels
-        (``scale``: frame pixels per input pixel, ``(sx, sy)``)."""
+        (``scale``: frame pixels per input pixel, ``(sx, sy)``); ``masks``: the mask prompts, bool ``[H, W]`` at
+        the input's size by object (:func:`vision.tracking.prompt_text.prompt_masks`). Each object's prompt is its
+        box, else its mask's tight box, else its points, else its text."""
+        masks = masks or {}
         if not len(frames):
             raise InputError("the video has no frames")
         if len(specs) > self.model.config.max_objects:
@@ -77,6 +80,9 @@ class RealTrackerPredictor:
                 x0, y0, x1, y1 = (float(v) for v in spec.box)
                 box = check_box([x0 * sx, y0 * sy, (x1 - x0) * sx, (y1 - y0) * sy], size,
                                 f"object {spec.obj_id}'s box")
+            elif int(spec.obj_id) in masks:
+                x, y, w, h = box_from_mask(masks[int(spec.obj_id)])
+                box = check_box([x * sx, y * sy, w * sx, h * sy], size, f"object {spec.obj_id}'s mask")
             elif spec.points:
                 points = np.asarray(spec.points, np.float64) * np.array([sx, sy])
                 box = box_from_points(frames[frame], points, spec.labels)
@@ -103,16 +109,17 @@ class RealTrackerPredictor:
 
 
 def export_real(predictor: RealTrackerPredictor, frames: np.ndarray, specs: Sequence, out_dir: str | Path,
-                input_size: tuple[int, int], fps: float = 10.0, progress=None) -> dict[int, int]:
+                input_size: tuple[int, int], fps: float = 10.0, progress=None,
+                masks: dict[int, np.ndarray] | None = None) -> dict[int, int]:
     """Track ``frames`` (uint8 ``[T, h, w, 3]``, the input at a working size) from prompt ``specs`` (input
-    pixels) and write the files of the module docstring at ``input_size (W, H)``. Returns ``{obj_id: frames where
-    it is present}``."""
+    pixels; ``masks``: their mask prompts, :meth:`RealTrackerPredictor.boxes`) and write the files of the module
+    docstring at ``input_size (W, H)``. Returns ``{obj_id: frames where it is present}``."""
     from vision.data.video import write_video
     from vision.tracking.export import overlay_masks
 
     width, height = input_size
     sx, sy = frames.shape[2] / width, frames.shape[1] / height
-    prompts = predictor.boxes(frames, specs, (sx, sy))
+    prompts = predictor.boxes(frames, specs, (sx, sy), masks)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = []
