@@ -353,7 +353,7 @@ train-real-tracking: setup weights
 	$(BIN)/python tools/train.py --config configs/tracking/real_2d.yaml $(call resume,tracking/real_2d)
 	$(BIN)/vision prepare real-tracks --out $(REAL_TRACKS) --opencv-samples $(OPENCV_SAMPLES) --footage $(FOOTAGE) \
 	  --if-present && $(BIN)/python benchmarks/bench_tracking_real.py --split $(REAL_TRACKS)/real_tracks.json \
-	  --trackers nanotrack-opencv proximity-3d \
+	  --trackers nanotrack-opencv proximity-3d --masks box deeplab grabcut \
 	  --real-ckpt g2tam-real=$(RUNS)/tracking/real/checkpoints/last.ckpt \
 	  --real-ckpt g2tam-real-2d=$(RUNS)/tracking/real_2d/checkpoints/last.ckpt \
 	  $(if $(wildcard $(RUNS)/tracking/tiny/checkpoints/last.ckpt),--tracking-ckpt g2tam-tiny=$(RUNS)/tracking/tiny/checkpoints/last.ckpt)

@@ -20,8 +20,8 @@ clip (the frames as stored, RGB). Rows:
 - ``NAME`` of ``--real-ckpt NAME=CKPT``: G2TAM on real video (:class:`vision.tracking.real.model.RealG2TAM`, ``make
   train-real-tracking``: ``runs/tracking/real`` with the 3D memory, ``runs/tracking/real_2d`` its 2D-memory
   control), prompted as the others; its records say present or absent by its own decision; ``--real-prompts box
-  point text`` adds the rows ``NAME[point]`` (a click at the first box's centre) and ``NAME[text]`` (the track's
-  caption, through YOLOX-nano's classes);
+  point text mask`` adds the rows ``NAME[point]`` (a click at the first box's centre), ``NAME[text]`` (the track's
+  caption, through YOLOX-nano's classes) and ``NAME[mask]`` (the mask drawn on the first frame, where one is);
 - ``NAME`` of ``--tracking-ckpt NAME=CKPT``: a tracking checkpoint through
   :class:`vision.tracking.predictor.TrackerPredictor` as ``vision predict --task tracking --box`` runs it (the
   whole clip, the box on its first frame); its box is the tight box of its mask, and an empty mask (presence under
@@ -75,14 +75,19 @@ def clips(split: dict, root: Path) -> list[dict]:
     images = defaultdict(list)
     for im in split["images"]:
         images[im["video_id"]].append(im)
+    from vision.data.masks import decode_rle
+
     boxes = {(a["track_id"], a["image_id"]): a["bbox"] for a in split["annotations"]}
+    masks = {(a["track_id"], a["image_id"]): a["segmentation"] for a in split["annotations"] if "segmentation" in a}
     out = []
     for track in split["tracks"]:
         frames = sorted(images[track["video_id"]], key=lambda im: im["frame_index"])
         prompt = next(i for i, im in enumerate(frames) if (track["id"], im["id"]) in boxes)
+        mask = masks.get((track["id"], frames[prompt]["id"]))
         out.append({"track": track, "frames": frames[prompt:], "paths": [root / im["file_name"] for im in
                                                                           frames[prompt:]],
-                    "box": boxes[(track["id"], frames[prompt]["id"])]})
+                    "box": boxes[(track["id"], frames[prompt]["id"])],
+                    "mask": None if mask is None else decode_rle(mask)})
     return out
 
 
@@ -108,12 +113,14 @@ def run_predictor(predictor, clip: dict, frames: list[np.ndarray]) -> tuple[list
 
 def real_prompt(predictor, clip: dict, frames: list[np.ndarray], kind: str) -> dict:
     """The real tracker's prompt of kind ``box`` (the first labelled box), ``point`` (that box's centre, one
-    positive click) or ``text`` (the track's caption), as ``{1: (frame, box)}``
-    (:meth:`~vision.tracking.real.predictor.RealTrackerPredictor.boxes`)."""
+    positive click), ``text`` (the track's caption) or ``mask`` (the mask labelled on the first frame; the box
+    where none is), as ``{1: (frame, box)}`` (:meth:`~vision.tracking.real.predictor.RealTrackerPredictor.boxes`)."""
     from vision.tracking.prompt_text import ObjectPromptSpec
 
     x, y, w, h = (float(v) for v in clip["box"])
-    if kind == "box":
+    if kind == "mask" and clip.get("mask") is not None:
+        return predictor.boxes(np.stack(frames), [ObjectPromptSpec(1, 0, mask="labelled")], masks={1: clip["mask"]})
+    if kind in ("box", "mask"):
         spec = ObjectPromptSpec(1, 0, box=[x, y, x + w, y + h])
     elif kind == "point":
         spec = ObjectPromptSpec(1, 0, points=[[x + w / 2, y + h / 2]], labels=[1])
@@ -187,7 +194,7 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench_tracking_real")
     parser.add_argument("--real-ckpt", action="append", default=[], metavar="NAME=CKPT",
                         help="a real tracker's checkpoint row (make train-real-tracking); repeatable")
-    parser.add_argument("--real-prompts", nargs="+", default=["box"], choices=("box", "point", "text"),
+    parser.add_argument("--real-prompts", nargs="+", default=["box"], choices=("box", "point", "text", "mask"),
                         help="the real trackers' prompt kinds, a row each (NAME[kind] beside box)")
     parser.add_argument("--tracking-ckpt", action="append", default=[], metavar="NAME=CKPT",
                         help="a tracking checkpoint's row, through TrackerPredictor; repeatable")

@@ -31,6 +31,7 @@ def test_panning_camera_moves_lifted_points_with_the_image(perception: RealPerce
     perception.reset()
     geometry = [perception.step(f) for f in frames]
     assert all(g.tracked for g in geometry[1:])
+    assert geometry[0].correspondences == 0 and all(0 < g.inliers <= g.correspondences for g in geometry[1:])
     ys, xs = np.mgrid[60:200:20, 60:260:20]
     uv = np.stack([xs.ravel(), ys.ravel()], 1).astype(np.float64)
     world = geometry[0].lift(uv)

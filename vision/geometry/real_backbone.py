@@ -88,6 +88,8 @@ class FrameGeometry:
         frame_size: ``(W, H)`` of the frame.
         tracked: whether the camera was solved from this frame's correspondences (False: the previous one kept).
         inliers: PnP inliers of that solve (0 on the first frame or when kept).
+        correspondences: the correspondences PnP was given (flow-consistent pixels with measured depth; 0 on the
+            first frame).
     """
 
     depth: np.ndarray
@@ -97,6 +99,7 @@ class FrameGeometry:
     frame_size: tuple[int, int]
     tracked: bool = True
     inliers: int = 0
+    correspondences: int = 0
 
     @property
     def grid_scale(self) -> np.ndarray:
@@ -232,19 +235,20 @@ class RealPerception(nn.Module):
         grid = cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA)
         depth, conf = self._depth(self.disparity(grid))
         k = self.intrinsics(h, w)
-        extrinsics, tracked, inliers = np.eye(3, 4), True, 0
+        extrinsics, tracked, inliers, given = np.eye(3, 4), True, 0, 0
         if self._previous is not None:
             previous_grid, previous = self._previous
             if previous_grid.shape != grid.shape:
                 raise InputError(f"frame size changed within the stream: {previous.frame_size} then {(width, height)}")
-            extrinsics, tracked, inliers = self._camera(previous_grid, previous, grid, k)
-        geometry = FrameGeometry(depth, conf, k, extrinsics, (width, height), tracked, inliers)
+            extrinsics, tracked, inliers, given = self._camera(previous_grid, previous, grid, k)
+        geometry = FrameGeometry(depth, conf, k, extrinsics, (width, height), tracked, inliers, given)
         self._previous = (grid, geometry)
         return geometry
 
     def _camera(self, previous_grid: np.ndarray, previous: FrameGeometry, grid: np.ndarray,
-                k: np.ndarray) -> tuple[np.ndarray, bool, int]:
-        """This frame's camera from the previous one (see the module docstring)."""
+                k: np.ndarray) -> tuple[np.ndarray, bool, int, int]:
+        """This frame's camera from the previous one (see the module docstring): ``(extrinsics, solved, inliers,
+        correspondences given to PnP)``."""
         cfg = self.config
         grey_a = cv2.cvtColor(previous_grid, cv2.COLOR_RGB2GRAY)
         grey_b = cv2.cvtColor(grid, cv2.COLOR_RGB2GRAY)
@@ -255,12 +259,13 @@ class RealPerception(nn.Module):
             ref, tgt = ref[take], tgt[take]
         points = lift_pixels(ref, previous.depth, previous.intrinsics)
         good = previous.depth_conf[np.rint(ref[:, 1]).astype(int), np.rint(ref[:, 0]).astype(int)] > 0
+        given = int(good.sum())
         relative, count = pnp_camera(points[good], tgt[good], k, cfg.reprojection_px, 200)
         if relative is None or count < cfg.min_inliers:
-            return previous.extrinsics.copy(), False, 0
+            return previous.extrinsics.copy(), False, 0, given
         rotation = relative[:, :3] @ previous.extrinsics[:, :3]
         translation = relative[:, :3] @ previous.extrinsics[:, 3] + relative[:, 3]
-        return np.concatenate([rotation, translation[:, None]], 1), True, count
+        return np.concatenate([rotation, translation[:, None]], 1), True, count, given
 
     @torch.no_grad()
     def features(self, frame: np.ndarray) -> torch.Tensor:

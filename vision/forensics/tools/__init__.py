@@ -3,7 +3,8 @@ interface. :func:`build_tools` builds them by name, :func:`run_tools` runs them 
 
 Two kinds: :data:`CLASSICAL_TOOLS` need no pretrained file (hand-made statistics, and the shared geometry backbone
 where one is given); :data:`PRETRAINED_TOOLS` measure with small real pretrained networks (:mod:`vision.weights`:
-TCMonoDepth depth, ALIKE matches, MobileNetV2 ImageNet features, YuNet faces), whose files ``vision-fetch-weights``
+TCMonoDepth depth, ALIKE matches, MobileNetV2 ImageNet features, YuNet faces, and the real-perception backbone the
+real tracker shares), whose files ``vision-fetch-weights``
 brings (:data:`TOOL_WEIGHTS` names them); a tool without its file raises the error that names that command."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from vision.forensics.tools.npr import NPRTool
 from vision.forensics.tools.periodicity import PeriodicityTool
 from vision.forensics.tools.planar import PlanarTool
 from vision.forensics.tools.residual import ResidualTool
+from vision.forensics.tools.scene import SceneTool
 from vision.forensics.tools.semantic import SemanticTool
 from vision.forensics.tools.spectrum import SpectrumTool
 from vision.forensics.tools.temporal import TemporalTool
@@ -39,16 +41,17 @@ __all__ = ["Clip", "Evidence", "ForensicTool", "ToolResult", "fit_reference", "n
 
 CLASSICAL_TOOLS = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry", "periodicity", "planar",
                    "noise")
-PRETRAINED_TOOLS = ("depth", "twoview", "semantic", "faces")
+PRETRAINED_TOOLS = ("depth", "twoview", "semantic", "faces", "scene")
 TOOL_NAMES = CLASSICAL_TOOLS + PRETRAINED_TOOLS
 #: the registered weight files (:mod:`vision.weights.registry`) each pretrained tool reads
 TOOL_WEIGHTS: dict[str, tuple[str, ...]] = {"depth": ("tcmonodepth-small",),
                                             "twoview": ("alike-t", "tcmonodepth-small"),
-                                            "semantic": ("mobilenetv2-imagenet",), "faces": ("yunet-120x160",)}
+                                            "semantic": ("mobilenetv2-imagenet",), "faces": ("yunet-120x160",),
+                                            "scene": ("tcmonodepth-small", "nanotrack-v2")}
 _CLASSES = {"spectrum": SpectrumTool, "residual": ResidualTool, "npr": NPRTool, "temporal": TemporalTool,
             "motion": MotionTool, "codec": CodecTool, "geometry": GeometryTool, "periodicity": PeriodicityTool,
             "planar": PlanarTool, "noise": NoiseTool, "depth": DepthTool, "twoview": TwoViewTool,
-            "semantic": SemanticTool, "faces": FaceTool}
+            "semantic": SemanticTool, "faces": FaceTool, "scene": SceneTool}
 _BACKBONE_TOOLS = {"geometry", "planar"}  # tools that take the optional geometry backbone
 
 
