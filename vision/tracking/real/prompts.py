@@ -7,13 +7,16 @@
   that class is not the background. An empty answer is an error naming the points: a point on something neither
   model knows needs a box.
 - **Mask** (bool ``[H, W]``): its tight box; an empty mask is an error.
-- **Text**: the COCO-80 name (YOLOX-nano's vocabulary) whose MiniLM embedding is nearest the text's head phrase (the
+- **Text**: a head phrase ending in "face" or "head" (:data:`FACE_WORDS`) means YuNet's largest face on the first
+  of the first ``search_frames`` frames with one. Otherwise the COCO-80 name (YOLOX-nano's vocabulary) whose MiniLM embedding is nearest the text's head phrase (the
   words before the first ``(``, comma, or relation word such as "in", "with", "who", "held": "the fair-haired
   woman" of "the fair-haired woman in a black coat"), or else the whole text, when its cosine is at least
   ``min_similarity``; the head phrase's last word naming a class or one of its :data:`ALIASES` ("woman", "face" for
   ``person``) decides first. Otherwise the text names nothing the detector knows: an error naming it. The object is that
-  class's highest-scoring detection on the first of the first ``search_frames`` frames where it is found (none: an
-  error). The rest of the text (colours, places) does not choose among several objects of the class.
+  class's detection on the first of the first ``search_frames`` frames where it is found (none: an error): the
+  highest-scoring one, or where the text names colours (:mod:`vision.tracking.real.colours`: "the player in a
+  blue shirt") the one whose box shows most of them (ties: the higher score). Other words (places, relations) do
+  not choose.
 """
 
 from __future__ import annotations
@@ -27,13 +30,16 @@ import numpy as np
 
 from vision.errors import InputError
 
-__all__ = ["ALIASES", "box_from_points", "box_from_mask", "head_phrase", "head_noun_class", "text_class",
+__all__ = ["ALIASES", "FACE_WORDS", "box_from_points", "box_from_mask", "head_phrase", "head_noun_class", "text_class",
            "box_from_text"]
 
 #: the words that end a description's head phrase ("the red mug | on the table")
 RELATIONS = ("in", "on", "at", "with", "who", "which", "that", "held", "holding", "of", "by", "near", "behind",
              "under", "from", "to", "as", "while", "and")
 
+
+#: the head nouns a face detector answers (the face of the person, not the whole person)
+FACE_WORDS = ("face", "faces", "head", "heads")
 
 #: other words for a COCO-80 class, the way people name what they point at (a face or a pair of legs is a person's)
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -154,11 +160,33 @@ def text_class(text: str, min_similarity: float = 0.5, encoder=None) -> str:
     return COCO_CLASSES[best]
 
 
+def _face_from_text(frames: Sequence[np.ndarray], text: str, faces, search_frames: int) -> tuple[int, np.ndarray]:
+    """The largest YuNet face on the first of the first ``search_frames`` frames with one."""
+    if faces is None:
+        from vision.weights.nets.onnx_models import YuNet
+
+        faces = YuNet()
+    for index, frame in enumerate(frames):
+        if index >= search_frames:
+            break
+        found = [np.asarray(f[:4], np.float64) for f in faces.detect(frame)]
+        if found:
+            return index, max(found, key=lambda box: box[2] * box[3])
+    raise InputError(f"text prompt {text!r} (a face to the face detector): no face found in the first "
+                     f"{search_frames} frames; give a box or points instead")
+
+
 def box_from_text(frames: Sequence[np.ndarray], text: str, detector=None, encoder=None, search_frames: int = 30,
-                  min_score: float = 0.3, min_similarity: float = 0.5) -> tuple[int, np.ndarray]:
-    """``(frame index, box (x, y, w, h))`` of the object ``text`` names (see the module docstring)."""
+                  min_score: float = 0.3, min_similarity: float = 0.5, use_colours: bool = True, faces=None
+                  ) -> tuple[int, np.ndarray]:
+    """``(frame index, box (x, y, w, h))`` of the object ``text`` names (see the module docstring);
+    ``use_colours=False`` takes the highest-scoring detection whatever colours the text names (the ablation)."""
+    from vision.tracking.real.colours import colour_share, colour_words
     from vision.weights.nets.onnx_models import COCO_CLASSES
 
+    noun = head_phrase(text).split()[-1].lower().strip(".!?\"'") if text.split() else ""
+    if noun in FACE_WORDS:  # a face or a head is YuNet's, not YOLOX's whole person
+        return _face_from_text(frames, text, faces, search_frames)
     name = text_class(text, min_similarity, encoder)
     if detector is None:
         from vision.weights.nets.onnx_models import YOLOXNano
@@ -169,9 +197,13 @@ def box_from_text(frames: Sequence[np.ndarray], text: str, detector=None, encode
         if index >= search_frames:
             break
         found = detector.detect(frame, score_threshold=min_score)
-        hits = np.flatnonzero(found["classes"] == wanted)
+        hits = np.flatnonzero(found["classes"] == wanted)  # highest score first
         if len(hits):
-            x0, y0, x1, y1 = found["boxes"][hits[0]]  # highest score first
-            return index, np.array([x0, y0, x1 - x0, y1 - y0], np.float64)
+            boxes = [np.array([x0, y0, x1 - x0, y1 - y0], np.float64) for x0, y0, x1, y1 in found["boxes"][hits]]
+            colours = colour_words(text) if use_colours else []
+            if not colours:
+                return index, boxes[0]
+            shares = [colour_share(frame, box, colours) for box in boxes]
+            return index, boxes[int(np.argmax(shares))]  # argmax keeps the first (higher score) of equal shares
     raise InputError(f"text prompt {text!r} ({name!r} to the detector): no {name} found in the first "
                      f"{search_frames} frames; give a box or points instead")
