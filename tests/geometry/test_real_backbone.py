@@ -74,3 +74,24 @@ def test_bad_settings_and_frames_are_refused(perception: RealPerception) -> None
     perception.step(np.zeros((64, 64, 3), np.uint8))
     with pytest.raises(InputError, match="frame size changed"):
         perception.step(np.zeros((96, 64, 3), np.uint8))
+
+
+def test_the_backbone_holds_the_detector_the_real_frame_detector_is_built_on(perception: RealPerception) -> None:
+    """The backbone's YOLOX-nano finds what the registered ONNX graph finds, and a real-frame detector body built on
+    it shares its weights (one network in the process)."""
+    from vision.detection.yolox_body import YOLOXBody
+    from vision.weights.nets.onnx_models import YOLOXNano as OnnxYOLOX
+
+    photo = data.astronaut()
+    ours, reference = perception.detect(photo), OnnxYOLOX().detect(photo)
+    assert list(ours["classes"]) == list(reference["classes"]) and len(ours["classes"]) >= 1
+    np.testing.assert_allclose(ours["boxes"], reference["boxes"], atol=1e-2)
+    body = YOLOXBody(384, net=perception.detector)
+    assert body.net is perception.detector and not any(p.requires_grad for p in body.net.parameters())
+    bare = RealPerception(RealPerceptionConfig(detector=None), depth_net=perception.depth_net,
+                          feature_net=perception.feature_net)
+    assert bare.detector is None
+    with pytest.raises(InputError, match="holds no detector"):
+        bare.detect(photo)
+    with pytest.raises(InputError, match="detector must be 'yolox-nano' or None"):
+        RealPerceptionConfig(detector="yolov8")

@@ -48,6 +48,9 @@ class YOLOXBody(nn.Module):
         freeze: keep YOLOX's parameters fixed (no gradient; the embedding projection alone trains).
         text_init: ``[80, D]`` unit text rows of the COCO names to start the projection from (None: zeros, for a
             body whose weights a checkpoint will replace).
+        net: the YOLOX-nano network to build on (None: a new one, whose weights a checkpoint or
+            :func:`~vision.weights.nets.yolox.load_yolox_nano` gives): the real-perception backbone's
+            (:attr:`vision.geometry.real_backbone.RealPerception.detector`) to share it.
     """
 
     #: the predictor letterboxes this body's input (YOLOX's training geometry) instead of stretching it
@@ -59,9 +62,10 @@ class YOLOXBody(nn.Module):
     #: a detection's score is ``confidence x p_name`` (YOLOX's scale), not its square root
     score_exponent = 1.0
 
-    def __init__(self, embed_dim: int, freeze: bool = True, text_init: Tensor | None = None) -> None:
+    def __init__(self, embed_dim: int, freeze: bool = True, text_init: Tensor | None = None,
+                 net: YOLOXNano | None = None) -> None:
         super().__init__()
-        self.net = YOLOXNano()
+        self.net = YOLOXNano() if net is None else net
         self.freeze = bool(freeze)
         if self.freeze:
             self.net.requires_grad_(False)

@@ -13,6 +13,9 @@ world points) for real video, from registered pretrained networks instead of the
   inliers keeps the previous camera (``tracked`` False): a static camera is the safer guess than a wild one.
 - **Intrinsics**: a user's video carries no calibration; the focal length is ``focal`` times the grid's longer side
   (1.0: about 53 degrees across), the principal point the grid's centre.
+- **Detector** (``detector``): YOLOX-nano as a torch network (registry ``yolox-nano``, frozen), the network the
+  real-frame detector's body (:class:`vision.detection.yolox_body.YOLOXBody`) is built on; the real tracker's point
+  and text prompts are answered with it, and a body built on it (``YOLOXBody(net=backbone.detector)``) shares it.
 - **Features**: the NanoTrack backbone (registry ``nanotrack-v2``, MobileNetV3, frozen; the network the tracker's
   appearance memory runs on) on the frame resized to twice the grid: ``[C, 2h / 16, 2w / 16]`` per view.
 
@@ -50,6 +53,8 @@ class RealPerceptionConfig:
         reprojection_px: PnP's inlier tolerance (grid pixels).
         min_inliers: PnP inliers a frame's camera needs to be taken.
         max_correspondences: correspondences PnP samples from, evenly spaced.
+        detector: registry name of the object detector the backbone holds (``yolox-nano``: the torch network the
+            real-frame detector's body is built on, :class:`vision.weights.nets.yolox.YOLOXNano`), or None for none.
     """
 
     depth: str = "tcmonodepth-small"
@@ -61,8 +66,11 @@ class RealPerceptionConfig:
     reprojection_px: float = 1.0
     min_inliers: int = 40
     max_correspondences: int = 1500
+    detector: str | None = "yolox-nano"
 
     def __post_init__(self) -> None:
+        if self.detector not in (None, "yolox-nano"):
+            raise InputError(f"RealPerceptionConfig.detector must be 'yolox-nano' or None, got {self.detector!r}")
         if self.depth != "tcmonodepth-small":
             raise InputError(f"RealPerceptionConfig.depth: only 'tcmonodepth-small' is registered, got {self.depth!r}")
         if self.features not in ("nanotrack-v2", "nanotrack-v3"):
@@ -179,9 +187,16 @@ class RealPerception(nn.Module):
     """
 
     def __init__(self, config: RealPerceptionConfig | None = None, depth_net: nn.Module | None = None,
-                 feature_net: nn.Module | None = None) -> None:
+                 feature_net: nn.Module | None = None, detector_net: nn.Module | None = None) -> None:
         super().__init__()
         self.config = config or RealPerceptionConfig()
+        self.detector: nn.Module | None = None
+        if self.config.detector is not None:
+            if detector_net is None:
+                from vision.weights.nets.yolox import load_yolox_nano
+
+                detector_net = load_yolox_nano(self.config.detector)
+            self.detector = detector_net.eval().requires_grad_(False)
         if depth_net is None:
             from vision.weights.nets.tcmonodepth import load_tcmonodepth
 
@@ -193,6 +208,13 @@ class RealPerception(nn.Module):
         self.depth_net = depth_net.eval().requires_grad_(False)
         self.feature_net = feature_net.eval().requires_grad_(False)
         self.reset()
+
+    def detect(self, frame: np.ndarray, score_threshold: float = 0.3) -> dict[str, np.ndarray]:
+        """COCO objects in ``frame`` (uint8 ``[H, W, 3]`` RGB) by the backbone's detector
+        (:meth:`vision.weights.nets.yolox.YOLOXNano.detect`: ``boxes`` XYXY, ``scores``, ``classes``)."""
+        if self.detector is None:
+            raise InputError("this real-perception backbone holds no detector (RealPerceptionConfig.detector None)")
+        return self.detector.detect(frame, score_threshold=score_threshold)
 
     def reset(self) -> None:
         """Forget the stream: the next :meth:`step` is a first frame (the world's origin and depth scale)."""

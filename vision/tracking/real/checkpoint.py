@@ -49,9 +49,11 @@ def load_real_tracker(path: str | Path, device: str | torch.device = "cpu",
     weights = {k[len("model."):]: v for k, v in (checkpoint.get("state_dict") or {}).items() if k.startswith("model.")}
     from vision.weights.nets.nanotrack import NanoTrack
     from vision.weights.nets.tcmonodepth import TCSmallNet
+    from vision.weights.nets.yolox import YOLOXNano
 
+    perception = config.perception_config()
     with torch.random.fork_rng(devices=[]):  # the networks are overwritten by the checkpoint's weights
-        model = RealG2TAM(config, nanotrack=NanoTrack(config.perception_config().features.split("-")[1]),
-                          depth_net=TCSmallNet())
+        model = RealG2TAM(config, nanotrack=NanoTrack(perception.features.split("-")[1]), depth_net=TCSmallNet(),
+                          detector_net=YOLOXNano() if perception.detector is not None else None)
     load_weights(model, weights, path, hint="train it again with make train-real-tracking")
     return model.to(device).eval()

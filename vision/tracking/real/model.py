@@ -121,11 +121,12 @@ class RealG2TAM(nn.Module):
     Args:
         config: :class:`RealTrackerConfig` (or a mapping of its fields).
         nanotrack: a loaded NanoTrack network (None: the registered weights of the perception config's
-            ``features``); depth_net: a loaded TCMonoDepth network (None: registered).
+            ``features``); depth_net: a loaded TCMonoDepth network (None: registered); detector_net: a YOLOX-nano
+            network for the backbone's ``detector`` (None: registered).
     """
 
     def __init__(self, config: RealTrackerConfig | Mapping[str, Any] | None = None, nanotrack: nn.Module | None = None,
-                 depth_net: nn.Module | None = None) -> None:
+                 depth_net: nn.Module | None = None, detector_net: nn.Module | None = None) -> None:
         super().__init__()
         if config is None:
             config = RealTrackerConfig()
@@ -137,7 +138,8 @@ class RealG2TAM(nn.Module):
             from vision.weights.nets.nanotrack import load_nanotrack
 
             nanotrack = load_nanotrack(perception.features.split("-")[1])
-        self.perception = RealPerception(perception, depth_net=depth_net, feature_net=nanotrack)
+        self.perception = RealPerception(perception, depth_net=depth_net, feature_net=nanotrack,
+                                         detector_net=detector_net)
         self.head = PresenceHead(config.memory, config.hidden)
         self.target_config = config.target_config()
 

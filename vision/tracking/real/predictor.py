@@ -85,9 +85,9 @@ class RealTrackerPredictor:
                 box = check_box([x * sx, y * sy, w * sx, h * sy], size, f"object {spec.obj_id}'s mask")
             elif spec.points:
                 points = np.asarray(spec.points, np.float64) * np.array([sx, sy])
-                box = box_from_points(frames[frame], points, spec.labels)
+                box = box_from_points(frames[frame], points, spec.labels, detector=self.model.perception.detector)
             elif spec.text:
-                frame, box = box_from_text(frames, spec.text)
+                frame, box = box_from_text(frames, spec.text, detector=self.model.perception.detector)
             else:
                 raise InputError(f"object {spec.obj_id} has no box, points or text")
             out[int(spec.obj_id)] = (frame, box)
