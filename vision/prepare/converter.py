@@ -21,6 +21,8 @@ __all__ = ["CONVERTERS", "add_link", "add_out", "converter_parser", "main", "run
 #: The converters and dataset builders, ``vision prepare <name>``, in the order ``vision prepare --help`` lists them.
 CONVERTERS: dict[str, Command] = {
     "aigv": Command("vision.prepare.aigv:main", "build the AIGV forensics benchmark (real, CGI and generated clips)"),
+    "aigv-public": Command("vision.prepare.aigv_public:main",
+                           "public generators' own sample outputs (pinned git blobs) beside real clips, alike"),
     "genvideo": Command("vision.prepare.genvideo:main", "GenVideo-style folders -> forensics splits"),
     "oov-coco": Command("vision.prepare.oov_coco:main",
                         "OOV-COCO / OOV-VOC / LVIS open-set splits from a COCO annotation file"),

@@ -1,0 +1,137 @@
+"""``vision prepare aigv-public`` (vision/prepare/aigv_public.py): the shipped labels pin every clip by git blob,
+a clip's bytes are read from a git object store and checked against its id, GIF and video outputs are cut alike,
+real clips are written as decoded and through the GIF round trip, and a missing or altered blob is one error."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vision.errors import InputError
+from vision.prepare.aigv_public import (LABELS, check_labels, decode_clip, git_blob_id, gif_round_trip, load_labels,
+                                        main, prepare, read_blob)
+
+
+def test_the_shipped_labels_pin_every_clip() -> None:
+    labels = load_labels()
+    clips = labels["clips"]
+    assert len(clips) >= 150 and len({c["blob"] for c in clips}) == len(clips)
+    assert {c["generator"] for c in clips} == {r["generator"] for r in labels["repositories"].values()}
+    assert len(labels["repositories"]) == 5
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.update(blob="xyz"), "40 lower-case hex"),
+    (lambda c: c.update(repository="someone/else"), "is not in 'repositories'"),
+    (lambda c: c.update(bytes=5 * 1024 * 1024), "must be a size"),
+    (lambda c: c.update(format="avi"), "must be one of gif, mp4, webm"),
+])
+def test_a_broken_label_is_refused_naming_the_entry(change, message) -> None:
+    labels = copy.deepcopy(load_labels())
+    change(labels["clips"][3])
+    with pytest.raises(InputError, match=rf"labels .*clips\[3\].*{message}"):
+        check_labels(labels, "labels.json")
+
+
+def _gif(frames: int, size: tuple[int, int] = (48, 40)) -> bytes:
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8)) for _ in range(frames)]
+    buffer = io.BytesIO()
+    images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=100, loop=0)
+    return buffer.getvalue()
+
+
+@pytest.fixture()
+def mirror(tmp_path: Path) -> tuple[Path, dict]:
+    """A git repository ``demo/gen`` under ``tmp_path/mirrors`` holding a 10-frame GIF, a 4-frame GIF and an mp4,
+    and labels pinning the three."""
+    from vision.data.video import write_video
+
+    work = tmp_path / "work"
+    (work / "out").mkdir(parents=True)
+    (work / "out" / "long.gif").write_bytes(_gif(10))
+    (work / "out" / "short.gif").write_bytes(_gif(4))
+    frames = np.random.default_rng(1).integers(0, 255, (10, 48, 64, 3), dtype=np.uint8)
+    write_video(work / "out" / "clip.mp4", frames, fps=8)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-C", str(work)]
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "outputs"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    (tmp_path / "mirrors" / "demo+gen").mkdir(parents=True)
+    (work / ".git").rename(tmp_path / "mirrors" / "demo+gen" / "repo")
+    clips = []
+    for name, path, fmt in (("gen_long", "out/long.gif", "gif"), ("gen_short", "out/short.gif", "gif"),
+                            ("gen_clip", "out/clip.mp4", "mp4")):
+        data = (work / path).read_bytes()
+        clips.append({"name": name, "generator": "gen", "model": "demo", "repository": "demo/gen", "commit": commit,
+                      "path": path, "blob": git_blob_id(data), "bytes": len(data), "format": fmt, "note": ""})
+    labels = {"description": "test", "repositories": {"demo/gen": {"generator": "gen", "licence": "MIT"}},
+              "clips": clips}
+    return tmp_path / "mirrors", labels
+
+
+def test_blobs_become_clips_beside_real_clips_written_twice(mirror, tmp_path: Path) -> None:
+    mirrors, labels = mirror
+    (tmp_path / "labels.json").write_text(json.dumps(labels))
+    notes: list[str] = []
+    path = prepare(tmp_path / "corpus", mirrors, tmp_path / "labels.json", size=32, frames=8, real_per_source=1,
+                   log=notes.append)
+    videos = {v["name"]: v for v in json.loads(path.read_text())["videos"]}
+    assert any("gen_short has 4 frames" in n for n in notes) and "gen_short" not in videos
+    long, clip = videos["gen_long"], videos["gen_clip"]
+    assert long["label"] == "generated" and long["generator"] == long["family"] == "gen"
+    assert long["container"] == "gif" and clip["container"] == "video"
+    assert long["blob"] == labels["clips"][0]["blob"] and long["source"] == "demo/gen:out/long.gif"
+    real = [v for v in videos.values() if v["label"] == "real"]
+    assert real and {v["container"] for v in real} == {"video", "gif"} and len(real) % 2 == 0
+    from vision.data.video import read_video
+
+    for video in videos.values():
+        frames = read_video(path.parent / video["file_name"])
+        assert frames.shape == (8, 32, 32, 3)
+
+
+def test_a_missing_or_altered_blob_is_one_error_line(mirror, tmp_path: Path, capsys) -> None:
+    mirrors, labels = mirror
+    store = mirrors / "demo+gen" / "repo"
+    entry = labels["clips"][0]
+    assert read_blob(store, entry["blob"], entry["bytes"])[:3] == b"GIF"
+    with pytest.raises(InputError, match="not the pinned"):
+        read_blob(store, entry["blob"], entry["bytes"] + 1)
+    altered = copy.deepcopy(labels)
+    altered["clips"][0]["blob"] = "0" * 40
+    (tmp_path / "labels.json").write_text(json.dumps(altered))
+    assert main(["--mirrors", str(mirrors), "--labels", str(tmp_path / "labels.json"), "--out",
+                 str(tmp_path / "corpus")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"blob {'0' * 40} is not in" in err[0] and not (tmp_path / "corpus").exists()
+    (tmp_path / "labels.json").write_text(json.dumps(labels))
+    assert main(["--mirrors", str(tmp_path / "nowhere"), "--labels", str(tmp_path / "labels.json"), "--out",
+                 str(tmp_path / "corpus")]) == 2
+    assert "lacks demo/gen" in capsys.readouterr().err
+
+
+def test_the_gif_round_trip_keeps_the_picture_in_256_colours() -> None:
+    from skimage import data
+
+    photo = data.astronaut()[::4, ::4]
+    frames = np.stack([photo, np.roll(photo, 3, axis=1)])
+    trip = gif_round_trip(frames)
+    assert trip.shape == frames.shape
+    assert all(len(np.unique(f.reshape(-1, 3), axis=0)) <= 256 for f in trip)
+    assert len(np.unique(frames[0].reshape(-1, 3), axis=0)) > 256
+    assert np.abs(trip.astype(int) - frames).mean() < 8
+    assert np.array_equal(decode_clip(_gif(3), "gif", 2).shape, (2, 40, 48, 3))
+
+
+def test_the_labels_file_is_the_package_data() -> None:
+    assert LABELS.name == "aigv_public.json" and LABELS.is_file()

