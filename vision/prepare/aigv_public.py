@@ -282,7 +282,7 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
                           {"container": container, "blob": entry["blob"], "repository": entry["repository"],
                            "commit": entry["commit"], "path": entry["path"], "model": entry["model"],
                            "footage": entry["repository"]}))
-    real = 0
+    generated, real = len(clips), 0
     for path, side in real_sources(opencv_samples, footage, if_present, log):
         for start, window in _real_windows(path, side, real_per_source, frames):
             square = square_clip(window, size)
@@ -292,7 +292,6 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
             clips.append(Clip(f"real_{path.stem}_{start}_gif", gif_round_trip(square), "real", None, path.stem,
                               "real", {**meta, "container": "gif"}))
             real += 1
-    generated = len(clips) - 2 * real
     if not generated or not real:
         raise InputError(f"nothing to compare: {generated} generated and {real} real clips")
     import tempfile

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 
 from vision.checkpoint import load_weights, read_model, task_checkpoint_parts
+from vision.errors import InputError
 from vision.export.model_card import model_card
 from vision.geometry.model import BACKBONE_CONFIGS
-from vision.errors import InputError
 from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size, check_patch_embed_weights
 from vision.model_folder import ModelFolder, one_task, write_model_folder
 from vision.task_config import TaskConfig, checked

@@ -35,13 +35,14 @@ _BACKBONE: dict[str, Any] = {}
 
 
 def perception() -> Any:
-    """The process-wide real-perception backbone, on the depth tool's TCMonoDepth network (missing weights raise
-    :class:`vision.weights.WeightsError`, naming the fetch command)."""
+    """The process-wide real-perception backbone, on the depth tool's TCMonoDepth network and without the object
+    detector, which the tool does not read (missing weights raise :class:`vision.weights.WeightsError`, naming the
+    fetch command)."""
     if "backbone" not in _BACKBONE:
         from vision.forensics.tools.depth import depth_net
-        from vision.geometry.real_backbone import RealPerception
+        from vision.geometry.real_backbone import RealPerception, RealPerceptionConfig
 
-        _BACKBONE["backbone"] = RealPerception(depth_net=depth_net())
+        _BACKBONE["backbone"] = RealPerception(RealPerceptionConfig(detector=None), depth_net=depth_net())
     return _BACKBONE["backbone"]
 
 

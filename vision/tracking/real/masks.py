@@ -119,8 +119,7 @@ class BoxMasks:
         cv2.setRNGSeed(0)  # GrabCut's k-means starts from OpenCV's generator: the same crop gives the same mask
         cv2.grabCut(cv2.cvtColor(small, cv2.COLOR_RGB2BGR), labels, None, background, foreground,
                     self.grabcut_iterations, cv2.GC_INIT_WITH_MASK)
-        chosen = ((labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)).astype(np.uint8)
-        return cv2.resize(chosen, (width, height), interpolation=cv2.INTER_LINEAR) > 0
+        return cv2.resize((labels % 2).astype(np.uint8), (width, height), interpolation=cv2.INTER_LINEAR) > 0
 
     def masks(self, frame: np.ndarray, boxes: np.ndarray) -> np.ndarray:
         """Every box's mask; with several boxes, DeepLabV3 runs once, on the region that holds all their crops

@@ -8,12 +8,12 @@
   model knows needs a box.
 - **Mask** (bool ``[H, W]``): its tight box; an empty mask is an error.
 - **Text**: a head phrase ending in "face" or "head" (:data:`FACE_WORDS`) means YuNet's largest face on the first
-  of the first ``search_frames`` frames with one. Otherwise the COCO-80 name (YOLOX-nano's vocabulary) whose MiniLM embedding is nearest the text's head phrase (the
-  words before the first ``(``, comma, or relation word such as "in", "with", "who", "held": "the fair-haired
-  woman" of "the fair-haired woman in a black coat"), or else the whole text, when its cosine is at least
-  ``min_similarity``; the head phrase's last word naming a class or one of its :data:`ALIASES` ("woman", "face" for
-  ``person``) decides first. Otherwise the text names nothing the detector knows: an error naming it. The object is that
-  class's detection on the first of the first ``search_frames`` frames where it is found (none: an error): the
+  of the first ``search_frames`` frames with one. Otherwise the COCO-80 name (YOLOX-nano's vocabulary) whose MiniLM
+  embedding is nearest the text's head phrase (the words before the first ``(``, comma, or relation word such as
+  "in", "with", "who", "held": "the fair-haired woman" of "the fair-haired woman in a black coat"), or else the
+  whole text, when its cosine is at least ``min_similarity``; the head phrase's last word naming a class or one of
+  its :data:`ALIASES` ("woman", "face" for ``person``) decides first. Otherwise the text names nothing the detector
+  knows: an error naming it. The object is that class's detection on the first of the first ``search_frames`` frames where it is found (none: an error): the
   highest-scoring one, or where the text names colours (:mod:`vision.tracking.real.colours`: "the player in a
   blue shirt") the one whose box shows most of them (ties: the higher score). Other words (places, relations) do
   not choose.
@@ -21,9 +21,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import re
+from collections.abc import Sequence
 
 import cv2
 import numpy as np
@@ -52,11 +51,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+def _words(phrase: str) -> list[str]:
+    """The words of ``phrase``, lower-cased, without a possessive ``'s`` or the punctuation around them."""
+    return [w.lower().removesuffix("'s").strip(".!?\"'") for w in phrase.split()]
+
+
 def head_noun_class(phrase: str) -> str | None:
     """The COCO-80 class the last word of ``phrase`` names, directly or through :data:`ALIASES`, else None."""
     from vision.weights.nets.onnx_models import COCO_CLASSES
 
-    words = [w.lower().removesuffix("'s").strip(".!?\"'") for w in phrase.split()]
+    words = _words(phrase)
     if not words:
         return None
     for size in (2, 1):  # two-word names first ("cell phone", "teddy bear")
@@ -153,11 +157,9 @@ def text_class(text: str, min_similarity: float = 0.5, encoder=None) -> str:
         best = int(np.argmax(similarity))
         if similarity[best] >= min_similarity:
             return COCO_CLASSES[best]
-    if similarity[best] < min_similarity:
-        raise InputError(f"text prompt {text!r} names nothing the detector knows (nearest COCO name "
-                         f"{COCO_CLASSES[best]!r} at cosine {similarity[best]:.2f}, under {min_similarity}); give a "
-                         "box or points instead")
-    return COCO_CLASSES[best]
+    raise InputError(f"text prompt {text!r} names nothing the detector knows (nearest COCO name "
+                     f"{COCO_CLASSES[best]!r} at cosine {similarity[best]:.2f}, under {min_similarity}); give a "
+                     "box or points instead")
 
 
 def _face_from_text(frames: Sequence[np.ndarray], text: str, faces, search_frames: int) -> tuple[int, np.ndarray]:
@@ -184,8 +186,8 @@ def box_from_text(frames: Sequence[np.ndarray], text: str, detector=None, encode
     from vision.tracking.real.colours import colour_share, colour_words
     from vision.weights.nets.onnx_models import COCO_CLASSES
 
-    noun = head_phrase(text).split()[-1].lower().strip(".!?\"'") if text.split() else ""
-    if noun in FACE_WORDS:  # a face or a head is YuNet's, not YOLOX's whole person
+    words = _words(head_phrase(text))
+    if words and words[-1] in FACE_WORDS:  # a face or a head is YuNet's, not YOLOX's whole person
         return _face_from_text(frames, text, faces, search_frames)
     name = text_class(text, min_similarity, encoder)
     if detector is None:
