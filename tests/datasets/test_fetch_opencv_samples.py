@@ -14,19 +14,19 @@ import pytest
 
 from tests.datasets.staging import add_user_file, assert_left_as_it_was, fail_late, snapshot
 from vision.prepare import opencv_samples
-from vision.prepare.opencv_samples import FILES, fetch, main, missing
+from vision.prepare.opencv_samples import ALL_FILES, CGI_FILES, FILES, fetch, main, missing
 
 
 def _package_tree(root: Path) -> dict[str, bytes]:
-    """The members of :data:`FILES` under ``root`` (gzip where the package has them gzipped); our name -> bytes."""
+    """The members of :data:`ALL_FILES` under ``root`` (gzip where the package has them gzipped); our name -> bytes."""
     content = {}
-    for name, member in FILES.items():
+    for name, member in ALL_FILES.items():
         data = f"{name} contents".encode() * 10
         path = root / member
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(gzip.compress(data) if member.endswith(".gz") else data)
         content[name] = data
-    (root / "usr/share/doc/opencv-doc/examples/data/Megamind.avi").write_bytes(b"not wanted")
+    (root / "usr/share/doc/opencv-doc/examples/data/tree.avi").write_bytes(b"not wanted")
     return content
 
 
@@ -34,8 +34,8 @@ def test_installed_package_files_are_copied_and_unzipped(tmp_path, monkeypatch):
     content = _package_tree(tmp_path / "root")
     monkeypatch.setattr(opencv_samples, "INSTALLED", tmp_path / "root")
     out = fetch(tmp_path / "out")
-    assert missing(out) == []
-    assert {p.name for p in out.iterdir()} == set(FILES)
+    assert missing(out) == [] and missing(out, tuple(ALL_FILES)) == []
+    assert {p.name for p in out.iterdir()} == set(ALL_FILES)
     for name, data in content.items():
         assert (out / name).read_bytes() == data
 
@@ -58,7 +58,7 @@ def test_downloaded_package_gives_only_the_named_files(tmp_path, monkeypatch):
     monkeypatch.setattr(opencv_samples, "INSTALLED", tmp_path / "nothing_installed")
     out = tmp_path / "out"
     assert main(["--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(ALL_FILES)
     for name, data in content.items():
         assert (out / name).read_bytes() == data
 
@@ -84,7 +84,7 @@ def test_out_that_is_a_file_is_refused(tmp_path, capsys):
 
 
 def test_a_late_failure_leaves_the_folder_as_it_was(tmp_path, monkeypatch, capsys):
-    """The last file fails as it is copied: the two copied before it do not replace the old ones either."""
+    """The last file fails as it is copied: those copied before it do not replace the old ones either."""
     _package_tree(tmp_path / "root")
     monkeypatch.setattr(opencv_samples, "INSTALLED", tmp_path / "root")
     out = tmp_path / "out"
@@ -92,12 +92,24 @@ def test_a_late_failure_leaves_the_folder_as_it_was(tmp_path, monkeypatch, capsy
     assert main(["--out", str(out)]) == 0
     (out / "cup.mp4").unlink()  # one missing: the next run fetches all three again
     before = snapshot(out)
-    for member in FILES.values():  # a newer package
+    for member in ALL_FILES.values():  # a newer package
         path = tmp_path / "root" / member
         path.write_bytes(gzip.compress(b"newer") if member.endswith(".gz") else b"newer")
-    written = fail_late(monkeypatch, opencv_samples, "_copy_member", call=len(FILES))
+    written = fail_late(monkeypatch, opencv_samples, "_copy_member", call=len(ALL_FILES))
     capsys.readouterr()
     assert main(["--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(written) == len(FILES) and len(err) == 1 and "injected late failure" in err[0]
+    assert len(written) == len(ALL_FILES) and len(err) == 1 and "injected late failure" in err[0]
     assert_left_as_it_was(out, before, {"root", "out"})
+
+
+def test_the_camera_videos_are_checked_apart_from_the_animated_film(tmp_path, monkeypatch):
+    """A folder with the camera videos but not the film counts as complete for the real sources; fetch brings the
+    film."""
+    content = _package_tree(tmp_path / "root")
+    monkeypatch.setattr(opencv_samples, "INSTALLED", tmp_path / "root")
+    out = fetch(tmp_path / "out")
+    (out / "Megamind.avi").unlink()
+    assert missing(out) == [] and missing(out, tuple(ALL_FILES)) == list(CGI_FILES)
+    fetch(out)
+    assert (out / "Megamind.avi").read_bytes() == content["Megamind.avi"]

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from vision.errors import InputError
-from vision.prepare.aigv_public import (LABELS, check_labels, decode_clip, git_blob_id, gif_round_trip, load_labels,
-                                        main, prepare, read_blob)
+from vision.prepare.aigv_public import (LABELS, cgi_films, check_labels, deal_sources, decode_clip, git_blob_id,
+                                        gif_round_trip, load_labels, main, prepare, read_blob)
 
 
 def test_the_shipped_labels_pin_every_clip() -> None:
@@ -84,7 +84,7 @@ def test_blobs_become_clips_beside_real_clips_written_twice(mirror, tmp_path: Pa
     (tmp_path / "labels.json").write_text(json.dumps(labels))
     notes: list[str] = []
     path = prepare(tmp_path / "corpus", mirrors, tmp_path / "labels.json", size=32, frames=8, real_per_source=1,
-                   render_scenes=1, log=notes.append)
+                   render_scenes=1, screens=1, real_strides=(1, 2), log=notes.append)
     videos = {v["name"]: v for v in json.loads(path.read_text())["videos"]}
     assert any("gen_short has 4 frames" in n for n in notes) and "gen_short" not in videos
     long, clip = videos["gen_long"], videos["gen_clip"]
@@ -92,14 +92,76 @@ def test_blobs_become_clips_beside_real_clips_written_twice(mirror, tmp_path: Pa
     assert long["container"] == "gif" and clip["container"] == "video"
     assert long["blob"] == labels["clips"][0]["blob"] and long["source"] == "demo/gen:out/long.gif"
     real = [v for v in videos.values() if v["label"] == "real"]
-    assert real and {v["container"] for v in real} == {"video", "gif"} and len(real) % 2 == 0
-    cgi = [v for v in videos.values() if v["label"] == "cgi"]  # Big Buck Bunny and a render, both containers
-    assert {v["generator"] for v in cgi} == {"cgi", "render"} and {v["container"] for v in cgi} == {"video", "gif"}
+    assert real and {v["container"] for v in real} == {"video", "gif"} and len(real) % 4 == 0
+    assert {v["stride"] for v in real} == {1, 2}  # each window also every second frame
+    strided = videos["real_bikes_0_s2"]
+    assert strided["source_frames"] == [0, 15] and videos["real_bikes_0"]["source_frames"] == [0, 8]
+    cgi = [v for v in videos.values() if v["label"] == "cgi"]  # films, a render and a screen, both containers
+    assert {v["generator"] for v in cgi} == {"cgi", "render", "screen"}
+    assert {v["container"] for v in cgi} == {"video", "gif"}
+    films = {v["source"] for v in cgi if v["generator"] == "cgi"}
+    assert "bigbuckbunny" in films and "Megamind" not in films  # no --opencv-samples: the note says so
+    assert any("Megamind.avi is not in --opencv-samples" in n for n in notes)
     from vision.data.video import read_video
 
     for video in videos.values():
         frames = read_video(path.parent / video["file_name"])
         assert frames.shape == (8, 32, 32, 3)
+    sides = {side: json.loads((path.parent / f"{side}.json").read_text())["videos"] for side in ("train", "val")}
+    assert sorted(v["name"] for side in sides.values() for v in side) == sorted(videos)
+    for side in sides.values():
+        assert [v["id"] for v in side] == list(range(1, len(side) + 1))
+    assert not ({v["footage"] for v in sides["train"] if v["label"] != "generated"}
+                & {v["footage"] for v in sides["val"] if v["label"] != "generated"})
+
+
+def test_sources_are_dealt_apart_and_generators_on_both_sides() -> None:
+    videos = [{"id": k, "name": f"g{k:02d}", "label": "generated", "generator": "a" if k % 2 else "b",
+               "footage": "repo"} for k in range(16)]
+    videos += [{"id": 100 + k, "name": f"r{k:02d}", "label": "real" if k % 4 else "cgi", "generator": None,
+                "footage": f"s{k // 2}"} for k in range(12)]
+    train, val = deal_sources(videos, groups=3, every=4)
+    assert len(train) + len(val) == len(videos)
+    held = {v["footage"] for v in val if v["label"] != "generated"}
+    assert held == {"s2", "s5"} and not held & {v["footage"] for v in train if v["label"] != "generated"}
+    assert sorted(v["name"] for v in val if v["label"] == "generated") == ["g06", "g07", "g14", "g15"]
+
+
+def test_other_splits_join_the_sides_copied_in(mirror, tmp_path: Path) -> None:
+    from vision.data.coco import write_split
+    from vision.data.video import read_video, write_video
+
+    mirrors, labels = mirror
+    (tmp_path / "labels.json").write_text(json.dumps(labels))
+    other = tmp_path / "own"
+    frames = np.random.default_rng(0).integers(0, 255, (8, 32, 32, 3), dtype=np.uint8)
+    write_video(other / "videos" / "fake.mp4", frames, fps=25)
+    write_split(other / "train.json", {"images": [], "annotations": [], "categories": [], "videos": [
+        {"id": 7, "name": "fake", "file_name": "videos/fake.mp4", "label": "generated", "generator": "own",
+         "family": "own", "source": "bikes", "width": 32, "height": 32}]})
+    path = prepare(tmp_path / "corpus", mirrors, tmp_path / "labels.json", size=32, frames=8, real_per_source=1,
+                   render_scenes=0, screens=0, with_train=[other / "train.json"], log=lambda _: None)
+    train = json.loads((path.parent / "train.json").read_text())["videos"]
+    joined = [v for v in train if v["name"] == "fake"]
+    assert len(joined) == 1 and joined[0]["generator"] == "own" and joined[0]["origin"] == str(other / "train.json")
+    assert np.array_equal(read_video(path.parent / joined[0]["file_name"]), read_video(other / "videos" / "fake.mp4"))
+    assert "fake" not in {v["name"] for v in json.loads(path.read_text())["videos"]}  # all.json is the corpus alone
+    with pytest.raises(InputError, match="no such split file"):
+        prepare(tmp_path / "corpus2", mirrors, tmp_path / "labels.json", with_val=[tmp_path / "nope.json"])
+
+
+def test_the_computer_made_films_are_those_at_hand(tmp_path: Path) -> None:
+    """Big Buck Bunny always; gradio's demo films where gradio is installed; OpenCV's animated film where the samples
+    folder holds it."""
+    import importlib.util
+
+    notes: list[str] = []
+    (tmp_path / "Megamind.avi").write_bytes(b"film")
+    films = dict((name, path) for path, name in cgi_films(tmp_path, notes.append))
+    assert films["Megamind"] == tmp_path / "Megamind.avi" and films["bigbuckbunny"].is_file()
+    if importlib.util.find_spec("gradio") is not None:
+        assert {"gradio_title_card", "gradio_globe"} <= set(films) and not notes
+    assert not [n for n in notes if "Megamind" in n]
 
 
 def test_a_missing_or_altered_blob_is_one_error_line(mirror, tmp_path: Path, capsys) -> None:
@@ -133,6 +195,9 @@ def test_the_gif_round_trip_keeps_the_picture_in_256_colours() -> None:
     assert len(np.unique(frames[0].reshape(-1, 3), axis=0)) > 256
     assert np.abs(trip.astype(int) - frames).mean() < 8
     assert np.array_equal(decode_clip(_gif(3), "gif", 2).shape, (2, 40, 48, 3))
+    still = np.stack([photo, photo, photo, np.roll(photo, 3, axis=1)])  # the encoder merges the still frames
+    trip = gif_round_trip(still)
+    assert trip.shape == still.shape and np.array_equal(trip[0], trip[2]) and not np.array_equal(trip[2], trip[3])
 
 
 def test_the_labels_file_is_the_package_data() -> None:

