@@ -19,6 +19,7 @@ import torch
 
 from vision.errors import InputError
 from vision.forensics.tools.base import Clip, Evidence, ForensicTool, ToolResult, fit_reference, not_applicable
+from vision.forensics.tools.appearance import AppearanceTool
 from vision.forensics.tools.codec import CodecTool
 from vision.forensics.tools.depth import DepthTool
 from vision.forensics.tools.faces import FaceTool
@@ -41,17 +42,18 @@ __all__ = ["Clip", "Evidence", "ForensicTool", "ToolResult", "fit_reference", "n
 
 CLASSICAL_TOOLS = ("spectrum", "residual", "npr", "temporal", "motion", "codec", "geometry", "periodicity", "planar",
                    "noise")
-PRETRAINED_TOOLS = ("depth", "twoview", "semantic", "faces", "scene")
+PRETRAINED_TOOLS = ("depth", "twoview", "semantic", "faces", "scene", "appearance")
 TOOL_NAMES = CLASSICAL_TOOLS + PRETRAINED_TOOLS
 #: the registered weight files (:mod:`vision.weights.registry`) each pretrained tool reads
 TOOL_WEIGHTS: dict[str, tuple[str, ...]] = {"depth": ("tcmonodepth-small",),
                                             "twoview": ("alike-t", "tcmonodepth-small"),
                                             "semantic": ("mobilenetv2-imagenet",), "faces": ("yunet-120x160",),
-                                            "scene": ("tcmonodepth-small", "nanotrack-v2")}
+                                            "scene": ("tcmonodepth-small", "nanotrack-v2"),
+                                            "appearance": ("mobilenetv2-imagenet",)}
 _CLASSES = {"spectrum": SpectrumTool, "residual": ResidualTool, "npr": NPRTool, "temporal": TemporalTool,
             "motion": MotionTool, "codec": CodecTool, "geometry": GeometryTool, "periodicity": PeriodicityTool,
             "planar": PlanarTool, "noise": NoiseTool, "depth": DepthTool, "twoview": TwoViewTool,
-            "semantic": SemanticTool, "faces": FaceTool, "scene": SceneTool}
+            "semantic": SemanticTool, "faces": FaceTool, "scene": SceneTool, "appearance": AppearanceTool}
 _BACKBONE_TOOLS = {"geometry", "planar"}  # tools that take the optional geometry backbone
 
 
