@@ -51,7 +51,7 @@ def test_every_shipped_config_renders_as_before(config):
 
 def test_a_fixture_for_every_shipped_config_and_no_other():
     assert sorted(path.name for path in RENDERED.glob("*.yaml")) == sorted(_fixture(c).name for c in CONFIGS)
-    assert len(CONFIGS) == 26 and not any(is_base(c) for c in CONFIGS)
+    assert len(CONFIGS) == 27 and not any(is_base(c) for c in CONFIGS)
 
 
 def test_shipped_configs_stack_only_on_base_files_and_every_base_is_used():

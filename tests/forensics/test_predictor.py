@@ -197,12 +197,84 @@ def test_self_tests_count_the_detector_score_once_the_checkpoint_has_its_null() 
     assert out["tests"][-1]["z"] == pytest.approx(float(z[0]), rel=1e-5)
     assert out["tests"][-1]["p"] == pytest.approx(float(p[0]), rel=1e-5)
     assert out["p_combined"] == pytest.approx(min(1.0, 3 * min(t["p"] for t in out["tests"])), rel=1e-6)
-    assert out["sentences"][-1].startswith("The learned detector scores this clip")
+    assert any(line.startswith("The learned detector scores this clip") for line in out["sentences"])
+    assert set(out["contributions"]) == {"periodicity", "noise"}
+    assert any(line.startswith("The detector's score rests most on") for line in out["sentences"])
     assert "and the detector's score" in out["sentences"][0]
     state = {k: v for k, v in detector.state_dict().items() if k != "score_null"}  # an older checkpoint
     fresh = ForensicDetector(names, hidden=4, dropout=0.0)
     fresh.load_state_dict(state)
     assert fresh.score_null_moments() is None
+
+
+def test_with_two_keys_the_tests_alone_do_not_call_a_clip_generated() -> None:
+    from vision.forensics.predictor import _tests_decide
+
+    tests = {"verdict": "generated", "footage": 4, "p_combined": 0.01}
+    quiet = {"verdict": "real", "probability": 0.2, "threshold": 0.6, "reasons": ["detector: real"]}
+    loud = dict(quiet, probability=0.9)
+    assert _tests_decide(quiet, tests, 0.05)["verdict"] == "generated"  # the tests decide alone by default
+    out = _tests_decide(quiet, tests, 0.05, two_keys=True)
+    assert out["verdict"] == "insufficient evidence" and out["decided_by"] == "tests"
+    assert any("does not call it generated" in r for r in out["reasons"])
+    assert _tests_decide(loud, tests, 0.05, two_keys=True)["verdict"] == "generated"
+    for said in ("real", "insufficient evidence"):  # only a "generated" needs the second key
+        assert _tests_decide(quiet, dict(tests, verdict=said), 0.05, two_keys=True)["verdict"] == said
+
+
+def test_tool_contributions_name_the_tool_the_score_rests_on() -> None:
+    """A detector whose network reads only the noise tool's inputs: the noise tool's contribution is the whole
+    change of the score, the other tool's is none, and the larger one comes first."""
+    from vision.forensics.predictor import tool_contributions
+
+    names = ["periodicity.sharp_p2", "periodicity.noise_p2", "noise.corr_gain"]
+    detector = ForensicDetector(names, hidden=4, dropout=0.0).eval()
+    with torch.no_grad():
+        first = detector.net[0].weight
+        first[:, [0, 1, 3, 4]] = 0.0  # the periodicity z-scores and their missing-value flags
+        detector.anom_std.fill_(1e9)  # the anomaly term out of the way
+        detector.feat_mean.copy_(torch.tensor([1.0, 2.0, 0.5]))
+    x = np.array([[5.0, -3.0, 4.0]], np.float32)
+    out = tool_contributions(detector, x)
+    assert list(out) == ["noise", "periodicity"] and out["periodicity"] == pytest.approx(0.0, abs=1e-6)
+    with torch.no_grad():
+        score = detector.decision_score(torch.as_tensor(x))
+        average = detector.decision_score(torch.tensor([[5.0, -3.0, 0.5]]))
+    assert out["noise"] == pytest.approx(float(score - average), rel=1e-5) and out["noise"] != 0.0
+
+
+def test_with_two_keys_a_clip_no_test_flags_is_called_real_once_the_detector_scores_it_under_the_cut() -> None:
+    """Without the cut, a real-looking clip whose tests are not all quiet before correction stays undecided; with it,
+    the detector's low score speaks for real footage and the sentence says so. A checkpoint without the cut loads
+    with none."""
+    names = ["periodicity.sharp_p2", "noise.corr_gain"]
+    detector = ForensicDetector(names, hidden=4, dropout=0.0).eval()
+    real = np.array([[1.0, 0.1], [1.2, 0.0], [0.9, 0.2], [1.1, 0.1], [1.0, 0.15], [1.05, 0.12]])
+    groups = ["a", "a", "b", "b", "c", "c"]
+    detector.set_footage_null(real, np.zeros(6), groups)
+    with torch.no_grad():
+        real_scores = detector.decision_score(torch.as_tensor(real, dtype=torch.float32)).numpy()
+    detector.set_score_null(real_scores, groups)
+    clip = {"periodicity.sharp_p2": 1.18, "noise.corr_gain": 0.01}  # a little unusual, far from significant
+    before = self_tests(detector, clip)
+    assert before["verdict"] == "insufficient evidence" and 0.05 < before["p_combined"] < 1.0
+    assert not before["detector_speaks_real"] and before["generated_cut"] is None
+    with torch.no_grad():
+        clip_score = float(detector.decision_score(torch.tensor([[1.18, 0.01]])).item())
+    detector.set_generated_cut(np.array([clip_score + 1.0, clip_score + 2.0, clip_score + 3.0]))
+    assert float(detector.generated_cut) == pytest.approx(np.quantile([1.0, 2.0, 3.0], 0.05) + clip_score)
+    assert self_tests(detector, clip)["verdict"] == "insufficient evidence"  # the rule "tests": no change
+    after = self_tests(detector, clip, two_keys=True)
+    assert after["verdict"] == "real" and after["detector_speaks_real"]
+    assert any("the detector speaks for real footage" in line for line in after["sentences"])
+    detector.set_generated_cut(np.array([clip_score - 2.0, clip_score - 1.0]))  # it scores like generated clips
+    assert self_tests(detector, clip, two_keys=True)["verdict"] == "insufficient evidence"
+    detector.set_generated_cut(np.array([1.0]))  # too few generated clips: no cut
+    assert not np.isfinite(float(detector.generated_cut))
+    state = {k: v for k, v in detector.state_dict().items() if k != "generated_cut"}  # an older checkpoint
+    fresh = ForensicDetector(names, hidden=4, dropout=0.0)
+    fresh.load_state_dict(state)
+    assert not np.isfinite(float(fresh.generated_cut))
 
 
 @pytest.mark.slow

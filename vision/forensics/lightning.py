@@ -321,7 +321,8 @@ class ForensicsModule(L.LightningModule):
 
     def _fit_score_null(self, ids: list[int], x: np.ndarray, y: np.ndarray) -> None:
         """The detector's score null (:meth:`ForensicDetector.set_score_null`) from the real validation rows, grouped
-        by the footage their videos draw on (read from the datamodule's validation split; no null without one)."""
+        by the footage their videos draw on (read from the datamodule's validation split; no null without one), and
+        its generated-side cut (:meth:`ForensicDetector.set_generated_cut`) from the generated validation rows."""
         datamodule = getattr(self.trainer, "datamodule", None)
         if not hasattr(datamodule, "features") or not getattr(datamodule, "val_split", None):
             return
@@ -329,8 +330,9 @@ class ForensicsModule(L.LightningModule):
                    for v in datamodule.features(datamodule.val_split, exclude=True)[2]}
         real = [i for i, label in enumerate(y) if label == 0 and int(ids[i]) in footage]
         with torch.no_grad():
-            scores = self.model.decision_score(torch.as_tensor(x[real], device=self.model.threshold.device))
-        self.model.set_score_null(scores.cpu().numpy(), [footage[int(ids[i])] for i in real])
+            scores = self.model.decision_score(torch.as_tensor(x, device=self.model.threshold.device)).cpu().numpy()
+        self.model.set_score_null(scores[real], [footage[int(ids[i])] for i in real])
+        self.model.set_generated_cut(scores[y == 1])
 
     def _broadcast_calibration(self) -> None:
         """Every rank re-fits the calibration on the same gathered rows; rank 0's buffers are then broadcast so the

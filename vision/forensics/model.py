@@ -65,7 +65,8 @@ class ForensicDetector(nn.Module):
     ``null_mean`` / ``null_sd`` / ``null_df`` / ``null_footage`` ``[F]`` (the self-referential statistics' null
     for new real footage, :meth:`set_footage_null`; df 0 = none, as a checkpoint without them loads) and
     ``score_null`` ``[4]`` (the same for the detector's own decision score, from real validation clips,
-    :meth:`set_score_null`).
+    :meth:`set_score_null`) and ``generated_cut`` ``[]`` (the decision score ``pass_rate`` of the generated validation
+    clips reach, :meth:`set_generated_cut`; nan = unknown, as a checkpoint without it loads).
     """
 
     def __init__(self, feature_names: Sequence[str], hidden: int, dropout: float) -> None:
@@ -86,7 +87,8 @@ class ForensicDetector(nn.Module):
                             ("reliability", torch.full((len(self.tools),), 0.5)),
                             ("gen_mean", torch.full((n,), float("nan"))), ("gen_std", torch.full((n,), float("nan"))),
                             ("null_mean", torch.zeros(n)), ("null_sd", torch.ones(n)), ("null_df", torch.zeros(n)),
-                            ("null_footage", torch.zeros(n)), ("score_null", torch.zeros(4))):
+                            ("null_footage", torch.zeros(n)), ("score_null", torch.zeros(4)),
+                            ("generated_cut", torch.tensor(float("nan")))):
             self.register_buffer(name, value)
         self._register_load_state_dict_pre_hook(self._fill_generated_reference)
 
@@ -99,6 +101,7 @@ class ForensicDetector(nn.Module):
                            ("score_null", 0.0)):
             state_dict.setdefault(prefix + name, torch.full_like(getattr(self, name), fill))  # df 0: no null
         state_dict.setdefault(prefix + "pass_rate", torch.tensor(0.95))  # the rate its threshold was fixed at
+        state_dict.setdefault(prefix + "generated_cut", torch.tensor(float("nan")))  # none: never called real by it
 
     def set_normalisation(self, features: np.ndarray) -> None:
         """Standardisation statistics from a training matrix ``[N, F]`` (nan ignored)."""
@@ -141,6 +144,15 @@ class ForensicDetector(nn.Module):
         with fewer than 2 footages (no test)."""
         null = predictive_null(np.asarray(scores, np.float64), list(footage))
         self.score_null.copy_(torch.tensor(null if null is not None else (0.0, 1.0, 0.0, 0.0), dtype=torch.float32))
+
+    def set_generated_cut(self, scores: np.ndarray) -> None:
+        """``generated_cut``: the decision score that ``pass_rate`` of the *generated* validation clips' scores
+        ``[M]`` reach (their ``1 - pass_rate`` quantile); nan with fewer than 2. Under it, the detector's score
+        speaks for real footage (:func:`vision.forensics.predictor.self_tests`)."""
+        scores = np.asarray(scores, np.float64)
+        scores = scores[np.isfinite(scores)]
+        cut = float(np.quantile(scores, 1.0 - float(self.pass_rate))) if scores.size >= 2 else float("nan")
+        self.generated_cut.fill_(cut)
 
     def score_null_moments(self) -> tuple[float, float, float, int] | None:
         """``(mean, sd, df, footages)`` of :meth:`set_score_null`, None when none was fitted."""

@@ -38,7 +38,8 @@ from vision.forensics.task import ForensicsConfig, load
 from vision.forensics.tools import build_tools, feature_names
 from vision.forensics.tools.base import Clip
 
-__all__ = ["Predictor", "ForensicsPredictor", "MIN_TEST_FOOTAGE", "analyze_to_report", "public_report", "self_tests", "timing_of"]
+__all__ = ["Predictor", "ForensicsPredictor", "MIN_TEST_FOOTAGE", "analyze_to_report", "public_report", "self_tests",
+           "timing_of", "tool_contributions"]
 
 
 #: Camera videos a checkpoint's real nulls must span before the tests' verdict becomes the headline verdict (with
@@ -46,16 +47,40 @@ __all__ = ["Predictor", "ForensicsPredictor", "MIN_TEST_FOOTAGE", "analyze_to_re
 MIN_TEST_FOOTAGE = 3
 
 
+def tool_contributions(detector: ForensicDetector, x: np.ndarray) -> dict[str, float]:
+    """How much each tool's features move the detector's decision score on one clip's feature row ``x [1, F]``:
+    ``{tool: s(x) - s(x with the tool's features at their training mean)}``, largest magnitude first (positive:
+    the tool pushes towards generated). The tool's features set to the training mean give the input the detector
+    sees for an average training clip in them, with no missing-value flag."""
+    rows = [np.asarray(x, np.float32).reshape(1, -1)]
+    mean = detector.feat_mean.detach().cpu().numpy()
+    for tool in detector.tools:
+        row = rows[0].copy()
+        columns = [j for j, name in enumerate(detector.feature_names) if name.split(".")[0] == tool]
+        row[0, columns] = mean[columns]
+        rows.append(row)
+    with torch.no_grad():
+        scores = detector.decision_score(torch.as_tensor(np.concatenate(rows),
+                                                         device=detector.threshold.device)).float().cpu().numpy()
+    out = {tool: float(scores[0] - scores[k + 1]) for k, tool in enumerate(detector.tools)}
+    return dict(sorted(out.items(), key=lambda item: -abs(item[1])))
+
+
 def self_tests(detector: ForensicDetector, features: dict[str, float], top: int = 3,
-               alpha: float = VERDICT_ALPHA) -> dict[str, Any]:
+               alpha: float = VERDICT_ALPHA, two_keys: bool = False) -> dict[str, Any]:
     """The self-referential statistics of one clip's ``features`` against the detector's footage null
     (:mod:`vision.forensics.statistics`), with the detector's own decision score as one more test against the real
     validation clips' scores (:meth:`ForensicDetector.score_null_moments`, where the checkpoint has it):
     ``{"tests": [{feature, z, p}] ("detector" for the detector's), "p_combined", "verdict", "drivers"
-    (:func:`~vision.forensics.statistics.explain`'s top rows), "sentences", "footage"}``. With no null (a checkpoint
-    trained on one footage, or without the buffers) the verdict is ``insufficient evidence`` and the sentence says
-    why. ``alpha``: the verdict's level (:attr:`ForensicsConfig.verdict_alpha` in
-    :meth:`ForensicsPredictor.analyze`)."""
+    (:func:`~vision.forensics.statistics.explain`'s top rows), "sentences", "footage", "generated_cut",
+    "detector_speaks_real", "contributions"}`` (:func:`tool_contributions`: what each tool's features add to the
+    detector's score). The verdict is :func:`~vision.forensics.statistics.verdict_of`'s; with ``two_keys`` (the
+    config's ``verdict_rule`` ``two-keys``), a clip no test finds unusual after correction whose detector score lies
+    under the detector's ``generated_cut`` (what ``pass_rate`` of the generated validation clips reach) is called
+    ``real`` rather than left undecided: the tests alone call a clip real only when none is unusual even before
+    correction, which most real clips miss by chance when there are many tests. With no null (a checkpoint trained on one footage, or without the buffers) the verdict
+    is ``insufficient evidence`` and the sentence says why. ``alpha``: the verdict's level
+    (:attr:`ForensicsConfig.verdict_alpha` in :meth:`ForensicsPredictor.analyze`)."""
     null = detector.footage_null()
     names = detector.feature_names
     x = feature_matrix([features], names)
@@ -69,6 +94,11 @@ def self_tests(detector: ForensicDetector, features: dict[str, float], top: int 
         det_z, det_p = score_p_value(score.float().cpu().numpy(), score_null)
     p_comb, k = combine(np.concatenate([p, det_p[:, None]], axis=1))
     verdict = verdict_of(float(p_comb[0]), alpha=alpha)
+    cut = float(detector.generated_cut)
+    speaks_real = (two_keys and verdict == "insufficient evidence" and np.isfinite(det_p[0])
+                   and float(p_comb[0]) > alpha and math.isfinite(cut) and float(score.item()) < cut)
+    if speaks_real:  # no test is unusual, and the detector scores it under what generated clips reach
+        verdict = "real"
     footage = max([m[3] for m in null.moments.values()] + [score_null[3] if score_null else 0])
     drivers = explain(features, z[0], p[0], used, null, top=top)
     tests = [{"feature": st.feature, "z": float(zz), "p": float(pp)} for st, zz, pp in zip(used, z[0], p[0])]
@@ -79,6 +109,16 @@ def self_tests(detector: ForensicDetector, features: dict[str, float], top: int 
         sentences.append(f"The learned detector scores this clip {float(score.item()):.3g}; real footage's validation "
                          f"clips ({videos} videos) give {mean:.3g} ± {sd:.3g} for a new video, so it lies "
                          f"{float(det_z[0]):+.1f} spreads from them (p = {float(det_p[0]):.2g}).")
+    contributions = tool_contributions(detector, x)
+    leading = [f"{tool} ({value:+.2g})" for tool, value in list(contributions.items())[:3] if abs(value) > 0]
+    if leading and np.isfinite(det_p[0]):
+        sentences.append("The detector's score rests most on " + ", ".join(leading) + ": each is how much higher "
+                         "the score is than it would be were that tool's measurements those of an average training "
+                         "clip (+: towards generated).")
+    if speaks_real:
+        sentences.append(f"The detector's score {float(score.item()):.3g} lies under {cut:.3g}, the score "
+                         f"{float(detector.pass_rate):.0%} of the generated validation clips reach, and no test is "
+                         f"unusual after correcting for their number: the detector speaks for real footage.")
     if not int(k[0]):
         lead = ("No self-referential test could be made: the detector's real reference covers fewer than two camera "
                 "videos, so how far new footage may lie is unknown.")
@@ -87,18 +127,32 @@ def self_tests(detector: ForensicDetector, features: dict[str, float], top: int 
         lead = (f"Self-referential tests: {what} compared with real camera footage ({footage} videos); the most "
                 f"unusual, corrected for their number, has p = {float(p_comb[0]):.2g}, so these tests say: {verdict}.")
     return {"tests": tests, "p_combined": float(p_comb[0]), "verdict": verdict, "footage": int(footage),
+            "generated_cut": cut if math.isfinite(cut) else None, "detector_speaks_real": bool(speaks_real),
+            "contributions": contributions,
             "drivers": drivers, "sentences": [lead] + [d["sentence"] for d in drivers] + sentences}
 
 
-def _tests_decide(verdict: dict[str, Any], tests: dict[str, Any], alpha: float) -> dict[str, Any]:
+def _tests_decide(verdict: dict[str, Any], tests: dict[str, Any], alpha: float,
+                  two_keys: bool = False) -> dict[str, Any]:
     """The headline verdict taken from the tests (:func:`self_tests`); the detector-and-evidence call it replaces
-    stays first among the reasons. ``decided_by``: ``"tests"``."""
+    stays first among the reasons. ``decided_by``: ``"tests"``. With ``two_keys``, the tests' ``generated``
+    stands only where the detector alone, at its threshold, calls the clip generated too; otherwise it is
+    ``insufficient evidence`` and a reason says why."""
     said = verdict["verdict"]
+    headline = tests["verdict"]
+    probability = verdict.get("probability")
+    detector_calls = probability is not None and probability >= verdict["threshold"]
+    reasons = []
+    if two_keys and headline == "generated" and not detector_calls:
+        headline = "insufficient evidence"
+        reasons.append("the tests find the clip unusual, but the detector alone does not call it generated "
+                       "(probability under its threshold): one line of evidence only, so no verdict")
     lead = (f"verdict of the self-referential tests, the detector's score one of them, against real camera footage "
             f"({tests['footage']} videos): the Bonferroni-combined p is {tests['p_combined']:.2g}; generated at or "
-            f"below {alpha:g}, real when no test is unusual even before correcting for their number, otherwise "
+            f"below {alpha:g}, real when no test is unusual even before correcting for their number or when none is "
+            f"after correcting and the detector scores the clip under what generated clips reach, otherwise "
             f"insufficient evidence. The detector and the evidence graph alone say: {said}")
-    return dict(verdict, verdict=tests["verdict"], decided_by="tests", reasons=[lead] + list(verdict["reasons"]))
+    return dict(verdict, verdict=headline, decided_by="tests", reasons=[lead] + reasons + list(verdict["reasons"]))
 
 
 class ForensicsPredictor:
@@ -196,12 +250,13 @@ class ForensicsPredictor:
             "tools": {name: r.to_dict() for name, r in results.items()},
             "graph": graph.to_dict(),
         }
-        tests = self_tests(self.detector, features, alpha=self.config.verdict_alpha)
+        two_keys = self.config.verdict_rule == "two-keys"
+        tests = self_tests(self.detector, features, alpha=self.config.verdict_alpha, two_keys=two_keys)
         report["statistics"] = tests
         # the tests decide where their nulls span enough footage and the clip could be scored at all (otherwise
         # the detector's call, or the reason it could not make one, stands)
         scored = probability is not None and not props["frozen"] and clip.num_frames >= 2
-        report["verdict"] = (_tests_decide(report["verdict"], tests, self.config.verdict_alpha)
+        report["verdict"] = (_tests_decide(report["verdict"], tests, self.config.verdict_alpha, two_keys)
                              if scored and tests["footage"] >= MIN_TEST_FOOTAGE
                              else dict(report["verdict"], decided_by="detector"))
         report["timing"] = timing_of(clip, decoded, results, time.perf_counter() - start)

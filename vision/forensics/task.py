@@ -35,7 +35,7 @@ from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
 from vision.model_folder import ModelFolder, write_model_folder
 from vision.task_config import TaskConfig, checked
 
-__all__ = ["Config", "ForensicsConfig", "DEFAULT_TOOLS", "BACKBONE_PREFIX", "build_model", "build_backbone",
+__all__ = ["Config", "ForensicsConfig", "DEFAULT_TOOLS", "VERDICT_RULES", "BACKBONE_PREFIX", "build_model", "build_backbone",
            "load_geometry_backbone", "load", "save"]
 
 #: where a forensic checkpoint keeps the frozen geometry backbone's weights (``ForensicsModule.backbone``)
@@ -44,6 +44,8 @@ BACKBONE_PREFIX = "backbone."
 #: The tools a detector uses unless its config names others: every tool that needs no pretrained file (the
 #: shipped configs add the pretrained ones, :data:`vision.forensics.tools.PRETRAINED_TOOLS`).
 DEFAULT_TOOLS: tuple[str, ...] = CLASSICAL_TOOLS
+#: how the headline verdict weighs the self-referential tests and the detector (:attr:`ForensicsConfig.verdict_rule`)
+VERDICT_RULES = ("tests", "two-keys")
 
 
 @dataclasses.dataclass
@@ -65,6 +67,13 @@ class ForensicsConfig(TaskConfig):
             verdict_of`): ``generated`` at a Bonferroni-combined p at or below it. The stated default; a level fitted
             on held-out footage is what ``benchmarks/bench_forensics_sources.py`` prints as ``fitted``
             (:func:`vision.forensics.statistics.alpha_for_false_alarms`; docs/forensics.md).
+        verdict_rule: how the headline verdict weighs the tests and the detector (:data:`VERDICT_RULES`):
+            ``tests``: the self-referential tests decide (:func:`vision.forensics.statistics.verdict_of`);
+            ``two-keys``: a clip the tests call ``generated`` is called so only when the detector, at its
+            threshold, calls it generated too (otherwise ``insufficient evidence``: a statistic whose null spans
+            few videos can find new real footage unusual), and a clip no test finds unusual after correction is
+            called ``real`` when the detector scores it under what generated validation clips reach
+            (:func:`vision.forensics.predictor.self_tests`).
     """
 
     task: ClassVar[str] = "forensics"  # the registry name its checkpoints and model folders record
@@ -77,6 +86,7 @@ class ForensicsConfig(TaskConfig):
     geometry: str | None = checked(None, choices=BACKBONE_CONFIGS)
     geometry_image_size: int = checked(64, low=8, high=MAX_IMAGE_SIZE)
     verdict_alpha: float = checked(VERDICT_ALPHA, low=0.0, high=VERDICT_REAL_P, open_low=True, open_high=True)
+    verdict_rule: str = checked("tests", choices=VERDICT_RULES)
 
     def __post_init__(self) -> None:
         super().__post_init__()
