@@ -118,12 +118,14 @@ def test_blobs_become_clips_beside_real_clips_written_twice(mirror, tmp_path: Pa
 def test_sources_are_dealt_apart_and_generators_on_both_sides() -> None:
     videos = [{"id": k, "name": f"g{k:02d}", "label": "generated", "generator": "a" if k % 2 else "b",
                "footage": "repo"} for k in range(16)]
-    videos += [{"id": 100 + k, "name": f"r{k:02d}", "label": "real" if k % 4 else "cgi", "generator": None,
+    videos += [{"id": 100 + k, "name": f"r{k:02d}", "label": "real", "generator": None,
                 "footage": f"s{k // 2}"} for k in range(12)]
+    videos += [{"id": 200 + k, "name": f"c{k:02d}", "label": "cgi", "generator": "cgi",
+                "footage": f"film{k}"} for k in range(3)]
     train, val = deal_sources(videos, groups=3, every=4)
     assert len(train) + len(val) == len(videos)
     held = {v["footage"] for v in val if v["label"] != "generated"}
-    assert held == {"s2", "s5"} and not held & {v["footage"] for v in train if v["label"] != "generated"}
+    assert held == {"s2", "s5", "film2"} and not held & {v["footage"] for v in train if v["label"] != "generated"}
     assert sorted(v["name"] for v in val if v["label"] == "generated") == ["g06", "g07", "g14", "g15"]
 
 

@@ -299,11 +299,13 @@ def _cgi_clips(size: int, frames: int, windows: int, render_scenes: int, screens
 
 def deal_sources(videos: Sequence[dict], groups: int = 3, every: int = 4) -> tuple[list[dict], list[dict]]:
     """``(train, val)`` of a corpus's videos for training a detector whose threshold is set on real footage it has
-    not seen: the real and CGI videos of every ``groups``-th source (their ``footage``, sorted, from the last of
-    each group) go to ``val`` with every ``every``-th clip of each generator (in name order); the rest to
-    ``train``. No source has clips on both sides."""
-    sources = sorted({v["footage"] for v in videos if v["label"] != "generated"})
-    held = {f for k, f in enumerate(sources) if k % groups == groups - 1}
+    not seen: the videos of every ``groups``-th real source and every ``groups``-th CGI source (their ``footage``,
+    sorted, dealt apart so that each side has both, from the last of each group) go to ``val`` with every
+    ``every``-th clip of each generator (in name order); the rest to ``train``. No source has clips on both sides."""
+    held = set()
+    for label in ("real", "cgi"):
+        sources = sorted({v["footage"] for v in videos if v["label"] == label})
+        held |= {f for k, f in enumerate(sources) if k % groups == groups - 1}
     rank: dict[str, int] = {}
     train, val = [], []
     for video in sorted(videos, key=lambda v: v["name"]):
