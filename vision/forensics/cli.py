@@ -1,8 +1,11 @@
 """``vision-predict --task forensics``: the forensic detector on a video (or images as frames), with its evidence
 graph (the registry's ``run`` of the forensics task, :data:`vision.tasks.PARTS`).
 
-  vision-predict --task forensics --ckpt CKPT VIDEO [--out DIR]
+  vision-predict --task forensics [--ckpt CKPT] VIDEO [--out DIR]
       -> DIR/report.json + DIR/report.html
+
+Without ``--ckpt`` it runs :data:`DEFAULT_CKPT`, the detector of real generators' video that
+``make train-forensics-public`` trains (configs/forensics/public.yaml).
 """
 
 from __future__ import annotations
@@ -10,7 +13,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["run"]
+__all__ = ["DEFAULT_CKPT", "run"]
+
+#: ``(checkpoint, what writes it)`` run when ``--ckpt`` is not given (the registry part ``default_ckpt``)
+DEFAULT_CKPT = ("runs/forensics/public/checkpoints/last.ckpt", "make train-forensics-public MIRRORS=DIR")
 
 
 def run(args: argparse.Namespace, out: Path) -> None:
