@@ -2,7 +2,7 @@
 clip's label, beside what the detector alone at its threshold would say.
 
 ``python benchmarks/forensics_verdicts.py --ckpt runs/forensics/tiny/checkpoints/last.ckpt --split
-datasets/aigv_footage/test.json [--footage NAME ...] [--by FIELD] [--threads 1]``
+datasets/aigv_footage/test.json [--footage NAME ...] [--by FIELD] [--verdict-rule RULE] [--threads 1]``
 
 ``--footage``: only the clips whose pixels come from these camera videos (:func:`vision.forensics.protocol.
 footages_of`; e.g. the footage a checkpoint never saw); the CGI clips, which draw on no camera video, stay.
@@ -11,12 +11,15 @@ Rows: label (``real`` / ``generated`` / ``cgi``) x headline verdict, with who de
 once the checkpoint's nulls span three camera videos, else the detector and the evidence graph), as counts and as
 shares of the label; then the detector alone (calibrated probability against its threshold). ``--by FIELD``
 (e.g. ``container``, ``generator``): the rows split further by that field of the clips' entries.
+``--verdict-rule``: the headline under another :data:`vision.forensics.task.VERDICT_RULES` rule than the
+checkpoint's (an ablation; the checkpoint is not changed).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 from pathlib import Path
 
 import torch
@@ -24,6 +27,7 @@ import torch
 from vision.data.coco import read_json
 from vision.forensics.predictor import ForensicsPredictor
 from vision.forensics.protocol import footages_of
+from vision.forensics.task import VERDICT_RULES
 
 VERDICTS = ("generated", "insufficient evidence", "real")
 
@@ -35,11 +39,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--footage", nargs="+", default=None, help="only clips of these camera videos (and CGI)")
     parser.add_argument("--by", default=None, metavar="FIELD", help="split the rows by this field of the clips")
+    parser.add_argument("--verdict-rule", default=None, choices=VERDICT_RULES,
+                        help="the headline under this rule instead of the checkpoint's")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     predictor = ForensicsPredictor.from_checkpoint(args.ckpt)
+    if args.verdict_rule is not None:
+        predictor.config = dataclasses.replace(predictor.config, verdict_rule=args.verdict_rule)
     null = predictor.detector.score_null_moments()
-    print(f"checkpoint {args.ckpt}: verdict level {predictor.config.verdict_alpha:g}; detector score null over "
+    print(f"checkpoint {args.ckpt}: verdict rule {predictor.config.verdict_rule}, level "
+          f"{predictor.config.verdict_alpha:g}; detector score null over "
           f"{null[3] if null else 0} videos; statistics' null over "
           f"{max(int(v) for v in predictor.detector.null_footage.tolist())} videos")
     headline: collections.Counter = collections.Counter()

@@ -224,17 +224,18 @@ def gif_round_trip(frames: np.ndarray) -> np.ndarray:
 
 
 def _real_windows(path: Path, read_side: int | None, count: int, frames: int,
-                  stride: int = 1) -> Iterator[tuple[int, np.ndarray]]:
-    """``(start, frames)`` of ``count`` windows of ``frames`` frames, each every ``stride``-th frame from ``start``,
-    spread evenly over a video."""
+                  strides: Sequence[int] = (1,)) -> Iterator[tuple[int, int, np.ndarray]]:
+    """``(start, stride, frames)`` of ``count`` windows of ``frames`` frames for each stride, each every
+    ``stride``-th frame from ``start``, spread evenly over a video (decoded once for every stride)."""
     from vision.data.video import read_video
 
     video = read_video(path, size=read_side)
-    span = (frames - 1) * stride + 1
-    if len(video) < span:
-        return
-    for start in sorted({int(round(s)) for s in np.linspace(0, len(video) - span, count)}):
-        yield start, video[start:start + span:stride]
+    for stride in sorted(set(strides)):
+        span = (frames - 1) * stride + 1
+        if len(video) < span:
+            continue
+        for start in sorted({int(round(s)) for s in np.linspace(0, len(video) - span, count)}):
+            yield start, stride, video[start:start + span:stride]
 
 
 #: Computer-made films the installed packages hold: gradio's demo videos (Apache-2.0), a motion-graphics title card
@@ -280,7 +281,7 @@ def _cgi_clips(size: int, frames: int, windows: int, render_scenes: int, screens
     from vision.synthetic.scenes import write_split as render_split
 
     for film, source in films:
-        for start, window in _real_windows(film, None, windows, frames):
+        for start, _, window in _real_windows(film, None, windows, frames):
             yield f"cgi_{source}_{start}", square_clip(window, size), "cgi", source, {"source_frames":
                                                                                      [start, start + frames]}
     if render_scenes:
@@ -407,15 +408,14 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
                            "footage": entry["repository"]}))
     generated, real = len(clips), 0
     for path, side in real_sources(opencv_samples, footage, if_present, log):
-        for stride in sorted(set(real_strides)):
-            for start, window in _real_windows(path, side, real_per_source, frames, stride):
-                square = square_clip(window, size)
-                meta = {"source_frames": [start, start + (frames - 1) * stride + 1], "stride": stride}
-                name = f"real_{path.stem}_{start}" + (f"_s{stride}" if stride > 1 else "")
-                clips.append(Clip(name, square, "real", None, path.stem, "real", {**meta, "container": "video"}))
-                clips.append(Clip(f"{name}_gif", gif_round_trip(square), "real", None, path.stem, "real",
-                                  {**meta, "container": "gif"}))
-                real += 1
+        for start, stride, window in _real_windows(path, side, real_per_source, frames, real_strides):
+            square = square_clip(window, size)
+            meta = {"source_frames": [start, start + (frames - 1) * stride + 1], "stride": stride}
+            name = f"real_{path.stem}_{start}" + (f"_s{stride}" if stride > 1 else "")
+            clips.append(Clip(name, square, "real", None, path.stem, "real", {**meta, "container": "video"}))
+            clips.append(Clip(f"{name}_gif", gif_round_trip(square), "real", None, path.stem, "real",
+                              {**meta, "container": "gif"}))
+            real += 1
     if not generated or not real:
         raise InputError(f"nothing to compare: {generated} generated and {real} real clips")
     import tempfile
