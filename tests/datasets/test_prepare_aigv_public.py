@@ -142,7 +142,8 @@ def test_other_splits_join_the_sides_copied_in(mirror, tmp_path: Path) -> None:
         {"id": 7, "name": "fake", "file_name": "videos/fake.mp4", "label": "generated", "generator": "own",
          "family": "own", "source": "bikes", "width": 32, "height": 32}]})
     path = prepare(tmp_path / "corpus", mirrors, tmp_path / "labels.json", size=32, frames=8, real_per_source=1,
-                   render_scenes=0, screens=0, with_train=[other / "train.json"], log=lambda _: None)
+                   render_scenes=0, screens=0, real_strides=(1,), films=[], with_train=[other / "train.json"],
+                   log=lambda _: None)
     train = json.loads((path.parent / "train.json").read_text())["videos"]
     joined = [v for v in train if v["name"] == "fake"]
     assert len(joined) == 1 and joined[0]["generator"] == "own" and joined[0]["origin"] == str(other / "train.json")

@@ -362,13 +362,16 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
             min_frames: int = 8, real_per_source: int = 4, opencv_samples: str | Path | None = None,
             footage: Sequence[str | Path] = (), if_present: bool = False, render_scenes: int = 4,
             screens: int = 3, real_strides: Sequence[int] = (1, 3), with_train: Sequence[str | Path] = (),
-            with_val: Sequence[str | Path] = (), log: Callable[[str], None] = print) -> Path:
-    """Check the labels and the mirrors, read and check every blob, and write ``OUT/all.json`` with its clips (see
-    the module docstring); returns its path.
+            with_val: Sequence[str | Path] = (), films: Sequence[tuple[Path, str]] | None = None,
+            log: Callable[[str], None] = print) -> Path:
+    """Check the labels and the mirrors, read and check every blob, and write ``OUT/all.json``, ``OUT/train.json``
+    and ``OUT/val.json`` with their clips (see the module docstring); returns the path of ``all.json``. ``films``:
+    the CGI films as ``(path, source name)`` (default: :func:`cgi_films` of ``opencv_samples``).
 
     Raises:
         InputError: bad labels, an absent repository (without ``if_present``), a blob absent or altered, an
-            unreadable clip, a real source that cannot be read, or nothing to write.
+            unreadable clip, a real source that cannot be read, a ``with_train`` / ``with_val`` split that is not
+            there, or nothing to write.
     """
     from vision.prepare.aigv import Clip, real_sources, write_clips
 
@@ -377,6 +380,9 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
         raise InputError(f"--size must be >= 16, --frames >= 2, 2 <= min frames <= --frames, --real-per-source >= 1, "
                          f"--render-scenes >= 0, --screens >= 0 and --real-strides >= 1; got {size}, {frames}, "
                          f"{min_frames}, {real_per_source}, {render_scenes}, {screens}, {list(real_strides)}")
+    for split in [*with_train, *with_val]:
+        if not Path(split).is_file():
+            raise InputError(f"--with-train / --with-val {split}: no such split file")
     out = output_folder(out)
     labels = load_labels(labels_path)
     stores = {repo: mirror_of(mirrors, repo) for repo in labels["repositories"]}
@@ -422,16 +428,13 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
 
     cgi = 0
     with tempfile.TemporaryDirectory() as work:
-        films = cgi_films(opencv_samples, log)
+        films = cgi_films(opencv_samples, log) if films is None else films
         for name, square, generator, source, meta in _cgi_clips(size, frames, real_per_source, render_scenes,
                                                                  screens, Path(work), films):
             clips.append(Clip(name, square, "cgi", generator, source, "cgi", {**meta, "container": "video"}))
             clips.append(Clip(f"{name}_gif", gif_round_trip(square), "cgi", generator, source, "cgi",
                               {**meta, "container": "gif"}))
             cgi += 1
-    for split in [*with_train, *with_val]:
-        if not Path(split).is_file():
-            raise InputError(f"--with-train / --with-val {split}: no such split file")
     with staged_output(out, merge={"videos"}) as stage:
         write_clips(stage, "all", clips, description=f"real AI-generated video from public generators' repositories "
                                                      f"({generated} clips), {real} real windows and {cgi} CGI clips, "
