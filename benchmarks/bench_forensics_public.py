@@ -264,8 +264,8 @@ def main() -> None:
     for scorer in args.scorers:
         table = leave_one_generator_out(corpus, scorer, args.folds, args.pass_rate)
         print(f"\nleave-one-generator-out, {scorer}:")
-        print("| held-out generator | container | clips | AUC | worst fold | realFA | gen | gen→real | abstain | cgiFA |"
-              + (" feature |" if scorer == "statistics" else ""))
+        print("| held-out generator | container | clips | AUC | worst fold | realFA | gen | gen→real | abstain | "
+              "cgiFA |" + (" feature |" if scorer == "statistics" else ""))
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if scorer == "statistics" else ""))
         for t in table:
             print(f"| {t['held']} | {t['container']} | {t['clips']} | {t['auc']:.3f} | {t['worst']:.3f} | "

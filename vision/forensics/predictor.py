@@ -78,9 +78,9 @@ def self_tests(detector: ForensicDetector, features: dict[str, float], top: int 
     config's ``verdict_rule`` ``two-keys``), a clip no test finds unusual after correction whose detector score lies
     under the detector's ``generated_cut`` (what ``pass_rate`` of the generated validation clips reach) is called
     ``real`` rather than left undecided: the tests alone call a clip real only when none is unusual even before
-    correction, which most real clips miss by chance when there are many tests. With no null (a checkpoint trained on one footage, or without the buffers) the verdict
-    is ``insufficient evidence`` and the sentence says why. ``alpha``: the verdict's level
-    (:attr:`ForensicsConfig.verdict_alpha` in :meth:`ForensicsPredictor.analyze`)."""
+    correction, which most real clips miss by chance when there are many tests. With no null (a checkpoint trained
+    on one footage, or without the buffers) the verdict is ``insufficient evidence`` and the sentence says why.
+    ``alpha``: the verdict's level (:attr:`ForensicsConfig.verdict_alpha` in :meth:`ForensicsPredictor.analyze`)."""
     null = detector.footage_null()
     names = detector.feature_names
     x = feature_matrix([features], names)

@@ -35,8 +35,8 @@ from vision.geometry.task import MAX_IMAGE_SIZE, check_image_size
 from vision.model_folder import ModelFolder, write_model_folder
 from vision.task_config import TaskConfig, checked
 
-__all__ = ["Config", "ForensicsConfig", "DEFAULT_TOOLS", "VERDICT_RULES", "BACKBONE_PREFIX", "build_model", "build_backbone",
-           "load_geometry_backbone", "load", "save"]
+__all__ = ["Config", "ForensicsConfig", "DEFAULT_TOOLS", "VERDICT_RULES", "BACKBONE_PREFIX", "build_model",
+           "build_backbone", "load_geometry_backbone", "load", "save"]
 
 #: where a forensic checkpoint keeps the frozen geometry backbone's weights (``ForensicsModule.backbone``)
 BACKBONE_PREFIX = "backbone."

@@ -206,7 +206,7 @@ def gif_round_trip(frames: np.ndarray) -> np.ndarray:
     """``frames`` as a GIF encoder publishes them and a viewer shows them: each frame quantised to an adaptive
     palette of 256 colours with Floyd-Steinberg dithering (Pillow), written as one animated GIF and decoded back,
     each frame held for its time (a still stretch stays as many frames as it was)."""
-    from PIL import Image
+    from PIL import Image, ImageSequence
 
     images = [Image.fromarray(f).quantize(colors=256, method=Image.Quantize.MEDIANCUT,
                                           dither=Image.Dither.FLOYDSTEINBERG) for f in frames]
@@ -214,8 +214,6 @@ def gif_round_trip(frames: np.ndarray) -> np.ndarray:
     images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=40, loop=0,
                    optimize=False, disposal=1)
     # the encoder merges a frame identical to the one before into it, adding its time: a viewer shows it that long
-    from PIL import ImageSequence
-
     out = []
     with Image.open(io.BytesIO(buffer.getvalue())) as image:
         for frame in ImageSequence.Iterator(image):
@@ -342,7 +340,8 @@ def _with_videos(stage: Path, split: str | Path, side: str) -> list[dict]:
     return out
 
 
-def _write_sides(stage: Path, all_split: Path, with_train: Sequence[str | Path], with_val: Sequence[str | Path]) -> None:
+def _write_sides(stage: Path, all_split: Path, with_train: Sequence[str | Path],
+                 with_val: Sequence[str | Path]) -> None:
     """``stage/train.json`` and ``stage/val.json``: the corpus dealt by :func:`deal_sources`, plus the videos of
     ``with_train`` / ``with_val`` (copied in), ids renumbered from 1."""
     from vision.data.coco import write_split
@@ -356,6 +355,17 @@ def _write_sides(stage: Path, all_split: Path, with_train: Sequence[str | Path],
         write_split(stage / f"{side}.json", dict(data, videos=videos, info={
             "description": f"{data['info']['description']}: {side} side (sources dealt apart)"
                            + (f", with {', '.join(map(str, extra))}" if extra else "")}))
+
+
+def _both_containers(name: str, frames: np.ndarray, label: str, generator: str | None, source: str, family: str,
+                     meta: dict) -> list:
+    """A real or CGI clip twice, as decoded (``container: video``) and through :func:`gif_round_trip`
+    (``container: gif``, name suffix ``_gif``), as two :class:`vision.prepare.aigv.Clip` entries."""
+    from vision.prepare.aigv import Clip
+
+    return [Clip(name, frames, label, generator, source, family, {**meta, "container": "video"}),
+            Clip(f"{name}_gif", gif_round_trip(frames), label, generator, source, family,
+                 {**meta, "container": "gif"})]
 
 
 def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABELS, size: int = 256, frames: int = 16,
@@ -418,9 +428,7 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
             square = square_clip(window, size)
             meta = {"source_frames": [start, start + (frames - 1) * stride + 1], "stride": stride}
             name = f"real_{path.stem}_{start}" + (f"_s{stride}" if stride > 1 else "")
-            clips.append(Clip(name, square, "real", None, path.stem, "real", {**meta, "container": "video"}))
-            clips.append(Clip(f"{name}_gif", gif_round_trip(square), "real", None, path.stem, "real",
-                              {**meta, "container": "gif"}))
+            clips += _both_containers(name, square, "real", None, path.stem, "real", meta)
             real += 1
     if not generated or not real:
         raise InputError(f"nothing to compare: {generated} generated and {real} real clips")
@@ -431,9 +439,7 @@ def prepare(out: str | Path, mirrors: str | Path, labels_path: str | Path = LABE
         films = cgi_films(opencv_samples, log) if films is None else films
         for name, square, generator, source, meta in _cgi_clips(size, frames, real_per_source, render_scenes,
                                                                  screens, Path(work), films):
-            clips.append(Clip(name, square, "cgi", generator, source, "cgi", {**meta, "container": "video"}))
-            clips.append(Clip(f"{name}_gif", gif_round_trip(square), "cgi", generator, source, "cgi",
-                              {**meta, "container": "gif"}))
+            clips += _both_containers(name, square, "cgi", generator, source, "cgi", meta)
             cgi += 1
     with staged_output(out, merge={"videos"}) as stage:
         write_clips(stage, "all", clips, description=f"real AI-generated video from public generators' repositories "

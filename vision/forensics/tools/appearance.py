@@ -10,7 +10,7 @@ read at its last inverted-residual block (``features[:18]``: 320 channels at str
 1280 that the embedding of :func:`~vision.weights.nets.mobilenet.embed_images` pools), averaged over the cells of
 each frame and over ``frames`` frames spread over the clip (:func:`~vision.forensics.tools.base.sample_indices`),
 each frame resized to ``size x size`` (area when shrinking, cubic when enlarging) and normalised with the ImageNet
-mean and std: ``c000`` .. ``c319``.
+mean and std (:func:`~vision.weights.nets.mobilenet.imagenet_batch`): ``c000`` .. ``c319``.
 """
 
 from __future__ import annotations
@@ -60,15 +60,13 @@ class AppearanceTool(ForensicTool):
     def measure(self, clip: Clip) -> tuple[dict[str, float], dict, dict[str, Any]]:
         import cv2
 
-        from vision.weights.nets.mobilenet import IMAGENET_MEAN, IMAGENET_STD
+        from vision.weights.nets.mobilenet import imagenet_batch
 
         idx = sample_indices(clip.num_frames, self.frames)
         side = min(clip.height, clip.width)
         interpolation = cv2.INTER_AREA if side >= self.size else cv2.INTER_CUBIC
-        images = np.stack([cv2.resize(np.ascontiguousarray(clip.frames[int(i)]), (self.size, self.size),
-                                      interpolation=interpolation) for i in idx])
-        x = torch.from_numpy(images).permute(0, 3, 1, 2).float().div_(255.0)
-        x = (x - torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)) / torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+        x = imagenet_batch(np.stack([cv2.resize(np.ascontiguousarray(clip.frames[int(i)]), (self.size, self.size),
+                                                interpolation=interpolation) for i in idx]))
         net = self._network()
         with torch.no_grad():
             pooled = net(x.to(next(net.parameters()).device)).float().mean(dim=(2, 3)).mean(dim=0).cpu().numpy()

@@ -13,10 +13,10 @@
   "in", "with", "who", "held": "the fair-haired woman" of "the fair-haired woman in a black coat"), or else the
   whole text, when its cosine is at least ``min_similarity``; the head phrase's last word naming a class or one of
   its :data:`ALIASES` ("woman", "face" for ``person``) decides first. Otherwise the text names nothing the detector
-  knows: an error naming it. The object is that class's detection on the first of the first ``search_frames`` frames where it is found (none: an error): the
-  highest-scoring one, or where the text names colours (:mod:`vision.tracking.real.colours`: "the player in a
-  blue shirt") the one whose box shows most of them (ties: the higher score). Other words (places, relations) do
-  not choose.
+  knows: an error naming it. The object is that class's detection on the first of the first ``search_frames``
+  frames where it is found (none: an error): the highest-scoring one, or where the text names colours
+  (:mod:`vision.tracking.real.colours`: "the player in a blue shirt") the one whose box shows most of them (ties:
+  the higher score). Other words (places, relations) do not choose.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from vision.errors import InputError
 from vision.weights.store import weights_path
 
 __all__ = ["EMBEDDING_DIM", "IMAGENET_MEAN", "IMAGENET_STD", "MobileNetV2Embedding", "embed_images",
-           "load_mobilenetv2", "upstream_key_map"]
+           "imagenet_batch", "load_mobilenetv2", "upstream_key_map"]
 
 #: ImageNet RGB mean and standard deviation of images scaled to [0, 1] (the upstream embedder's ``Normalize``)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -110,6 +110,15 @@ def load_mobilenetv2(device: str | torch.device = "cpu") -> nn.Module:
     return net.to(device).eval()
 
 
+def imagenet_batch(images: np.ndarray) -> torch.Tensor:
+    """uint8 ``[N, H, W, 3]`` RGB -> float32 ``[N, 3, H, W]`` scaled to [0, 1] and normalised with
+    :data:`IMAGENET_MEAN` / :data:`IMAGENET_STD` (on the CPU), what the network saw in ImageNet training."""
+    x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).float().div_(255.0)
+    mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float32).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD, dtype=torch.float32).view(1, 3, 1, 1)
+    return (x - mean) / std
+
+
 def embed_images(net: nn.Module, images: np.ndarray, size: int = 224, batch: int = 16) -> np.ndarray:
     """L2-normalised embeddings of a stack of images.
 
@@ -126,16 +135,12 @@ def embed_images(net: nn.Module, images: np.ndarray, size: int = 224, batch: int
     if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
         raise InputError(f"images must be uint8 [T, H, W, 3] RGB, got {images.dtype} {images.shape}")
     device = next(net.parameters()).device
-    mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float32).view(1, 3, 1, 1)
-    std = torch.tensor(IMAGENET_STD, dtype=torch.float32).view(1, 3, 1, 1)
     rows = []
     with torch.no_grad():
         for start in range(0, len(images), batch):
             # cv2.resize takes (width, height); the default interpolation is bilinear, as upstream
             resized = np.stack([cv2.resize(image, (size, size)) for image in images[start:start + batch]])
-            x = torch.from_numpy(resized).permute(0, 3, 1, 2).float().div_(255.0)
-            x = ((x - mean) / std).to(device)
-            rows.append(net(x).float().cpu())
+            rows.append(net(imagenet_batch(resized).to(device)).float().cpu())
     if not rows:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
     features = torch.cat(rows)
