@@ -205,3 +205,28 @@ def test_the_gif_round_trip_keeps_the_picture_in_256_colours() -> None:
 
 def test_the_labels_file_is_the_package_data() -> None:
     assert LABELS.name == "aigv_public.json" and LABELS.is_file()
+
+
+def test_a_run_that_fails_late_leaves_the_corpus_as_it_was(mirror, tmp_path: Path) -> None:
+    """The second run fails while it copies a joined split's videos, after every clip is encoded: the corpus of
+    the first run, and a file of the user's own beside it, stay exactly as they were, with no staging folder left."""
+    from tests.datasets.staging import add_user_file, assert_left_as_it_was, snapshot
+    from vision.data.coco import write_split
+
+    mirrors, labels = mirror
+    work = tmp_path / "mine"
+    work.mkdir()
+    (work / "labels.json").write_text(json.dumps(labels))
+    out = tmp_path / "corpus"
+    add_user_file(out)
+    options = dict(size=32, frames=8, real_per_source=1, render_scenes=0, screens=0, real_strides=(1,), films=[],
+                   log=lambda _: None)
+    prepare(out, mirrors, work / "labels.json", **options)
+    before = snapshot(out)
+    broken = work / "broken.json"  # names a video file that is not there
+    write_split(broken, {"images": [], "annotations": [], "categories": [], "videos": [
+        {"id": 1, "name": "gone", "file_name": "videos/gone.mp4", "label": "real", "source": "bikes",
+         "width": 32, "height": 32}]}, check_files=False)
+    with pytest.raises(InputError, match="gone.mp4"):
+        prepare(out, mirrors, work / "labels.json", with_train=[broken], **options)
+    assert_left_as_it_was(out, before, {"corpus", "mine", "work", "mirrors"})
